@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/store"
+)
+
+func policyFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "publication-branch", Usage: "the branch work lands on (default: the canonical checkout's branch)"},
+		&ucli.StringFlag{Name: "enforcement", Usage: "enforce (refuse) or warn (print the refusal, allow)"},
+		&ucli.StringFlag{Name: "unmanaged", Usage: "allow or refuse commits in worktrees wt does not govern"},
+		&ucli.StringFlag{Name: "max-active", Usage: "cap on ACTIVE allocations: N or unlimited"},
+	}
+}
+
+func policyChange(c *ucli.Context) alloc.PolicyChange {
+	return alloc.PolicyChange{PublicationBranch: optString(c, "publication-branch"),
+		Enforcement: optString(c, "enforcement"), Unmanaged: optString(c, "unmanaged"), MaxActive: optString(c, "max-active")}
+}
+
+func (e *env) initCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "init",
+		Usage:     "set wt up in this repository (idempotent)",
+		UsageText: "wt-admin init [--publication-branch B] [--enforcement enforce|warn] [--unmanaged allow|refuse] [--max-active N]",
+		Flags:     append(policyFlags(), jsonFlag),
+		Action: e.action("init", 0, func(c *ucli.Context) error {
+			res, err := alloc.Init(c.Context, repoDir(c), policyChange(c))
+			if err != nil {
+				return err
+			}
+			reason := "wt is set up: state lives in " + res.StoreDir
+			if res.Code == decision.StoreAlreadyInitialized {
+				reason = "wt was already set up here; nothing changed"
+			}
+			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, reason)
+				printPolicy(w, res.Policy)
+			})
+		}),
+	}
+}
+
+func (e *env) policyCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "policy",
+		Usage:     "show the policy, or change the fields given",
+		UsageText: "wt-admin policy [--publication-branch B] [--enforcement enforce|warn] [--unmanaged allow|refuse] [--max-active N|unlimited]",
+		Flags:     append(policyFlags(), jsonFlag),
+		Action: e.action("policy", 0, func(c *ucli.Context) error {
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := r.SetPolicy(c.Context, policyChange(c))
+			if err != nil {
+				return err
+			}
+			reason := map[string]string{decision.PolicyShown: "current policy",
+				decision.PolicyUnchanged: "the policy already had these values; nothing changed",
+				decision.PolicyUpdated:   fmt.Sprintf("%d field(s) changed", len(res.Changes))}[res.Code]
+			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
+				if res.Code != decision.PolicyShown {
+					fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, reason)
+				}
+				for _, d := range res.Changes {
+					fmt.Fprintf(w, "  %s: %s -> %s\n", d.Field, d.From, d.To)
+				}
+				printPolicy(w, res.Policy)
+			})
+		}),
+	}
+}
+
+func printPolicy(w io.Writer, p store.Policy) {
+	max := "unlimited"
+	if p.MaxActive != nil {
+		max = fmt.Sprint(*p.MaxActive)
+	}
+	tw := table(w)
+	fmt.Fprintf(tw, "publication_branch\t%s\n", p.PublicationBranch)
+	fmt.Fprintf(tw, "enforcement\t%s\n", p.Enforcement)
+	fmt.Fprintf(tw, "unmanaged\t%s\n", p.Unmanaged)
+	fmt.Fprintf(tw, "max_active\t%s\n", max)
+	tw.Flush()
+}

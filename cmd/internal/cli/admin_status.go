@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/store"
+)
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (e *env) statusCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "status",
+		Usage: "every worktree: role, owner, lifecycle, lease holder and freshness",
+		Flags: []ucli.Flag{jsonFlag},
+		Action: e.action("status", 0, func(c *ucli.Context) error {
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := r.Status(c.Context)
+			if err != nil {
+				return err
+			}
+			reason := fmt.Sprintf("%d worktree(s)", len(res.Rows))
+			return e.success(res.Code, reason, res, res.Warnings, func(w io.Writer) {
+				tw := table(w)
+				fmt.Fprintln(tw, "PATH\tKEY\tTASK\tROLE\tOWNER\tLIFECYCLE\tBRANCH\tLEASE HOLDER\tFRESHNESS")
+				for _, row := range res.Rows {
+					lifecycle := row.Lifecycle
+					if !row.Managed {
+						lifecycle = map[string]string{"canonical": "canonical checkout", "unregistered": "unregistered"}[row.Registration]
+						if lifecycle == "" {
+							lifecycle = "unmanaged"
+						}
+					}
+					if row.GitState != "present" {
+						lifecycle += " (" + row.GitState + ")"
+					}
+					holder, fresh := "-", "-"
+					if l := row.Lease; l != nil {
+						holder = fmt.Sprintf("%s pid %d", l.Holder.ClientID, l.Holder.PID)
+						fresh = l.Freshness
+					}
+					branch := row.Branch
+					if branch == "" && row.Head != "" {
+						branch = fmt.Sprintf("(detached %.8s)", row.Head)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Path, dash(row.Key), dash(row.TaskKey),
+						dash(row.Role), dash(row.Owner), lifecycle, dash(branch), holder, fresh)
+				}
+				tw.Flush()
+				for _, p := range res.Pending {
+					state := "in flight"
+					if !p.ActorLive {
+						state = "interrupted"
+					}
+					fmt.Fprintf(w, "pending: %s %s of %s (%s, pid %d)\n", p.Operation, state, p.Target, p.Phase, p.Actor.PID)
+				}
+			})
+		}),
+	}
+}
+
+func lifecycleCommand(e *env, name, usage string, run func(r *alloc.Repo, c *ucli.Context) (alloc.LifecycleResult, error)) *ucli.Command {
+	return &ucli.Command{
+		Name:      name,
+		Usage:     usage,
+		UsageText: "wt-admin " + name + " PATH --owner NAME [--expect-version N]",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "owner", Usage: "the allocation's owner"},
+			&ucli.IntFlag{Name: "expect-version", Usage: "refuse unless the allocation is at this record version"},
+			jsonFlag,
+		},
+		Action: e.action(name, 1, func(c *ucli.Context) error {
+			if !c.IsSet("owner") || c.Args().Len() != 1 {
+				return usageErr("%s needs PATH and --owner NAME", name)
+			}
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := run(r, c)
+			if err != nil {
+				return err
+			}
+			a := res.Allocation
+			reason := fmt.Sprintf("task %s at %s is %s", a.TaskKey, a.WorktreePath, a.Lifecycle)
+			if a.Lifecycle == store.Retained {
+				reason += "; its work is kept and no writer may take a lease until it is resumed"
+			}
+			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, reason)
+			})
+		}),
+	}
+}
+
+func (e *env) retainCommand() *ucli.Command {
+	return lifecycleCommand(e, "retain", "keep an allocation's work but admit no writer (ACTIVE -> RETAINED)",
+		func(r *alloc.Repo, c *ucli.Context) (alloc.LifecycleResult, error) {
+			return r.Retain(c.Context, c.Args().First(), c.String("owner"), optInt(c, "expect-version"))
+		})
+}
+
+func (e *env) resumeCommand() *ucli.Command {
+	return lifecycleCommand(e, "resume", "admit writers again (RETAINED -> ACTIVE)",
+		func(r *alloc.Repo, c *ucli.Context) (alloc.LifecycleResult, error) {
+			return r.Resume(c.Context, c.Args().First(), c.String("owner"), optInt(c, "expect-version"))
+		})
+}
+
+func (e *env) versionCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "version",
+		Usage: "tool version, JSON schema version, store layout version, known decision codes",
+		Flags: []ucli.Flag{jsonFlag},
+		Action: e.action("version", 0, func(c *ucli.Context) error {
+			res := map[string]any{"tool_version": Version, "json_schema_version": JSONSchemaVersion,
+				"store_layout_version": store.LayoutVersion, "record_schema_version": store.SchemaVersion,
+				"decision_codes": decision.Codes()}
+			return e.success(decision.VersionShown, "wt "+Version, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "wt %s (json schema %d, store layout %d, record schema %d)\n", Version, JSONSchemaVersion, store.LayoutVersion, store.SchemaVersion)
+				fmt.Fprintf(w, "decision codes: %d known (wt-admin version --json lists them)\n", len(decision.Codes()))
+			})
+		}),
+	}
+}

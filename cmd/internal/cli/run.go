@@ -1,0 +1,276 @@
+// Package cli holds the urfave/cli applications of wt-exec, wt-hook and
+// wt-admin, one file per command. Actions are a few lines that call into
+// core/, wrapper/, hooks/ or install/ and render the result; this package is
+// the one place that writes to stdout and stderr.
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wt-tool/wt/core/decision"
+)
+
+// Version is the tool version reported by every binary.
+const Version = "0.1.0"
+
+// JSONSchemaVersion is the version of the --json envelope.
+const JSONSchemaVersion = 1
+
+// Exit codes shared by wt-admin and wt-hook (SPEC §8).
+const (
+	ExitOK      = 0
+	ExitRefused = 1
+	ExitUsage   = 2
+)
+
+// ExitError carries an exit code to main. Err has already been reported when
+// Reported is true.
+type ExitError struct {
+	Code     int
+	Err      error
+	Reported bool
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// env is what one run of a binary shares between its commands: the output
+// streams, and whether --json was asked for.
+type env struct {
+	bin     string
+	stdout  io.Writer
+	stderr  io.Writer
+	json    bool
+	command string
+}
+
+func usageErr(format string, args ...any) error {
+	return &ExitError{Code: ExitUsage, Err: decision.New(decision.Usage, format, args...)}
+}
+
+// Run runs a binary's app with args (without the program name) and returns
+// the process exit code. It owns the mapping from errors to exit codes and
+// the one place errors are written.
+func Run(bin string, build func(*env) *ucli.App, args []string, stdout, stderr io.Writer) int {
+	e := &env{bin: bin, stdout: stdout, stderr: stderr}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" {
+			e.json = true
+		}
+	}
+	app := build(e)
+	app.Name = bin
+	app.Version = Version
+	app.Writer, app.ErrWriter = stdout, stderr
+	app.HideHelpCommand = true
+	app.ExitErrHandler = func(*ucli.Context, error) {} // main owns the exit
+	app.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return usageErr("%v", err) }
+	app.CommandNotFound = func(_ *ucli.Context, name string) {
+		e.report(usageErr("unknown command %q (see %s --help)", name, bin))
+		panic(errReported)
+	}
+	for _, c := range app.Commands {
+		setUsageHandlers(c)
+	}
+	code := func() (code int) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r != errReported {
+					panic(r)
+				}
+				code = ExitUsage
+			}
+		}()
+		err := app.Run(append([]string{bin}, reorder(app, args)...))
+		if err == nil {
+			return ExitOK
+		}
+		return e.report(err)
+	}()
+	return code
+}
+
+var errReported = errors.New("reported")
+
+func setUsageHandlers(c *ucli.Command) {
+	c.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return usageErr("%v", err) }
+	for _, s := range c.Subcommands {
+		setUsageHandlers(s)
+	}
+}
+
+// report writes err once (as a JSON envelope with --json, else two lines on
+// stderr) and returns the exit code for it.
+func (e *env) report(err error) int {
+	code := ExitRefused
+	var xe *ExitError
+	if errors.As(err, &xe) {
+		code = xe.Code
+		if xe.Reported {
+			return code
+		}
+		if xe.Err != nil {
+			err = xe.Err
+		}
+	}
+	d, ok := decision.As(err)
+	if !ok {
+		d = &decision.Error{Code: decision.Internal, Message: err.Error()}
+	}
+	if d.Code == decision.Usage {
+		code = ExitUsage
+	}
+	if e.json {
+		errObj := map[string]any{"code": d.Code, "message": d.Message, "hint": d.Hint}
+		for k, v := range d.Facts {
+			if _, taken := errObj[k]; !taken {
+				errObj[k] = v
+			}
+		}
+		e.writeJSON(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version,
+			"command": e.command, "ok": false, "error": errObj, "warnings": []string{}})
+		return code
+	}
+	verb := "refused"
+	if code == ExitUsage {
+		verb = "usage"
+	} else if d.Code == decision.Internal || d.Code == decision.GitFailed {
+		verb = "error"
+	}
+	fmt.Fprintf(e.stderr, "%s: %s: %s: %s\n", e.bin, verb, d.Code, d.Message)
+	if d.Hint != "" {
+		fmt.Fprintf(e.stderr, "%s: hint: %s\n", e.bin, d.Hint)
+	}
+	return code
+}
+
+func (e *env) writeJSON(v any) {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // Best effort: a closed stdout has nobody to tell.
+}
+
+// success prints a decision: the envelope with --json, else human text.
+func (e *env) success(code, reason string, result any, warnings []string, human func(w io.Writer)) error {
+	if warnings == nil {
+		warnings = []string{}
+	}
+	if e.json {
+		dec := map[string]any{}
+		if result != nil {
+			b, err := json.Marshal(result)
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(b, &dec); err != nil {
+				return err
+			}
+		}
+		dec["code"] = code
+		dec["reason"] = reason
+		e.writeJSON(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version,
+			"command": e.command, "ok": true, "decision": dec, "warnings": warnings})
+		return nil
+	}
+	human(e.stdout)
+	for _, w := range warnings {
+		fmt.Fprintf(e.stderr, "%s: warning: %s\n", e.bin, w)
+	}
+	return nil
+}
+
+// reorder moves flags that follow positional arguments in front of them, for
+// the command the arguments select, so that `retain PATH --owner NAME` works
+// as the spec writes it. urfave/cli v2 stops at the first positional argument.
+// Everything after "--" is left alone.
+func reorder(app *ucli.App, args []string) []string {
+	flags, cmds := app.Flags, app.Commands
+	var out []string
+	i := 0
+	// Global flags and the command path.
+	for i < len(args) {
+		a := args[i]
+		if a == "--" {
+			return args
+		}
+		if strings.HasPrefix(a, "-") {
+			out = append(out, a)
+			if takesValue(flags, a) && i+1 < len(args) {
+				out = append(out, args[i+1])
+				i++
+			}
+			i++
+			continue
+		}
+		var found *ucli.Command
+		for _, c := range cmds {
+			if c.HasName(a) {
+				found = c
+			}
+		}
+		if found == nil {
+			break
+		}
+		out = append(out, a)
+		i++
+		flags, cmds = found.Flags, found.Subcommands
+		if len(cmds) == 0 {
+			break
+		}
+	}
+	var fl, pos []string
+	for i < len(args) {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && a != "-" {
+			fl = append(fl, a)
+			if takesValue(flags, a) && i+1 < len(args) {
+				fl = append(fl, args[i+1])
+				i++
+			}
+		} else {
+			pos = append(pos, a)
+		}
+		i++
+	}
+	out = append(out, fl...)
+	if len(pos) > 0 && pos[0] != "--" {
+		out = append(out, "--")
+	}
+	return append(out, pos...)
+}
+
+func takesValue(flags []ucli.Flag, arg string) bool {
+	if strings.Contains(arg, "=") {
+		return false
+	}
+	name := strings.TrimLeft(arg, "-")
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				_, isBool := f.(*ucli.BoolFlag)
+				return !isBool
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,392 @@
+package alloc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/wt-tool/wt/core/crashpoint"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// Request is what allocate is asked for.
+type Request struct {
+	TaskKey string
+	Owner   string
+	Role    string // default feature
+	Branch  string // default wt/<TaskKey>; audit worktrees are detached
+	Base    string // default refs/heads/<publication branch>
+	Path    string
+}
+
+// AllocateResult is the new allocation and what recovery did on the way.
+type AllocateResult struct {
+	Code       string           `json:"code"`
+	Allocation store.Allocation `json:"allocation"`
+	Recovered  []Recovery       `json:"recovered"`
+}
+
+// Recovery is the outcome of one interrupted allocate found on the way.
+type Recovery struct {
+	TransactionID string `json:"transaction_id"`
+	Path          string `json:"path"`
+	TaskKey       string `json:"task_key"`
+	Outcome       string `json:"outcome"` // finished, rolled_back, or blocked
+	Detail        string `json:"detail"`
+}
+
+const opAllocate = "allocate"
+
+// Journal phases of allocate.
+const phasePrepared = "PREPARED"
+
+// Allocate creates a governed worktree: git worktree add, then the
+// allocation record, its binding and its registration (document and marker),
+// journaled so that a crash anywhere is finished or undone by the next run.
+func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error) {
+	var res AllocateResult
+	if req.Role == "" {
+		req.Role = store.RoleFeature
+	}
+	if err := ValidRole(req.Role); err != nil {
+		return res, err
+	}
+	if err := ValidTaskKey(req.TaskKey); err != nil {
+		return res, err
+	}
+	if err := ValidOwner(req.Owner); err != nil {
+		return res, err
+	}
+	if req.Path == "" {
+		return res, decision.New(decision.Usage, "allocate needs a PATH").WithHint("wt-admin allocate --task KEY --owner NAME PATH")
+	}
+	path, err := proc.Canonical(req.Path)
+	if err != nil {
+		return res, decision.Wrap(decision.Usage, err, "path %s", req.Path)
+	}
+	if err := pathFree(path); err != nil {
+		return res, err
+	}
+	var branch *string
+	if req.Role == store.RoleAudit {
+		if req.Branch != "" {
+			return res, decision.New(decision.InvalidBranch, "audit worktrees are detached and take no branch").
+				WithHint("drop --branch, or use --role feature")
+		}
+	} else {
+		b := req.Branch
+		if b == "" {
+			b = "wt/" + req.TaskKey
+		}
+		if !r.Git.ValidBranchName(ctx, b) {
+			return res, decision.New(decision.InvalidBranch, "%q is not a valid branch name", b).
+				WithHint("pass --branch NAME with a valid git branch name")
+		}
+		branch = &b
+	}
+
+	// Phase 1, under the lock: finish or undo what crashed before, check the
+	// rules, and write the plan.
+	var j store.Journal
+	var planned store.Allocation
+	err = r.Store.Write(func(tx *store.Tx) error {
+		res.Recovered = r.recover(ctx, tx)
+		pol, ok, err := tx.Policy()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return decision.New(decision.InvalidMetadata, "policy.json is missing").WithHint("run wt-admin init")
+		}
+		base := req.Base
+		if base == "" {
+			base = "refs/heads/" + pol.PublicationBranch
+		}
+		commit, ok, err := r.Git.ResolveCommit(ctx, base)
+		if err != nil {
+			return decision.Wrap(decision.GitFailed, err, "resolve %s", base)
+		}
+		if !ok {
+			return decision.New(decision.InvalidBase, "%q names no commit", base).
+				WithHint("pass --base REV naming an existing commit")
+		}
+		all, err := tx.Allocations()
+		if err != nil {
+			return err
+		}
+		pending, err := r.pendingAllocations(tx)
+		if err != nil {
+			return err
+		}
+		if err := checkTaskAndBudget(req.TaskKey, "", all, pending, pol); err != nil {
+			return err
+		}
+		if branch != nil {
+			exists, err := r.Git.BranchExists(ctx, *branch)
+			if err != nil {
+				return decision.Wrap(decision.GitFailed, err, "look up branch %s", *branch)
+			}
+			if exists {
+				return decision.New(decision.BranchExists, "branch %s already exists", *branch).
+					WithHint("pass --branch NAME with a new branch name")
+			}
+		}
+		if err := pathFree(path); err != nil {
+			return err
+		}
+		now := Now()
+		planned = store.Allocation{AllocationID: uuid.NewString(), TaskKey: req.TaskKey, Owner: req.Owner,
+			Role: req.Role, Lifecycle: store.Active, WorktreePath: path, Branch: branch, BaseCommit: commit,
+			ExternalBindings: []string{}, CreatedAt: now, UpdatedAt: now}
+		payload, err := json.Marshal(planned)
+		if err != nil {
+			return err
+		}
+		j = store.Journal{TransactionID: uuid.NewString(), Operation: opAllocate, Phase: phasePrepared,
+			Actor: actor(), Target: path, Payload: payload, CreatedAt: now, UpdatedAt: now}
+		return tx.PutJournal(&j)
+	})
+	if err != nil {
+		return res, err
+	}
+	crashpoint.Here("allocate:prepared")
+
+	// Phase 2, outside the lock: git does the slow part.
+	b := ""
+	if branch != nil {
+		b = *branch
+	}
+	gitErr := r.Git.AddWorktree(ctx, path, b, planned.BaseCommit)
+	crashpoint.Here("allocate:worktree-added")
+
+	// Phase 3, under the lock: record it, or undo the plan if git failed.
+	err = r.Store.Write(func(tx *store.Tx) error {
+		if gitErr != nil {
+			if err := tx.FinishJournal(j, "failed", nil, Now()); err != nil {
+				return err
+			}
+			return decision.Wrap(decision.GitFailed, gitErr, "git worktree add").
+				WithHint("fix what git reports, then run wt-admin allocate again")
+		}
+		a, err := r.finish(ctx, tx, j, planned, "allocated")
+		res.Allocation = a
+		return err
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Code = decision.Allocated
+	return res, nil
+}
+
+func pathFree(path string) error {
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return decision.New(decision.PathExists, "%s already exists", path).
+			WithHint("choose a new path; wt never reuses or clears an existing directory")
+	}
+	return nil
+}
+
+// checkTaskAndBudget applies TASK_KEY_IN_USE and BUDGET_EXHAUSTED. skip is an
+// allocation id not to count (the one being resumed).
+func checkTaskAndBudget(task, skip string, all []store.Allocation, pending []store.Allocation, pol store.Policy) error {
+	var active []string
+	for _, a := range append(append([]store.Allocation{}, all...), pending...) {
+		if a.AllocationID == skip {
+			continue
+		}
+		if a.TaskKey == task && (a.Lifecycle == store.Active || a.Lifecycle == store.Retained) {
+			return decision.New(decision.TaskKeyInUse, "task %s is already allocated (%s, %s at %s)", task, a.AllocationID, a.Lifecycle, a.WorktreePath).
+				WithFact("allocation_id", a.AllocationID).
+				WithHint("%s", taskInUseHint(a))
+		}
+		if a.Lifecycle == store.Active {
+			active = append(active, fmt.Sprintf("%s (task %s)", a.AllocationID, a.TaskKey))
+		}
+	}
+	if pol.MaxActive != nil && len(active) >= *pol.MaxActive {
+		return decision.New(decision.BudgetExhausted, "%s of max %d: %s", plural(len(active), "active allocation", "active allocations"), *pol.MaxActive, strings.Join(active, ", ")).
+			WithFact("holders", active).
+			WithHint("retain one with wt-admin retain PATH --owner NAME, or raise the budget with wt-admin policy --max-active N")
+	}
+	return nil
+}
+
+func taskInUseHint(a store.Allocation) string {
+	if a.Lifecycle == store.Retained {
+		return fmt.Sprintf("resume it with wt-admin resume %s --owner %s, or choose another task key", quoteArg(a.WorktreePath), quoteArg(a.Owner))
+	}
+	return fmt.Sprintf("work in %s, or choose another task key", a.WorktreePath)
+}
+
+func quoteArg(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// pendingAllocations are the allocations planned by allocate journals still
+// in the store: in flight (their actor is live) or blocked. They hold their
+// task key and their share of the budget.
+func (r *Repo) pendingAllocations(tx *store.Tx) ([]store.Allocation, error) {
+	js, err := tx.Journals()
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Allocation
+	for _, j := range js {
+		if j.Operation != opAllocate {
+			continue
+		}
+		a, err := plannedOf(tx, j)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func plannedOf(tx *store.Tx, j store.Journal) (store.Allocation, error) {
+	var a store.Allocation
+	if err := json.Unmarshal(j.Payload, &a); err != nil || a.AllocationID == "" || a.WorktreePath != j.Target {
+		return a, decision.New(decision.InvalidMetadata, "journal %s does not hold an allocation plan for %s", j.TransactionID, j.Target).
+			WithHint("inspect %s by hand", filepath.Join("journal", j.TransactionID+".json"))
+	}
+	return a, nil
+}
+
+// finish writes the records of an allocation whose worktree git has added,
+// then the receipt. It is idempotent: run again after a crash half way, it
+// writes the same records.
+func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planned store.Allocation, how string) (store.Allocation, error) {
+	keys, err := gitrepo.AdminKeys(r.Git.CommonDir)
+	if err != nil {
+		return planned, err
+	}
+	key, ok := keys[planned.WorktreePath]
+	if !ok {
+		return planned, decision.New(decision.InterruptedTx, "git reports no worktree at %s after adding it", planned.WorktreePath).
+			WithHint("inspect git worktree list; the plan is kept in journal %s", j.TransactionID)
+	}
+	a := planned
+	if existing, err := tx.Allocation(a.AllocationID); err == nil {
+		a = existing // a crash after this record was written: keep it as it is
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return a, err
+	} else {
+		a.WorktreeKey = key
+		a.UpdatedAt = Now()
+		if err := tx.PutAllocation(&a); err != nil {
+			return a, err
+		}
+	}
+	crashpoint.Here("allocate:record-written")
+	if err := tx.PutBinding(&store.Binding{WorktreeKey: key, AllocationID: a.AllocationID}); err != nil {
+		return a, err
+	}
+	reg := store.Registration{RegistrationID: uuid.NewString(), WorktreeKey: key, WorktreePath: a.WorktreePath,
+		AllocationID: a.AllocationID, CreatedAt: Now()}
+	if err := tx.PutRegistration(&reg); err != nil {
+		return a, err
+	}
+	if err := event(tx, how, &a, map[string]any{"task_key": a.TaskKey, "owner": a.Owner, "role": a.Role,
+		"worktree_path": a.WorktreePath, "worktree_key": key, "branch": a.Branch, "base_commit": a.BaseCommit,
+		"registration_id": reg.RegistrationID, "transaction_id": j.TransactionID}); err != nil {
+		return a, err
+	}
+	out, _ := json.Marshal(map[string]string{"allocation_id": a.AllocationID, "worktree_key": key})
+	return a, tx.FinishJournal(j, how, out, Now())
+}
+
+// recover finishes or undoes every allocate journal whose actor is gone. It
+// never fails the caller: what it cannot decide stays journaled, is reported
+// as blocked, and keeps holding its task key.
+func (r *Repo) recover(ctx context.Context, tx *store.Tx) []Recovery {
+	out := []Recovery{}
+	js, err := tx.Journals()
+	if err != nil {
+		return out
+	}
+	pr := proc.NewReader()
+	for _, j := range js {
+		if j.Operation != opAllocate {
+			continue
+		}
+		if live, err := proc.IsLive(pr, j.Actor); err != nil || live {
+			continue // still running (or unknowable): in flight, not ours to touch
+		}
+		planned, err := plannedOf(tx, j)
+		rec := Recovery{TransactionID: j.TransactionID, Path: j.Target, TaskKey: planned.TaskKey}
+		if err != nil {
+			rec.Outcome, rec.Detail = "blocked", err.Error()
+			out = append(out, rec)
+			continue
+		}
+		rec.Outcome, rec.Detail = r.recoverOne(ctx, tx, j, planned)
+		out = append(out, rec)
+	}
+	return out
+}
+
+func (r *Repo) recoverOne(ctx context.Context, tx *store.Tx, j store.Journal, planned store.Allocation) (string, string) {
+	inv, err := r.Git.Inventory(ctx)
+	if err != nil {
+		return "blocked", "list worktrees: " + err.Error()
+	}
+	for _, wt := range inv {
+		if filepath.Clean(wt.Path) != planned.WorktreePath {
+			continue
+		}
+		ours := (planned.Branch == nil && wt.Detached && wt.Head == planned.BaseCommit) ||
+			(planned.Branch != nil && wt.Branch == *planned.Branch)
+		if !ours || wt.Key == "" || wt.Key == gitrepo.MainKey {
+			return "blocked", fmt.Sprintf("a worktree at %s is not the one planned (branch %q, head %s)", wt.Path, wt.Branch, wt.Head)
+		}
+		if _, err := r.finish(ctx, tx, j, planned, "allocation_recovered"); err != nil {
+			return "blocked", err.Error()
+		}
+		return "finished", "the worktree was added before the crash; its records are now written"
+	}
+	if _, err := os.Lstat(planned.WorktreePath); !errors.Is(err, fs.ErrNotExist) {
+		return "blocked", fmt.Sprintf("%s exists but git does not list it as a worktree; move it away after checking its content, then run wt-admin allocate again", planned.WorktreePath)
+	}
+	detail := "the worktree was never added; the plan is dropped"
+	if planned.Branch != nil {
+		b := *planned.Branch
+		if sha, ok, err := r.Git.ResolveCommit(ctx, "refs/heads/"+b); err == nil && ok {
+			if sha == planned.BaseCommit {
+				// git created the branch at the base commit and died before the checkout:
+				// it holds no work. update-ref compares before deleting.
+				if err := r.Git.DeleteBranchAt(ctx, b, planned.BaseCommit); err != nil {
+					return "blocked", "delete the empty branch " + b + ": " + err.Error()
+				}
+				detail += "; the branch " + b + " it had created at the base commit is deleted"
+			} else {
+				detail += "; the branch " + b + " has moved past the base commit and is kept"
+			}
+		}
+	}
+	a := planned
+	if err := event(tx, "allocation_rolled_back", &a, map[string]any{"task_key": a.TaskKey,
+		"worktree_path": a.WorktreePath, "transaction_id": j.TransactionID, "detail": detail}); err != nil {
+		return "blocked", err.Error()
+	}
+	if err := tx.FinishJournal(j, "rolled_back", nil, Now()); err != nil {
+		return "blocked", err.Error()
+	}
+	return "rolled_back", detail
+}

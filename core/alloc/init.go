@@ -1,0 +1,248 @@
+package alloc
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// PolicyChange names the policy fields a command sets; nil leaves a field.
+type PolicyChange struct {
+	PublicationBranch *string
+	Enforcement       *string
+	Unmanaged         *string
+	// MaxActive is "unlimited" or a positive integer.
+	MaxActive *string
+}
+
+func (c PolicyChange) empty() bool {
+	return c.PublicationBranch == nil && c.Enforcement == nil && c.Unmanaged == nil && c.MaxActive == nil
+}
+
+// InitResult is what init did.
+type InitResult struct {
+	Code         string       `json:"code"`
+	StoreDir     string       `json:"store_dir"`
+	RepositoryID string       `json:"repository_id"`
+	Policy       store.Policy `json:"policy"`
+}
+
+// Init sets wt up in the repository containing dir. Run again on a set-up
+// repository it changes nothing and answers STORE_ALREADY_INITIALIZED; if it
+// was given policy values that differ from the stored ones it refuses with
+// POLICY_CONFLICT (policy changes go through the policy command). An init that
+// was interrupted (no repository.json yet) is finished.
+func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, error) {
+	g, err := gitrepo.Discover(ctx, dir)
+	if err != nil {
+		return InitResult{}, err
+	}
+	var s *store.Store
+	_, statErr := os.Lstat(store.Root(g.CommonDir) + "/repository.json")
+	if errors.Is(statErr, fs.ErrNotExist) {
+		s, err = store.Create(g.CommonDir)
+	} else {
+		s, err = store.Open(g.CommonDir)
+	}
+	if err != nil {
+		return InitResult{}, err
+	}
+	r := &Repo{Git: g, Store: s}
+	var res InitResult
+	res.StoreDir = s.Root()
+	err = s.Write(func(tx *store.Tx) error {
+		if tx.HasRepository() {
+			repo, err := tx.Repository()
+			if err != nil {
+				return err
+			}
+			pol, ok, err := tx.Policy()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return decision.New(decision.InvalidMetadata, "policy.json is missing").
+					WithHint("restore it, or remove %s/repository.json and run wt-admin init again", s.Root())
+			}
+			_, diffs, err := r.applyPolicy(ctx, pol, change)
+			if err != nil {
+				return err
+			}
+			if len(diffs) > 0 {
+				return decision.New(decision.PolicyConflict, "wt is already set up here with another policy (%s)", diffs[0].Field).
+					WithHint("change the policy with wt-admin policy --%s %s", flagName(diffs[0].Field), diffs[0].To)
+			}
+			res = InitResult{Code: decision.StoreAlreadyInitialized, StoreDir: s.Root(), RepositoryID: repo.RepositoryID, Policy: pol}
+			return nil
+		}
+		pol, ok, err := tx.Policy()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			pol = store.Policy{Enforcement: store.EnforcementEnforce, Unmanaged: store.UnmanagedAllow}
+			if change.PublicationBranch == nil {
+				inv, err := g.Inventory(ctx)
+				if err != nil {
+					return decision.Wrap(decision.GitFailed, err, "list worktrees")
+				}
+				if len(inv) == 0 || inv[0].Branch == "" {
+					return decision.New(decision.PublicationUnknown, "the canonical checkout is not on a branch").
+						WithHint("pass --publication-branch BRANCH (e.g. main)")
+				}
+				b := inv[0].Branch
+				change.PublicationBranch = &b
+			}
+		}
+		next, _, err := r.applyPolicy(ctx, pol, change)
+		if err != nil {
+			return err
+		}
+		next.UpdatedAt = Now()
+		if err := tx.PutPolicy(&next); err != nil {
+			return err
+		}
+		now := Now()
+		repo := store.Repository{RepositoryID: uuid.NewString(), CreatedAt: now, UpdatedAt: now}
+		if err := tx.PutRepository(&repo); err != nil {
+			return err
+		}
+		res = InitResult{Code: decision.StoreInitialized, StoreDir: s.Root(), RepositoryID: repo.RepositoryID, Policy: next}
+		return event(tx, "store_initialized", nil, map[string]any{"repository_id": repo.RepositoryID, "policy": next})
+	})
+	return res, err
+}
+
+// Diff is one changed policy field.
+type Diff struct {
+	Field string `json:"field"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+}
+
+func flagName(field string) string {
+	switch field {
+	case "publication_branch":
+		return "publication-branch"
+	case "max_active":
+		return "max-active"
+	}
+	return field
+}
+
+func maxActiveText(p *int) string {
+	if p == nil {
+		return "unlimited"
+	}
+	return strconv.Itoa(*p)
+}
+
+// applyPolicy validates change and returns pol with it applied, and the
+// fields that differ.
+func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange) (store.Policy, []Diff, error) {
+	next := pol
+	var diffs []Diff
+	if v := c.PublicationBranch; v != nil {
+		if !r.Git.ValidBranchName(ctx, *v) {
+			return pol, nil, decision.New(decision.InvalidPolicy, "publication branch %q is not a valid branch name", *v).
+				WithHint("pass --publication-branch with a branch name such as main")
+		}
+		next.PublicationBranch = *v
+	}
+	if v := c.Enforcement; v != nil {
+		if *v != store.EnforcementEnforce && *v != store.EnforcementWarn {
+			return pol, nil, decision.New(decision.InvalidPolicy, "enforcement %q is not enforce or warn", *v).
+				WithHint("pass --enforcement enforce or --enforcement warn")
+		}
+		next.Enforcement = *v
+	}
+	if v := c.Unmanaged; v != nil {
+		if *v != store.UnmanagedAllow && *v != store.UnmanagedRefuse {
+			return pol, nil, decision.New(decision.InvalidPolicy, "unmanaged %q is not allow or refuse", *v).
+				WithHint("pass --unmanaged allow or --unmanaged refuse")
+		}
+		next.Unmanaged = *v
+	}
+	if v := c.MaxActive; v != nil {
+		if *v == "unlimited" {
+			next.MaxActive = nil
+		} else {
+			n, err := strconv.Atoi(*v)
+			if err != nil || n < 1 {
+				return pol, nil, decision.New(decision.InvalidPolicy, "max active %q is not a positive integer or unlimited", *v).
+					WithHint("pass --max-active N (N >= 1) or --max-active unlimited")
+			}
+			next.MaxActive = &n
+		}
+	}
+	add := func(field, from, to string) {
+		if from != to {
+			diffs = append(diffs, Diff{field, from, to})
+		}
+	}
+	add("publication_branch", pol.PublicationBranch, next.PublicationBranch)
+	add("enforcement", pol.Enforcement, next.Enforcement)
+	add("unmanaged", pol.Unmanaged, next.Unmanaged)
+	add("max_active", maxActiveText(pol.MaxActive), maxActiveText(next.MaxActive))
+	return next, diffs, nil
+}
+
+// PolicyResult is the policy after a policy command.
+type PolicyResult struct {
+	Code    string       `json:"code"`
+	Policy  store.Policy `json:"policy"`
+	Changes []Diff       `json:"changes"`
+}
+
+// SetPolicy shows the policy (no change given) or changes the given fields,
+// one event per changed field.
+func (r *Repo) SetPolicy(ctx context.Context, change PolicyChange) (PolicyResult, error) {
+	var res PolicyResult
+	fn := func(tx *store.Tx) error {
+		pol, ok, err := tx.Policy()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return decision.New(decision.InvalidMetadata, "policy.json is missing").WithHint("run wt-admin init")
+		}
+		if change.empty() {
+			res = PolicyResult{Code: decision.PolicyShown, Policy: pol, Changes: []Diff{}}
+			return nil
+		}
+		next, diffs, err := r.applyPolicy(ctx, pol, change)
+		if err != nil {
+			return err
+		}
+		if len(diffs) == 0 {
+			res = PolicyResult{Code: decision.PolicyUnchanged, Policy: pol, Changes: []Diff{}}
+			return nil
+		}
+		next.UpdatedAt = Now()
+		if err := tx.PutPolicy(&next); err != nil {
+			return err
+		}
+		for _, d := range diffs {
+			if err := event(tx, "policy_changed", nil, map[string]any{"field": d.Field, "from": d.From, "to": d.To}); err != nil {
+				return err
+			}
+		}
+		res = PolicyResult{Code: decision.PolicyUpdated, Policy: next, Changes: diffs}
+		return nil
+	}
+	var err error
+	if change.empty() {
+		err = r.Store.Read(fn)
+	} else {
+		err = r.Store.Write(fn)
+	}
+	return res, err
+}

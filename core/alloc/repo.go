@@ -1,0 +1,188 @@
+package alloc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// Repo is a governed repository: git plus the store.
+type Repo struct {
+	Git   *gitrepo.Repo
+	Store *store.Store
+}
+
+// Open finds the repository containing dir and opens its store.
+func Open(ctx context.Context, dir string) (*Repo, error) {
+	g, err := gitrepo.Discover(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := store.Open(g.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Repo{Git: g, Store: s}, nil
+}
+
+// Now is the clock, as RFC 3339 text in UTC.
+func Now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// actor is the identity of this process, recorded in events and journals.
+func actor() proc.Identity {
+	id, err := proc.Self()
+	if err != nil {
+		return proc.Identity{PID: os.Getpid()}
+	}
+	return id
+}
+
+func event(tx *store.Tx, name string, a *store.Allocation, detail map[string]any) error {
+	e := store.Event{At: Now(), Event: name, Actor: actor(), Detail: detail}
+	if a != nil {
+		id := a.AllocationID
+		e.AllocationID = &id
+	}
+	return tx.AppendEvent(e)
+}
+
+// ValidRole refuses a role that is not in store.Roles.
+func ValidRole(role string) error {
+	for _, r := range store.Roles {
+		if r == role {
+			return nil
+		}
+	}
+	return decision.New(decision.InvalidRole, "role %q is not one of %s", role, strings.Join(store.Roles, ", ")).
+		WithHint("pass --role feature (the default) or one of %s", strings.Join(store.Roles, ", "))
+}
+
+// ValidTaskKey refuses an empty task key, one with whitespace or control
+// characters, and one longer than 128 bytes. The default branch wt/<KEY> must
+// also be a valid ref name; Allocate checks that with git.
+func ValidTaskKey(key string) error {
+	if strings.TrimSpace(key) == "" {
+		return decision.New(decision.InvalidTaskKey, "task key is empty").
+			WithHint("pass --task KEY, e.g. --task T-12")
+	}
+	if len(key) > 128 {
+		return decision.New(decision.InvalidTaskKey, "task key is longer than 128 bytes")
+	}
+	for _, r := range key {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return decision.New(decision.InvalidTaskKey, "task key %q holds whitespace or a control character", key).
+				WithHint("use letters, digits and - _ . / in task keys")
+		}
+	}
+	return nil
+}
+
+// ValidOwner refuses an empty owner, one with control characters, and one
+// longer than 128 bytes.
+func ValidOwner(owner string) error {
+	if strings.TrimSpace(owner) == "" {
+		return decision.New(decision.InvalidOwner, "owner is empty").WithHint("pass --owner NAME")
+	}
+	if len(owner) > 128 {
+		return decision.New(decision.InvalidOwner, "owner is longer than 128 bytes")
+	}
+	for _, r := range owner {
+		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return decision.New(decision.InvalidOwner, "owner %q holds a control character", owner).
+				WithHint("pass --owner with printable characters only")
+		}
+	}
+	return nil
+}
+
+// Target is one governed worktree resolved from a path.
+type Target struct {
+	Path         string
+	Key          string
+	Allocation   store.Allocation
+	Registration store.Registration
+}
+
+// Resolve finds the allocation governing the worktree at path, reading a
+// constant number of files: <path>/.git, the binding, the registration and
+// its marker, and the allocation. A path whose checkout is gone is looked up
+// among git's admin dirs instead. Must run inside a store transaction.
+func (r *Repo) Resolve(tx *store.Tx, path string) (Target, error) {
+	abs, err := proc.Canonical(path)
+	if err != nil {
+		return Target{}, decision.Wrap(decision.UnregisteredWorktree, err, "path %s", path)
+	}
+	key, ok := gitrepo.KeyOfCheckout(r.Git.CommonDir, abs)
+	if !ok {
+		if _, err := os.Lstat(filepath.Join(abs, ".git")); err == nil {
+			return Target{}, decision.New(decision.UnregisteredWorktree, "%s is not a worktree of this repository", abs).
+				WithHint("pass --repo naming a checkout of the repository that owns it")
+		}
+		keys, err := gitrepo.AdminKeys(r.Git.CommonDir)
+		if err != nil {
+			return Target{}, err
+		}
+		if key, ok = keys[abs]; !ok {
+			return Target{}, decision.New(decision.UnregisteredWorktree, "%s is not a worktree of this repository", abs).
+				WithHint("list the governed worktrees with wt-admin status")
+		}
+	}
+	if key == gitrepo.MainKey {
+		return Target{}, decision.New(decision.UnregisteredWorktree, "%s is the canonical checkout, which has no allocation", abs).
+			WithHint("allocate a worktree with wt-admin allocate --task KEY --owner NAME PATH")
+	}
+	return r.resolveKey(tx, key, abs)
+}
+
+func (r *Repo) resolveKey(tx *store.Tx, key, abs string) (Target, error) {
+	b, ok, err := tx.Binding(key)
+	if err != nil {
+		return Target{}, err
+	}
+	if !ok {
+		return Target{}, decision.New(decision.UnregisteredWorktree, "worktree %s (key %s) has no allocation", abs, key).
+			WithHint("allocate governed worktrees with wt-admin allocate; list them with wt-admin status")
+	}
+	reg, registered, err := tx.Registered(key)
+	if err != nil {
+		return Target{}, err
+	}
+	if !registered || reg.AllocationID != b.AllocationID {
+		return Target{}, decision.New(decision.UnregisteredWorktree, "worktree %s (key %s) is bound but its registration marker does not match: git may have re-created the admin dir", abs, key).
+			WithHint("run wt-admin status to see it; a re-created worktree does not inherit the old allocation")
+	}
+	a, err := tx.Allocation(b.AllocationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Target{}, decision.New(decision.InvalidMetadata, "binding %s names allocation %s, which has no record", key, b.AllocationID).
+			WithHint("inspect %s by hand", filepath.Join(r.Store.Root(), "bindings", key+".json"))
+	}
+	if err != nil {
+		return Target{}, err
+	}
+	return Target{Path: abs, Key: key, Allocation: a, Registration: reg}, nil
+}
+
+func requireOwner(a store.Allocation, owner string) error {
+	if a.Owner != owner {
+		return decision.New(decision.OwnerMismatch, "allocation of task %s is owned by %q, not %q", a.TaskKey, a.Owner, owner).
+			WithHint("pass --owner %q", a.Owner)
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

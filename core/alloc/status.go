@@ -1,0 +1,293 @@
+package alloc
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// Row is one worktree in the status view.
+type Row struct {
+	Path         string     `json:"path"`
+	Key          string     `json:"key"`
+	Managed      bool       `json:"managed"`
+	Registration string     `json:"registration"` // registered, unregistered, canonical, none
+	AllocationID string     `json:"allocation_id,omitempty"`
+	TaskKey      string     `json:"task_key,omitempty"`
+	Role         string     `json:"role,omitempty"`
+	Owner        string     `json:"owner,omitempty"`
+	Lifecycle    string     `json:"lifecycle,omitempty"`
+	Branch       string     `json:"branch"`
+	Head         string     `json:"head"`
+	GitState     string     `json:"git_state"` // present, locked, prunable, missing
+	Lease        *LeaseView `json:"lease"`
+}
+
+// LeaseView is a lease as status shows it.
+type LeaseView struct {
+	LeaseID    string      `json:"lease_id"`
+	Holder     proc.Holder `json:"holder"`
+	Generation int         `json:"generation"`
+	Freshness  string      `json:"freshness"`
+	ExpiresAt  *string     `json:"expires_at"`
+}
+
+// Pending is an operation in flight or interrupted.
+type Pending struct {
+	TransactionID string        `json:"transaction_id"`
+	Operation     string        `json:"operation"`
+	Phase         string        `json:"phase"`
+	Target        string        `json:"target"`
+	Actor         proc.Identity `json:"actor"`
+	ActorLive     bool          `json:"actor_live"`
+}
+
+// StatusResult is the status view.
+type StatusResult struct {
+	Code     string       `json:"code"`
+	Policy   store.Policy `json:"policy"`
+	Rows     []Row        `json:"worktrees"`
+	Pending  []Pending    `json:"pending"`
+	Warnings []string     `json:"-"`
+}
+
+// Status lists every worktree git knows (unmanaged ones too) and every live
+// allocation whose worktree git no longer lists, with lease freshness from
+// one /proc reading.
+func (r *Repo) Status(ctx context.Context) (StatusResult, error) {
+	res := StatusResult{Code: decision.StatusShown, Rows: []Row{}, Pending: []Pending{}}
+	inv, err := r.Git.Inventory(ctx)
+	if err != nil {
+		return res, decision.Wrap(decision.GitFailed, err, "list worktrees")
+	}
+	var scan *proc.Scan
+	getScan := func() (*proc.Scan, error) {
+		if scan != nil {
+			return scan, nil
+		}
+		s, err := proc.NewScan()
+		scan = s
+		return s, err
+	}
+	now := time.Now()
+	err = r.Store.Read(func(tx *store.Tx) error {
+		pol, _, err := tx.Policy()
+		if err != nil {
+			return err
+		}
+		res.Policy = pol
+		all, err := tx.Allocations()
+		if err != nil {
+			return err
+		}
+		byID := map[string]store.Allocation{}
+		for _, a := range all {
+			byID[a.AllocationID] = a
+		}
+		seen := map[string]bool{}
+		for _, wt := range inv {
+			row := Row{Path: wt.Path, Key: wt.Key, Branch: wt.Branch, Head: wt.Head, GitState: "present", Registration: "none"}
+			switch {
+			case wt.Prunable:
+				row.GitState = "prunable"
+			case wt.Locked:
+				row.GitState = "locked"
+			}
+			if wt.Key == "." {
+				row.Registration = "canonical"
+			} else if wt.Key != "" {
+				b, ok, err := tx.Binding(wt.Key)
+				if err != nil {
+					return err
+				}
+				if ok {
+					reg, registered, err := tx.Registered(wt.Key)
+					if err != nil {
+						return err
+					}
+					row.Registration = "unregistered"
+					if a, found := byID[b.AllocationID]; found && registered && reg.AllocationID == a.AllocationID {
+						row.Registration = "registered"
+						row.fill(a)
+						seen[a.AllocationID] = true
+					}
+				}
+			}
+			res.Rows = append(res.Rows, row)
+		}
+		for _, a := range all {
+			if seen[a.AllocationID] || a.Lifecycle == store.Released {
+				continue
+			}
+			row := Row{Path: a.WorktreePath, Key: a.WorktreeKey, GitState: "missing", Registration: "unregistered"}
+			if _, err := os.Lstat(a.WorktreePath); err == nil {
+				row.GitState = "unlisted"
+			}
+			row.fill(a)
+			res.Rows = append(res.Rows, row)
+		}
+		for i := range res.Rows {
+			row := &res.Rows[i]
+			if row.AllocationID == "" {
+				continue
+			}
+			l, ok, err := tx.Lease(row.AllocationID)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			s, err := getScan()
+			if err != nil {
+				return err
+			}
+			row.Lease = &LeaseView{LeaseID: l.LeaseID, Holder: l.Holder, Generation: l.Generation,
+				Freshness: lease.Freshness(s, l, now), ExpiresAt: l.ExpiresAt}
+		}
+		js, err := tx.Journals()
+		if err != nil {
+			return err
+		}
+		pr := proc.NewReader()
+		for _, j := range js {
+			live, _ := proc.IsLive(pr, j.Actor) // Best effort: an error reads as not live, which status only reports.
+			res.Pending = append(res.Pending, Pending{TransactionID: j.TransactionID, Operation: j.Operation,
+				Phase: j.Phase, Target: j.Target, Actor: j.Actor, ActorLive: live})
+			if !live && j.Operation == opAllocate {
+				res.Warnings = append(res.Warnings, "an allocate of "+j.Target+" was interrupted; the next wt-admin allocate finishes or undoes it")
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+func (row *Row) fill(a store.Allocation) {
+	row.Managed = true
+	row.AllocationID, row.TaskKey, row.Role, row.Owner, row.Lifecycle = a.AllocationID, a.TaskKey, a.Role, a.Owner, a.Lifecycle
+	if a.Branch != nil && row.Branch == "" {
+		row.Branch = *a.Branch
+	}
+}
+
+// LifecycleResult is the allocation after retain or resume.
+type LifecycleResult struct {
+	Code       string           `json:"code"`
+	Allocation store.Allocation `json:"allocation"`
+}
+
+// Retain moves an ACTIVE allocation to RETAINED: its work is kept, and no
+// writer may take a lease until it is resumed. It refuses while a live lease
+// (holder or its process groups) or a live runtime occupancy exists.
+func (r *Repo) Retain(ctx context.Context, path, owner string, expect *int) (LifecycleResult, error) {
+	return r.changeLifecycle(path, owner, expect, store.Active, store.Retained)
+}
+
+// Resume moves a RETAINED allocation back to ACTIVE, within the budget.
+func (r *Repo) Resume(ctx context.Context, path, owner string, expect *int) (LifecycleResult, error) {
+	return r.changeLifecycle(path, owner, expect, store.Retained, store.Active)
+}
+
+func (r *Repo) changeLifecycle(path, owner string, expect *int, from, to string) (LifecycleResult, error) {
+	var res LifecycleResult
+	if err := ValidOwner(owner); err != nil {
+		return res, err
+	}
+	err := r.Store.Write(func(tx *store.Tx) error {
+		t, err := r.Resolve(tx, path)
+		if err != nil {
+			return err
+		}
+		a := t.Allocation
+		if err := store.CheckVersion("allocation "+a.AllocationID, &a, expect); err != nil {
+			return err
+		}
+		if err := requireOwner(a, owner); err != nil {
+			return err
+		}
+		if a.Lifecycle != from {
+			verb := "retain"
+			if to == store.Active {
+				verb = "resume"
+			}
+			return decision.New(decision.InvalidLifecycle, "allocation of task %s is %s; only %s allocations can %s", a.TaskKey, a.Lifecycle, from, verb).
+				WithFact("lifecycle", a.Lifecycle)
+		}
+		if to == store.Retained {
+			if err := r.requireNoLiveWriter(tx, a); err != nil {
+				return err
+			}
+		} else {
+			pol, _, err := tx.Policy()
+			if err != nil {
+				return err
+			}
+			all, err := tx.Allocations()
+			if err != nil {
+				return err
+			}
+			pending, err := r.pendingAllocations(tx)
+			if err != nil {
+				return err
+			}
+			if err := checkTaskAndBudget(a.TaskKey, a.AllocationID, all, pending, pol); err != nil {
+				return err
+			}
+		}
+		a.Lifecycle = to
+		a.UpdatedAt = Now()
+		if err := tx.PutAllocation(&a); err != nil {
+			return err
+		}
+		name := "allocation_retained"
+		res.Code = decision.Retained
+		if to == store.Active {
+			name, res.Code = "allocation_resumed", decision.Resumed
+		}
+		res.Allocation = a
+		return event(tx, name, &a, map[string]any{"from": from, "to": to, "owner": owner})
+	})
+	return res, err
+}
+
+func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
+	l, hasLease, err := tx.Lease(a.AllocationID)
+	if err != nil {
+		return err
+	}
+	var bindings []proc.RuntimeBinding
+	for _, v := range a.ExternalBindings {
+		b, ok, err := proc.DecodeRuntimeBinding(v)
+		if err != nil {
+			return err
+		}
+		if ok {
+			bindings = append(bindings, b)
+		}
+	}
+	if !hasLease && len(bindings) == 0 {
+		return nil
+	}
+	s, err := proc.NewScan()
+	if err != nil {
+		return err
+	}
+	if hasLease && lease.Occupied(s, l) {
+		return decision.New(decision.WriterLeaseHeld, "a live writer holds allocation %s: client %s, %s, since %s", a.AllocationID, l.Holder.ClientID, l.Holder.Identity(), l.AcquiredAt).
+			WithHint("wait for it to finish; see it with wt-admin status")
+	}
+	for _, b := range bindings {
+		if s.IsLive(b.Holder.Identity()) || lease.GroupLive(s, b.Holder, nil) {
+			return decision.New(decision.ExternalBinding, "a live %s process of client %s occupies allocation %s (%s)", b.Kind, b.Holder.ClientID, a.AllocationID, b.Holder.Identity()).
+				WithHint("wait for it to end; see it with wt-admin status")
+		}
+	}
+	return nil
+}
+

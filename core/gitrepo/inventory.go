@@ -1,0 +1,168 @@
+package gitrepo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Worktree is one entry of the repository's worktree inventory.
+type Worktree struct {
+	Path string `json:"path"`
+	// Key is the name of the worktree's admin dir under <common-dir>/worktrees
+	// ("." for the main checkout).
+	Key            string `json:"key"`
+	Head           string `json:"head"`
+	Branch         string `json:"branch"` // short name; "" when detached
+	Detached       bool   `json:"detached"`
+	Bare           bool   `json:"bare"`
+	Locked         bool   `json:"locked"`
+	LockReason     string `json:"lock_reason"`
+	Prunable       bool   `json:"prunable"`
+	PrunableReason string `json:"prunable_reason"`
+}
+
+// MainKey is the key of the main (canonical) checkout.
+const MainKey = "."
+
+// Inventory lists the repository's worktrees, the main checkout first.
+func (r *Repo) Inventory(ctx context.Context) ([]Worktree, error) {
+	out, err := r.Git(ctx, true, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return nil, err
+	}
+	wts, err := ParsePorcelain(out)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := AdminKeys(r.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	for i := range wts {
+		if i == 0 {
+			wts[i].Key = MainKey
+			continue
+		}
+		wts[i].Key = keys[filepath.Clean(wts[i].Path)]
+	}
+	return wts, nil
+}
+
+// ParsePorcelain parses `git worktree list --porcelain -z`: attributes are
+// NUL-terminated "name[ value]" tokens, and an empty token ends a record.
+// Keys are not part of git's output; Inventory fills them in.
+func ParsePorcelain(b []byte) ([]Worktree, error) {
+	var out []Worktree
+	var cur *Worktree
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, 0)
+		if i < 0 {
+			return nil, fmt.Errorf("worktree list: unterminated attribute %q", b)
+		}
+		tok := string(b[:i])
+		b = b[i+1:]
+		if tok == "" {
+			cur = nil
+			continue
+		}
+		name, value, _ := strings.Cut(tok, " ")
+		if name == "worktree" {
+			out = append(out, Worktree{Path: value})
+			cur = &out[len(out)-1]
+			continue
+		}
+		if cur == nil {
+			return nil, fmt.Errorf("worktree list: attribute %q outside a record", tok)
+		}
+		switch name {
+		case "HEAD":
+			cur.Head = value
+		case "branch":
+			cur.Branch = strings.TrimPrefix(value, "refs/heads/")
+		case "detached":
+			cur.Detached = true
+		case "bare":
+			cur.Bare = true
+		case "locked":
+			cur.Locked, cur.LockReason = true, value
+		case "prunable":
+			cur.Prunable, cur.PrunableReason = true, value
+		}
+	}
+	return out, nil
+}
+
+// AdminKeys maps each linked worktree's checkout path to its admin dir name,
+// from <common-dir>/worktrees/*/gitdir (which holds "<path>/.git"). It works
+// for checkouts that no longer exist, unlike reading <path>/.git.
+func AdminKeys(commonDir string) (map[string]string, error) {
+	keys := map[string]string{}
+	ents, err := os.ReadDir(filepath.Join(commonDir, "worktrees"))
+	if os.IsNotExist(err) {
+		return keys, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(commonDir, "worktrees", e.Name(), "gitdir"))
+		if err != nil {
+			continue // an admin dir being created or removed right now
+		}
+		p := strings.TrimSpace(string(b))
+		keys[filepath.Dir(filepath.Clean(p))] = e.Name()
+	}
+	return keys, nil
+}
+
+// AdminDir is the admin dir of the linked worktree with key.
+func AdminDir(commonDir, key string) string {
+	return filepath.Join(commonDir, "worktrees", key)
+}
+
+// KeyOfCheckout finds the key of the worktree whose checkout is at path by
+// reading <path>/.git (a file "gitdir: <common-dir>/worktrees/<key>" in a
+// linked worktree, a directory in the main checkout). ok is false when path
+// holds no checkout of the repository whose common dir is commonDir.
+func KeyOfCheckout(commonDir, path string) (key string, ok bool) {
+	dotgit := filepath.Join(path, ".git")
+	fi, err := os.Lstat(dotgit)
+	if err != nil {
+		return "", false
+	}
+	if fi.IsDir() {
+		if same(dotgit, commonDir) {
+			return MainKey, true
+		}
+		return "", false
+	}
+	b, err := os.ReadFile(dotgit)
+	if err != nil {
+		return "", false
+	}
+	gd, found := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !found {
+		return "", false
+	}
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(path, gd)
+	}
+	gd = filepath.Clean(gd)
+	if !same(filepath.Dir(gd), filepath.Join(commonDir, "worktrees")) {
+		return "", false
+	}
+	return filepath.Base(gd), true
+}
+
+func same(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}

@@ -1,0 +1,127 @@
+package gitrepo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+)
+
+// Repo is a non-bare repository, seen from one of its worktrees.
+type Repo struct {
+	// CommonDir is the absolute git common dir, shared by every worktree.
+	CommonDir string
+	// GitDir is the git dir of the worktree Dir is in (equal to CommonDir
+	// in the main checkout).
+	GitDir string
+	// TopLevel is the root of the worktree Dir is in.
+	TopLevel string
+}
+
+// Discover finds the repository containing dir with one git call.
+// A directory outside any repository is NOT_A_GIT_REPOSITORY; a bare
+// repository is BARE_REPOSITORY (wt governs worktrees of a repository that has
+// a canonical checkout).
+func Discover(ctx context.Context, dir string) (*Repo, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, decision.New(decision.NotAGitRepository, "%s is not a directory", dir).
+			WithHint("pass --repo DIR naming a checkout of the repository")
+	}
+	out, err := run(ctx, dir, true, "rev-parse", "--path-format=absolute",
+		"--git-common-dir", "--git-dir", "--is-bare-repository", "--show-toplevel")
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) >= 3 && lines[2] == "true" {
+		return nil, decision.New(decision.BareRepository, "%s is a bare repository", dir).
+			WithHint("run wt-admin from a repository with a checkout (git clone, not git clone --bare)")
+	}
+	if err != nil || len(lines) != 4 {
+		var ge *Error
+		if errors.As(err, &ge) {
+			if len(lines) >= 3 && lines[2] == "false" {
+				return nil, decision.New(decision.NotAGitRepository, "%s is inside a git dir, not a worktree", dir).
+					WithHint("run it from a checkout of the repository")
+			}
+			return nil, decision.New(decision.NotAGitRepository, "%s is not in a git repository", dir).
+				WithHint("pass --repo DIR naming a checkout of the repository, or run git init first")
+		}
+		if err == nil {
+			err = fmt.Errorf("unexpected rev-parse output %q", out)
+		}
+		return nil, decision.Wrap(decision.GitFailed, err, "discover repository")
+	}
+	return &Repo{CommonDir: filepath.Clean(lines[0]), GitDir: filepath.Clean(lines[1]), TopLevel: filepath.Clean(lines[3])}, nil
+}
+
+// Git runs a git command in the repository's current worktree and returns
+// its stdout. readOnly commands run with GIT_OPTIONAL_LOCKS=0.
+func (r *Repo) Git(ctx context.Context, readOnly bool, args ...string) ([]byte, error) {
+	return run(ctx, r.TopLevel, readOnly, args...)
+}
+
+// ResolveCommit returns the full object name of the commit rev names, or
+// false when rev names no commit.
+func (r *Repo) ResolveCommit(ctx context.Context, rev string) (string, bool, error) {
+	out, err := r.Git(ctx, true, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	var ge *Error
+	if errors.As(err, &ge) && ge.ExitCode == 1 {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return string(bytes.TrimSpace(out)), true, nil
+}
+
+// BranchExists reports whether refs/heads/name exists.
+func (r *Repo) BranchExists(ctx context.Context, name string) (bool, error) {
+	_, err := r.Git(ctx, true, "show-ref", "--verify", "--quiet", "refs/heads/"+name)
+	var ge *Error
+	if errors.As(err, &ge) && ge.ExitCode == 1 {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ValidBranchName reports whether name is acceptable as a new branch name.
+func (r *Repo) ValidBranchName(ctx context.Context, name string) bool {
+	if name == "" || strings.HasPrefix(name, "-") {
+		return false
+	}
+	_, err := r.Git(ctx, true, "check-ref-format", "refs/heads/"+name)
+	return err == nil
+}
+
+// IsAncestor reports whether commit a is an ancestor of (or equal to) b.
+func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	_, err := r.Git(ctx, true, "merge-base", "--is-ancestor", "--end-of-options", a, b)
+	var ge *Error
+	if errors.As(err, &ge) && ge.ExitCode == 1 {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// AddWorktree runs `git worktree add`: on a new branch created at base
+// without upstream tracking, or detached at base when branch is "".
+func (r *Repo) AddWorktree(ctx context.Context, path, branch, base string) error {
+	args := []string{"worktree", "add", "--quiet"}
+	if branch == "" {
+		args = append(args, "--detach", path, base)
+	} else {
+		args = append(args, "--no-track", "-b", branch, path, base)
+	}
+	_, err := r.Git(ctx, false, args...)
+	return err
+}
+
+// DeleteBranchAt deletes refs/heads/name only if it still points at commit
+// (git's compare-and-delete), so a branch that gained work is never touched.
+func (r *Repo) DeleteBranchAt(ctx context.Context, name, commit string) error {
+	_, err := r.Git(ctx, false, "update-ref", "-d", "refs/heads/"+name, commit)
+	return err
+}

@@ -1,0 +1,131 @@
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sync"
+
+	"github.com/wt-tool/wt/core/decision"
+)
+
+const bootIDFile = "/proc/sys/kernel/random/boot_id"
+
+var bootID = sync.OnceValues(func() (string, error) {
+	b, err := os.ReadFile(bootIDFile)
+	if err != nil {
+		return "", decision.Wrap(decision.InvalidHolder, err, "boot identity is unavailable")
+	}
+	id := string(bytes.TrimSpace(b))
+	if id == "" {
+		return "", decision.New(decision.InvalidHolder, "boot identity is empty")
+	}
+	return id, nil
+})
+
+// BootID returns this boot's id. It is read once per process: a process never
+// outlives its boot.
+func BootID() (string, error) { return bootID() }
+
+// Identity is the unforgeable part of a holder: no later process, on this
+// boot or another, has the same triple.
+type Identity struct {
+	BootID     string `json:"boot_id"`
+	PID        int    `json:"pid"`
+	StartTicks uint64 `json:"start_ticks"`
+}
+
+// Holder is a process identity plus the caller-chosen names that go with a
+// writer lease (SPEC §3). Two holders are the same only if every field is
+// equal: omitting the session id cannot inherit another session's entitlement.
+type Holder struct {
+	ClientID   string  `json:"client_id"`
+	PID        int     `json:"pid"`
+	BootID     string  `json:"boot_id"`
+	StartTicks uint64  `json:"start_ticks"`
+	SessionID  *string `json:"session_id"`
+	RunID      *string `json:"run_id"`
+}
+
+// Identity returns the holder's process triple.
+func (h Holder) Identity() Identity {
+	return Identity{BootID: h.BootID, PID: h.PID, StartTicks: h.StartTicks}
+}
+
+// Same reports whether h and o name the same holder, every field compared.
+func (h Holder) Same(o Holder) bool {
+	return h.ClientID == o.ClientID && h.Identity() == o.Identity() &&
+		eqPtr(h.SessionID, o.SessionID) && eqPtr(h.RunID, o.RunID)
+}
+
+func eqPtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// ClientIDPattern is the form of a client id (SPEC §3).
+var ClientIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// Self returns the identity of the calling process.
+func Self() (Identity, error) { return Describe(os.Getpid()) }
+
+// Describe reads the identity of a running process.
+func Describe(pid int) (Identity, error) {
+	boot, err := BootID()
+	if err != nil {
+		return Identity{}, err
+	}
+	st, err := ReadStat(pid)
+	if errors.Is(err, ErrNoProcess) {
+		return Identity{}, decision.New(decision.InvalidHolder, "process %d is not running", pid)
+	}
+	if err != nil {
+		return Identity{}, decision.Wrap(decision.InvalidHolder, err, "process %d cannot be inspected", pid)
+	}
+	return Identity{BootID: boot, PID: pid, StartTicks: st.StartTicks}, nil
+}
+
+// IsLive reports whether the exact process named by id is still running: the
+// same boot, and a process with that pid whose start ticks are the recorded
+// ones. A vanished pid, a reused pid or another boot all mean "gone", which
+// never means that the process's task finished.
+func IsLive(r *Reader, id Identity) (bool, error) {
+	boot, err := BootID()
+	if err != nil {
+		return false, err
+	}
+	if id.BootID == "" {
+		return false, decision.New(decision.InvalidHolder, "recorded boot identity is empty")
+	}
+	if id.BootID != boot {
+		return false, nil
+	}
+	st, err := r.Stat(id.PID)
+	if errors.Is(err, ErrNoProcess) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return st.StartTicks == id.StartTicks, nil
+}
+
+// HolderIsLive is IsLive for a lease holder, with a fresh reader.
+func HolderIsLive(h Holder) (bool, error) { return IsLive(NewReader(), h.Identity()) }
+
+// ValidateClientID refuses a client id that does not match ClientIDPattern.
+func ValidateClientID(id string) error {
+	if !ClientIDPattern.MatchString(id) {
+		return decision.New(decision.InvalidHolder, "client id %q must match %s", id, ClientIDPattern).
+			WithHint("pass --client-id NAME with letters, digits and . _ : -")
+	}
+	return nil
+}
+
+func (id Identity) String() string {
+	return fmt.Sprintf("pid %d (start ticks %d, boot %.8s)", id.PID, id.StartTicks, id.BootID)
+}

@@ -1,0 +1,128 @@
+package proc
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+)
+
+// MaxAncestorHops bounds the search of ancestor:NAME (SPEC §6.1).
+const MaxAncestorHops = 32
+
+// Names are the caller-chosen parts of a holder.
+type Names struct {
+	ClientID  string
+	SessionID *string
+	RunID     *string
+}
+
+// Resolve turns a holder selector into a Holder:
+//
+//   - "self" (or ""): the calling process;
+//   - "PID": that process, which must be running;
+//   - "ancestor:NAME": the nearest ancestor (at most MaxAncestorHops up) whose
+//     argv[0] basename or /proc/<pid>/exe basename is NAME. Other arguments are
+//     never matched (a shell's "-c 'claude ...'" is not a claude process). Each
+//     candidate is read consistently: its start ticks before and after reading
+//     argv[0] and exe must be equal, or the process changed under us.
+func Resolve(selector string, n Names) (Holder, error) {
+	if err := ValidateClientID(n.ClientID); err != nil {
+		return Holder{}, err
+	}
+	for _, s := range []*string{n.SessionID, n.RunID} {
+		if s != nil && (*s == "" || strings.ContainsRune(*s, 0)) {
+			return Holder{}, decision.New(decision.InvalidHolder, "session and run ids must be non-empty and hold no NUL byte")
+		}
+	}
+	var id Identity
+	var err error
+	switch {
+	case selector == "" || selector == "self":
+		id, err = Self()
+	case strings.HasPrefix(selector, "ancestor:"):
+		id, err = resolveAncestor(NewReader(), os.Getpid(), strings.TrimPrefix(selector, "ancestor:"))
+	default:
+		pid, perr := strconv.Atoi(selector)
+		if perr != nil || pid < 1 || strconv.Itoa(pid) != selector {
+			return Holder{}, decision.New(decision.InvalidHolder, "holder selector %q is not self, a pid or ancestor:NAME", selector).
+				WithHint("use --holder self, --holder PID or --holder ancestor:NAME")
+		}
+		id, err = Describe(pid)
+	}
+	if err != nil {
+		return Holder{}, err
+	}
+	return Holder{ClientID: n.ClientID, PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks,
+		SessionID: n.SessionID, RunID: n.RunID}, nil
+}
+
+func resolveAncestor(r *Reader, self int, name string) (Identity, error) {
+	if name == "" || filepath.Base(name) != name || name == "." || name == ".." {
+		return Identity{}, decision.New(decision.InvalidHolder, "ancestor selector needs a program name, got %q", name).
+			WithHint("use --holder ancestor:NAME with a bare program name, e.g. ancestor:claude")
+	}
+	boot, err := BootID()
+	if err != nil {
+		return Identity{}, err
+	}
+	st, err := r.Stat(self)
+	if err != nil {
+		return Identity{}, decision.Wrap(decision.InvalidHolder, err, "cannot read own process")
+	}
+	pid := st.PPID
+	for hop := 0; hop < MaxAncestorHops && pid > 1; hop++ {
+		before, err := r.Stat(pid)
+		if err != nil {
+			return Identity{}, decision.Wrap(decision.InvalidHolder, err, "ancestor %d cannot be read", pid)
+		}
+		argv0, exe := programNames(pid)
+		after, err := r.Stat(pid)
+		if err != nil || after.StartTicks != before.StartTicks {
+			return Identity{}, decision.New(decision.InvalidHolder, "ancestor process %d changed while it was read", pid)
+		}
+		if argv0 == name || exe == name {
+			return Identity{BootID: boot, PID: pid, StartTicks: before.StartTicks}, nil
+		}
+		pid = before.PPID
+	}
+	return Identity{}, decision.New(decision.InvalidHolder, "no ancestor process runs %q within %d hops", name, MaxAncestorHops).
+		WithHint("start the agent as %s, or pass --holder PID", name)
+}
+
+// programNames returns the basenames of argv[0] and of the executable. Either
+// may be empty when it cannot be read.
+func programNames(pid int) (argv0, exe string) {
+	p := strconv.Itoa(pid)
+	if b, err := os.ReadFile("/proc/" + p + "/cmdline"); err == nil {
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			b = b[:i]
+		}
+		if len(b) > 0 {
+			argv0 = filepath.Base(string(b))
+		}
+	}
+	if l, err := os.Readlink("/proc/" + p + "/exe"); err == nil {
+		exe = filepath.Base(strings.TrimSuffix(l, " (deleted)"))
+	}
+	return argv0, exe
+}
+
+// Command returns a process's command line, arguments joined by spaces and cut
+// to 200 bytes, or "" if it cannot be read.
+func Command(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return ""
+	}
+	b = bytes.TrimRight(b, "\x00")
+	b = bytes.ReplaceAll(b, []byte{0}, []byte{' '})
+	if len(b) > 200 {
+		b = b[:200]
+	}
+	return strings.ToValidUTF8(string(b), "?")
+}
+

@@ -1,0 +1,314 @@
+package proc
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Scan is one reading of /proc. Every check in a pass (group liveness, path
+// users of several worktrees) answers from the same reading, so a pass costs
+// one walk over the processes, not one per question. The reading is as old as
+// the Scan: a process may start or end just after it.
+//
+// The references of each process (cwd, open files, mappings) are the expensive
+// part and are read once, on the first call of PathsInUse. A Scan is safe for
+// use by one goroutine at a time.
+type Scan struct {
+	self     int
+	exclude  map[int]bool
+	procs    []Stat
+	byPID    map[int]int
+	refsOnce sync.Once
+	refs     [][]ref // indexed like procs
+}
+
+// Why a process uses a path.
+const (
+	WhyCwd     = "cwd"
+	WhyFile    = "open file"
+	WhyMapping = "mapping"
+)
+
+type ref struct {
+	why  string
+	path string
+}
+
+// Use is one process found using a path.
+type Use struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command"`
+	Why     string `json:"why"`
+	Path    string `json:"path"`
+}
+
+// NewScan reads the stat of every process once. The calling process and its
+// ancestors are marked so that PathsInUse never reports them.
+func NewScan() (*Scan, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close() // Best effort: read-only directory.
+	if err != nil {
+		return nil, err
+	}
+	r := NewReader()
+	s := &Scan{self: os.Getpid(), byPID: make(map[int]int, len(names))}
+	for _, n := range names {
+		if n == "" || n[0] < '0' || n[0] > '9' {
+			continue
+		}
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		st, err := r.Stat(pid)
+		if err != nil {
+			continue // It ended between the listing and the read.
+		}
+		s.byPID[pid] = len(s.procs)
+		s.procs = append(s.procs, st)
+	}
+	s.exclude = s.chainOf(s.self)
+	return s, nil
+}
+
+// chainOf is pid and its ancestors, from this reading.
+func (s *Scan) chainOf(pid int) map[int]bool {
+	set := map[int]bool{}
+	for i := 0; i < maxChain && pid >= 1; i++ {
+		set[pid] = true
+		j, ok := s.byPID[pid]
+		if !ok {
+			break
+		}
+		pid = s.procs[j].PPID
+	}
+	return set
+}
+
+// Len is the number of processes in the reading.
+func (s *Scan) Len() int { return len(s.procs) }
+
+// Process returns the stat of pid in this reading.
+func (s *Scan) Process(pid int) (Stat, bool) {
+	j, ok := s.byPID[pid]
+	if !ok {
+		return Stat{}, false
+	}
+	return s.procs[j], true
+}
+
+// IsLive reports whether the process id is in this reading with the same start
+// ticks (and the boot is the same).
+func (s *Scan) IsLive(id Identity) bool {
+	boot, err := BootID()
+	if err != nil || id.BootID != boot {
+		return false
+	}
+	st, ok := s.Process(id.PID)
+	return ok && st.StartTicks == id.StartTicks
+}
+
+// GroupMembers returns the pids of the process group led (originally) by
+// leader, which started at leaderTicks.
+//
+// The kernel does not hand out a pid while it is still in use as a process
+// group id, so: if a process with the leader's pid is running but started at
+// other ticks, the pid was reused and the original group is empty. Otherwise
+// members are the processes whose pgrp is the leader's pid and which did not
+// start before the leader (a member of the original group cannot be older
+// than the group). Doubt counts as membership: it keeps a lease alive.
+func (s *Scan) GroupMembers(leader int, leaderTicks uint64) []int {
+	if st, ok := s.Process(leader); ok && st.StartTicks != leaderTicks {
+		return nil
+	}
+	var out []int
+	for _, p := range s.procs {
+		if p.PGRP == leader && p.StartTicks >= leaderTicks {
+			out = append(out, p.PID)
+		}
+	}
+	return out
+}
+
+// Descendants returns every process in the reading below pid (not pid itself).
+func (s *Scan) Descendants(pid int) []int {
+	children := map[int][]int{}
+	for _, p := range s.procs {
+		children[p.PPID] = append(children[p.PPID], p.PID)
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 && len(out) < len(s.procs) {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, c := range children[cur] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// PathsInUse returns the processes whose cwd, open files or file mappings lie
+// inside dir (dir itself included), excluding the asking process and its
+// ancestors. dir is made absolute and its symlinks resolved, because the
+// kernel reports resolved paths. One Use per process: the first reason found.
+func (s *Scan) PathsInUse(dir string) ([]Use, error) {
+	root, err := Canonical(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.refsOnce.Do(s.readRefs)
+	var out []Use
+	for i, refs := range s.refs {
+		for _, rf := range refs {
+			if within(rf.path, root) {
+				pid := s.procs[i].PID
+				out = append(out, Use{PID: pid, Why: rf.why, Path: rf.path, Command: Command(pid)})
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func within(path, root string) bool {
+	if root == "/" {
+		return strings.HasPrefix(path, "/")
+	}
+	return strings.HasPrefix(path, root) && (len(path) == len(root) || path[len(root)] == '/')
+}
+
+// Canonical makes dir absolute (relative to the process's cwd) and resolves
+// the symlinks of its longest existing prefix, the way git and the kernel
+// report paths; a missing tail is kept as written.
+func Canonical(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	cur := abs
+	for {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// readRefs reads cwd, fds and maps of every process except the excluded ones,
+// spread over the available CPUs: the work is system calls on independent
+// files, and on a 2-core machine two readers halve the wall time.
+func (s *Scan) readRefs() {
+	s.refs = make([][]ref, len(s.procs))
+	workers := runtime.GOMAXPROCS(0)
+	if workers > 4 {
+		workers = 4
+	}
+	var wg sync.WaitGroup
+	next := make(chan int, len(s.procs))
+	for i := range s.procs {
+		if !s.exclude[s.procs[i].PID] {
+			next <- i
+		}
+	}
+	close(next)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rr := &refReader{Reader: NewReader(), link: make([]byte, unix.PathMax)}
+			for i := range next {
+				s.refs[i] = rr.refs(s.procs[i].PID)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+type refReader struct {
+	*Reader
+	link []byte
+}
+
+func (rr *refReader) readlink(path string) (string, bool) {
+	n, err := unix.Readlink(path, rr.link)
+	if err != nil || n <= 0 || rr.link[0] != '/' {
+		return "", false // sockets, pipes and anon inodes are not paths
+	}
+	return string(rr.link[:n]), true
+}
+
+func (rr *refReader) refs(pid int) []ref {
+	var out []ref
+	base := "/proc/" + strconv.Itoa(pid)
+	if p, ok := rr.readlink(base + "/cwd"); ok {
+		out = append(out, ref{WhyCwd, p})
+	}
+	if d, err := os.Open(base + "/fd"); err == nil {
+		names, _ := d.Readdirnames(-1) // Best effort: a process may exit mid-read.
+		d.Close()                      // Best effort: read-only directory.
+		fdBase := base + "/fd/"
+		for _, n := range names {
+			if p, ok := rr.readlink(fdBase + n); ok {
+				out = append(out, ref{WhyFile, p})
+			}
+		}
+	}
+	if b, err := rr.readFile(base + "/maps"); err == nil {
+		last := ""
+		for len(b) > 0 {
+			line := b
+			if i := bytes.IndexByte(b, '\n'); i >= 0 {
+				line, b = b[:i], b[i+1:]
+			} else {
+				b = nil
+			}
+			// address perms offset dev inode pathname: only the pathname may hold '/'.
+			i := bytes.IndexByte(line, '/')
+			if i < 0 {
+				continue
+			}
+			p := line[i:]
+			if string(p) == last { // consecutive segments of one file
+				continue
+			}
+			last = string(p)
+			out = append(out, ref{WhyMapping, last})
+		}
+	}
+	return out
+}
+
+// SortUses orders uses by pid, for stable output.
+func SortUses(u []Use) {
+	sort.Slice(u, func(i, j int) bool { return u[i].PID < u[j].PID })
+}
+
+// PathsInUse is a one-shot Scan(dir).PathsInUse.
+func PathsInUse(dir string) ([]Use, error) {
+	s, err := NewScan()
+	if err != nil {
+		return nil, err
+	}
+	return s.PathsInUse(dir)
+}
+

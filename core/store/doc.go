@@ -1,0 +1,32 @@
+// Package store is wt's on-disk state under <common-dir>/wt/ (SPEC §3).
+//
+// # Layout
+//
+//	lock                       flock(2) target: shared for reads, exclusive for writes
+//	repository.json            repository identity
+//	policy.json                repository policy
+//	allocations/<id>.json      one allocation record per file
+//	bindings/<key>.json        worktree key -> allocation id
+//	registrations/<key>.json   registration document (worktree-registration/v1)
+//	leases/<allocation>.json   the current writer lease of an allocation
+//	journal/<tx>.json          multi-step operations in flight
+//	receipts/<tx>.json         multi-step operations finished
+//	events.jsonl               append-only audit log
+//
+// plus the registration marker <common-dir>/worktrees/<key>/wt-registration.
+//
+// # Invariants
+//
+//   - Every read and write happens inside [Store.Read] (shared lock) or
+//     [Store.Write] (exclusive lock); read-modify-write is one Write call.
+//     The lock file is never renamed or replaced, because flock binds to an inode.
+//   - Writes are atomic: a temp file in the same directory, fsync, rename,
+//     fsync of the directory. A crash leaves the old or the new file, never a mix.
+//   - Reads are strict: malformed JSON, an unknown schema version, a missing or
+//     unknown field, or a symlink where a file belongs is INVALID_METADATA naming
+//     the file, and the file is left exactly as it was. Nothing is "repaired".
+//   - [Tx.Put] increments record_version; a caller holding an expected version
+//     checks it with [CheckVersion] (RECORD_VERSION_CONFLICT).
+//   - An operation on one allocation reads a constant number of files; only
+//     listing methods read a whole directory.
+package store

@@ -1,0 +1,165 @@
+package store
+
+import (
+	"encoding/json"
+
+	"github.com/wt-tool/wt/core/proc"
+)
+
+// Versions of what this build reads and writes.
+const (
+	SchemaVersion        = 1 // of every record file
+	LayoutVersion        = 1 // of the directory layout
+	RegistrationContract = "worktree-registration/v1"
+)
+
+// Roles (SPEC §3).
+const (
+	RoleFeature     = "feature"
+	RoleAudit       = "audit"
+	RoleCanonical   = "canonical"
+	RoleIntegration = "integration"
+	RoleRecovery    = "recovery"
+)
+
+// Roles lists every valid role.
+var Roles = []string{RoleFeature, RoleAudit, RoleCanonical, RoleIntegration, RoleRecovery}
+
+// Lifecycles (SPEC §3).
+const (
+	Active   = "ACTIVE"
+	Retained = "RETAINED"
+	Released = "RELEASED"
+)
+
+// Policy values.
+const (
+	EnforcementEnforce = "enforce"
+	EnforcementWarn    = "warn"
+	UnmanagedAllow     = "allow"
+	UnmanagedRefuse    = "refuse"
+)
+
+// Meta is the versioning every record carries.
+type Meta struct {
+	SchemaVersion int `json:"schema_version"`
+	RecordVersion int `json:"record_version"`
+}
+
+func (m *Meta) meta() *Meta { return m }
+
+// Record is any record file.
+type Record interface{ meta() *Meta }
+
+// Repository is repository.json.
+type Repository struct {
+	Meta
+	RepositoryID string `json:"repository_id"`
+	CreatedAt    string `json:"created_at"`
+	UpdatedAt    string `json:"updated_at"`
+}
+
+// Policy is policy.json. MaxActive nil means unlimited.
+type Policy struct {
+	Meta
+	PublicationBranch string `json:"publication_branch"`
+	Enforcement       string `json:"enforcement"`
+	Unmanaged         string `json:"unmanaged"`
+	MaxActive         *int   `json:"max_active"`
+	UpdatedAt         string `json:"updated_at"`
+}
+
+// Allocation is allocations/<id>.json: who owns a task and keeps its work.
+type Allocation struct {
+	Meta
+	AllocationID     string   `json:"allocation_id"`
+	TaskKey          string   `json:"task_key"`
+	Owner            string   `json:"owner"`
+	Role             string   `json:"role"`
+	Lifecycle        string   `json:"lifecycle"`
+	WorktreePath     string   `json:"worktree_path"`
+	WorktreeKey      string   `json:"worktree_key"`
+	Branch           *string  `json:"branch"`
+	BaseCommit       string   `json:"base_commit"`
+	ExternalBindings []string `json:"external_bindings"`
+	LeaseGeneration  int      `json:"lease_generation"`
+	CreatedAt        string   `json:"created_at"`
+	UpdatedAt        string   `json:"updated_at"`
+}
+
+// Binding is bindings/<key>.json: which allocation a worktree key serves.
+type Binding struct {
+	Meta
+	WorktreeKey  string `json:"worktree_key"`
+	AllocationID string `json:"allocation_id"`
+}
+
+// Registration is registrations/<key>.json and, byte for byte, the marker
+// wt-registration in git's admin dir. A binding counts only while both agree.
+type Registration struct {
+	Meta
+	Contract       string `json:"contract"`
+	RegistrationID string `json:"registration_id"`
+	WorktreeKey    string `json:"worktree_key"`
+	WorktreePath   string `json:"worktree_path"`
+	AllocationID   string `json:"allocation_id"`
+	CreatedAt      string `json:"created_at"`
+}
+
+// ChildGroup is the process group wt-exec made for its child.
+type ChildGroup struct {
+	PID        int    `json:"pid"`
+	StartTicks uint64 `json:"start_ticks"`
+}
+
+// Lease is leases/<allocation_id>.json: the live process that may write now.
+type Lease struct {
+	Meta
+	LeaseID      string      `json:"lease_id"`
+	RepositoryID string      `json:"repository_id"`
+	AllocationID string      `json:"allocation_id"`
+	WorktreePath string      `json:"worktree_path"`
+	Owner        string      `json:"owner"`
+	Holder       proc.Holder `json:"holder"`
+	Generation   int         `json:"generation"`
+	Child        *ChildGroup `json:"child"`
+	AcquiredAt   string      `json:"acquired_at"`
+	RenewedAt    string      `json:"renewed_at"`
+	ExpiresAt    *string     `json:"expires_at"`
+}
+
+// Journal is journal/<tx>.json: a multi-step operation in flight. Payload
+// belongs to the operation and is validated by it.
+type Journal struct {
+	Meta
+	TransactionID string          `json:"transaction_id"`
+	Operation     string          `json:"operation"`
+	Phase         string          `json:"phase"`
+	Actor         proc.Identity   `json:"actor"`
+	Target        string          `json:"target"`
+	Payload       json.RawMessage `json:"payload"`
+	CreatedAt     string          `json:"created_at"`
+	UpdatedAt     string          `json:"updated_at"`
+}
+
+// Receipt is receipts/<tx>.json: how a multi-step operation ended.
+type Receipt struct {
+	Meta
+	TransactionID string          `json:"transaction_id"`
+	Operation     string          `json:"operation"`
+	Outcome       string          `json:"outcome"`
+	Target        string          `json:"target"`
+	Payload       json.RawMessage `json:"payload"`
+	FinishedAt    string          `json:"finished_at"`
+}
+
+// Event is one line of events.jsonl.
+type Event struct {
+	At           string         `json:"at"`
+	Event        string         `json:"event"`
+	AllocationID *string        `json:"allocation_id"`
+	LeaseID      *string        `json:"lease_id"`
+	Holder       *proc.Holder   `json:"holder"`
+	Actor        proc.Identity  `json:"actor"`
+	Detail       map[string]any `json:"detail"`
+}

@@ -1,0 +1,343 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
+
+	"github.com/wt-tool/wt/core/decision"
+)
+
+// Directory and file names under <common-dir>/wt.
+const (
+	DirName          = "wt"
+	lockName         = "lock"
+	repositoryName   = "repository.json"
+	policyName       = "policy.json"
+	allocationsDir   = "allocations"
+	bindingsDir      = "bindings"
+	registrationsDir = "registrations"
+	leasesDir        = "leases"
+	journalDir       = "journal"
+	receiptsDir      = "receipts"
+	eventsName       = "events.jsonl"
+	// MarkerName is the registration marker inside git's admin dir.
+	MarkerName = "wt-registration"
+)
+
+var subdirs = []string{allocationsDir, bindingsDir, registrationsDir, leasesDir, journalDir, receiptsDir}
+
+// Store is the state of one repository. It holds no open files between calls.
+type Store struct {
+	commonDir string
+	root      string
+}
+
+// ErrNotFound is returned (wrapped) when a record does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Root is the store directory for a common dir.
+func Root(commonDir string) string { return filepath.Join(commonDir, DirName) }
+
+// Open opens an existing store. A missing store is NOT_INITIALIZED; a store
+// directory, subdirectory or lock file that is a symlink or of the wrong type
+// is INVALID_METADATA. It reads no record.
+func Open(commonDir string) (*Store, error) {
+	s := &Store{commonDir: commonDir, root: Root(commonDir)}
+	fi, err := os.Lstat(s.root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, decision.New(decision.NotInitialized, "wt is not set up in this repository").
+			WithHint("run wt-admin init")
+	}
+	if err != nil {
+		return nil, invalid(s.root, err)
+	}
+	if !fi.IsDir() {
+		return nil, invalid(s.root, errors.New("not a directory (a symlink?)"))
+	}
+	if err := s.checkLockFile(); err != nil {
+		return nil, err
+	}
+	for _, d := range subdirs {
+		p := filepath.Join(s.root, d)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return nil, invalid(p, err)
+		}
+		if !fi.IsDir() {
+			return nil, invalid(p, errors.New("not a directory (a symlink?)"))
+		}
+	}
+	return s, nil
+}
+
+func (s *Store) checkLockFile() error {
+	p := filepath.Join(s.root, lockName)
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return invalid(p, errors.New("the store lock is missing")).(*decision.Error).
+			WithHint("the store is damaged; recreate the empty file with: touch %s", p)
+	}
+	if err != nil {
+		return invalid(p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return invalid(p, errors.New("the store lock is not a regular file (a symlink?)"))
+	}
+	return nil
+}
+
+// Create makes the store directories and lock file where missing and opens
+// the store. It writes no record; existing files are left as they are.
+func Create(commonDir string) (*Store, error) {
+	root := Root(commonDir)
+	if err := mkdirNoFollow(root); err != nil {
+		return nil, err
+	}
+	for _, d := range subdirs {
+		if err := mkdirNoFollow(filepath.Join(root, d)); err != nil {
+			return nil, err
+		}
+	}
+	lp := filepath.Join(root, lockName)
+	fd, err := unix.Open(lp, unix.O_RDONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, invalid(lp, err)
+	}
+	unix.Close(fd) // Best effort: only created, never written.
+	if err := syncDir(root); err != nil {
+		return nil, err
+	}
+	return Open(commonDir)
+}
+
+func mkdirNoFollow(p string) error {
+	err := os.Mkdir(p, 0o755)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		fi, lerr := os.Lstat(p)
+		if lerr != nil {
+			return invalid(p, lerr)
+		}
+		if !fi.IsDir() {
+			return invalid(p, errors.New("not a directory (a symlink?)"))
+		}
+		return nil
+	}
+	return invalid(p, err)
+}
+
+// CommonDir is the git common dir the store lives in.
+func (s *Store) CommonDir() string { return s.commonDir }
+
+// Root is the store directory.
+func (s *Store) Root() string { return s.root }
+
+// Read runs fn under the shared lock.
+func (s *Store) Read(fn func(*Tx) error) error { return s.with(false, fn) }
+
+// Write runs fn under the exclusive lock. fn is the whole read-modify-write.
+func (s *Store) Write(fn func(*Tx) error) error { return s.with(true, fn) }
+
+func (s *Store) with(exclusive bool, fn func(*Tx) error) error {
+	if err := s.checkLockFile(); err != nil {
+		return err
+	}
+	lp := filepath.Join(s.root, lockName)
+	l := flock.New(lp, flock.SetFlag(os.O_RDONLY))
+	var err error
+	if exclusive {
+		err = l.Lock()
+	} else {
+		err = l.RLock()
+	}
+	if err != nil {
+		return invalid(lp, fmt.Errorf("lock: %w", err))
+	}
+	defer l.Close() // Best effort: closing the fd drops the lock.
+	// The lock is only worth something on the file that is really there: a
+	// swap between our check and our open would leave us locking another inode.
+	held, err1 := l.Stat()
+	now, err2 := os.Lstat(lp)
+	if err1 != nil || err2 != nil || !os.SameFile(held, now) {
+		return invalid(lp, errors.New("the store lock changed while it was taken"))
+	}
+	return fn(&Tx{s: s, exclusive: exclusive})
+}
+
+// Tx is access to the store under its lock. It is valid only inside the
+// function passed to Read or Write.
+type Tx struct {
+	s         *Store
+	exclusive bool
+}
+
+func (tx *Tx) path(parts ...string) string {
+	return filepath.Join(append([]string{tx.s.root}, parts...)...)
+}
+
+// readRecord strictly reads a record. ok is false when the file is absent.
+func readRecord(path string, rec Record) (ok bool, err error) {
+	data, err := readNoFollow(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, invalid(path, err)
+	}
+	if err := decodeStrict(data, rec); err != nil {
+		return false, invalid(path, err)
+	}
+	return true, nil
+}
+
+// readNoFollow reads a file, refusing to follow a symlink at its last element.
+func readNoFollow(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, fs.ErrNotExist
+		}
+		if errors.Is(err, unix.ELOOP) {
+			return nil, errors.New("a symlink where a file must be")
+		}
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close() // Best effort: read only.
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	buf := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil || n == 0 {
+			break
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+	return buf, nil
+}
+
+func (tx *Tx) mustWrite() {
+	if !tx.exclusive {
+		panic("store: write inside Read")
+	}
+}
+
+// put writes rec at path atomically with its record_version incremented.
+func (tx *Tx) put(path string, rec Record) error {
+	tx.mustWrite()
+	m := rec.meta()
+	m.SchemaVersion = SchemaVersion
+	m.RecordVersion++
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, append(data, '\n'))
+}
+
+func (tx *Tx) remove(path string) error {
+	tx.mustWrite()
+	err := os.Remove(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// list returns the ids of *.json files in a store directory, sorted. Temp
+// files (leading dot) are skipped.
+func (tx *Tx) list(dir string) ([]string, error) {
+	ents, err := os.ReadDir(tx.path(dir))
+	if err != nil {
+		return nil, invalid(tx.path(dir), err)
+	}
+	var ids []string
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".json") {
+			continue
+		}
+		ids = append(ids, strings.TrimSuffix(n, ".json"))
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// writeAtomic writes data to path: temp file in the same directory, fsync,
+// rename over path, fsync the directory. rename never follows a symlink at
+// path: it replaces the link itself.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()       // Best effort: already failing.
+			os.Remove(tmp) // Best effort: a leftover temp file is skipped by readers.
+		}
+	}()
+	if err := f.Chmod(0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", path, err)
+	}
+	ok = true
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	defer d.Close() // Best effort: read-only directory handle.
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// CheckVersion refuses with RECORD_VERSION_CONFLICT when expect is set and
+// differs from the record's version.
+func CheckVersion(what string, rec Record, expect *int) error {
+	if expect == nil || *expect == rec.meta().RecordVersion {
+		return nil
+	}
+	return decision.New(decision.RecordVersionConflict, "%s is at record version %d, not %d", what, rec.meta().RecordVersion, *expect).
+		WithHint("read it again with wt-admin status --json and retry with --expect-version %d", rec.meta().RecordVersion).
+		WithFact("record_version", rec.meta().RecordVersion)
+}

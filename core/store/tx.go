@@ -1,0 +1,391 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
+
+	"github.com/wt-tool/wt/core/decision"
+)
+
+// validID refuses ids that cannot safely name a file: record ids are uuids.
+func validID(kind, id string) error {
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return decision.New(decision.InvalidMetadata, "%s id %q is not a uuid", kind, id)
+	}
+	return nil
+}
+
+// validKey refuses worktree keys that cannot be a linked worktree's admin
+// dir name.
+func validKey(key string) error {
+	if key == "" || key == "." || key == ".." || filepath.Base(key) != key {
+		return decision.New(decision.InvalidMetadata, "worktree key %q cannot name a linked worktree", key)
+	}
+	return nil
+}
+
+// Repository reads repository.json; a missing one is INVALID_METADATA (the
+// store exists, so init did not finish).
+func (tx *Tx) Repository() (Repository, error) {
+	var r Repository
+	p := tx.path(repositoryName)
+	ok, err := readRecord(p, &r)
+	if err == nil && !ok {
+		err = invalid(p, errors.New("missing: the store was not fully initialized")).(*decision.Error).
+			WithHint("run wt-admin init to finish setting it up")
+	}
+	if err == nil {
+		if _, perr := uuid.Parse(r.RepositoryID); perr != nil {
+			err = invalid(p, fmt.Errorf("repository_id: %w", perr))
+		}
+	}
+	return r, err
+}
+
+// HasRepository reports whether repository.json exists (valid or not).
+func (tx *Tx) HasRepository() bool {
+	_, err := os.Lstat(tx.path(repositoryName))
+	return err == nil
+}
+
+// PutRepository writes repository.json.
+func (tx *Tx) PutRepository(r *Repository) error { return tx.put(tx.path(repositoryName), r) }
+
+// Policy reads policy.json.
+func (tx *Tx) Policy() (Policy, bool, error) {
+	var p Policy
+	path := tx.path(policyName)
+	ok, err := readRecord(path, &p)
+	if err == nil && ok {
+		err = p.validate()
+		if err != nil {
+			err = invalid(path, err)
+		}
+	}
+	return p, ok, err
+}
+
+func (p Policy) validate() error {
+	if p.Enforcement != EnforcementEnforce && p.Enforcement != EnforcementWarn {
+		return fmt.Errorf("enforcement %q is not enforce or warn", p.Enforcement)
+	}
+	if p.Unmanaged != UnmanagedAllow && p.Unmanaged != UnmanagedRefuse {
+		return fmt.Errorf("unmanaged %q is not allow or refuse", p.Unmanaged)
+	}
+	if p.MaxActive != nil && *p.MaxActive < 1 {
+		return fmt.Errorf("max_active %d is not positive", *p.MaxActive)
+	}
+	if p.PublicationBranch == "" {
+		return errors.New("publication_branch is empty")
+	}
+	return nil
+}
+
+// PutPolicy writes policy.json.
+func (tx *Tx) PutPolicy(p *Policy) error {
+	if err := p.validate(); err != nil {
+		return decision.New(decision.InvalidPolicy, "%v", err)
+	}
+	return tx.put(tx.path(policyName), p)
+}
+
+// Allocation reads allocations/<id>.json; ErrNotFound when absent.
+func (tx *Tx) Allocation(id string) (Allocation, error) {
+	var a Allocation
+	if err := validID("allocation", id); err != nil {
+		return a, err
+	}
+	p := tx.path(allocationsDir, id+".json")
+	ok, err := readRecord(p, &a)
+	if err != nil {
+		return a, err
+	}
+	if !ok {
+		return a, fmt.Errorf("allocation %s: %w", id, ErrNotFound)
+	}
+	if a.AllocationID != id {
+		return a, invalid(p, fmt.Errorf("allocation_id %q does not match the file name", a.AllocationID))
+	}
+	return a, nil
+}
+
+// Allocations reads every allocation record, sorted by id.
+func (tx *Tx) Allocations() ([]Allocation, error) {
+	ids, err := tx.list(allocationsDir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Allocation, 0, len(ids))
+	for _, id := range ids {
+		a, err := tx.Allocation(id)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if decision.CodeOf(err) == decision.InvalidMetadata && validID("allocation", id) != nil {
+				return nil, invalid(tx.path(allocationsDir, id+".json"), errors.New("file name is not an allocation id"))
+			}
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// PutAllocation writes an allocation record.
+func (tx *Tx) PutAllocation(a *Allocation) error {
+	if err := validID("allocation", a.AllocationID); err != nil {
+		return err
+	}
+	if a.ExternalBindings == nil {
+		a.ExternalBindings = []string{}
+	}
+	return tx.put(tx.path(allocationsDir, a.AllocationID+".json"), a)
+}
+
+// Binding reads bindings/<key>.json.
+func (tx *Tx) Binding(key string) (Binding, bool, error) {
+	var b Binding
+	if err := validKey(key); err != nil {
+		return b, false, nil // the main checkout and odd names are never bound
+	}
+	p := tx.path(bindingsDir, key+".json")
+	ok, err := readRecord(p, &b)
+	if err == nil && ok && b.WorktreeKey != key {
+		err = invalid(p, fmt.Errorf("worktree_key %q does not match the file name", b.WorktreeKey))
+	}
+	if err == nil && ok {
+		if verr := validID("allocation", b.AllocationID); verr != nil {
+			err = invalid(p, verr)
+		}
+	}
+	return b, ok, err
+}
+
+// Bindings lists the keys of every binding.
+func (tx *Tx) Bindings() ([]string, error) { return tx.list(bindingsDir) }
+
+// PutBinding writes a binding.
+func (tx *Tx) PutBinding(b *Binding) error {
+	if err := validKey(b.WorktreeKey); err != nil {
+		return err
+	}
+	return tx.put(tx.path(bindingsDir, b.WorktreeKey+".json"), b)
+}
+
+// RemoveBinding removes a binding.
+func (tx *Tx) RemoveBinding(key string) error {
+	if err := validKey(key); err != nil {
+		return err
+	}
+	return tx.remove(tx.path(bindingsDir, key+".json"))
+}
+
+// Registration reads registrations/<key>.json and returns it with its bytes.
+func (tx *Tx) Registration(key string) (Registration, []byte, bool, error) {
+	var r Registration
+	if err := validKey(key); err != nil {
+		return r, nil, false, nil
+	}
+	p := tx.path(registrationsDir, key+".json")
+	data, err := readNoFollow(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, nil, false, nil
+	}
+	if err != nil {
+		return r, nil, false, invalid(p, err)
+	}
+	if err := decodeStrict(data, &r); err != nil {
+		return r, nil, false, invalid(p, err)
+	}
+	if r.Contract != RegistrationContract || r.WorktreeKey != key {
+		return r, nil, false, invalid(p, fmt.Errorf("not a %s document for key %q", RegistrationContract, key))
+	}
+	return r, data, true, nil
+}
+
+// markerPath is the registration marker in git's admin dir for key.
+func (tx *Tx) markerPath(key string) string {
+	return filepath.Join(tx.s.commonDir, "worktrees", key, MarkerName)
+}
+
+// Marker reads the registration marker in git's admin dir. ok is false when
+// it (or the admin dir) is absent.
+func (tx *Tx) Marker(key string) ([]byte, bool, error) {
+	if err := validKey(key); err != nil {
+		return nil, false, nil
+	}
+	p := tx.markerPath(key)
+	data, err := readNoFollow(p)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, invalid(p, err)
+	}
+	return data, true, nil
+}
+
+// Registered reports whether key's binding counts: the registration document
+// exists and the marker in git's admin dir is byte for byte the same. A
+// worktree that git re-created under a reused admin name has no marker, so it
+// never inherits the old allocation.
+func (tx *Tx) Registered(key string) (Registration, bool, error) {
+	r, doc, ok, err := tx.Registration(key)
+	if err != nil || !ok {
+		return r, false, err
+	}
+	marker, ok, err := tx.Marker(key)
+	if err != nil || !ok {
+		return r, false, err
+	}
+	return r, bytes.Equal(doc, marker), nil
+}
+
+// PutRegistration writes the registration document and then the marker with
+// the same bytes. The admin dir must exist.
+func (tx *Tx) PutRegistration(r *Registration) error {
+	if err := validKey(r.WorktreeKey); err != nil {
+		return err
+	}
+	r.Contract = RegistrationContract
+	r.SchemaVersion = SchemaVersion
+	r.RecordVersion++
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	tx.mustWrite()
+	if err := writeAtomic(tx.path(registrationsDir, r.WorktreeKey+".json"), data); err != nil {
+		return err
+	}
+	return writeAtomic(tx.markerPath(r.WorktreeKey), data)
+}
+
+// RemoveRegistration removes the marker, then the document.
+func (tx *Tx) RemoveRegistration(key string) error {
+	if err := validKey(key); err != nil {
+		return err
+	}
+	if err := tx.remove(tx.markerPath(key)); err != nil && !errors.Is(err, unix.ENOTDIR) {
+		return err
+	}
+	return tx.remove(tx.path(registrationsDir, key+".json"))
+}
+
+// Lease reads leases/<allocation_id>.json.
+func (tx *Tx) Lease(allocationID string) (Lease, bool, error) {
+	var l Lease
+	if err := validID("allocation", allocationID); err != nil {
+		return l, false, err
+	}
+	p := tx.path(leasesDir, allocationID+".json")
+	ok, err := readRecord(p, &l)
+	if err == nil && ok && l.AllocationID != allocationID {
+		err = invalid(p, fmt.Errorf("allocation_id %q does not match the file name", l.AllocationID))
+	}
+	return l, ok, err
+}
+
+// Leases lists the allocation ids that have a lease file.
+func (tx *Tx) Leases() ([]string, error) { return tx.list(leasesDir) }
+
+// PutLease writes a lease.
+func (tx *Tx) PutLease(l *Lease) error {
+	if err := validID("allocation", l.AllocationID); err != nil {
+		return err
+	}
+	return tx.put(tx.path(leasesDir, l.AllocationID+".json"), l)
+}
+
+// RemoveLease removes a lease.
+func (tx *Tx) RemoveLease(allocationID string) error {
+	if err := validID("allocation", allocationID); err != nil {
+		return err
+	}
+	return tx.remove(tx.path(leasesDir, allocationID+".json"))
+}
+
+// Journals reads every journal entry in flight.
+func (tx *Tx) Journals() ([]Journal, error) {
+	ids, err := tx.list(journalDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Journal
+	for _, id := range ids {
+		p := tx.path(journalDir, id+".json")
+		if err := validID("transaction", id); err != nil {
+			return nil, invalid(p, err)
+		}
+		var j Journal
+		ok, err := readRecord(p, &j)
+		if err != nil {
+			return nil, err
+		}
+		if ok && j.TransactionID != id {
+			return nil, invalid(p, fmt.Errorf("transaction_id %q does not match the file name", j.TransactionID))
+		}
+		if ok {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// PutJournal writes a journal entry.
+func (tx *Tx) PutJournal(j *Journal) error {
+	if err := validID("transaction", j.TransactionID); err != nil {
+		return err
+	}
+	return tx.put(tx.path(journalDir, j.TransactionID+".json"), j)
+}
+
+// FinishJournal writes the receipt and then removes the journal entry.
+func (tx *Tx) FinishJournal(j Journal, outcome string, payload json.RawMessage, at string) error {
+	r := Receipt{TransactionID: j.TransactionID, Operation: j.Operation, Outcome: outcome,
+		Target: j.Target, Payload: payload, FinishedAt: at}
+	if r.Payload == nil {
+		r.Payload = json.RawMessage("null")
+	}
+	if err := tx.put(tx.path(receiptsDir, j.TransactionID+".json"), &r); err != nil {
+		return err
+	}
+	return tx.remove(tx.path(journalDir, j.TransactionID+".json"))
+}
+
+// AppendEvent appends one line to events.jsonl and fsyncs it. The file is
+// opened without following a symlink.
+func (tx *Tx) AppendEvent(e Event) error {
+	tx.mustWrite()
+	if e.Detail == nil {
+		e.Detail = map[string]any{}
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	p := tx.path(eventsName)
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return invalid(p, err)
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close() // Best effort: synced below.
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("append %s: %w", p, err)
+	}
+	return f.Sync()
+}
+
+// EventsPath is the path of events.jsonl, for listing commands.
+func (tx *Tx) EventsPath() string { return tx.path(eventsName) }
