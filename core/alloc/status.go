@@ -290,4 +290,3 @@ func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
 	}
 	return nil
 }
-

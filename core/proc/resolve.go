@@ -125,4 +125,3 @@ func Command(pid int) string {
 	}
 	return strings.ToValidUTF8(string(b), "?")
 }
-

@@ -311,4 +311,3 @@ func PathsInUse(dir string) ([]Use, error) {
 	}
 	return s.PathsInUse(dir)
 }
-

@@ -296,7 +296,7 @@ func writeAtomic(path string, data []byte) error {
 	ok := false
 	defer func() {
 		if !ok {
-			f.Close()       // Best effort: already failing.
+			f.Close()      // Best effort: already failing.
 			os.Remove(tmp) // Best effort: a leftover temp file is skipped by readers.
 		}
 	}()

@@ -1,0 +1,46 @@
+# wt — writer governance for git worktrees. See README.md.
+GO      ?= go
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+BINS    := wt-exec wt-hook wt-admin
+BENCHTIME ?= 1x
+BENCHCOUNT ?= 5
+
+.PHONY: all build install demo test lint bench fuzz clean
+
+all: build
+
+build:
+	@mkdir -p bin
+	$(GO) build -trimpath -o bin/ ./cmd/wt-exec ./cmd/wt-hook ./cmd/wt-admin
+
+install: build
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(addprefix bin/,$(BINS)) $(DESTDIR)$(BINDIR)/
+
+# Builds, installs into $(PREFIX) (default /usr/local), and runs a short real
+# demonstration on a temporary repository.
+demo: install
+	PATH="$(DESTDIR)$(BINDIR):$$PATH" bash scripts/demo.sh
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# Benchmarks: medians come from BENCHCOUNT runs; compare with ../shared/BASELINE.md.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 200x -count $(BENCHCOUNT) ./core/store/ ./core/proc/ | tee bench.out
+	@echo "medians: go run ./scripts/benchmedian < bench.out"
+	@$(GO) run ./scripts/benchmedian < bench.out
+
+# Short fuzzing of the parsers (their seed corpora run in every make test).
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseStat -fuzztime 30s ./core/proc/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeRuntimeBinding -fuzztime 30s ./core/proc/
+
+clean:
+	rm -rf bin bench.out

@@ -1,0 +1,207 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/wt-tool/wt/core/decision"
+)
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	common := t.TempDir()
+	s, err := Create(common)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func putAlloc(t *testing.T, s *Store) Allocation {
+	t.Helper()
+	a := Allocation{AllocationID: uuid.NewString(), TaskKey: "T-1", Owner: "alice", Role: RoleFeature,
+		Lifecycle: Active, WorktreePath: "/tmp/w", WorktreeKey: "w", BaseCommit: strings.Repeat("a", 40)}
+	if err := s.Write(func(tx *Tx) error { return tx.PutAllocation(&a) }); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestOpenMissingAndDamaged(t *testing.T) {
+	if _, err := Open(t.TempDir()); decision.CodeOf(err) != decision.NotInitialized {
+		t.Fatalf("Open(empty) = %v, want NOT_INITIALIZED", err)
+	}
+	s := newStore(t)
+	lock := filepath.Join(s.Root(), "lock")
+	os.Remove(lock)
+	if _, err := Open(s.CommonDir()); decision.CodeOf(err) != decision.InvalidMetadata {
+		t.Fatalf("missing lock: %v, want INVALID_METADATA", err)
+	}
+	os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), lock)
+	if _, err := Open(s.CommonDir()); decision.CodeOf(err) != decision.InvalidMetadata {
+		t.Fatalf("symlinked lock: %v, want INVALID_METADATA", err)
+	}
+	if _, err := os.Lstat(filepath.Join(filepath.Dir(lock), "elsewhere")); err == nil {
+		t.Fatal("the symlink's target was created")
+	}
+}
+
+func TestRecordVersionAndAtomicWrite(t *testing.T) {
+	s := newStore(t)
+	a := putAlloc(t, s)
+	if a.RecordVersion != 1 || a.SchemaVersion != SchemaVersion {
+		t.Fatalf("new record: %+v", a.Meta)
+	}
+	err := s.Write(func(tx *Tx) error {
+		got, err := tx.Allocation(a.AllocationID)
+		if err != nil {
+			return err
+		}
+		got.Owner = "bob"
+		return tx.PutAllocation(&got)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Allocation
+	s.Read(func(tx *Tx) error { got, err = tx.Allocation(a.AllocationID); return err })
+	if got.RecordVersion != 2 || got.Owner != "bob" {
+		t.Fatalf("after update: %+v", got)
+	}
+	one, two := 1, 2
+	if err := CheckVersion("x", &got, &one); decision.CodeOf(err) != decision.RecordVersionConflict {
+		t.Fatalf("stale version: %v", err)
+	}
+	if err := CheckVersion("x", &got, &two); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(s.Root(), "allocations"))
+	if len(ents) != 1 {
+		t.Fatalf("temp files left behind: %v", ents)
+	}
+}
+
+func TestStrictReads(t *testing.T) {
+	s := newStore(t)
+	a := putAlloc(t, s)
+	path := filepath.Join(s.Root(), "allocations", a.AllocationID+".json")
+	good, _ := os.ReadFile(path)
+	cases := map[string][]byte{
+		"truncated":      good[:len(good)/2],
+		"empty":          {},
+		"not an object":  []byte("[1,2]\n"),
+		"wrong schema":   bytes.Replace(good, []byte(`"schema_version": 1`), []byte(`"schema_version": 99`), 1),
+		"missing field":  bytes.Replace(good, []byte(`"owner": "alice",`), nil, 1),
+		"unknown field":  bytes.Replace(good, []byte(`"owner": "alice",`), []byte(`"owner": "alice", "extra": 1,`), 1),
+		"trailing data":  append(append([]byte{}, good...), []byte("{}")...),
+		"zero version":   bytes.Replace(good, []byte(`"record_version": 1`), []byte(`"record_version": 0`), 1),
+		"id not matched": bytes.Replace(good, []byte(a.AllocationID), []byte(uuid.NewString()), 1),
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			if bytes.Equal(data, good) {
+				t.Fatal("case does not change the file")
+			}
+			os.WriteFile(path, data, 0o644)
+			err := s.Read(func(tx *Tx) error { _, err := tx.Allocation(a.AllocationID); return err })
+			d, ok := decision.As(err)
+			if !ok || d.Code != decision.InvalidMetadata || !strings.Contains(d.Message, path) {
+				t.Fatalf("read %s: %v, want INVALID_METADATA naming the file", name, err)
+			}
+			if now, _ := os.ReadFile(path); !bytes.Equal(now, data) {
+				t.Fatal("the bad file was changed")
+			}
+		})
+	}
+	t.Run("symlink", func(t *testing.T) {
+		target := filepath.Join(t.TempDir(), "real.json")
+		os.WriteFile(target, good, 0o644)
+		os.Remove(path)
+		os.Symlink(target, path)
+		err := s.Read(func(tx *Tx) error { _, err := tx.Allocation(a.AllocationID); return err })
+		if decision.CodeOf(err) != decision.InvalidMetadata {
+			t.Fatalf("symlinked record: %v", err)
+		}
+		if l, _ := os.Readlink(path); l != target {
+			t.Fatal("the symlink was changed")
+		}
+	})
+	if err := s.Read(func(tx *Tx) error { _, err := tx.Allocation("../../etc/passwd"); return err }); decision.CodeOf(err) != decision.InvalidMetadata {
+		t.Fatalf("path traversal id: %v", err)
+	}
+}
+
+func TestRegistrationMarker(t *testing.T) {
+	s := newStore(t)
+	admin := filepath.Join(s.CommonDir(), "worktrees", "w")
+	os.MkdirAll(admin, 0o755)
+	id := uuid.NewString()
+	reg := Registration{RegistrationID: uuid.NewString(), WorktreeKey: "w", WorktreePath: "/tmp/w", AllocationID: id, CreatedAt: "now"}
+	if err := s.Write(func(tx *Tx) error { return tx.PutRegistration(&reg) }); err != nil {
+		t.Fatal(err)
+	}
+	registered := func() bool {
+		var ok bool
+		if err := s.Read(func(tx *Tx) error { var err error; _, ok, err = tx.Registered("w"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !registered() {
+		t.Fatal("fresh registration does not count")
+	}
+	// git re-creates an admin dir under a reused name: the marker is gone.
+	os.RemoveAll(admin)
+	os.MkdirAll(admin, 0o755)
+	if registered() {
+		t.Fatal("a re-created admin dir inherits the registration")
+	}
+	// A marker from another registration does not count either.
+	os.WriteFile(filepath.Join(admin, MarkerName), []byte(`{"other":1}`), 0o644)
+	if registered() {
+		t.Fatal("a foreign marker counts")
+	}
+}
+
+func TestEventsAppend(t *testing.T) {
+	s := newStore(t)
+	for i := 0; i < 3; i++ {
+		if err := s.Write(func(tx *Tx) error { return tx.AppendEvent(Event{At: "t", Event: "e"}) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(s.Root(), "events.jsonl"))
+	if n := bytes.Count(b, []byte("\n")); n != 3 {
+		t.Fatalf("%d lines", n)
+	}
+	ev := filepath.Join(s.Root(), "events.jsonl")
+	os.Remove(ev)
+	os.Symlink(filepath.Join(t.TempDir(), "x"), ev)
+	if err := s.Write(func(tx *Tx) error { return tx.AppendEvent(Event{}) }); decision.CodeOf(err) != decision.InvalidMetadata {
+		t.Fatalf("symlinked events.jsonl: %v", err)
+	}
+}
+
+func TestWriteInsideReadPanics(t *testing.T) {
+	s := newStore(t)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic")
+		}
+	}()
+	s.Read(func(tx *Tx) error { return tx.AppendEvent(Event{}) })
+}
+
+func TestNotFound(t *testing.T) {
+	s := newStore(t)
+	err := s.Read(func(tx *Tx) error { _, err := tx.Allocation(uuid.NewString()); return err })
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("absent allocation: %v", err)
+	}
+}
