@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -137,18 +138,36 @@ type Reader struct {
 // NewReader returns a Reader with a buffer large enough for any stat line.
 func NewReader() *Reader { return &Reader{buf: make([]byte, 4096), path: make([]byte, 0, 64)} }
 
-func (r *Reader) procPath(pid int, name string) string {
+// procPath builds "/proc/<pid>/<name>\x00" in the reader's path buffer, so
+// that opening it allocates nothing.
+func (r *Reader) procPath(pid int, name string) []byte {
 	r.path = append(r.path[:0], "/proc/"...)
 	r.path = strconv.AppendInt(r.path, int64(pid), 10)
 	r.path = append(r.path, '/')
 	r.path = append(r.path, name...)
-	return string(r.path)
+	return append(r.path, 0)
 }
 
-// readFile reads the whole of a /proc file into the reused buffer. The returned
-// slice is valid until the next call.
-func (r *Reader) readFile(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+// openat opens a NUL-terminated path without converting it to a string.
+func openat(path []byte) (int, error) {
+	atFDCWD := unix.AT_FDCWD // a variable: the negative constant cannot convert to uintptr directly
+	fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&path[0])),
+		uintptr(unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW), 0, 0, 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
+}
+
+// readFile reads the whole of a /proc file (path NUL-terminated) into the
+// reused buffer. The returned slice is valid until the next call.
+//
+// /proc files are generated whole on the first read of a seq_file, so a
+// small file (stat) arrives in one read that does not fill the buffer: we stop
+// there instead of paying a second read for the EOF. Three system calls: open,
+// read, close. Large files (maps) are read until EOF.
+func (r *Reader) readFile(path []byte, small bool) ([]byte, error) {
+	fd, err := openat(path)
 	if err != nil {
 		return nil, err
 	}
@@ -165,10 +184,10 @@ func (r *Reader) readFile(path string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if m == 0 {
+		n += m
+		if m == 0 || (small && n < len(r.buf)) {
 			return r.buf[:n], nil
 		}
-		n += m
 	}
 }
 
@@ -178,7 +197,7 @@ func (r *Reader) Stat(pid int) (Stat, error) {
 	if pid < 1 {
 		return Stat{}, ErrNoProcess
 	}
-	b, err := r.readFile(r.procPath(pid, "stat"))
+	b, err := r.readFile(r.procPath(pid, "stat"), true)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
 			return Stat{}, ErrNoProcess

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"wt-admin": func() { os.Exit(Admin(os.Args[1:], os.Stdout, os.Stderr)) },
+		"wt-exec":  func() { os.Exit(Exec(os.Args[1:], os.Stdout, os.Stderr)) },
+		"wt-hook":  func() { os.Exit(Hook(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the end-to-end scripts in testdata/script: the real
+// binaries against real git repositories in temporary directories.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(e *testscript.Env) error {
+			home := filepath.Join(e.WorkDir, ".home")
+			if err := os.MkdirAll(home, 0o755); err != nil {
+				return err
+			}
+			e.Setenv("HOME", home)
+			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			e.Setenv("GIT_AUTHOR_NAME", "wt test")
+			e.Setenv("GIT_AUTHOR_EMAIL", "test@wt.invalid")
+			e.Setenv("GIT_COMMITTER_NAME", "wt test")
+			e.Setenv("GIT_COMMITTER_EMAIL", "test@wt.invalid")
+			e.Setenv("CTRL_OWNER", "ali\x01ce")
+			e.Setenv("TAB_TASK", "T\t1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// glob1 VAR PATTERN: set VAR to the one file matching PATTERN.
+			"glob1": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: glob1 VAR PATTERN")
+				}
+				m, _ := filepath.Glob(ts.MkAbs(args[1]))
+				if len(m) != 1 {
+					ts.Fatalf("%s matches %d files: %v", args[1], len(m), m)
+				}
+				ts.Setenv(args[0], m[0])
+			},
+			// replace FILE OLD NEW: replace the first OLD in FILE (which must hold it).
+			"replace": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 3 {
+					ts.Fatalf("usage: replace FILE OLD NEW")
+				}
+				p := ts.MkAbs(args[0])
+				b, err := os.ReadFile(p)
+				ts.Check(err)
+				if !bytes.Contains(b, []byte(args[1])) {
+					ts.Fatalf("%s does not contain %q", args[0], args[1])
+				}
+				ts.Check(os.WriteFile(p, bytes.Replace(b, []byte(args[1]), []byte(args[2]), 1), 0o644))
+			},
+			// truncate FILE N: keep the first N bytes of FILE.
+			"truncate": func(ts *testscript.TestScript, neg bool, args []string) {
+				var n int
+				if len(args) != 2 {
+					ts.Fatalf("usage: truncate FILE N")
+				}
+				fmt.Sscan(args[1], &n)
+				ts.Check(os.Truncate(ts.MkAbs(args[0]), int64(n)))
+			},
+		},
+	})
+}

@@ -1,0 +1,51 @@
+package core_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportRules keeps the picture of STYLE.md true:
+//
+//	cmd/*  ->  wrapper  hooks  install  ->  core/...
+//
+// core never imports the CLI library or the packages above it, and the
+// packages in the middle never import each other's command layer.
+func TestImportRules(t *testing.T) {
+	const mod = "github.com/wt-tool/wt/"
+	forbidden := map[string][]string{
+		"core/...":    {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "hooks", mod + "install"},
+		"wrapper/...": {"github.com/urfave/cli/v2", mod + "cmd/", mod + "hooks", mod + "install"},
+		"hooks/...":   {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "install"},
+		"install/...": {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper"},
+	}
+	// A positive control: the command layer does reach the CLI library, so an
+	// empty or misparsed listing cannot pass for a clean one.
+	out, err := exec.Command("go", "list", "-deps", "../cmd/...").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "github.com/urfave/cli/v2\n") {
+		t.Fatalf("go list of cmd/... does not show urfave/cli: %v\n%s", err, out)
+	}
+	for pattern, bad := range forbidden {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../"+pattern).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pattern, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, b := range bad {
+				if dep == b || strings.HasPrefix(dep, b) && (strings.HasSuffix(b, "/") || strings.HasPrefix(dep, b+"/")) {
+					t.Errorf("%s depends on %s (forbidden: %s)", pattern, dep, b)
+				}
+			}
+		}
+	}
+}
+
+// TestCoreDoesNotPrint keeps output in one place: core returns values and
+// errors, and never writes to stdout or stderr or exits the process.
+func TestCoreDoesNotPrint(t *testing.T) {
+	out, err := exec.Command("grep", "-rnE", `os\.(Stdout|Stderr|Exit)\b|fmt\.Print|log\.(Print|Fatal)`, "--include=*.go", "--exclude=*_test.go", ".").CombinedOutput()
+	if err == nil {
+		t.Fatalf("core writes output or exits:\n%s", out)
+	}
+}
