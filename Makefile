@@ -3,7 +3,6 @@ GO      ?= go
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 BINS    := wt-exec wt-hook wt-admin
-BENCHTIME ?= 1x
 BENCHCOUNT ?= 5
 
 .PHONY: all build install demo test lint bench fuzz clean
@@ -33,7 +32,7 @@ lint:
 
 # Benchmarks: medians come from BENCHCOUNT runs; compare with ../shared/BASELINE.md.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 200x -count $(BENCHCOUNT) ./core/store/ ./core/proc/ | tee bench.out
+	$(GO) test -run '^$$' -bench . -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ | tee bench.out
 	@echo "medians: go run ./scripts/benchmedian < bench.out"
 	@$(GO) run ./scripts/benchmedian < bench.out
 

@@ -120,15 +120,7 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 			return decision.New(decision.InvalidBase, "%q names no commit", base).
 				WithHint("pass --base REV naming an existing commit")
 		}
-		all, err := tx.Allocations()
-		if err != nil {
-			return err
-		}
-		pending, err := r.pendingAllocations(tx)
-		if err != nil {
-			return err
-		}
-		if err := checkTaskAndBudget(req.TaskKey, "", all, pending, pol); err != nil {
+		if err := r.checkTaskAndBudget(tx, req.TaskKey, "", pol); err != nil {
 			return err
 		}
 		if branch != nil {
@@ -197,9 +189,18 @@ func pathFree(path string) error {
 	return nil
 }
 
-// checkTaskAndBudget applies TASK_KEY_IN_USE and BUDGET_EXHAUSTED. skip is an
-// allocation id not to count (the one being resumed).
-func checkTaskAndBudget(task, skip string, all []store.Allocation, pending []store.Allocation, pol store.Policy) error {
+// checkTaskAndBudget applies TASK_KEY_IN_USE and BUDGET_EXHAUSTED over every
+// allocation and every pending allocate. skip is an allocation id not to
+// count (the one being resumed).
+func (r *Repo) checkTaskAndBudget(tx *store.Tx, task, skip string, pol store.Policy) error {
+	all, err := tx.Allocations()
+	if err != nil {
+		return err
+	}
+	pending, err := r.pendingAllocations(tx)
+	if err != nil {
+		return err
+	}
 	var active []string
 	for _, a := range append(append([]store.Allocation{}, all...), pending...) {
 		if a.AllocationID == skip {

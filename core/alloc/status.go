@@ -228,15 +228,7 @@ func (r *Repo) changeLifecycle(path, owner string, expect *int, from, to string)
 			if err != nil {
 				return err
 			}
-			all, err := tx.Allocations()
-			if err != nil {
-				return err
-			}
-			pending, err := r.pendingAllocations(tx)
-			if err != nil {
-				return err
-			}
-			if err := checkTaskAndBudget(a.TaskKey, a.AllocationID, all, pending, pol); err != nil {
+			if err := r.checkTaskAndBudget(tx, a.TaskKey, a.AllocationID, pol); err != nil {
 				return err
 			}
 		}
