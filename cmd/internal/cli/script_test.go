@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -40,7 +41,8 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			// glob1 VAR PATTERN: set VAR to the one file matching PATTERN.
+			// glob1 VAR PATTERN: set VAR to the one file matching PATTERN, and
+			// VAR_ID to its base name without extension.
 			"glob1": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 2 {
 					ts.Fatalf("usage: glob1 VAR PATTERN")
@@ -50,6 +52,7 @@ func TestScripts(t *testing.T) {
 					ts.Fatalf("%s matches %d files: %v", args[1], len(m), m)
 				}
 				ts.Setenv(args[0], m[0])
+				ts.Setenv(args[0]+"_ID", strings.TrimSuffix(filepath.Base(m[0]), filepath.Ext(m[0])))
 			},
 			// replace FILE OLD NEW: replace the first OLD in FILE (which must hold it).
 			"replace": func(ts *testscript.TestScript, neg bool, args []string) {
