@@ -199,6 +199,9 @@ func readRecord(path string, rec Record) (ok bool, err error) {
 }
 
 // readNoFollow reads a file, refusing to follow a symlink at its last element.
+// It uses four system calls (open, fstat, read, close): the buffer is one byte
+// larger than the file, so a read that returns less than the buffer is the
+// whole file and no second read is needed to see EOF.
 func readNoFollow(path string) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -210,27 +213,30 @@ func readNoFollow(path string) ([]byte, error) {
 		}
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close() // Best effort: read only.
-	fi, err := f.Stat()
-	if err != nil {
+	defer unix.Close(fd) // Best effort: read only.
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, errors.New("not a regular file")
 	}
-	buf := make([]byte, 0, fi.Size()+1)
+	buf := make([]byte, st.Size+1)
+	n := 0
 	for {
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err != nil || n == 0 {
-			break
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
 		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+		if err != nil {
+			return nil, err
 		}
+		n += m
+		if m == 0 || n < len(buf) {
+			return buf[:n], nil
+		}
+		buf = append(buf, make([]byte, len(buf))...) // it grew since fstat
 	}
-	return buf, nil
 }
 
 func (tx *Tx) mustWrite() {
