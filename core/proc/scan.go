@@ -273,7 +273,7 @@ func (rr *refReader) refs(pid int) []ref {
 			}
 		}
 	}
-	if b, err := rr.readFile(append([]byte(base+"/maps"), 0), false); err == nil {
+	if b, err := rr.readFile(rr.procPath(pid, "maps"), false); err == nil {
 		last := ""
 		for len(b) > 0 {
 			line := b

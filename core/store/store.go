@@ -83,7 +83,7 @@ func (s *Store) checkLockFile() error {
 	p := filepath.Join(s.root, lockName)
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return invalid(p, errors.New("the store lock is missing")).(*decision.Error).
+		return invalid(p, errors.New("the store lock is missing")).
 			WithHint("the store is damaged; recreate the empty file with: touch %s", p)
 	}
 	if err != nil {

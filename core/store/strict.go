@@ -75,8 +75,9 @@ func decodeStrict(data []byte, rec Record) error {
 	return nil
 }
 
-// invalid is the INVALID_METADATA refusal for a file.
-func invalid(path string, err error) error {
+// invalid is the INVALID_METADATA refusal for a file. It returns the typed
+// error so that a caller can add a more specific hint.
+func invalid(path string, err error) *decision.Error {
 	return decision.Wrap(decision.InvalidMetadata, err, "%s is unreadable", path).
 		WithHint("inspect the file by hand; wt never overwrites what it cannot read").
 		WithFact("file", path)

@@ -39,7 +39,7 @@ func (tx *Tx) Repository() (Repository, error) {
 	p := tx.path(repositoryName)
 	ok, err := readRecord(p, &r)
 	if err == nil && !ok {
-		err = invalid(p, errors.New("missing: the store was not fully initialized")).(*decision.Error).
+		err = invalid(p, errors.New("missing: the store was not fully initialized")).
 			WithHint("run wt-admin init to finish setting it up")
 	}
 	if err == nil {
