@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/wt-tool/wt/core/decision"
-	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -148,7 +148,7 @@ func (r *Repo) Status(ctx context.Context) (StatusResult, error) {
 				return err
 			}
 			row.Lease = &LeaseView{LeaseID: l.LeaseID, Holder: l.Holder, Generation: l.Generation,
-				Freshness: lease.Freshness(s, l, now), ExpiresAt: l.ExpiresAt}
+				Freshness: liveness.Freshness(s, l, now), ExpiresAt: l.ExpiresAt}
 		}
 		js, err := tx.Journals()
 		if err != nil {
@@ -270,12 +270,12 @@ func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
 	if err != nil {
 		return err
 	}
-	if hasLease && lease.Occupied(s, l) {
+	if hasLease && liveness.Occupied(s, l) {
 		return decision.New(decision.WriterLeaseHeld, "a live writer holds allocation %s: client %s, %s, since %s", a.AllocationID, l.Holder.ClientID, l.Holder.Identity(), l.AcquiredAt).
 			WithHint("wait for it to finish; see it with wt-admin status")
 	}
 	for _, b := range bindings {
-		if s.IsLive(b.Holder.Identity()) || lease.GroupLive(s, b.Holder, nil) {
+		if s.IsLive(b.Holder.Identity()) || liveness.GroupLive(s, b.Holder, nil) {
 			return decision.New(decision.ExternalBinding, "a live %s process of client %s occupies allocation %s (%s)", b.Kind, b.Holder.ClientID, a.AllocationID, b.Holder.Identity()).
 				WithHint("wait for it to end; see it with wt-admin status")
 		}

@@ -1,63 +1,501 @@
-// Package lease computes facts about writer leases from live evidence.
-//
-// This package grows with wt-exec (acquire, renew, take over, release); for
-// now it holds what status and retain need: freshness, and whether a lease or
-// a runtime occupancy still has a live process behind it (SPEC §4, §5.1).
 package lease
 
 import (
+	"fmt"
 	"os"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 )
 
-// Freshness values (SPEC §5.1).
-const (
-	FreshActive          = "active"
-	FreshExpired         = "expired"
-	FreshDeadProcess     = "stale_dead_process"
-	FreshMissingWorktree = "stale_missing_worktree"
-)
-
-// Expired reports whether the lease is past expires_at at now. Expiry means
-// the holder lost entitlement until it renews, never that the lease is dead.
-func Expired(l store.Lease, now time.Time) bool {
-	if l.ExpiresAt == nil {
-		return false
-	}
-	t, err := time.Parse(time.RFC3339Nano, *l.ExpiresAt)
-	return err != nil || now.After(t) // an unreadable expiry counts as expired: fail closed
+// Records is what lease operations read and write, inside one exclusive
+// section. *store.Tx implements it.
+type Records interface {
+	Repository() (store.Repository, error)
+	Lease(allocationID string) (store.Lease, bool, error)
+	PutLease(*store.Lease) error
+	RemoveLease(allocationID string) error
+	Allocation(id string) (store.Allocation, error)
+	PutAllocationRuntime(*store.Allocation) error
+	AppendEvent(store.Event) error
 }
 
-// Freshness classifies a lease. A missing worktree wins over a dead holder,
-// which wins over expiry.
-func Freshness(s *proc.Scan, l store.Lease, now time.Time) string {
-	if _, err := os.Lstat(l.WorktreePath); os.IsNotExist(err) {
-		return FreshMissingWorktree
-	}
-	if !s.IsLive(l.Holder.Identity()) {
-		return FreshDeadProcess
-	}
-	if Expired(l, now) {
-		return FreshExpired
-	}
-	return FreshActive
+// Evidence is one reading of the processes on this machine. *proc.Scan
+// implements it; unit tests use a fake.
+type Evidence interface {
+	IsLive(proc.Identity) bool
+	GroupMembers(leader int, leaderTicks uint64) []int
+	PathsInUse(dir string) ([]proc.Use, error)
 }
 
-// GroupLive reports whether any process remains in the group the holder
-// led or in the child group recorded in the lease (SPEC §4). A group that a
-// reused pid started later is not evidence (see proc.Scan.GroupMembers).
-func GroupLive(s *proc.Scan, h proc.Holder, child *store.ChildGroup) bool {
-	if len(s.GroupMembers(h.PID, h.StartTicks)) > 0 {
-		return true
-	}
-	return child != nil && len(s.GroupMembers(child.PID, child.StartTicks)) > 0
+// Occupancy kinds a runtime binding may declare (SPEC §3).
+var Kinds = []string{"agent", "test", "preview", "background", "command"}
+
+// Request asks for write entitlement on one worktree.
+type Request struct {
+	Holder proc.Holder
+	// Owner, when not empty, must be the allocation's owner.
+	Owner string
+	// TTL is how long the lease stays unexpired without renewal; 0 means
+	// no expiry.
+	TTL time.Duration
+	// Kind is the runtime occupancy kind recorded while the child runs.
+	Kind string
 }
 
-// Occupied reports whether a lease has any live process behind it: the holder,
-// its group, or the recorded child group.
-func Occupied(s *proc.Scan, l store.Lease) bool {
-	return s.IsLive(l.Holder.Identity()) || GroupLive(s, l.Holder, l.Child)
+// Start starts the child for a grant and returns its process group (leader
+// pid and start ticks), or nil when the child is already gone.
+type Start func(g Grant) (*store.ChildGroup, error)
+
+// Grant is the outcome of Acquire.
+type Grant struct {
+	Code string `json:"code"`
+	// Applicable is false for roles with their own gates: no lease was
+	// taken, and the child runs without one.
+	Applicable bool             `json:"applicable"`
+	Role       string           `json:"role"`
+	Lease      store.Lease      `json:"lease"`
+	Allocation store.Allocation `json:"allocation"`
+	// Owned is true when this call created the lease (acquired or took it
+	// over): the caller releases it. A renewal leaves release to the holder
+	// that acquired it.
+	Owned bool `json:"owned"`
+	// Binding is the runtime occupancy this call added to the allocation,
+	// "" if it was already there.
+	Binding string `json:"-"`
+	// Previous is the lease taken over.
+	Previous *store.Lease `json:"previous,omitempty"`
+	// Cleared are stale runtime bindings removed on the way.
+	Cleared []string `json:"cleared_bindings"`
+	// Started is true once start returned a child.
+	Started bool `json:"-"`
+
+	commonDir, key string
 }
+
+// Env is the environment wt-exec gives its child (SPEC §6.5).
+func (g Grant) Env() []string {
+	if !g.Applicable {
+		return nil
+	}
+	env := []string{
+		"WT_LEASE_ID=" + g.Lease.LeaseID,
+		"WT_ALLOCATION_ID=" + g.Lease.AllocationID,
+		"WT_CLIENT_ID=" + g.Lease.Holder.ClientID,
+		fmt.Sprintf("WT_HOLDER_PID=%d", g.Lease.Holder.PID),
+	}
+	if s := g.Lease.Holder.SessionID; s != nil {
+		env = append(env, "WT_SESSION_ID="+*s)
+	}
+	if s := g.Lease.Holder.RunID; s != nil {
+		env = append(env, "WT_RUN_ID="+*s)
+	}
+	return env
+}
+
+// Acquire grants write entitlement on the checkout c to req.Holder, in one
+// exclusive section (SPEC §6.2). The checks, in order: the checkout is a
+// registered worktree of its repository (UNREGISTERED_WORKTREE); the record
+// is valid; an audit worktree takes no writer (AUDIT_READ_ONLY); the checkout
+// is on a branch at the recorded path and not locked by anyone but wt
+// (INVALID_TARGET); the declared owner matches (OWNER_MISMATCH); the role
+// takes writer leases (else NOT_APPLICABLE, with Applicable false); no live
+// foreign runtime occupancy (EXTERNAL_BINDING); lifecycle ACTIVE
+// (INVALID_LIFECYCLE). Then: no lease is ACQUIRED; the same holder is
+// RENEWED (an expired lease only with a TTL, else WRITER_LEASE_EXPIRED); a
+// dead lease is TAKEN_OVER; anything else is WRITER_LEASE_HELD.
+//
+// scan is called at most once, and only when the decision needs live
+// evidence beyond the holder's own identity.
+//
+// start is called inside the section once every check has passed (also for
+// NOT_APPLICABLE, with Applicable false) and before anything is written: it
+// starts the child and returns its process group, so the lease is written
+// once, already naming the group that keeps it alive. Nothing a refusal
+// depends on happens after start; if start fails nothing is written. If a
+// write fails after start, Acquire returns the error with Grant.Started set,
+// and the caller must stop the child. A child that checks its entitlement
+// meanwhile (a hook) waits for the section to end, since every check takes
+// the store's lock.
+func Acquire(r *alloc.Repo, c gitrepo.Checkout, req Request, scan func() (Evidence, error), start Start) (Grant, error) {
+	if err := validate(req); err != nil {
+		return Grant{}, err
+	}
+	var g Grant
+	err := r.Store.Write(func(tx *store.Tx) error {
+		t, err := r.ResolveCheckout(tx, c)
+		if err != nil {
+			return err
+		}
+		g, err = decide(tx, r.Store.CommonDir(), c, t, req, memo(scan), start)
+		return err
+	})
+	return g, err
+}
+
+func validate(req Request) error {
+	if err := proc.ValidateClientID(req.Holder.ClientID); err != nil {
+		return err
+	}
+	if req.TTL < 0 {
+		return decision.New(decision.InvalidHolder, "lease ttl %s is negative", req.TTL).
+			WithHint("pass --ttl with a positive duration, e.g. --ttl 10m")
+	}
+	if !slices.Contains(Kinds, req.Kind) {
+		return decision.New(decision.InvalidRuntimeBinding, "occupancy kind %q is not one of %v", req.Kind, Kinds).
+			WithHint("pass --kind agent, test, preview, background or command")
+	}
+	return nil
+}
+
+// memo calls scan at most once.
+func memo(scan func() (Evidence, error)) func() (Evidence, error) {
+	var ev Evidence
+	var err error
+	done := false
+	return func() (Evidence, error) {
+		if !done {
+			ev, err = scan()
+			done = true
+		}
+		return ev, err
+	}
+}
+
+// Reason is the text wt writes into git's lock file of a worktree while a
+// lease is held (SPEC §6.5).
+func Reason(l store.Lease) string {
+	return fmt.Sprintf("%s%s client %s pid %d", reasonPrefix, l.LeaseID, l.Holder.ClientID, l.Holder.PID)
+}
+
+const reasonPrefix = "wt: writer lease "
+
+func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req Request, scan func() (Evidence, error), start Start) (Grant, error) {
+	a := t.Allocation
+	g := Grant{Role: a.Role, Allocation: a, commonDir: commonDir, key: c.Key, Cleared: []string{}}
+	if a.Role == store.RoleAudit {
+		return g, decision.New(decision.AuditReadOnly, "%s is an audit worktree of task %s: it is read-only and takes no writer", c.TopLevel, a.TaskKey).
+			WithHint("review it without wt-exec; allocate a feature worktree to write: wt-admin allocate --task KEY --owner NAME PATH")
+	}
+	if c.Key == gitrepo.MainKey {
+		// The canonical checkout is governed by its own gates (SPEC §3).
+		return notApplicable(g, start)
+	}
+	if err := checkTarget(commonDir, c, a); err != nil {
+		return g, err
+	}
+	if req.Owner != "" && req.Owner != a.Owner {
+		return g, decision.New(decision.OwnerMismatch, "allocation of task %s is owned by %q, not %q", a.TaskKey, a.Owner, req.Owner).
+			WithHint("pass --owner %q, or leave --owner out", a.Owner)
+	}
+	if a.Role != store.RoleFeature {
+		return notApplicable(g, start)
+	}
+	existing, has, err := tx.Lease(a.AllocationID)
+	if err != nil {
+		return g, err
+	}
+	var current *store.Lease
+	if has {
+		current = &existing
+	}
+	keep, stale, err := sortBindings(a, req.Holder, current, scan)
+	if err != nil {
+		return g, err
+	}
+	if a.Lifecycle != store.Active {
+		return g, decision.New(decision.InvalidLifecycle, "allocation of task %s is %s; only ACTIVE allocations take a writer", a.TaskKey, a.Lifecycle).
+			WithHint("resume it first: wt-admin resume %s --owner %s", c.TopLevel, a.Owner).
+			WithFact("lifecycle", a.Lifecycle)
+	}
+	repo, err := tx.Repository()
+	if err != nil {
+		return g, err
+	}
+	now := time.Now().UTC()
+	var l store.Lease
+	switch {
+	case has && existing.Holder.Same(req.Holder):
+		if err := checkDrift(repo, existing, a, c); err != nil {
+			return g, err
+		}
+		if liveness.Expired(existing, now) && req.TTL == 0 {
+			return g, decision.New(decision.WriterLeaseExpired, "your lease %s on %s expired at %s", existing.LeaseID, c.TopLevel, deref(existing.ExpiresAt)).
+				WithHint("renew it by passing --ttl, e.g. wt-exec --ttl 10m -- ...")
+		}
+		l = existing
+		l.RenewedAt = stamp(now)
+		if req.TTL > 0 {
+			l.ExpiresAt = expiry(now, req.TTL)
+		}
+		g.Code = decision.WriterLeaseRenewed
+	case has:
+		ev, err := scan()
+		if err != nil {
+			return g, err
+		}
+		if why := occupied(ev, existing, req.Holder); why != "" {
+			return g, held(existing, c.TopLevel, why)
+		}
+		prev := existing
+		g.Previous = &prev
+		l = newLease(repo, a, c, req, now)
+		g.Code, g.Owned = decision.WriterLeaseTakenOver, true
+	default:
+		l = newLease(repo, a, c, req, now)
+		g.Code, g.Owned = decision.WriterLeaseAcquired, true
+	}
+	if g.Owned {
+		l.Generation = a.LeaseGeneration + 1
+		a.LeaseGeneration = l.Generation
+	}
+	binding, err := proc.RuntimeBinding{Holder: req.Holder, LeaseID: &l.LeaseID, Kind: req.Kind}.Encode()
+	if err != nil {
+		return g, err
+	}
+	if !slices.Contains(keep, binding) {
+		keep = append(keep, binding)
+		g.Binding = binding
+	}
+	changed := g.Owned || !slices.Equal(keep, a.ExternalBindings)
+	a.ExternalBindings = keep
+	g.Applicable, g.Lease, g.Cleared = true, l, append(g.Cleared, stale...)
+	child, err := start(g)
+	if err != nil {
+		return g, err
+	}
+	g.Started = true
+	if g.Owned {
+		// A renewal keeps the child group of the holder that acquired the
+		// lease: that group, not ours, is the evidence it lives.
+		l.Child = child
+	}
+	// Order: the lease first, then git's lock, then the allocation. A crash
+	// between them leaves a lease whose holder is dead (taken over next
+	// time), a wt lock that the next grant replaces, or a stale binding that
+	// the next grant clears: never a writer without a lease.
+	if err := tx.PutLease(&l); err != nil {
+		return g, err
+	}
+	if err := placeLock(commonDir, c.Key, l); err != nil {
+		return g, err
+	}
+	if changed {
+		a.UpdatedAt = stamp(now)
+		if err := tx.PutAllocationRuntime(&a); err != nil {
+			return g, err
+		}
+	}
+	for _, s := range stale {
+		if err := logEvent(tx, "runtime_binding_cleared", a, nil, map[string]any{"binding": s, "why": "its holder and process group are gone"}); err != nil {
+			return g, err
+		}
+	}
+	detail := map[string]any{"generation": l.Generation, "expires_at": l.ExpiresAt, "kind": req.Kind, "code": g.Code, "child": l.Child}
+	if g.Previous != nil {
+		detail["previous_lease_id"] = g.Previous.LeaseID
+		detail["previous_holder"] = g.Previous.Holder
+		detail["previous_generation"] = g.Previous.Generation
+	}
+	name := map[string]string{decision.WriterLeaseAcquired: "writer_lease_acquired",
+		decision.WriterLeaseRenewed: "writer_lease_renewed", decision.WriterLeaseTakenOver: "writer_lease_taken_over"}[g.Code]
+	if err := logEvent(tx, name, a, &l, detail); err != nil {
+		return g, err
+	}
+	g.Lease, g.Allocation = l, a
+	return g, nil
+}
+
+func notApplicable(g Grant, start Start) (Grant, error) {
+	g.Code = decision.NotApplicable
+	if _, err := start(g); err != nil {
+		return g, err
+	}
+	g.Started = true
+	return g, nil
+}
+
+// checkTarget refuses a checkout that is detached, not at the allocation's
+// recorded path, or locked by anything but wt.
+func checkTarget(commonDir string, c gitrepo.Checkout, a store.Allocation) error {
+	if c.Detached {
+		return decision.New(decision.InvalidTarget, "%s has a detached HEAD; a writer works on a branch", c.TopLevel).
+			WithHint("check out the allocation's branch in it: git -C %s switch %s", c.TopLevel, deref(a.Branch))
+	}
+	if canon, err := proc.Canonical(a.WorktreePath); err != nil || canon != c.TopLevel {
+		return decision.New(decision.InvalidTarget, "the checkout is at %s but its allocation records %s", c.TopLevel, a.WorktreePath).
+			WithHint("move it back (git worktree move) or inspect it with wt-admin status")
+	}
+	reason, locked, err := gitrepo.ReadLock(commonDir, c.Key)
+	if err != nil {
+		return decision.Wrap(decision.InvalidTarget, err, "worktree %s", c.TopLevel)
+	}
+	if locked && !isWtReason(reason) {
+		return decision.New(decision.InvalidTarget, "worktree %s is locked by someone else (reason %q)", c.TopLevel, reason).
+			WithHint("ask whoever locked it; git worktree unlock %s lifts it", c.TopLevel)
+	}
+	return nil
+}
+
+func isWtReason(reason string) bool {
+	_, ok := cutReason(reason)
+	return ok
+}
+
+func cutReason(reason string) (leaseID string, ok bool) {
+	rest, ok := strings.CutPrefix(reason, reasonPrefix)
+	if !ok || len(rest) < 36 {
+		return "", false
+	}
+	if _, err := uuid.Parse(rest[:36]); err != nil {
+		return "", false
+	}
+	return rest[:36], true
+}
+
+// checkDrift refuses a lease whose identity no longer matches its record.
+func checkDrift(repo store.Repository, l store.Lease, a store.Allocation, c gitrepo.Checkout) error {
+	if l.RepositoryID != repo.RepositoryID || l.WorktreePath != c.TopLevel || l.Owner != a.Owner {
+		return decision.New(decision.WriterLeaseMismatch, "lease %s records repository %s, path %s, owner %s; the allocation now says %s, %s, %s",
+			l.LeaseID, l.RepositoryID, l.WorktreePath, l.Owner, repo.RepositoryID, c.TopLevel, a.Owner).
+			WithHint("release it (it is yours) and acquire again: end this wt-exec and start a new one")
+	}
+	return nil
+}
+
+// sortBindings splits the allocation's external bindings into the ones to
+// keep and the stale runtime bindings to clear, and refuses when a live
+// foreign one remains. A runtime binding is the caller's own when it names
+// the same client, session and run and the current lease; a foreign one is
+// stale only when its holder is not live and its group (and, for a binding
+// of the current lease, the lease's child group) is empty. Anything else —
+// including an opaque binding wt cannot judge — fences the writer.
+func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan func() (Evidence, error)) (keep, stale []string, err error) {
+	keep = []string{}
+	for _, v := range a.ExternalBindings {
+		b, ok, err := proc.DecodeRuntimeBinding(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			return nil, nil, decision.New(decision.ExternalBinding, "allocation of task %s has an external binding %q that fences new writers", a.TaskKey, v).
+				WithHint("whoever added it must remove it; inspect it with wt-admin status --json")
+		}
+		sameLease := current != nil && b.LeaseID != nil && *b.LeaseID == current.LeaseID
+		if sameLease && sameNames(b.Holder, h) {
+			keep = append(keep, v)
+			continue
+		}
+		ev, err := scan()
+		if err != nil {
+			return nil, nil, err
+		}
+		live := ev.IsLive(b.Holder.Identity()) || len(ev.GroupMembers(b.Holder.PID, b.Holder.StartTicks)) > 0
+		if !live && sameLease && current.Child != nil {
+			live = len(ev.GroupMembers(current.Child.PID, current.Child.StartTicks)) > 0
+		}
+		if live {
+			return nil, nil, decision.New(decision.ExternalBinding, "a live %s process of client %s occupies %s (%s)", b.Kind, b.Holder.ClientID, a.WorktreePath, b.Holder.Identity()).
+				WithHint("wait for it to end; see who is there with wt-admin status").
+				WithFact("holder", b.Holder)
+		}
+		stale = append(stale, v)
+	}
+	return keep, stale, nil
+}
+
+func sameNames(a, b proc.Holder) bool {
+	x, y := a, b
+	x.PID, x.BootID, x.StartTicks = 0, "", 0
+	y.PID, y.BootID, y.StartTicks = 0, "", 0
+	return x.Same(y)
+}
+
+// occupied says why a lease that is not the caller's is still alive, or ""
+// when it is dead (SPEC §4): its holder is live, its holder's group or its
+// child group has a member, or another process uses the worktree. The
+// asking process, its ancestors and the new holder are not evidence against
+// themselves.
+func occupied(ev Evidence, l store.Lease, newHolder proc.Holder) string {
+	if ev.IsLive(l.Holder.Identity()) {
+		return "its holder is running"
+	}
+	if n := len(ev.GroupMembers(l.Holder.PID, l.Holder.StartTicks)); n > 0 {
+		return fmt.Sprintf("%d process(es) remain in its holder's process group", n)
+	}
+	if l.Child != nil {
+		if n := len(ev.GroupMembers(l.Child.PID, l.Child.StartTicks)); n > 0 {
+			return fmt.Sprintf("%d process(es) remain in its child's process group (leader pid %d)", n, l.Child.PID)
+		}
+	}
+	uses, err := ev.PathsInUse(l.WorktreePath)
+	if err != nil {
+		return "the worktree's users cannot be read: " + err.Error()
+	}
+	for _, u := range uses {
+		if u.PID == newHolder.PID {
+			continue
+		}
+		return fmt.Sprintf("pid %d (%s) uses the worktree (%s %s)", u.PID, u.Command, u.Why, u.Path)
+	}
+	return ""
+}
+
+func held(l store.Lease, path, why string) error {
+	return decision.New(decision.WriterLeaseHeld, "%s is held by client %s, pid %d, since %s: %s", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt, why).
+		WithHint("wait for it to finish; see who is in the worktree with wt-admin status").
+		WithFact("holder", l.Holder).WithFact("lease_id", l.LeaseID)
+}
+
+func newLease(repo store.Repository, a store.Allocation, c gitrepo.Checkout, req Request, now time.Time) store.Lease {
+	l := store.Lease{LeaseID: uuid.NewString(), RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID,
+		WorktreePath: c.TopLevel, Owner: a.Owner, Holder: req.Holder, AcquiredAt: stamp(now), RenewedAt: stamp(now)}
+	if req.TTL > 0 {
+		l.ExpiresAt = expiry(now, req.TTL)
+	}
+	return l
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func expiry(now time.Time, ttl time.Duration) *string {
+	s := stamp(now.Add(ttl))
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "(none)"
+	}
+	return *s
+}
+
+func logEvent(tx Records, name string, a store.Allocation, l *store.Lease, detail map[string]any) error {
+	e := store.Event{At: stamp(time.Now()), Event: name, Actor: actor(), Detail: detail}
+	id := a.AllocationID
+	e.AllocationID = &id
+	if l != nil {
+		lid, h := l.LeaseID, l.Holder
+		e.LeaseID, e.Holder = &lid, &h
+	}
+	return tx.AppendEvent(e)
+}
+
+// actor is this process's identity, recorded in every event it writes.
+var actor = sync.OnceValue(func() proc.Identity {
+	id, err := proc.Self()
+	if err != nil {
+		return proc.Identity{PID: os.Getpid()}
+	}
+	return id
+})
