@@ -88,7 +88,7 @@ func decodeRuntime(data []byte) (RuntimeBinding, error) {
 	if h.PID < 1 || h.StartTicks < 1 {
 		return b, fmt.Errorf("pid and start ticks must be positive")
 	}
-	if !ClientIDPattern.MatchString(h.ClientID) {
+	if !ValidClientID(h.ClientID) {
 		return b, fmt.Errorf("client id %q is out of pattern", h.ClientID)
 	}
 	for _, s := range []*string{h.SessionID, h.RunID} {
