@@ -22,6 +22,19 @@
 //     The lock file is never renamed or replaced, because flock binds to an inode.
 //   - Writes are atomic: a temp file in the same directory, fsync, rename,
 //     fsync of the directory. A crash leaves the old or the new file, never a mix.
+//   - Runtime state has runtime durability: lease files, and allocation
+//     writes that change only runtime occupancy and lease_generation
+//     ([Tx.PutAllocationRuntime]), are fsynced before the rename (so never
+//     torn or empty) but their directory is not, and a section that makes
+//     only such writes does not fsync its events. A process crash loses
+//     nothing (the page cache survives it); a power loss may bring back the
+//     previous version of these files and drop the section's last event
+//     lines. That is safe because runtime state describes processes of one
+//     boot: after a reboot every holder is dead by its boot id, whichever
+//     version is read. It saves three of the five fsyncs on wt-exec's path.
+//   - events.jsonl gets one write(2) per line in append mode, so lines are
+//     whole; a reader skips a last line without its newline (a power loss
+//     can cut it).
 //   - Reads are strict: malformed JSON, an unknown schema version, a missing or
 //     unknown field, or a symlink where a file belongs is INVALID_METADATA naming
 //     the file, and the file is left exactly as it was. Nothing is "repaired".

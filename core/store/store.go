@@ -169,7 +169,12 @@ func (s *Store) with(exclusive bool, fn func(*Tx) error) error {
 	if err1 != nil || err2 != nil || !os.SameFile(held, now) {
 		return invalid(lp, errors.New("the store lock changed while it was taken"))
 	}
-	return fn(&Tx{s: s, exclusive: exclusive})
+	tx := &Tx{s: s, exclusive: exclusive}
+	err = fn(tx)
+	if cerr := tx.closeEvents(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Tx is access to the store under its lock. It is valid only inside the
@@ -177,6 +182,11 @@ func (s *Store) with(exclusive bool, fn func(*Tx) error) error {
 type Tx struct {
 	s         *Store
 	exclusive bool
+	// durable is set once the section made a durable write; its events are
+	// then fsynced before the lock is dropped.
+	durable bool
+	// events is events.jsonl, opened by the section's first AppendEvent.
+	events *os.File
 }
 
 func (tx *Tx) path(parts ...string) string {
@@ -245,9 +255,20 @@ func (tx *Tx) mustWrite() {
 	}
 }
 
+// Durability of a write (see the package doc).
+type durability bool
+
+const (
+	durable durability = true  // data and directory fsynced
+	runtime durability = false // data fsynced, directory not
+)
+
 // put writes rec at path atomically with its record_version incremented.
-func (tx *Tx) put(path string, rec Record) error {
+func (tx *Tx) put(path string, rec Record, d durability) error {
 	tx.mustWrite()
+	if d == durable {
+		tx.durable = true
+	}
 	m := rec.meta()
 	m.SchemaVersion = SchemaVersion
 	m.RecordVersion++
@@ -255,10 +276,10 @@ func (tx *Tx) put(path string, rec Record) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, append(data, '\n'))
+	return writeAtomic(path, append(data, '\n'), d)
 }
 
-func (tx *Tx) remove(path string) error {
+func (tx *Tx) remove(path string, d durability) error {
 	tx.mustWrite()
 	err := os.Remove(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -267,6 +288,10 @@ func (tx *Tx) remove(path string) error {
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}
+	if d == runtime {
+		return nil
+	}
+	tx.durable = true
 	return syncDir(filepath.Dir(path))
 }
 
@@ -290,9 +315,9 @@ func (tx *Tx) list(dir string) ([]string, error) {
 }
 
 // writeAtomic writes data to path: temp file in the same directory, fsync,
-// rename over path, fsync the directory. rename never follows a symlink at
-// path: it replaces the link itself.
-func writeAtomic(path string, data []byte) error {
+// rename over path, and for a durable write fsync the directory. rename
+// never follows a symlink at path: it replaces the link itself.
+func writeAtomic(path string, data []byte, d durability) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -322,6 +347,9 @@ func writeAtomic(path string, data []byte) error {
 		return fmt.Errorf("rename %s: %w", path, err)
 	}
 	ok = true
+	if d == runtime {
+		return nil
+	}
 	return syncDir(dir)
 }
 

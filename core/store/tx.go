@@ -57,7 +57,7 @@ func (tx *Tx) HasRepository() bool {
 }
 
 // PutRepository writes repository.json.
-func (tx *Tx) PutRepository(r *Repository) error { return tx.put(tx.path(repositoryName), r) }
+func (tx *Tx) PutRepository(r *Repository) error { return tx.put(tx.path(repositoryName), r, durable) }
 
 // Policy reads policy.json.
 func (tx *Tx) Policy() (Policy, bool, error) {
@@ -94,7 +94,7 @@ func (tx *Tx) PutPolicy(p *Policy) error {
 	if err := p.validate(); err != nil {
 		return decision.New(decision.InvalidPolicy, "%v", err)
 	}
-	return tx.put(tx.path(policyName), p)
+	return tx.put(tx.path(policyName), p, durable)
 }
 
 // Allocation reads allocations/<id>.json; ErrNotFound when absent.
@@ -148,7 +148,17 @@ func (tx *Tx) PutAllocation(a *Allocation) error {
 	if a.ExternalBindings == nil {
 		a.ExternalBindings = []string{}
 	}
-	return tx.put(tx.path(allocationsDir, a.AllocationID+".json"), a)
+	return tx.put(tx.path(allocationsDir, a.AllocationID+".json"), a, durable)
+}
+
+// PutAllocationRuntime writes an allocation whose change is runtime state
+// only (its runtime occupancy bindings and lease_generation), with runtime
+// durability: see the package doc.
+func (tx *Tx) PutAllocationRuntime(a *Allocation) error {
+	if err := validID("allocation", a.AllocationID); err != nil {
+		return err
+	}
+	return tx.put(tx.path(allocationsDir, a.AllocationID+".json"), a, runtime)
 }
 
 // Binding reads bindings/<key>.json.
@@ -178,7 +188,7 @@ func (tx *Tx) PutBinding(b *Binding) error {
 	if err := validKey(b.WorktreeKey); err != nil {
 		return err
 	}
-	return tx.put(tx.path(bindingsDir, b.WorktreeKey+".json"), b)
+	return tx.put(tx.path(bindingsDir, b.WorktreeKey+".json"), b, durable)
 }
 
 // RemoveBinding removes a binding.
@@ -186,7 +196,7 @@ func (tx *Tx) RemoveBinding(key string) error {
 	if err := validKey(key); err != nil {
 		return err
 	}
-	return tx.remove(tx.path(bindingsDir, key+".json"))
+	return tx.remove(tx.path(bindingsDir, key+".json"), durable)
 }
 
 // Registration reads registrations/<key>.json and returns it with its bytes.
@@ -265,10 +275,11 @@ func (tx *Tx) PutRegistration(r *Registration) error {
 	}
 	data = append(data, '\n')
 	tx.mustWrite()
-	if err := writeAtomic(tx.path(registrationsDir, r.WorktreeKey+".json"), data); err != nil {
+	tx.durable = true
+	if err := writeAtomic(tx.path(registrationsDir, r.WorktreeKey+".json"), data, durable); err != nil {
 		return err
 	}
-	return writeAtomic(tx.markerPath(r.WorktreeKey), data)
+	return writeAtomic(tx.markerPath(r.WorktreeKey), data, durable)
 }
 
 // RemoveRegistration removes the marker, then the document.
@@ -276,10 +287,10 @@ func (tx *Tx) RemoveRegistration(key string) error {
 	if err := validKey(key); err != nil {
 		return err
 	}
-	if err := tx.remove(tx.markerPath(key)); err != nil && !errors.Is(err, unix.ENOTDIR) {
+	if err := tx.remove(tx.markerPath(key), durable); err != nil && !errors.Is(err, unix.ENOTDIR) {
 		return err
 	}
-	return tx.remove(tx.path(registrationsDir, key+".json"))
+	return tx.remove(tx.path(registrationsDir, key+".json"), durable)
 }
 
 // Lease reads leases/<allocation_id>.json.
@@ -304,7 +315,7 @@ func (tx *Tx) PutLease(l *Lease) error {
 	if err := validID("allocation", l.AllocationID); err != nil {
 		return err
 	}
-	return tx.put(tx.path(leasesDir, l.AllocationID+".json"), l)
+	return tx.put(tx.path(leasesDir, l.AllocationID+".json"), l, runtime)
 }
 
 // RemoveLease removes a lease.
@@ -312,7 +323,7 @@ func (tx *Tx) RemoveLease(allocationID string) error {
 	if err := validID("allocation", allocationID); err != nil {
 		return err
 	}
-	return tx.remove(tx.path(leasesDir, allocationID+".json"))
+	return tx.remove(tx.path(leasesDir, allocationID+".json"), runtime)
 }
 
 // Journals reads every journal entry in flight.
@@ -347,7 +358,7 @@ func (tx *Tx) PutJournal(j *Journal) error {
 	if err := validID("transaction", j.TransactionID); err != nil {
 		return err
 	}
-	return tx.put(tx.path(journalDir, j.TransactionID+".json"), j)
+	return tx.put(tx.path(journalDir, j.TransactionID+".json"), j, durable)
 }
 
 // FinishJournal writes the receipt and then removes the journal entry.
@@ -357,14 +368,17 @@ func (tx *Tx) FinishJournal(j Journal, outcome string, payload json.RawMessage, 
 	if r.Payload == nil {
 		r.Payload = json.RawMessage("null")
 	}
-	if err := tx.put(tx.path(receiptsDir, j.TransactionID+".json"), &r); err != nil {
+	if err := tx.put(tx.path(receiptsDir, j.TransactionID+".json"), &r, durable); err != nil {
 		return err
 	}
-	return tx.remove(tx.path(journalDir, j.TransactionID+".json"))
+	return tx.remove(tx.path(journalDir, j.TransactionID+".json"), durable)
 }
 
-// AppendEvent appends one line to events.jsonl and fsyncs it. The file is
-// opened without following a symlink.
+// AppendEvent appends one line to events.jsonl. The file is opened without
+// following a symlink, once per section, and each line is one write(2) in
+// append mode, so a crashed process leaves whole lines. The lines are
+// fsynced when the section ends, if it made a durable write (see the
+// package doc for runtime sections).
 func (tx *Tx) AppendEvent(e Event) error {
 	tx.mustWrite()
 	if e.Detail == nil {
@@ -375,16 +389,33 @@ func (tx *Tx) AppendEvent(e Event) error {
 		return err
 	}
 	p := tx.path(eventsName)
-	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-	if err != nil {
-		return invalid(p, err)
+	if tx.events == nil {
+		fd, err := unix.Open(p, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			return invalid(p, err)
+		}
+		tx.events = os.NewFile(uintptr(fd), p)
 	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close() // Best effort: synced below.
-	if _, err := f.Write(append(line, '\n')); err != nil {
+	if _, err := tx.events.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("append %s: %w", p, err)
 	}
-	return f.Sync()
+	return nil
+}
+
+// closeEvents ends the section's use of events.jsonl.
+func (tx *Tx) closeEvents() error {
+	if tx.events == nil {
+		return nil
+	}
+	var err error
+	if tx.durable {
+		err = tx.events.Sync()
+	}
+	if cerr := tx.events.Close(); err == nil {
+		err = cerr
+	}
+	tx.events = nil
+	return err
 }
 
 // EventsPath is the path of events.jsonl, for listing commands.
