@@ -35,6 +35,18 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 	return &Repo{Git: g, Store: s}, nil
 }
 
+// OpenCheckout opens the store of the repository that a checkout found by
+// gitrepo.Locate belongs to, without running git: the hot path of wt-exec.
+// Only Store and the paths of Git are usable; methods of Git that run git
+// work too, from the checkout's top level.
+func OpenCheckout(c gitrepo.Checkout) (*Repo, error) {
+	s, err := store.Open(c.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Repo{Git: &gitrepo.Repo{CommonDir: c.CommonDir, GitDir: c.GitDir, TopLevel: c.TopLevel}, Store: s}, nil
+}
+
 // Now is the clock, as RFC 3339 text in UTC.
 func Now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
@@ -142,6 +154,18 @@ func (r *Repo) Resolve(tx *store.Tx, path string) (Target, error) {
 			WithHint("allocate a worktree with wt-admin allocate --task KEY --owner NAME PATH")
 	}
 	return r.resolveKey(tx, key, abs)
+}
+
+// ResolveCheckout is Resolve for a checkout gitrepo.Locate found: it reads
+// the binding, the registration and its marker, and the allocation. The main
+// checkout resolves to a canonical pseudo-allocation (role canonical), which
+// takes no writer lease.
+func (r *Repo) ResolveCheckout(tx *store.Tx, c gitrepo.Checkout) (Target, error) {
+	if c.Key == gitrepo.MainKey {
+		return Target{Path: c.TopLevel, Key: c.Key, Allocation: store.Allocation{Role: store.RoleCanonical,
+			WorktreePath: c.TopLevel, WorktreeKey: c.Key, Lifecycle: store.Active}}, nil
+	}
+	return r.resolveKey(tx, c.Key, c.TopLevel)
 }
 
 func (r *Repo) resolveKey(tx *store.Tx, key, abs string) (Target, error) {

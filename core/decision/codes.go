@@ -51,3 +51,18 @@ var (
 	NotApplicable           = code("NOT_APPLICABLE")
 	DedicatedRoleGate       = code("DEDICATED_ROLE_GATE")
 )
+
+// Writer leases (SPEC §3, §6).
+var (
+	AuditReadOnly       = code("AUDIT_READ_ONLY")
+	WriterLeaseExpired  = code("WRITER_LEASE_EXPIRED")
+	WriterLeaseMismatch = code("WRITER_LEASE_MISMATCH")
+	WriterLeaseRequired = code("WRITER_LEASE_REQUIRED")
+	CommandNotFound     = code("COMMAND_NOT_FOUND")
+	CommandNotRunnable  = code("COMMAND_NOT_EXECUTABLE")
+
+	WriterLeaseAcquired  = code("WRITER_LEASE_ACQUIRED")
+	WriterLeaseRenewed   = code("WRITER_LEASE_RENEWED")
+	WriterLeaseTakenOver = code("WRITER_LEASE_TAKEN_OVER")
+	WriterLeaseReleased  = code("WRITER_LEASE_RELEASED")
+)

@@ -1,0 +1,231 @@
+package gitrepo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+)
+
+// Checkout is the worktree that holds a directory, found by reading git's
+// files instead of running git: the hot paths (wt-exec, the hooks) must not
+// pay for a git process.
+type Checkout struct {
+	// TopLevel is the root of the checkout.
+	TopLevel string
+	// GitDir is the checkout's own git dir (the admin dir of a linked
+	// worktree, the common dir in the main checkout).
+	GitDir string
+	// CommonDir is the repository's common dir.
+	CommonDir string
+	// Key is the admin dir name of a linked worktree, MainKey for the main
+	// checkout.
+	Key string
+	// Branch is the short name of the checked-out branch, "" when detached.
+	Branch string
+	// Detached is true when HEAD is not a symbolic ref to a branch.
+	Detached bool
+}
+
+// Locate finds the checkout that contains dir, as git would: the nearest
+// ancestor directory with a .git entry. A .git directory is a main checkout;
+// a .git file ("gitdir: PATH") names a linked worktree's admin dir, whose
+// commondir file leads to the common dir and whose gitdir file must point
+// back at this checkout (a copied or moved checkout is not the worktree git
+// knows, and is refused as UNREGISTERED_WORKTREE).
+//
+// Locate runs no git process and reads at most five small files.
+func Locate(dir string) (Checkout, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Checkout{}, decision.Wrap(decision.NotAGitRepository, err, "%s", dir)
+	}
+	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = resolved
+	} else {
+		return Checkout{}, decision.New(decision.NotAGitRepository, "%s does not exist", dir).
+			WithHint("pass -C naming a governed worktree")
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		dotgit := filepath.Join(d, ".git")
+		fi, err := os.Lstat(dotgit)
+		if err == nil {
+			return checkoutAt(d, dotgit, fi.IsDir())
+		}
+		if d == filepath.Dir(d) {
+			return Checkout{}, decision.New(decision.NotAGitRepository, "%s is not in a git checkout", abs).
+				WithHint("pass -C naming a governed worktree, or allocate one with wt-admin allocate")
+		}
+	}
+}
+
+func checkoutAt(top, dotgit string, isDir bool) (Checkout, error) {
+	c := Checkout{TopLevel: top}
+	if isDir {
+		if _, err := os.Stat(filepath.Join(dotgit, "commondir")); err == nil {
+			return c, decision.New(decision.UnregisteredWorktree, "%s is a linked worktree's git dir, not a checkout", dotgit)
+		}
+		c.GitDir, c.CommonDir, c.Key = dotgit, dotgit, MainKey
+	} else {
+		b, err := os.ReadFile(dotgit)
+		if err != nil {
+			return c, decision.Wrap(decision.NotAGitRepository, err, "read %s", dotgit)
+		}
+		gd, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
+		if !ok {
+			return c, decision.New(decision.NotAGitRepository, "%s is not a gitdir file", dotgit)
+		}
+		if !filepath.IsAbs(gd) {
+			gd = filepath.Join(top, gd)
+		}
+		c.GitDir = filepath.Clean(gd)
+		common, err := os.ReadFile(filepath.Join(c.GitDir, "commondir"))
+		switch {
+		case os.IsNotExist(err):
+			// A submodule or a separate git dir: its own repository, whose
+			// main checkout this is.
+			c.CommonDir, c.Key = c.GitDir, MainKey
+		case err != nil:
+			return c, decision.Wrap(decision.UnregisteredWorktree, err, "%s names git dir %s, which cannot be read", dotgit, c.GitDir).
+				WithHint("git worktree repair, run in the checkout, fixes a moved worktree")
+		default:
+			cd := strings.TrimRight(string(common), "\r\n")
+			if !filepath.IsAbs(cd) {
+				cd = filepath.Join(c.GitDir, cd)
+			}
+			c.CommonDir = filepath.Clean(cd)
+			c.Key = filepath.Base(c.GitDir)
+			if err := checkBackPointer(c, dotgit); err != nil {
+				return c, err
+			}
+		}
+	}
+	head, err := os.ReadFile(filepath.Join(c.GitDir, "HEAD"))
+	if err != nil {
+		return c, decision.Wrap(decision.InvalidTarget, err, "read HEAD of %s", top)
+	}
+	head = bytes.TrimRight(head, "\r\n")
+	if ref, ok := bytes.CutPrefix(head, []byte("ref: refs/heads/")); ok {
+		c.Branch = string(ref)
+	} else {
+		c.Detached = true
+	}
+	return c, nil
+}
+
+// checkBackPointer verifies that the admin dir's gitdir file points at this
+// checkout's .git file: otherwise the checkout was copied or moved, and git
+// (and wt) govern the original, not this copy.
+func checkBackPointer(c Checkout, dotgit string) error {
+	if filepath.Dir(c.GitDir) != filepath.Join(c.CommonDir, "worktrees") {
+		return decision.New(decision.UnregisteredWorktree, "%s names git dir %s, which is not a worktree admin dir of %s", dotgit, c.GitDir, c.CommonDir)
+	}
+	back, err := os.ReadFile(filepath.Join(c.GitDir, "gitdir"))
+	if err != nil {
+		return decision.Wrap(decision.UnregisteredWorktree, err, "worktree admin dir %s has no gitdir file", c.GitDir)
+	}
+	if !same(strings.TrimRight(string(back), "\r\n"), dotgit) {
+		return decision.New(decision.UnregisteredWorktree, "%s is not the checkout git knows for worktree %s (that is %s): it was copied or moved",
+			c.TopLevel, c.Key, filepath.Dir(strings.TrimRight(string(back), "\r\n"))).
+			WithHint("run git worktree repair in the checkout if it was moved")
+	}
+	return nil
+}
+
+// Lock states of a linked worktree (git's <admin dir>/locked file).
+const lockedName = "locked"
+
+// LockFile is the path of git's lock file for the linked worktree key.
+func LockFile(commonDir, key string) string {
+	return filepath.Join(AdminDir(commonDir, key), lockedName)
+}
+
+// ReadLock returns the reason in git's lock file of a linked worktree, and
+// whether the file exists. git writes the reason followed by a newline; an
+// empty file is a lock without a reason.
+func ReadLock(commonDir, key string) (reason string, locked bool, err error) {
+	b, err := os.ReadFile(LockFile(commonDir, key))
+	if os.IsNotExist(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", true, fmt.Errorf("read lock of worktree %s: %w", key, err)
+	}
+	return strings.TrimRight(string(b), "\n"), true, nil
+}
+
+// ErrLocked means the worktree's lock file exists when it was expected not
+// to, or says something else than expected.
+var ErrLocked = errors.New("worktree lock changed")
+
+// CreateLock writes git's lock file for worktree key with reason, only if
+// none exists: O_CREAT|O_EXCL fails when the name exists, so a concurrent
+// `git worktree lock` is never overwritten (ErrLocked). Between the create
+// and the write a reader may see the lock without its reason; git counts
+// the file's existence as the lock.
+//
+// The lock mirrors a lease for git's sake; it is not fsynced, since the
+// lease, not the lock, is the truth.
+func CreateLock(commonDir, key, reason string) error {
+	f, err := os.OpenFile(LockFile(commonDir, key), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return ErrLocked
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(reason + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ReplaceLock replaces the worktree's lock file with one holding reason,
+// atomically (rename).
+func ReplaceLock(commonDir, key, reason string) error {
+	tmp, err := writeTemp(commonDir, key, reason)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, LockFile(commonDir, key)); err != nil {
+		os.Remove(tmp) // Best effort: already failing.
+		return err
+	}
+	return nil
+}
+
+// RemoveLock removes the worktree's lock file if it still holds reason. It
+// reports whether it removed one.
+func RemoveLock(commonDir, key, reason string) (bool, error) {
+	got, locked, err := ReadLock(commonDir, key)
+	if err != nil || !locked || got != reason {
+		return false, err
+	}
+	err = os.Remove(LockFile(commonDir, key))
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func writeTemp(commonDir, key, reason string) (string, error) {
+	f, err := os.CreateTemp(AdminDir(commonDir, key), ".wt-locked-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(reason + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name()) // Best effort: already failing.
+		return "", err
+	}
+	return f.Name(), nil
+}
