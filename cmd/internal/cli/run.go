@@ -199,7 +199,13 @@ func (e *env) success(code, reason string, result any, warnings []string, human 
 // the command the arguments select, so that `retain PATH --owner NAME` works
 // as the spec writes it. urfave/cli v2 stops at the first positional argument.
 // Everything after "--" is left alone.
+//
+// An app without commands (wt-exec) is left alone: what follows its first
+// positional argument is the command line it runs.
 func reorder(app *ucli.App, args []string) []string {
+	if len(app.Commands) == 0 {
+		return args
+	}
 	flags, cmds := app.Flags, app.Commands
 	var out []string
 	i := 0

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/wrapper"
+)
+
+// wt-exec's own exit statuses (SPEC §6.7); anything else is the child's.
+const (
+	ExitExecRefused       = 125
+	ExitExecNotExecutable = 126
+	ExitExecNotFound      = 127
+)
+
+// Exec runs wt-exec with args and returns its exit status: the child's,
+// 128+N when the child died of signal N, 125 when wt-exec refused or failed
+// before the child started, 126 when the command is not executable and 127
+// when it is not found.
+func Exec(args []string, stdout, stderr io.Writer) int {
+	child := -1
+	code := Run("wt-exec", func(e *env) *ucli.App {
+		return &ucli.App{
+			Usage:     "run a command as the live writer of a governed worktree",
+			UsageText: "wt-exec [-C DIR] [--client-id ID] [--session-id ID] [--run-id ID] [--holder SELECTOR]\n   [--owner NAME] [--kind KIND] [--ttl DURATION] [--grace DURATION] [--pty | --no-pty] -- COMMAND [ARG...]",
+			Flags: []ucli.Flag{
+				&ucli.StringFlag{Name: "C", Usage: "run in `DIR` (a directory of the governed worktree)"},
+				&ucli.StringFlag{Name: "client-id", Usage: "the writer's client `ID` (default $WT_CLIENT_ID, else the command's name)"},
+				&ucli.StringFlag{Name: "session-id", Usage: "the writer's session `ID` (default $WT_SESSION_ID)"},
+				&ucli.StringFlag{Name: "run-id", Usage: "the writer's run `ID` (default $WT_RUN_ID)"},
+				&ucli.StringFlag{Name: "holder", Usage: "the lease holder: self, PID or ancestor:NAME (default: the outer wt-exec's holder, else self)"},
+				&ucli.StringFlag{Name: "owner", Usage: "refuse unless the allocation's owner is `NAME`"},
+				&ucli.StringFlag{Name: "kind", Value: wrapper.DefaultKind, Usage: "occupancy `KIND`: agent, test, preview, background or command"},
+				&ucli.DurationFlag{Name: "ttl", Usage: "lease expiry, renewed every ttl/3 while the command runs (default: none)"},
+				&ucli.DurationFlag{Name: "grace", Value: wrapper.DefaultGrace, Usage: "time between SIGTERM and SIGKILL for what the command leaves behind"},
+				&ucli.BoolFlag{Name: "pty", Usage: "give the command a new pty (default when stdin and stdout are terminals)"},
+				&ucli.BoolFlag{Name: "no-pty", Usage: "no pty: the command's group takes the terminal's foreground"},
+				&ucli.BoolFlag{Name: "verbose", Usage: "print the lease decision on stderr"},
+			},
+			Action: func(c *ucli.Context) error {
+				opts, err := execOptions(c, e)
+				if err != nil {
+					return err
+				}
+				res, err := wrapper.Run(opts)
+				switch {
+				case err == nil:
+				case decision.CodeOf(err) == decision.CommandNotFound:
+					return &ExitError{Code: ExitExecNotFound, Err: err}
+				case decision.CodeOf(err) == decision.CommandNotRunnable:
+					return &ExitError{Code: ExitExecNotExecutable, Err: err}
+				default:
+					return err
+				}
+				g := res.Grant
+				switch {
+				case g.Previous != nil:
+					fmt.Fprintf(e.stderr, "wt-exec: %s: lease %s (generation %d) of dead holder client %s pid %d taken over by %s\n",
+						g.Code, g.Previous.LeaseID, g.Previous.Generation, g.Previous.Holder.ClientID, g.Previous.Holder.PID, g.Lease.LeaseID)
+				case c.Bool("verbose") && g.Applicable:
+					fmt.Fprintf(e.stderr, "wt-exec: %s: lease %s generation %d client %s pid %d\n",
+						g.Code, g.Lease.LeaseID, g.Lease.Generation, g.Lease.Holder.ClientID, g.Lease.Holder.PID)
+				case c.Bool("verbose"):
+					fmt.Fprintf(e.stderr, "wt-exec: %s: role %s takes no writer lease (%s)\n", g.Code, g.Role, decision.DedicatedRoleGate)
+				}
+				child = res.Status
+				return nil
+			},
+		}
+	}, args, stdout, stderr)
+	switch {
+	case child >= 0:
+		return child
+	case code == ExitExecNotFound || code == ExitExecNotExecutable:
+		return code
+	case code == ExitOK:
+		return ExitOK // --help, --version
+	}
+	return ExitExecRefused
+}
+
+func execOptions(c *ucli.Context, e *env) (wrapper.Options, error) {
+	opts := wrapper.Options{
+		Dir: c.String("C"), ClientID: c.String("client-id"), Holder: c.String("holder"),
+		Owner: c.String("owner"), Kind: c.String("kind"), TTL: c.Duration("ttl"), Grace: c.Duration("grace"),
+		Args: c.Args().Slice(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ(),
+		Notify: func(msg string) { fmt.Fprintf(e.stderr, "wt-exec: warning: %s\n", msg) },
+	}
+	if c.IsSet("session-id") {
+		v := c.String("session-id")
+		opts.SessionID = &v
+	}
+	if c.IsSet("run-id") {
+		v := c.String("run-id")
+		opts.RunID = &v
+	}
+	if c.IsSet("ttl") && opts.TTL <= 0 {
+		return opts, decision.New(decision.InvalidHolder, "--ttl %s: a lease ttl must be positive", opts.TTL).
+			WithHint("pass --ttl with a positive duration, e.g. --ttl 10m, or leave it out for no expiry")
+	}
+	if c.IsSet("grace") && opts.Grace <= 0 {
+		return opts, usageErr("--grace %s must be positive", opts.Grace)
+	}
+	switch {
+	case c.Bool("pty") && c.Bool("no-pty"):
+		return opts, usageErr("--pty and --no-pty exclude each other")
+	case c.Bool("pty"):
+		opts.PTY = wrapper.PTYOn
+	case c.Bool("no-pty"):
+		opts.PTY = wrapper.PTYOff
+	}
+	if len(opts.Args) == 0 {
+		return opts, usageErr("no command given: wt-exec [OPTIONS] -- COMMAND [ARG...]")
+	}
+	return opts, nil
+}

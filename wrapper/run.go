@@ -1,0 +1,270 @@
+package wrapper
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// PTYMode chooses how the child meets the terminal.
+type PTYMode int
+
+// PTY modes.
+const (
+	// PTYAuto gives the child a pty when stdin and stdout are terminals.
+	PTYAuto PTYMode = iota
+	// PTYOn always gives the child a new pty.
+	PTYOn
+	// PTYOff never does: with a terminal on stdin, the child's group
+	// becomes the terminal's foreground group instead.
+	PTYOff
+)
+
+// DefaultGrace is how long leftovers get between SIGTERM and SIGKILL.
+const DefaultGrace = 10 * time.Second
+
+// DefaultKind is the occupancy kind when none is given: wt-exec exists to
+// wrap agents.
+const DefaultKind = "agent"
+
+// Options is one wt-exec run.
+type Options struct {
+	// Dir is the directory in the worktree (-C); "" is the current one.
+	Dir string
+	// ClientID defaults to $WT_CLIENT_ID, else the command's basename made
+	// valid. SessionID and RunID default to $WT_SESSION_ID and $WT_RUN_ID.
+	ClientID         string
+	SessionID, RunID *string
+	// Holder is the holder selector (self, PID, ancestor:NAME). "" means the
+	// outer wt-exec's holder when this one runs under it ($WT_HOLDER_PID
+	// naming a live ancestor), else self.
+	Holder string
+	Owner  string
+	Kind   string
+	TTL    time.Duration
+	Grace  time.Duration
+	PTY    PTYMode
+	Args   []string
+
+	Stdin, Stdout, Stderr *os.File
+	// Environ is the environment the child inherits (WT_* lease variables
+	// are replaced).
+	Environ []string
+	// Notify reports what happens after the child started: renewals that
+	// failed, leftovers stopped, a lease left in place. The caller prints.
+	Notify func(string)
+}
+
+// Result is how a run ended.
+type Result struct {
+	Grant lease.Grant
+	// Status is wt-exec's exit status (SPEC §6.7): the child's, or 128+N
+	// when it died of signal N.
+	Status   int
+	Released lease.Released
+}
+
+// leaseVars are the variables wt-exec sets for its child (SPEC §6.5).
+var leaseVars = []string{"WT_LEASE_ID", "WT_ALLOCATION_ID", "WT_CLIENT_ID", "WT_HOLDER_PID", "WT_SESSION_ID", "WT_RUN_ID"}
+
+// Run resolves the holder, takes the lease, runs the child, reaps
+// everything and releases what it acquired. An error means the child never
+// started: a decision (exit 125), COMMAND_NOT_FOUND (127) or
+// COMMAND_NOT_EXECUTABLE (126).
+func Run(opts Options) (Result, error) {
+	var res Result
+	if len(opts.Args) == 0 {
+		return res, decision.New(decision.Usage, "no command given").WithHint("wt-exec [OPTIONS] -- COMMAND [ARG...]")
+	}
+	if opts.Kind == "" {
+		opts.Kind = DefaultKind
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.Notify == nil {
+		opts.Notify = func(string) {}
+	}
+	path, err := lookPath(opts.Args[0], opts.Environ)
+	if err != nil {
+		return res, err
+	}
+	holder, err := resolveHolder(opts)
+	if err != nil {
+		return res, err
+	}
+	dir := opts.Dir
+	if dir == "" {
+		dir = "."
+	}
+	c, err := gitrepo.Locate(dir)
+	if err != nil {
+		return res, err
+	}
+	repo, err := alloc.OpenCheckout(c)
+	if err != nil {
+		return res, err
+	}
+	s := &supervisor{opts: opts, repo: repo, grant: &res.Grant}
+	if err := s.prepare(); err != nil {
+		return res, err
+	}
+	req := lease.Request{Holder: holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind}
+	res.Grant, err = lease.Acquire(repo, c, req, scan, func(g lease.Grant) (*store.ChildGroup, error) {
+		return s.launch(path, childEnv(opts.Environ, g))
+	})
+	if err != nil {
+		if res.Grant.Started {
+			// The lease could not be written after the child started:
+			// the child must not go on without it.
+			s.abort()
+		} else {
+			s.restore()
+			signal.Stop(s.sigs)
+		}
+		return res, err
+	}
+	res.Status = s.supervise()
+	res.Released, err = lease.Release(repo, res.Grant, scan)
+	if err != nil {
+		opts.Notify("releasing the lease failed: " + err.Error())
+	} else if res.Released.Kept != "" {
+		opts.Notify("the lease was left in place: " + res.Released.Kept)
+	}
+	return res, nil
+}
+
+func scan() (lease.Evidence, error) {
+	s, err := proc.NewScan()
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// lookPath finds the command as a shell would, with the child's PATH: not
+// found is COMMAND_NOT_FOUND (exit 127), found but not runnable is
+// COMMAND_NOT_EXECUTABLE (exit 126). It runs before the lease is taken, so a
+// typo costs nothing.
+func lookPath(name string, environ []string) (string, error) {
+	if strings.Contains(name, "/") {
+		fi, err := os.Stat(name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return "", decision.New(decision.CommandNotFound, "%s: no such file", name)
+		case err != nil:
+			return "", decision.Wrap(decision.CommandNotRunnable, err, "%s", name)
+		case fi.IsDir() || fi.Mode()&0o111 == 0:
+			return "", decision.New(decision.CommandNotRunnable, "%s is not executable", name).
+				WithHint("chmod +x %s, or run it through its interpreter", name)
+		}
+		return name, nil
+	}
+	pathVar := ""
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathVar = v
+		}
+	}
+	for _, d := range filepath.SplitList(pathVar) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", decision.New(decision.CommandNotFound, "%s: command not found in PATH", name).
+		WithHint("check the command's name, or give its path")
+}
+
+// resolveHolder builds the holder from the options and the environment.
+func resolveHolder(opts Options) (proc.Holder, error) {
+	env := func(k string) (string, bool) {
+		for _, kv := range slices.Backward(opts.Environ) {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	names := proc.Names{ClientID: opts.ClientID, SessionID: opts.SessionID, RunID: opts.RunID}
+	if names.ClientID == "" {
+		if v, ok := env("WT_CLIENT_ID"); ok && v != "" {
+			names.ClientID = v
+		} else {
+			names.ClientID = clientIDFrom(opts.Args[0])
+		}
+	}
+	if v, ok := env("WT_SESSION_ID"); ok && names.SessionID == nil {
+		names.SessionID = &v
+	}
+	if v, ok := env("WT_RUN_ID"); ok && names.RunID == nil {
+		names.RunID = &v
+	}
+	selector := opts.Holder
+	if selector == "" {
+		selector = "self"
+		if v, ok := env("WT_HOLDER_PID"); ok && isAncestor(v) {
+			selector = v
+		}
+	}
+	return proc.Resolve(selector, names)
+}
+
+// isAncestor reports whether the decimal pid v names an ancestor of this
+// process: an outer wt-exec's holder is inherited only by its descendants.
+func isAncestor(v string) bool {
+	pid, err := strconv.Atoi(v)
+	if err != nil || pid < 2 {
+		return false
+	}
+	anc, err := proc.NewReader().Ancestors(os.Getpid())
+	return err == nil && slices.Contains(anc, pid)
+}
+
+// clientIDFrom makes a valid client id from a command's basename: characters
+// outside the pattern become '-', a leading one that is not a letter or digit
+// is dropped, and it is cut at 128 bytes.
+func clientIDFrom(cmd string) string {
+	b := []byte(filepath.Base(cmd))
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == ':' || ch == '-') {
+			b[i] = '-'
+		}
+	}
+	s := strings.TrimLeft(string(b), ".-_:")
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	if s == "" {
+		return "wt-exec"
+	}
+	return s
+}
+
+// childEnv is environ without inherited lease variables, plus the grant's.
+func childEnv(environ []string, g lease.Grant) []string {
+	out := make([]string, 0, len(environ)+6)
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(leaseVars, k) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, g.Env()...)
+}

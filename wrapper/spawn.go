@@ -1,0 +1,147 @@
+package wrapper
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/wt-tool/wt/core/decision"
+)
+
+// start forks and execs the child in its own process group: with a pty as
+// the leader of a new session on it, without one in a new group that takes
+// over the terminal's foreground when wt-exec has it. The returned function
+// restores the terminal.
+func (s *supervisor) start(path string, env []string) (restore func(), err error) {
+	restore = func() {}
+	s.fgTTY = -1
+	in, out := s.opts.Stdin, s.opts.Stdout
+	usePTY := s.opts.PTY == PTYOn || s.opts.PTY == PTYAuto && isTerminal(in) && isTerminal(out)
+	attr := &syscall.ProcAttr{Dir: s.opts.Dir, Env: env}
+	if !usePTY {
+		attr.Files = []uintptr{in.Fd(), out.Fd(), s.opts.Stderr.Fd()}
+		// Setpgid: the child leads a new group, so signals reach all of it
+		// with kill(-pid) and the terminal can be handed to it alone.
+		attr.Sys = &syscall.SysProcAttr{Setpgid: true}
+		pid, err := syscall.ForkExec(path, s.opts.Args, attr)
+		if err != nil {
+			return restore, execError(path, err)
+		}
+		s.pid = pid
+		s.handTerminal(in)
+		return restore, nil
+	}
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		return restore, decision.Wrap(decision.Internal, err, "open a pty")
+	}
+	if isTerminal(in) {
+		// The window size once at start; SIGWINCH copies it again later.
+		_ = pty.InheritSize(in, ptmx) // Best effort: the pty keeps its default size.
+		if isForeground(int(in.Fd())) {
+			old, err := makeRaw(int(in.Fd()))
+			if err == nil {
+				restore = func() { _ = unix.IoctlSetTermios(int(in.Fd()), unix.TCSETS, old) } // Best effort: nothing else to do.
+			}
+		}
+	}
+	attr.Files = []uintptr{tty.Fd(), tty.Fd(), tty.Fd()}
+	// Setsid + Setctty: the child leads a new session whose controlling
+	// terminal is the pty (fd 0 in the child). Its group is its pid, so no
+	// Setpgid, which would conflict with Setsid.
+	attr.Sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	pid, err := syscall.ForkExec(path, s.opts.Args, attr)
+	tty.Close() // Best effort: only the child needs its side now; EIO on ptmx then means every holder is gone.
+	if err != nil {
+		ptmx.Close() // Best effort: unused.
+		restore()
+		return func() {}, execError(path, err)
+	}
+	s.pid, s.ptmx = pid, ptmx
+	s.outDone = make(chan struct{})
+	go func() {
+		_, _ = io.Copy(out, ptmx) // Ends with EIO when the last holder of the pty's other side is gone.
+		close(s.outDone)
+	}()
+	go func() { _, _ = io.Copy(ptmx, in) }() // Best effort: ends with stdin or with the process.
+	return func() { restore(); ptmx.Close() }, nil
+}
+
+// handTerminal makes the child's group the foreground group of the terminal
+// on stdin, if wt-exec holds it: the child can then read it and gets the
+// keyboard's signals directly. This is tcsetpgrp done by the parent, not
+// SysProcAttr.Foreground, which can hang (golang/go#37217).
+func (s *supervisor) handTerminal(in *os.File) {
+	fd := int(in.Fd())
+	if !isTerminal(in) || !isForeground(fd) {
+		return
+	}
+	// From now on wt-exec is a background process of its terminal: without
+	// ignoring SIGTTOU, giving the terminal back (tcsetpgrp) or a message
+	// with TOSTOP set would stop it.
+	signal.Ignore(unix.SIGTTOU)
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, s.pid); err != nil {
+		return
+	}
+	s.fgTTY, s.ownPgrp = fd, unix.Getpgrp()
+	// The child may have read the terminal before it was its foreground and
+	// been stopped by SIGTTIN: continue it. A running group ignores SIGCONT.
+	_ = unix.Kill(-s.pid, unix.SIGCONT) // Best effort: ESRCH means it is gone already.
+}
+
+// giveTerminalBack returns the terminal's foreground to wt-exec's group.
+func (s *supervisor) giveTerminalBack() {
+	if s.fgTTY < 0 {
+		return
+	}
+	_ = unix.IoctlSetPointerInt(s.fgTTY, unix.TIOCSPGRP, s.ownPgrp) // Best effort: the terminal may be gone (hangup).
+	s.fgTTY = -1
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// isForeground reports whether this process's group is the terminal's
+// foreground group.
+func isForeground(fd int) bool {
+	pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	return err == nil && pg == unix.Getpgrp()
+}
+
+// makeRaw puts the terminal in raw mode (cfmakeraw) and returns the old
+// settings: keys, including ^C, go to the child's pty as bytes, and its line
+// discipline turns them into signals for the child.
+func makeRaw(fd int) (*unix.Termios, error) {
+	t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return nil, err
+	}
+	old := *t
+	t.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	t.Oflag &^= unix.OPOST
+	t.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+	t.Cflag &^= unix.CSIZE | unix.PARENB
+	t.Cflag |= unix.CS8
+	t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
+	if err := unix.IoctlSetTermios(fd, unix.TCSETS, t); err != nil {
+		return nil, err
+	}
+	return &old, nil
+}
+
+// execError maps a failed exec to exit 127 (not found) or 126 (found but
+// not runnable).
+func execError(path string, err error) error {
+	if errors.Is(err, unix.ENOENT) {
+		return decision.Wrap(decision.CommandNotFound, err, "%s", path)
+	}
+	return decision.Wrap(decision.CommandNotRunnable, err, "%s", path).
+		WithHint("check that %s is an executable file with a valid #! line", path)
+}
