@@ -98,7 +98,7 @@ func Run(opts Options) (Result, error) {
 	if opts.Notify == nil {
 		opts.Notify = func(string) {}
 	}
-	path, err := lookPath(opts.Args[0], opts.Environ)
+	path, err := lookPath(opts.Args[0], opts.Dir, opts.Environ)
 	if err != nil {
 		return res, err
 	}
@@ -128,12 +128,18 @@ func Run(opts Options) (Result, error) {
 	})
 	if err != nil {
 		if res.Grant.Started {
-			// The lease could not be written after the child started:
-			// the child must not go on without it.
+			// The child's group could not be added to the lease: the
+			// child must not go on with a lease that does not know it.
 			s.abort()
 		} else {
 			s.restore()
 			signal.Stop(s.sigs)
+		}
+		if res.Grant.Applicable {
+			// Give back what the section wrote before the failure.
+			if _, rerr := lease.Release(repo, res.Grant, scan); rerr != nil {
+				opts.Notify("the lease could not be released: " + rerr.Error())
+			}
 		}
 		return res, err
 	}
@@ -157,10 +163,14 @@ func scan() (lease.Evidence, error) {
 
 // lookPath finds the command as a shell would, with the child's PATH: not
 // found is COMMAND_NOT_FOUND (exit 127), found but not runnable is
-// COMMAND_NOT_EXECUTABLE (exit 126). It runs before the lease is taken, so a
+// COMMAND_NOT_EXECUTABLE (exit 126). A relative path is taken from dir, where
+// the child runs, as with git -C. It runs before the lease is taken, so a
 // typo costs nothing.
-func lookPath(name string, environ []string) (string, error) {
+func lookPath(name, dir string, environ []string) (string, error) {
 	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) && dir != "" {
+			name = filepath.Join(dir, name)
+		}
 		fi, err := os.Stat(name)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):

@@ -69,7 +69,8 @@ func (s *supervisor) start(path string, env []string) (restore func(), err error
 		close(s.outDone)
 	}()
 	go func() { _, _ = io.Copy(ptmx, in) }() // Best effort: ends with stdin or with the process.
-	return func() { restore(); ptmx.Close() }, nil
+	raw := restore
+	return func() { raw(); ptmx.Close() }, nil
 }
 
 // handTerminal makes the child's group the foreground group of the terminal

@@ -275,7 +275,7 @@ func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
 			WithHint("wait for it to finish; see it with wt-admin status")
 	}
 	for _, b := range bindings {
-		if s.IsLive(b.Holder.Identity()) || liveness.GroupLive(s, b.Holder, nil) {
+		if liveness.Alive(s, b.Holder, nil) != "" {
 			return decision.New(decision.ExternalBinding, "a live %s process of client %s occupies allocation %s (%s)", b.Kind, b.Holder.ClientID, a.AllocationID, b.Holder.Identity()).
 				WithHint("wait for it to end; see it with wt-admin status")
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -131,17 +132,16 @@ func holderExited(l store.Lease) (bool, error) {
 	return !live, err
 }
 
-// survivors says what still keeps an exited holder's lease, or "".
+// survivors says what still keeps an exited holder's lease, or "": its
+// groups, or another process in the worktree.
 func survivors(ev Evidence, l store.Lease) string {
-	if n := len(ev.GroupMembers(l.Holder.PID, l.Holder.StartTicks)); n > 0 {
-		return fmt.Sprintf("%d process(es) remain in its process group", n)
+	if why := liveness.Alive(ev, l.Holder, l.Child); why != "" {
+		return why
 	}
-	if l.Child != nil {
-		if n := len(ev.GroupMembers(l.Child.PID, l.Child.StartTicks)); n > 0 {
-			return fmt.Sprintf("%d process(es) remain in its child's group", n)
-		}
+	if why := liveness.Carriers(ev, l.LeaseID); why != "" {
+		return why
 	}
-	uses, err := ev.PathsInUse(l.WorktreePath)
+	uses, err := liveness.Users(ev, l.WorktreePath)
 	if err != nil {
 		return "the worktree's users cannot be read"
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/crashpoint"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/liveness"
@@ -30,13 +31,8 @@ type Records interface {
 	AppendEvent(store.Event) error
 }
 
-// Evidence is one reading of the processes on this machine. *proc.Scan
-// implements it; unit tests use a fake.
-type Evidence interface {
-	IsLive(proc.Identity) bool
-	GroupMembers(leader int, leaderTicks uint64) []int
-	PathsInUse(dir string) ([]proc.Use, error)
-}
+// Evidence is one reading of the processes on this machine.
+type Evidence = liveness.Evidence
 
 // Occupancy kinds a runtime binding may declare (SPEC §3).
 var Kinds = []string{"agent", "test", "preview", "background", "command"}
@@ -118,15 +114,13 @@ func (g Grant) Env() []string {
 // scan is called at most once, and only when the decision needs live
 // evidence beyond the holder's own identity.
 //
-// start is called inside the section once every check has passed (also for
-// NOT_APPLICABLE, with Applicable false) and before anything is written: it
-// starts the child and returns its process group, so the lease is written
-// once, already naming the group that keeps it alive. Nothing a refusal
-// depends on happens after start; if start fails nothing is written. If a
-// write fails after start, Acquire returns the error with Grant.Started set,
-// and the caller must stop the child. A child that checks its entitlement
-// meanwhile (a hook) waits for the section to end, since every check takes
-// the store's lock.
+// start is called inside the section once every check has passed and the
+// lease, git's lock and the runtime binding are written (for NOT_APPLICABLE,
+// with Applicable false and nothing written): it starts the child and
+// returns its process group, which is then added to the lease. If start
+// fails, Acquire returns its error with Started false and the caller
+// releases the grant; if a write fails after start, Started is true and the
+// caller must stop the child first.
 func Acquire(r *alloc.Repo, c gitrepo.Checkout, req Request, scan func() (Evidence, error), start Start) (Grant, error) {
 	if err := validate(req); err != nil {
 		return Grant{}, err
@@ -269,24 +263,17 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 	}
 	changed := g.Owned || !slices.Equal(keep, a.ExternalBindings)
 	a.ExternalBindings = keep
-	g.Applicable, g.Lease, g.Cleared = true, l, append(g.Cleared, stale...)
-	child, err := start(g)
-	if err != nil {
-		return g, err
-	}
-	g.Started = true
-	if g.Owned {
-		// A renewal keeps the child group of the holder that acquired the
-		// lease: that group, not ours, is the evidence it lives.
-		l.Child = child
-	}
-	// Order: the lease first, then git's lock, then the allocation. A crash
-	// between them leaves a lease whose holder is dead (taken over next
-	// time), a wt lock that the next grant replaces, or a stale binding that
-	// the next grant clears: never a writer without a lease.
+	g.Applicable, g.Cleared = true, append(g.Cleared, stale...)
+	// Order: the lease, git's lock and the allocation's runtime binding
+	// are in place before the child starts, so nothing the child does
+	// (git included, which ignores wt's lock) meets a worktree without them.
+	// Then the child's group is added to the lease. A crash (SIGKILL)
+	// anywhere in between leaves a lease whose holder is dead: taken over
+	// only once its groups are empty and nobody uses the worktree.
 	if err := tx.PutLease(&l); err != nil {
 		return g, err
 	}
+	g.Lease = l
 	if err := placeLock(commonDir, c.Key, l); err != nil {
 		return g, err
 	}
@@ -296,10 +283,26 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 			return g, err
 		}
 	}
+	g.Allocation = a
 	for _, s := range stale {
 		if err := logEvent(tx, "runtime_binding_cleared", a, nil, map[string]any{"binding": s, "why": "its holder and process group are gone"}); err != nil {
 			return g, err
 		}
+	}
+	child, err := start(g)
+	if err != nil {
+		return g, err
+	}
+	g.Started = true
+	crashpoint.Here("exec:child-started")
+	// A renewal keeps the child group of the holder that acquired the
+	// lease: that group, not ours, is the evidence it lives.
+	if g.Owned && child != nil {
+		l.Child = child
+		if err := tx.PutLease(&l); err != nil {
+			return g, err
+		}
+		g.Lease = l
 	}
 	detail := map[string]any{"generation": l.Generation, "expires_at": l.ExpiresAt, "kind": req.Kind, "code": g.Code, "child": l.Child}
 	if g.Previous != nil {
@@ -309,11 +312,7 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 	}
 	name := map[string]string{decision.WriterLeaseAcquired: "writer_lease_acquired",
 		decision.WriterLeaseRenewed: "writer_lease_renewed", decision.WriterLeaseTakenOver: "writer_lease_taken_over"}[g.Code]
-	if err := logEvent(tx, name, a, &l, detail); err != nil {
-		return g, err
-	}
-	g.Lease, g.Allocation = l, a
-	return g, nil
+	return g, logEvent(tx, name, a, &l, detail)
 }
 
 func notApplicable(g Grant, start Start) (Grant, error) {
@@ -376,10 +375,12 @@ func checkDrift(repo store.Repository, l store.Lease, a store.Allocation, c gitr
 // sortBindings splits the allocation's external bindings into the ones to
 // keep and the stale runtime bindings to clear, and refuses when a live
 // foreign one remains. A runtime binding is the caller's own when it names
-// the same client, session and run and the current lease; a foreign one is
-// stale only when its holder is not live and its group (and, for a binding
-// of the current lease, the lease's child group) is empty. Anything else —
-// including an opaque binding wt cannot judge — fences the writer.
+// the same client, session and run and the current lease. Any other is
+// stale only when nothing of it lives (liveness.Alive; a binding of the
+// current lease counts that lease's child group too). A live one of the
+// current lease is that lease's occupancy (WRITER_LEASE_HELD); a live one
+// of another lease, or an opaque binding wt cannot judge, fences the writer
+// (EXTERNAL_BINDING).
 func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan func() (Evidence, error)) (keep, stale []string, err error) {
 	keep = []string{}
 	for _, v := range a.ExternalBindings {
@@ -400,16 +401,24 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 		if err != nil {
 			return nil, nil, err
 		}
-		live := ev.IsLive(b.Holder.Identity()) || len(ev.GroupMembers(b.Holder.PID, b.Holder.StartTicks)) > 0
-		if !live && sameLease && current.Child != nil {
-			live = len(ev.GroupMembers(current.Child.PID, current.Child.StartTicks)) > 0
+		var child *store.ChildGroup
+		if sameLease {
+			child = current.Child
 		}
-		if live {
-			return nil, nil, decision.New(decision.ExternalBinding, "a live %s process of client %s occupies %s (%s)", b.Kind, b.Holder.ClientID, a.WorktreePath, b.Holder.Identity()).
+		why := liveness.Alive(ev, b.Holder, child)
+		if why == "" && b.LeaseID != nil {
+			why = liveness.Carriers(ev, *b.LeaseID)
+		}
+		switch {
+		case why == "":
+			stale = append(stale, v)
+		case sameLease:
+			return nil, nil, held(*current, a.WorktreePath, fmt.Sprintf("%s (its %s occupancy by client %s)", why, b.Kind, b.Holder.ClientID))
+		default:
+			return nil, nil, decision.New(decision.ExternalBinding, "a live %s process of client %s occupies %s (%s): %s", b.Kind, b.Holder.ClientID, a.WorktreePath, b.Holder.Identity(), why).
 				WithHint("wait for it to end; see who is there with wt-admin status").
 				WithFact("holder", b.Holder)
 		}
-		stale = append(stale, v)
 	}
 	return keep, stale, nil
 }
@@ -423,29 +432,24 @@ func sameNames(a, b proc.Holder) bool {
 
 // occupied says why a lease that is not the caller's is still alive, or ""
 // when it is dead (SPEC §4): its holder is live, its holder's group or its
-// child group has a member, or another process uses the worktree. The
+// child group has a member, a process carries its lease id in its
+// environment (the child of a wt-exec killed before it could record the
+// child's group), or another process uses the worktree. The
 // asking process, its ancestors and the new holder are not evidence against
 // themselves.
 func occupied(ev Evidence, l store.Lease, newHolder proc.Holder) string {
-	if ev.IsLive(l.Holder.Identity()) {
-		return "its holder is running"
+	if why := liveness.Alive(ev, l.Holder, l.Child); why != "" {
+		return why
 	}
-	if n := len(ev.GroupMembers(l.Holder.PID, l.Holder.StartTicks)); n > 0 {
-		return fmt.Sprintf("%d process(es) remain in its holder's process group", n)
+	if why := liveness.Carriers(ev, l.LeaseID); why != "" {
+		return why
 	}
-	if l.Child != nil {
-		if n := len(ev.GroupMembers(l.Child.PID, l.Child.StartTicks)); n > 0 {
-			return fmt.Sprintf("%d process(es) remain in its child's process group (leader pid %d)", n, l.Child.PID)
-		}
-	}
-	uses, err := ev.PathsInUse(l.WorktreePath)
+	uses, err := liveness.Users(ev, l.WorktreePath, newHolder.PID)
 	if err != nil {
 		return "the worktree's users cannot be read: " + err.Error()
 	}
-	for _, u := range uses {
-		if u.PID == newHolder.PID {
-			continue
-		}
+	if len(uses) > 0 {
+		u := uses[0]
 		return fmt.Sprintf("pid %d (%s) uses the worktree (%s %s)", u.PID, u.Command, u.Why, u.Path)
 	}
 	return ""

@@ -8,7 +8,9 @@
 package liveness
 
 import (
+	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/wt-tool/wt/core/proc"
@@ -35,7 +37,7 @@ func Expired(l store.Lease, now time.Time) bool {
 
 // Freshness classifies a lease. A missing worktree wins over a dead holder,
 // which wins over expiry.
-func Freshness(s *proc.Scan, l store.Lease, now time.Time) string {
+func Freshness(s Evidence, l store.Lease, now time.Time) string {
 	if _, err := os.Lstat(l.WorktreePath); os.IsNotExist(err) {
 		return FreshMissingWorktree
 	}
@@ -48,18 +50,70 @@ func Freshness(s *proc.Scan, l store.Lease, now time.Time) string {
 	return FreshActive
 }
 
-// GroupLive reports whether any process remains in the group the holder
-// led or in the child group recorded in the lease (SPEC §4). A group that a
-// reused pid started later is not evidence (see proc.Scan.GroupMembers).
-func GroupLive(s *proc.Scan, h proc.Holder, child *store.ChildGroup) bool {
-	if len(s.GroupMembers(h.PID, h.StartTicks)) > 0 {
-		return true
+// Evidence is one reading of the processes on this machine. *proc.Scan
+// implements it; unit tests use a fake.
+type Evidence interface {
+	IsLive(proc.Identity) bool
+	GroupMembers(leader int, leaderTicks uint64) []int
+	PathsInUse(dir string) ([]proc.Use, error)
+	CarryingEnv(name, value string) []int
+}
+
+// LeaseEnv is the variable that marks a lease's processes (SPEC §6.5).
+const LeaseEnv = "WT_LEASE_ID"
+
+// Carriers says which processes still carry the lease in their environment
+// (WT_LEASE_ID), or "": wt-exec's child from its first instruction, and what
+// it started without scrubbing its environment.
+func Carriers(ev Evidence, leaseID string) string {
+	pids := ev.CarryingEnv(LeaseEnv, leaseID)
+	if len(pids) == 0 {
+		return ""
 	}
-	return child != nil && len(s.GroupMembers(child.PID, child.StartTicks)) > 0
+	return fmt.Sprintf("%d process(es) carry the lease in their environment (%s=%s; pid %d)", len(pids), LeaseEnv, leaseID, pids[0])
+}
+
+// Alive says why a holder still has a live process behind it, or "" when it
+// has none: the holder itself runs, or a process remains in the group the
+// holder led or in the child group (SPEC §4). A group that a reused pid
+// started later is not evidence (see proc.Scan.GroupMembers), and nothing
+// of another boot is.
+func Alive(ev Evidence, h proc.Holder, child *store.ChildGroup) string {
+	if boot, err := proc.BootID(); err != nil || h.BootID != boot {
+		return ""
+	}
+	if ev.IsLive(h.Identity()) {
+		return "its holder is running"
+	}
+	if n := len(ev.GroupMembers(h.PID, h.StartTicks)); n > 0 {
+		return fmt.Sprintf("%d process(es) remain in its holder's process group", n)
+	}
+	if child != nil {
+		if n := len(ev.GroupMembers(child.PID, child.StartTicks)); n > 0 {
+			return fmt.Sprintf("%d process(es) remain in its child's process group (leader pid %d)", n, child.PID)
+		}
+	}
+	return ""
 }
 
 // Occupied reports whether a lease has any live process behind it: the holder,
 // its group, or the recorded child group.
-func Occupied(s *proc.Scan, l store.Lease) bool {
-	return s.IsLive(l.Holder.Identity()) || GroupLive(s, l.Holder, l.Child)
+func Occupied(s Evidence, l store.Lease) bool {
+	return Alive(s, l.Holder, l.Child) != ""
+}
+
+// Users returns the processes that use the worktree, other than the asking
+// process, its ancestors and the processes in skip.
+func Users(ev Evidence, dir string, skip ...int) ([]proc.Use, error) {
+	uses, err := ev.PathsInUse(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := uses[:0]
+	for _, u := range uses {
+		if !slices.Contains(skip, u.PID) {
+			out = append(out, u)
+		}
+	}
+	return out, nil
 }

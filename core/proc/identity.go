@@ -107,7 +107,7 @@ func Describe(pid int) (Identity, error) {
 
 // IsLive reports whether the exact process named by id is still running: the
 // same boot, and a process with that pid whose start ticks are the recorded
-// ones. A vanished pid, a reused pid or another boot all mean "gone", which
+// ones and which is not a zombie. A vanished pid, a reused pid or another boot all mean "gone", which
 // never means that the process's task finished.
 func IsLive(r *Reader, id Identity) (bool, error) {
 	boot, err := BootID()
@@ -127,7 +127,7 @@ func IsLive(r *Reader, id Identity) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return st.StartTicks == id.StartTicks, nil
+	return st.StartTicks == id.StartTicks && st.Running(), nil
 }
 
 // HolderIsLive is IsLive for a lease holder, with a fresh reader.

@@ -110,18 +110,20 @@ func (s *Scan) Process(pid int) (Stat, bool) {
 }
 
 // IsLive reports whether the process id is in this reading with the same start
-// ticks (and the boot is the same).
+// ticks (and the boot is the same), and has not exited: a zombie waiting for
+// its parent to reap it runs no more code.
 func (s *Scan) IsLive(id Identity) bool {
 	boot, err := BootID()
 	if err != nil || id.BootID != boot {
 		return false
 	}
 	st, ok := s.Process(id.PID)
-	return ok && st.StartTicks == id.StartTicks
+	return ok && st.StartTicks == id.StartTicks && st.Running()
 }
 
-// GroupMembers returns the pids of the process group led (originally) by
-// leader, which started at leaderTicks.
+// GroupMembers returns the pids of the running processes (zombies excluded)
+// in the process group led (originally) by leader, which started at
+// leaderTicks.
 //
 // The kernel does not hand out a pid while it is still in use as a process
 // group id, so: if a process with the leader's pid is running but started at
@@ -135,7 +137,7 @@ func (s *Scan) GroupMembers(leader int, leaderTicks uint64) []int {
 	}
 	var out []int
 	for _, p := range s.procs {
-		if p.PGRP == leader && p.StartTicks >= leaderTicks {
+		if p.PGRP == leader && p.StartTicks >= leaderTicks && p.Running() {
 			out = append(out, p.PID)
 		}
 	}
@@ -293,6 +295,41 @@ func (rr *refReader) refs(pid int) []ref {
 			}
 			last = string(p)
 			out = append(out, ref{WhyMapping, last})
+		}
+	}
+	return out
+}
+
+// CarryingEnv returns the running processes (other than the asking process
+// and its ancestors) whose initial environment holds name=value, read from
+// /proc/<pid>/environ. The environment is set at execve, so a child started
+// with WT_LEASE_ID carries it from its first instruction, before anyone can
+// have recorded its pid: evidence that survives its wt-exec being killed
+// between fork and bookkeeping. Processes whose environment cannot be read
+// (another user's) are skipped.
+func (s *Scan) CarryingEnv(name, value string) []int {
+	want := []byte(name + "=" + value)
+	r := NewReader()
+	var out []int
+	for _, p := range s.procs {
+		if s.exclude[p.PID] || !p.Running() {
+			continue
+		}
+		b, err := r.readFile(r.procPath(p.PID, "environ"), false)
+		if err != nil {
+			continue
+		}
+		for len(b) > 0 {
+			v := b
+			if i := bytes.IndexByte(b, 0); i >= 0 {
+				v, b = b[:i], b[i+1:]
+			} else {
+				b = nil
+			}
+			if bytes.Equal(v, want) {
+				out = append(out, p.PID)
+				break
+			}
 		}
 	}
 	return out

@@ -20,6 +20,10 @@ type Stat struct {
 	StartTicks uint64 // field 22: clock ticks after boot at which the process started
 }
 
+// Running reports whether the process has not exited: a zombie (Z) or a
+// dead (X) process has, even while its /proc entry remains.
+func (st Stat) Running() bool { return st.State != 'Z' && st.State != 'X' }
+
 // ErrNoProcess reports that a process does not exist (any more).
 var ErrNoProcess = errors.New("no such process")
 

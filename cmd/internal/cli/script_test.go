@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +17,27 @@ func TestMain(m *testing.M) {
 		"wt-admin": func() { os.Exit(Admin(os.Args[1:], os.Stdout, os.Stderr)) },
 		"wt-exec":  func() { os.Exit(Exec(os.Args[1:], os.Stdout, os.Stderr)) },
 		"wt-hook":  func() { os.Exit(Hook(os.Args[1:], os.Stdout, os.Stderr)) },
+		// agentsh stands for an agent program that runs commands: a named
+		// ancestor for --holder ancestor:agentsh. It runs its arguments as
+		// a child and exits with the child's status.
+		"agentsh": agentsh,
 	})
+}
+
+func agentsh() {
+	if len(os.Args) < 2 {
+		os.Exit(2)
+	}
+	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		os.Exit(ee.ExitCode())
+	}
+	if err != nil {
+		os.Exit(127)
+	}
+	os.Exit(0)
 }
 
 // TestScripts runs the end-to-end scripts in testdata/script: the real

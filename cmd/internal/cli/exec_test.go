@@ -1,0 +1,545 @@
+package cli
+
+// End-to-end tests of wt-exec with real processes, real signals and real
+// ptys. The binaries are the ones testscript.Main puts on PATH (copies of
+// this test binary); nothing about /proc is faked.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/wt-tool/wt/core/proc"
+)
+
+// governed makes a repository with n feature worktrees w0..w(n-1).
+func governed(t *testing.T, n int) (top, repo string, wts []string) {
+	t.Helper()
+	top = t.TempDir()
+	if p, err := filepath.EvalSymlinks(top); err == nil {
+		top = p
+	}
+	repo = filepath.Join(top, "repo")
+	git(t, top, "init", "-q", "-b", "main", repo)
+	git(t, repo, "commit", "-q", "--allow-empty", "-m", "init")
+	run(t, "", "wt-admin", "--repo", repo, "init").ok(t)
+	for i := 0; i < n; i++ {
+		w := filepath.Join(top, fmt.Sprintf("w%d", i))
+		run(t, "", "wt-admin", "--repo", repo, "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "alice", w).ok(t)
+		wts = append(wts, w)
+	}
+	return top, repo, wts
+}
+
+type result struct {
+	stdout, stderr string
+	code           int // -N when killed by signal N
+}
+
+func (r result) ok(t *testing.T) result {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func (r result) refused(t *testing.T, code string) result {
+	t.Helper()
+	if r.code != ExitExecRefused || !strings.Contains(r.stderr, "refused: "+code) {
+		t.Fatalf("want exit 125 with %s, got %d\nstderr: %s", code, r.code, r.stderr)
+	}
+	return r
+}
+
+func resultOf(cmd *exec.Cmd, err error, stdout, stderr *bytes.Buffer) result {
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() {
+			r.code = -int(ws.Signal())
+		} else {
+			r.code = ee.ExitCode()
+		}
+	} else if err != nil {
+		r.code = -1000
+		r.stderr += err.Error()
+	}
+	return r
+}
+
+func command(dir, name string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Env = append(os.Environ(), "WT_CLIENT_ID=", "WT_HOLDER_PID=", "WT_LEASE_ID=")
+	// A killed wt-exec leaves its child holding the output pipes: do not
+	// wait for them past the process's end.
+	cmd.WaitDelay = time.Second
+	return cmd, &out, &errb
+}
+
+func run(t *testing.T, dir, name string, args ...string) result {
+	t.Helper()
+	cmd, out, errb := command(dir, name, args...)
+	return resultOf(cmd, cmd.Run(), out, errb)
+}
+
+// waitFor polls cond until it holds; it fails the test after a minute, which
+// only a broken build reaches (no timing is asserted).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func readPID(t *testing.T, p string) int {
+	t.Helper()
+	waitFor(t, p, func() bool { b, _ := os.ReadFile(p); return bytes.HasSuffix(b, []byte("\n")) })
+	b, _ := os.ReadFile(p)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %q", p, b)
+	}
+	return pid
+}
+
+// gone reports whether pid has exited (a zombie counts as exited).
+func gone(pid int) bool {
+	st, err := proc.ReadStat(pid)
+	return err != nil || !st.Running()
+}
+
+func allocID(t *testing.T, repo, key string) string {
+	t.Helper()
+	var b struct {
+		AllocationID string `json:"allocation_id"`
+	}
+	data, err := os.ReadFile(filepath.Join(repo, ".git", "wt", "bindings", key+".json"))
+	if err != nil || json.Unmarshal(data, &b) != nil {
+		t.Fatalf("binding %s: %v", key, err)
+	}
+	return b.AllocationID
+}
+
+func leaseFile(repo, id string) string {
+	return filepath.Join(repo, ".git", "wt", "leases", id+".json")
+}
+
+// storeValid shows the store reads back cleanly and holds no lease or
+// runtime binding of the allocation.
+func storeValid(t *testing.T, repo, id string) {
+	t.Helper()
+	run(t, "", "wt-admin", "--repo", repo, "status", "--json").ok(t)
+	if exists(leaseFile(repo, id)) {
+		t.Fatal("a lease is left behind")
+	}
+	b, _ := os.ReadFile(filepath.Join(repo, ".git", "wt", "allocations", id+".json"))
+	if !bytes.Contains(b, []byte(`"external_bindings": []`)) {
+		t.Fatalf("runtime bindings left behind:\n%s", b)
+	}
+}
+
+// waitLoop is a child that records itself and waits for a file.
+const waitLoop = `echo $$ >> "$1"; while [ ! -e "$2" ]; do sleep 0.02; done`
+
+// TestExecOneWriter starts 32 wt-exec at once on one worktree: one child
+// runs, and the 31 others are refused with WRITER_LEASE_HELD while it does.
+func TestExecOneWriter(t *testing.T) {
+	top, repo, wts := governed(t, 1)
+	rec, release := filepath.Join(top, "children"), filepath.Join(top, "go")
+	const n = 32
+	results := make(chan result, n)
+	var ready sync.WaitGroup
+	startGun := make(chan struct{})
+	for i := 0; i < n; i++ {
+		ready.Add(1)
+		go func() {
+			cmd, out, errb := command("", "wt-exec", "-C", wts[0], "--", "sh", "-c", waitLoop, "sh", rec, release)
+			ready.Done()
+			<-startGun
+			results <- resultOf(cmd, cmd.Run(), out, errb)
+		}()
+	}
+	ready.Wait()
+	close(startGun)
+	for i := 0; i < n-1; i++ {
+		(<-results).refused(t, "WRITER_LEASE_HELD")
+	}
+	os.WriteFile(release, nil, 0o644)
+	(<-results).ok(t)
+	if b, _ := os.ReadFile(rec); strings.Count(string(b), "\n") != 1 {
+		t.Fatalf("children that ran:\n%s", b)
+	}
+	storeValid(t, repo, allocID(t, repo, "w0"))
+}
+
+// TestExecManyWorktrees starts 32 wt-exec at once on 32 worktrees: all run.
+func TestExecManyWorktrees(t *testing.T) {
+	top, repo, wts := governed(t, 32)
+	rec := filepath.Join(top, "children")
+	results := make(chan result, len(wts))
+	for _, w := range wts {
+		go func() { results <- run(t, "", "wt-exec", "-C", w, "--", "sh", "-c", `echo $$ >> "$1"`, "sh", rec) }()
+	}
+	for range wts {
+		(<-results).ok(t)
+	}
+	if b, _ := os.ReadFile(rec); strings.Count(string(b), "\n") != len(wts) {
+		t.Fatalf("children that ran:\n%s", b)
+	}
+	storeValid(t, repo, allocID(t, repo, "w7"))
+}
+
+// TestExecKilledWrapper kills wt-exec with SIGKILL while its child runs: the
+// child's group keeps the lease; once the child ends, a new wt-exec takes it
+// over with a new generation.
+func TestExecKilledWrapper(t *testing.T) {
+	top, repo, wts := governed(t, 1)
+	pidFile, release := filepath.Join(top, "pid"), filepath.Join(top, "go")
+	// The child leaves the worktree, so only its process group is evidence.
+	cmd, _, _ := command("", "wt-exec", "-C", wts[0], "--", "sh", "-c", `cd /; `+waitLoop, "sh", pidFile, release)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	child := readPID(t, pidFile)
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	r := run(t, "", "wt-exec", "-C", wts[0], "--", "true").refused(t, "WRITER_LEASE_HELD")
+	if !strings.Contains(r.stderr, "remain in its child's process group") && !strings.Contains(r.stderr, "carry the lease in their environment") {
+		t.Fatalf("the refusal does not name the child:\n%s", r.stderr)
+	}
+	os.WriteFile(release, nil, 0o644)
+	waitFor(t, "the orphaned child to end", func() bool { return gone(child) })
+
+	r = run(t, "", "wt-exec", "-C", wts[0], "--", "true").ok(t)
+	if !strings.Contains(r.stderr, "WRITER_LEASE_TAKEN_OVER: lease") || !strings.Contains(r.stderr, "(generation 1) of dead holder") {
+		t.Fatalf("no takeover reported:\n%s", r.stderr)
+	}
+	ev, _ := os.ReadFile(filepath.Join(repo, ".git", "wt", "events.jsonl"))
+	if !bytes.Contains(ev, []byte(`"event":"writer_lease_taken_over"`)) || !bytes.Contains(ev, []byte(`"previous_generation":1`)) {
+		t.Fatalf("no takeover event:\n%s", ev)
+	}
+	storeValid(t, repo, allocID(t, repo, "w0"))
+}
+
+// TestExecCrashBeforeChildRecorded kills wt-exec (SIGKILL, from a build with
+// crash points) right after its child started and before the child's group
+// was added to the lease. The child carries WT_LEASE_ID in its environment
+// from its first instruction: that keeps the lease held until it ends.
+func TestExecCrashBeforeChildRecorded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	bin := filepath.Join(t.TempDir(), "wt-exec")
+	if out, err := exec.Command("go", "build", "-tags", "wt_crashpoints", "-o", bin, "github.com/wt-tool/wt/cmd/wt-exec").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	top, repo, wts := governed(t, 1)
+	pidFile, release := filepath.Join(top, "pid"), filepath.Join(top, "go")
+	cmd, out, errb := command("", bin, "-C", wts[0], "--", "sh", "-c", `cd /; `+waitLoop, "sh", pidFile, release)
+	cmd.Env = append(cmd.Env, "WT_TEST_CRASH_AT=exec:child-started")
+	if r := resultOf(cmd, cmd.Run(), out, errb); r.code != -int(syscall.SIGKILL) {
+		t.Fatalf("wt-exec did not die at the crash point: %d %s", r.code, r.stderr)
+	}
+	child := readPID(t, pidFile)
+	b, _ := os.ReadFile(leaseFile(repo, allocID(t, repo, "w0")))
+	if !bytes.Contains(b, []byte(`"child": null`)) {
+		t.Fatalf("the lease already names the child:\n%s", b)
+	}
+	r := run(t, "", "wt-exec", "-C", wts[0], "--", "true").refused(t, "WRITER_LEASE_HELD")
+	if !strings.Contains(r.stderr, "carry the lease in their environment") {
+		t.Fatalf("the refusal does not name the environment evidence:\n%s", r.stderr)
+	}
+	os.WriteFile(release, nil, 0o644)
+	waitFor(t, "the orphaned child to end", func() bool { return gone(child) })
+	r = run(t, "", "wt-exec", "-C", wts[0], "--", "true").ok(t)
+	if !strings.Contains(r.stderr, "WRITER_LEASE_TAKEN_OVER") {
+		t.Fatalf("no takeover once the child ended:\n%s", r.stderr)
+	}
+	storeValid(t, repo, allocID(t, repo, "w0"))
+}
+
+// TestExecPIDReuse plants leases whose holder is a live process but not the
+// recorded one (other start ticks, or another boot): they are dead and taken
+// over. The exact identity of the same live process holds the lease.
+func TestExecPIDReuse(t *testing.T) {
+	top, repo, wts := governed(t, 1)
+	id := allocID(t, repo, "w0")
+	saved := filepath.Join(top, "saved.json")
+	run(t, "", "wt-exec", "-C", wts[0], "--", "cp", leaseFile(repo, id), saved).ok(t)
+
+	// A live process outside the worktree, leading its own group.
+	sleeper := exec.Command("sleep", "600")
+	sleeper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	self, err := proc.Describe(sleeper.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plant := func(pid int, ticks uint64, boot string) {
+		var l map[string]any
+		b, _ := os.ReadFile(saved)
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatal(err)
+		}
+		h := l["holder"].(map[string]any)
+		h["pid"], h["start_ticks"], h["boot_id"] = pid, ticks, boot
+		l["child"] = nil
+		out, _ := json.Marshal(l)
+		if err := os.WriteFile(leaseFile(repo, id), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		ticks uint64
+		boot  string
+	}{
+		{"other start ticks", self.StartTicks + 7, self.BootID},
+		{"another boot", self.StartTicks, "00000000-0000-4000-8000-000000000000"},
+	} {
+		plant(self.PID, tc.ticks, tc.boot)
+		r := run(t, "", "wt-exec", "-C", wts[0], "--", "true").ok(t)
+		if !strings.Contains(r.stderr, "WRITER_LEASE_TAKEN_OVER") || !strings.Contains(r.stderr, fmt.Sprintf("pid %d", self.PID)) {
+			t.Fatalf("%s: not taken over:\n%s", tc.name, r.stderr)
+		}
+	}
+	// The positive control: the exact triple of the live process holds.
+	plant(self.PID, self.StartTicks, self.BootID)
+	run(t, "", "wt-exec", "-C", wts[0], "--", "true").refused(t, "WRITER_LEASE_HELD")
+}
+
+// TestExecDaemon: a child that double-forks a daemon (setsid) and exits.
+// The lease is released only after the daemon is gone: on SIGTERM when it
+// obeys, on SIGKILL after --grace when it ignores SIGTERM.
+func TestExecDaemon(t *testing.T) {
+	_, repo, wts := governed(t, 1)
+	id := allocID(t, repo, "w0")
+	for _, tc := range []struct {
+		name, trap string
+	}{
+		{"obeys SIGTERM", `trap 'test -e "$LEASE" && echo held-at-term >> "$OUT"; exit 0' TERM`},
+		{"ignores SIGTERM", `trap '' TERM`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, dpid := filepath.Join(t.TempDir(), "out"), filepath.Join(t.TempDir(), "daemon")
+			daemon := tc.trap + `; echo $$ > "$DPID"; while :; do test -e "$LEASE" || echo lease-gone-while-alive >> "$OUT"; sleep 0.02; done`
+			cmd, stdout, stderr := command("", "wt-exec", "-C", wts[0], "--grace", "1s", "--",
+				"sh", "-c", `setsid sh -c "$1" & while [ ! -s "$DPID" ]; do sleep 0.01; done`, "sh", daemon)
+			cmd.Env = append(cmd.Env, "LEASE="+leaseFile(repo, id), "OUT="+out, "DPID="+dpid)
+			r := resultOf(cmd, cmd.Run(), stdout, stderr).ok(t)
+			d := readPID(t, dpid)
+			if !gone(d) {
+				t.Fatalf("daemon %d outlived wt-exec", d)
+			}
+			b, _ := os.ReadFile(out)
+			if bytes.Contains(b, []byte("lease-gone-while-alive")) {
+				t.Fatal("the lease was released while the daemon lived")
+			}
+			if tc.trap != `trap '' TERM` && !bytes.Contains(b, []byte("held-at-term")) {
+				t.Fatalf("the daemon did not see the lease held at SIGTERM: %q", b)
+			}
+			if tc.trap == `trap '' TERM` && !strings.Contains(r.stderr, "after the grace period") {
+				t.Fatalf("no SIGKILL after grace reported:\n%s", r.stderr)
+			}
+			storeValid(t, repo, id)
+		})
+	}
+}
+
+// TestExecSignals: SIGINT and SIGTERM sent to wt-exec reach the child; a
+// child killed by them makes wt-exec exit 130 and 143, and one that traps
+// them exits with its own status.
+func TestExecSignals(t *testing.T) {
+	top, repo, wts := governed(t, 1)
+	for _, tc := range []struct {
+		sig    syscall.Signal
+		script string
+		want   int
+	}{
+		{syscall.SIGINT, `echo ready > "$1"; exec sleep 600`, 130},
+		{syscall.SIGTERM, `echo ready > "$1"; exec sleep 600`, 143},
+		{syscall.SIGTERM, `trap 'exit 7' TERM; echo ready > "$1"; while :; do sleep 0.02; done`, 7},
+		{syscall.SIGUSR1, `trap 'exit 11' USR1; echo ready > "$1"; while :; do sleep 0.02; done`, 11},
+		{syscall.SIGHUP, `trap 'exit 12' HUP; echo ready > "$1"; while :; do sleep 0.02; done`, 12},
+	} {
+		ready := filepath.Join(top, "ready-"+tc.sig.String()+strconv.Itoa(tc.want))
+		cmd, out, errb := command("", "wt-exec", "-C", wts[0], "--", "sh", "-c", tc.script, "sh", ready)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the child", func() bool { return exists(ready) })
+		cmd.Process.Signal(tc.sig)
+		if r := resultOf(cmd, cmd.Wait(), out, errb); r.code != tc.want {
+			t.Fatalf("%v: exit %d, want %d\n%s", tc.sig, r.code, tc.want, r.stderr)
+		}
+	}
+	storeValid(t, repo, allocID(t, repo, "w0"))
+}
+
+// TestExecAncestorHolder binds the lease to a named ancestor; nested
+// wt-exec under the same holder (named again, or inherited through
+// WT_HOLDER_PID) renew the lease and leave it to the outer one, and a nested
+// one for another client is refused.
+func TestExecAncestorHolder(t *testing.T) {
+	top, repo, wts := governed(t, 1)
+	id := allocID(t, repo, "w0")
+	script := `
+echo "$WT_HOLDER_PID" > "$TOP/holder"
+wt-exec --holder ancestor:agentsh --verbose -- true 2> "$TOP/inner1" || echo failed >> "$TOP/inner1"
+test -e "$LEASE" && echo held > "$TOP/after1"
+wt-exec --verbose -- true 2> "$TOP/inner2" || echo failed >> "$TOP/inner2"
+test -e "$LEASE" && echo held > "$TOP/after2"
+wt-exec --client-id someone-else -- true 2> "$TOP/inner3"; echo $? >> "$TOP/inner3"
+`
+	cmd, out, errb := command("", "agentsh", "wt-exec", "--holder", "ancestor:agentsh", "-C", wts[0], "--", "sh", "-c", script)
+	cmd.Env = append(cmd.Env, "TOP="+top, "LEASE="+leaseFile(repo, id))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	agent := cmd.Process.Pid
+	resultOf(cmd, cmd.Wait(), out, errb).ok(t)
+	if got := readPID(t, filepath.Join(top, "holder")); got != agent {
+		t.Fatalf("holder pid %d, want agentsh %d", got, agent)
+	}
+	for _, f := range []string{"inner1", "inner2"} {
+		if b, _ := os.ReadFile(filepath.Join(top, f)); !bytes.Contains(b, []byte("WRITER_LEASE_RENEWED")) || bytes.Contains(b, []byte("failed")) {
+			t.Fatalf("%s: %s", f, b)
+		}
+	}
+	for _, f := range []string{"after1", "after2"} {
+		if b, _ := os.ReadFile(filepath.Join(top, f)); string(b) != "held\n" {
+			t.Fatalf("a nested wt-exec released the outer lease (%s)", f)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(top, "inner3")); !bytes.Contains(b, []byte("WRITER_LEASE_HELD")) || !bytes.HasSuffix(b, []byte("125\n")) {
+		t.Fatalf("another client nested: %s", b)
+	}
+	storeValid(t, repo, id)
+}
+
+// TestExecPTY runs wt-exec on a real terminal: the child gets its own pty
+// (a terminal, the outer window size, then the new size after a resize),
+// and its output arrives intact.
+func TestExecPTY(t *testing.T) {
+	top, repo, wts := governed(t, 1)
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pty: %v", err)
+	}
+	defer ptmx.Close()
+	pty.Setsize(ptmx, &pty.Winsize{Rows: 33, Cols: 111})
+	release := filepath.Join(top, "go")
+	script := `test -t 0 && test -t 1 && echo TTY-YES; stty size; echo READY
+while [ ! -e "$1" ]; do sleep 0.02; done
+i=0; while [ "$(stty size)" != "40 100" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done
+stty size; seq 1 5000; echo END`
+	cmd := exec.Command("wt-exec", "-C", wts[0], "--", "sh", "-c", script, "sh", release)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	// The test's pty becomes wt-exec's controlling terminal, as a login
+	// terminal would be.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(b)
+			mu.Lock()
+			buf.Write(b[:n])
+			mu.Unlock()
+			if err != nil {
+				close(done)
+				return
+			}
+		}
+	}()
+	output := func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
+	waitFor(t, "the child on its pty", func() bool { return strings.Contains(output(), "READY") })
+	pty.Setsize(ptmx, &pty.Winsize{Rows: 40, Cols: 100}) // SIGWINCH to wt-exec
+	os.WriteFile(release, nil, 0o644)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("wt-exec: %v\n%s", err, output())
+	}
+	<-done
+	got := strings.ReplaceAll(output(), "\r", "")
+	for _, want := range []string{"TTY-YES\n", "33 111\n", "40 100\n", "END\n"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("output lacks %q:\n%s", want, got)
+		}
+	}
+	var seq strings.Builder
+	for i := 1; i <= 5000; i++ {
+		fmt.Fprintf(&seq, "%d\n", i)
+	}
+	if !strings.Contains(got, seq.String()) {
+		t.Fatal("the output of seq 1 5000 did not arrive intact")
+	}
+	storeValid(t, repo, allocID(t, repo, "w0"))
+}
+
+// TestExecPathUsers: a process sitting in the worktree (its cwd) blocks the
+// takeover of a dead holder's lease; the asking process's own ancestors do
+// not.
+func TestExecPathUsers(t *testing.T) {
+	top, repo, wts := governed(t, 1)
+	pidFile, release := filepath.Join(top, "pid"), filepath.Join(top, "go")
+	cmd, _, _ := command("", "wt-exec", "-C", wts[0], "--", "sh", "-c", `cd /; `+waitLoop, "sh", pidFile, release)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	child := readPID(t, pidFile)
+	cmd.Process.Kill()
+	cmd.Wait()
+	os.WriteFile(release, nil, 0o644)
+	waitFor(t, "the orphaned child to end", func() bool { return gone(child) })
+	// The lease is dead now, but someone sits in the worktree.
+	sitter := exec.Command("sleep", "600")
+	sitter.Dir = wts[0]
+	if err := sitter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "", "wt-exec", "-C", wts[0], "--", "true").refused(t, "WRITER_LEASE_HELD")
+	if !strings.Contains(r.stderr, fmt.Sprintf("pid %d (sleep 600) uses the worktree (cwd", sitter.Process.Pid)) {
+		t.Fatalf("the refusal does not name the sitter:\n%s", r.stderr)
+	}
+	sitter.Process.Kill()
+	sitter.Wait()
+	// The shell that asks sits in the worktree itself: not evidence.
+	r = run(t, wts[0], "sh", "-c", `wt-exec -- true; echo status=$?`)
+	if !strings.Contains(r.stdout, "status=0") || !strings.Contains(r.stderr, "WRITER_LEASE_TAKEN_OVER") {
+		t.Fatalf("an ancestor in the worktree blocked the takeover:\n%s\n%s", r.stdout, r.stderr)
+	}
+	storeValid(t, repo, allocID(t, repo, "w0"))
+}
+
+
