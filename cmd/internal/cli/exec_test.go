@@ -541,5 +541,3 @@ func TestExecPathUsers(t *testing.T) {
 	}
 	storeValid(t, repo, allocID(t, repo, "w0"))
 }
-
-
