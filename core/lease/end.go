@@ -94,6 +94,12 @@ func Release(r *alloc.Repo, g Grant, scan func() (Evidence, error)) (Released, e
 		if err != nil {
 			return err
 		}
+		if !ok && !g.Started {
+			// The child never started, so the lease was never written:
+			// only git's lock is left to lift.
+			_, err := gitrepo.RemoveLock(g.commonDir, g.key, Reason(g.Lease))
+			return err
+		}
 		if !ok || l.LeaseID != g.Lease.LeaseID || !l.Holder.Same(g.Lease.Holder) {
 			res.Kept = "the lease was ended or handed over by someone else meanwhile"
 			return nil

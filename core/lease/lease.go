@@ -115,9 +115,9 @@ func (g Grant) Env() []string {
 // evidence beyond the holder's own identity.
 //
 // start is called inside the section once every check has passed and the
-// lease, git's lock and the runtime binding are written (for NOT_APPLICABLE,
-// with Applicable false and nothing written): it starts the child and
-// returns its process group, which is then added to the lease. If start
+// runtime binding and git's lock are written (for NOT_APPLICABLE, with
+// Applicable false and nothing written): it starts the child and returns
+// its process group, and then the lease is written, naming it. If start
 // fails, Acquire returns its error with Started false and the caller
 // releases the grant; if a write fails after start, Started is true and the
 // caller must stop the child first.
@@ -263,20 +263,15 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 	}
 	changed := g.Owned || !slices.Equal(keep, a.ExternalBindings)
 	a.ExternalBindings = keep
-	g.Applicable, g.Cleared = true, append(g.Cleared, stale...)
-	// Order: the lease, git's lock and the allocation's runtime binding
-	// are in place before the child starts, so nothing the child does
-	// (git included, which ignores wt's lock) meets a worktree without them.
-	// Then the child's group is added to the lease. A crash (SIGKILL)
-	// anywhere in between leaves a lease whose holder is dead: taken over
-	// only once its groups are empty and nobody uses the worktree.
-	if err := tx.PutLease(&l); err != nil {
-		return g, err
-	}
-	g.Lease = l
-	if err := placeLock(commonDir, c.Key, l); err != nil {
-		return g, err
-	}
+	g.Applicable, g.Cleared, g.Lease = true, append(g.Cleared, stale...), l
+	// Order. The allocation (runtime binding, generation) and git's lock
+	// are in place before the child starts, so nothing the child does (git
+	// included, which ignores wt's store lock) meets a worktree without
+	// them. The lease is written once the child's group is known. A crash
+	// (SIGKILL) in between leaves a binding whose holder is dead: cleared
+	// as stale, unless a process still carries its lease id in its
+	// environment (the child, from its first instruction), which fences the
+	// worktree until it ends.
 	if changed {
 		a.UpdatedAt = stamp(now)
 		if err := tx.PutAllocationRuntime(&a); err != nil {
@@ -284,6 +279,9 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 		}
 	}
 	g.Allocation = a
+	if err := placeLock(commonDir, c.Key, l); err != nil {
+		return g, err
+	}
 	for _, s := range stale {
 		if err := logEvent(tx, "runtime_binding_cleared", a, nil, map[string]any{"binding": s, "why": "its holder and process group are gone"}); err != nil {
 			return g, err
@@ -297,13 +295,13 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 	crashpoint.Here("exec:child-started")
 	// A renewal keeps the child group of the holder that acquired the
 	// lease: that group, not ours, is the evidence it lives.
-	if g.Owned && child != nil {
+	if g.Owned {
 		l.Child = child
-		if err := tx.PutLease(&l); err != nil {
-			return g, err
-		}
-		g.Lease = l
 	}
+	if err := tx.PutLease(&l); err != nil {
+		return g, err
+	}
+	g.Lease = l
 	detail := map[string]any{"generation": l.Generation, "expires_at": l.ExpiresAt, "kind": req.Kind, "code": g.Code, "child": l.Child}
 	if g.Previous != nil {
 		detail["previous_lease_id"] = g.Previous.LeaseID

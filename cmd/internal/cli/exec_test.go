@@ -141,6 +141,8 @@ func allocID(t *testing.T, repo, key string) string {
 	return b.AllocationID
 }
 
+func storeLock(repo string) string { return filepath.Join(repo, ".git", "wt", "lock") }
+
 func leaseFile(repo, id string) string {
 	return filepath.Join(repo, ".git", "wt", "leases", id+".json")
 }
@@ -245,8 +247,8 @@ func TestExecKilledWrapper(t *testing.T) {
 
 // TestExecCrashBeforeChildRecorded kills wt-exec (SIGKILL, from a build with
 // crash points) right after its child started and before the child's group
-// was added to the lease. The child carries WT_LEASE_ID in its environment
-// from its first instruction: that keeps the lease held until it ends.
+// was written. The child carries WT_LEASE_ID in its environment from its
+// first instruction: that fences the worktree until it ends.
 func TestExecCrashBeforeChildRecorded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary")
@@ -263,19 +265,23 @@ func TestExecCrashBeforeChildRecorded(t *testing.T) {
 		t.Fatalf("wt-exec did not die at the crash point: %d %s", r.code, r.stderr)
 	}
 	child := readPID(t, pidFile)
-	b, _ := os.ReadFile(leaseFile(repo, allocID(t, repo, "w0")))
-	if !bytes.Contains(b, []byte(`"child": null`)) {
-		t.Fatalf("the lease already names the child:\n%s", b)
+	if exists(leaseFile(repo, allocID(t, repo, "w0"))) {
+		t.Fatal("the lease was written before the child's group was known")
 	}
-	r := run(t, "", "wt-exec", "-C", wts[0], "--", "true").refused(t, "WRITER_LEASE_HELD")
+	// What is left is the runtime binding of a dead wt-exec, whose child
+	// lives on.
+	r := run(t, "", "wt-exec", "-C", wts[0], "--", "true").refused(t, "EXTERNAL_BINDING")
 	if !strings.Contains(r.stderr, "carry the lease in their environment") {
 		t.Fatalf("the refusal does not name the environment evidence:\n%s", r.stderr)
 	}
 	os.WriteFile(release, nil, 0o644)
 	waitFor(t, "the orphaned child to end", func() bool { return gone(child) })
-	r = run(t, "", "wt-exec", "-C", wts[0], "--", "true").ok(t)
-	if !strings.Contains(r.stderr, "WRITER_LEASE_TAKEN_OVER") {
-		t.Fatalf("no takeover once the child ended:\n%s", r.stderr)
+	// Once it ended, the stale binding is cleared (and logged) by the next
+	// acquisition.
+	run(t, "", "wt-exec", "-C", wts[0], "--", "true").ok(t)
+	ev, _ := os.ReadFile(filepath.Join(repo, ".git", "wt", "events.jsonl"))
+	if !bytes.Contains(ev, []byte(`"event":"runtime_binding_cleared"`)) {
+		t.Fatalf("no cleared binding in the events:\n%s", ev)
 	}
 	storeValid(t, repo, allocID(t, repo, "w0"))
 }
@@ -287,7 +293,9 @@ func TestExecPIDReuse(t *testing.T) {
 	top, repo, wts := governed(t, 1)
 	id := allocID(t, repo, "w0")
 	saved := filepath.Join(top, "saved.json")
-	run(t, "", "wt-exec", "-C", wts[0], "--", "cp", leaseFile(repo, id), saved).ok(t)
+	// Store readers take the store's lock (shared), as flock -s does: the
+	// lease is written once the child runs, inside wt-exec's section.
+	run(t, "", "wt-exec", "-C", wts[0], "--", "flock", "-s", storeLock(repo), "cp", leaseFile(repo, id), saved).ok(t)
 
 	// A live process outside the worktree, leading its own group.
 	sleeper := exec.Command("sleep", "600")
@@ -342,15 +350,15 @@ func TestExecDaemon(t *testing.T) {
 	for _, tc := range []struct {
 		name, trap string
 	}{
-		{"obeys SIGTERM", `trap 'test -e "$LEASE" && echo held-at-term >> "$OUT"; exit 0' TERM`},
+		{"obeys SIGTERM", `trap 'flock -s "$LOCK" test -e "$LEASE" && echo held-at-term >> "$OUT"; exit 0' TERM`},
 		{"ignores SIGTERM", `trap '' TERM`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, dpid := filepath.Join(t.TempDir(), "out"), filepath.Join(t.TempDir(), "daemon")
-			daemon := tc.trap + `; echo $$ > "$DPID"; while :; do test -e "$LEASE" || echo lease-gone-while-alive >> "$OUT"; sleep 0.02; done`
+			daemon := tc.trap + `; echo $$ > "$DPID"; while :; do flock -s "$LOCK" test -e "$LEASE" || echo lease-gone-while-alive >> "$OUT"; sleep 0.02; done`
 			cmd, stdout, stderr := command("", "wt-exec", "-C", wts[0], "--grace", "1s", "--",
 				"sh", "-c", `setsid sh -c "$1" & while [ ! -s "$DPID" ]; do sleep 0.01; done`, "sh", daemon)
-			cmd.Env = append(cmd.Env, "LEASE="+leaseFile(repo, id), "OUT="+out, "DPID="+dpid)
+			cmd.Env = append(cmd.Env, "LEASE="+leaseFile(repo, id), "LOCK="+storeLock(repo), "OUT="+out, "DPID="+dpid)
 			r := resultOf(cmd, cmd.Run(), stdout, stderr).ok(t)
 			d := readPID(t, dpid)
 			if !gone(d) {
@@ -411,13 +419,13 @@ func TestExecAncestorHolder(t *testing.T) {
 	script := `
 echo "$WT_HOLDER_PID" > "$TOP/holder"
 wt-exec --holder ancestor:agentsh --verbose -- true 2> "$TOP/inner1" || echo failed >> "$TOP/inner1"
-test -e "$LEASE" && echo held > "$TOP/after1"
+flock -s "$LOCK" test -e "$LEASE" && echo held > "$TOP/after1"
 wt-exec --verbose -- true 2> "$TOP/inner2" || echo failed >> "$TOP/inner2"
-test -e "$LEASE" && echo held > "$TOP/after2"
+flock -s "$LOCK" test -e "$LEASE" && echo held > "$TOP/after2"
 wt-exec --client-id someone-else -- true 2> "$TOP/inner3"; echo $? >> "$TOP/inner3"
 `
 	cmd, out, errb := command("", "agentsh", "wt-exec", "--holder", "ancestor:agentsh", "-C", wts[0], "--", "sh", "-c", script)
-	cmd.Env = append(cmd.Env, "TOP="+top, "LEASE="+leaseFile(repo, id))
+	cmd.Env = append(cmd.Env, "TOP="+top, "LEASE="+leaseFile(repo, id), "LOCK="+storeLock(repo))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/wt-tool/wt/core/store"
+)
+
+// shippedExec builds wt-exec the way `make build` does (static, without
+// urfave/cli's doc generators): benchmarks measure what users run, not this
+// test binary.
+func shippedExec(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "wt-exec")
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", bin, "github.com/wt-tool/wt/cmd/wt-exec")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// benchRepo makes a governed repository with worktrees w0..w(n-1) and,
+// beside them, extra allocation records (with bindings and registrations)
+// that no worktree uses: a store of n+extra allocations.
+func benchRepo(b *testing.B, n, extra int) (repo string, wts []string) {
+	b.Helper()
+	top := b.TempDir()
+	repo = filepath.Join(top, "repo")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "init"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@wt.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@wt.invalid")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if code := Admin([]string{"--repo", repo, "init"}, nopWriter{}, nopWriter{}); code != 0 {
+		b.Fatalf("init: %d", code)
+	}
+	for i := 0; i < n; i++ {
+		w := filepath.Join(top, fmt.Sprintf("w%d", i))
+		if code := Admin([]string{"--repo", repo, "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "bench", w}, nopWriter{}, nopWriter{}); code != 0 {
+			b.Fatalf("allocate: %d", code)
+		}
+		wts = append(wts, w)
+	}
+	// Extra records are written directly, without fsync: 10,000 synced
+	// writes would take minutes, and only their presence matters here.
+	root := filepath.Join(repo, ".git", "wt")
+	meta := store.Meta{SchemaVersion: store.SchemaVersion, RecordVersion: 1}
+	for i := 0; i < extra; i++ {
+		key := fmt.Sprintf("x%d", i)
+		a := store.Allocation{Meta: meta, AllocationID: uuid.NewString(), TaskKey: "X-" + key, Owner: "o", Role: store.RoleFeature,
+			Lifecycle: store.Retained, WorktreePath: filepath.Join(top, key), WorktreeKey: key, BaseCommit: "c", ExternalBindings: []string{},
+			CreatedAt: "t", UpdatedAt: "t"}
+		for path, rec := range map[string]any{
+			filepath.Join(root, "allocations", a.AllocationID+".json"): a,
+			filepath.Join(root, "bindings", key+".json"):               store.Binding{Meta: meta, WorktreeKey: key, AllocationID: a.AllocationID},
+		} {
+			data, _ := json.MarshalIndent(rec, "", "  ")
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return repo, wts
+}
+
+type nopWriter struct{}
+
+func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+func runOnce(b *testing.B, name string, args ...string) {
+	cmd := exec.Command(name, args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
+
+// BenchmarkExecWrap is `X true` for each wrapper X, side by side in one
+// run: plain /bin/true, flock(1), tini, and wt-exec on a governed worktree
+// in a store of 10 and of 10,000 allocations. Each op is one whole process
+// run. Compare the ns/op differences to true's (see ../shared/BASELINE.md).
+func BenchmarkExecWrap(b *testing.B) {
+	wtexec := shippedExec(b)
+	_, small := benchRepo(b, 1, 9)
+	_, large := benchRepo(b, 1, 9999)
+	lockFile := filepath.Join(b.TempDir(), "lock")
+	cases := []struct {
+		name string
+		argv []string
+	}{
+		{"true", []string{"/bin/true"}},
+		{"flock", []string{"flock", lockFile, "/bin/true"}},
+		{"tini", []string{"tini", "-s", "--", "/bin/true"}},
+		{"wt-exec/allocations=10", []string{wtexec, "-C", small[0], "--", "/bin/true"}},
+		{"wt-exec/allocations=10000", []string{wtexec, "-C", large[0], "--", "/bin/true"}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			if _, err := exec.LookPath(c.argv[0]); err != nil {
+				b.Skipf("%s is not installed (make bench installs it with apt-get)", c.argv[0])
+			}
+			for i := 0; i < b.N; i++ {
+				runOnce(b, c.argv[0], c.argv[1:]...)
+			}
+		})
+	}
+}
+
+// BenchmarkExecParallel8 runs wt-exec -- true from 8 goroutines at once,
+// each on its own worktree: ns/op is wall time per acquire+run+release
+// across the 8 (the inverse of throughput).
+func BenchmarkExecParallel8(b *testing.B) {
+	wtexec := shippedExec(b)
+	_, wts := benchRepo(b, 8, 0)
+	var next atomic.Int64
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, w := range wts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				runOnce(b, wtexec, "-C", w, "--", "/bin/true")
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// BenchmarkExecContention8 runs wt-exec -- true from 8 goroutines at once
+// on one worktree: ns/op is the wall time per attempt, and refused/op the
+// share of attempts refused with WRITER_LEASE_HELD (exit 125) because
+// another held the lease at that moment.
+func BenchmarkExecContention8(b *testing.B) {
+	wtexec := shippedExec(b)
+	_, wts := benchRepo(b, 1, 0)
+	var next, refused atomic.Int64
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				err := exec.Command(wtexec, "-C", wts[0], "--", "/bin/true").Run()
+				if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == ExitExecRefused {
+					refused.Add(1)
+				} else if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(refused.Load())/float64(b.N), "refused/op")
+}
