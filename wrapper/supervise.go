@@ -1,7 +1,6 @@
 package wrapper
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -30,7 +29,8 @@ type supervisor struct {
 	sigs    chan os.Signal
 	restore func() // gives the terminal back its settings
 
-	pid  int      // the child, leader of its own group (or session, with a pty)
+	pid    int // the child, leader of its own group (or session, with a pty)
+	status int // its exit status once reaped, -1 before
 	ptmx *os.File // the pty's controlling side, nil without a pty
 	// outDone is closed when the relay from the pty to stdout has ended.
 	outDone chan struct{}
@@ -38,11 +38,6 @@ type supervisor struct {
 	// (-1 if none); ownPgrp is the group to give it back to.
 	fgTTY   int
 	ownPgrp int
-}
-
-type exited struct {
-	pid    int
-	status unix.WaitStatus
 }
 
 // prepare readies wt-exec for a child, before the lease section starts it.
@@ -56,8 +51,9 @@ func (s *supervisor) prepare() error {
 	// Signals are caught before the child exists, so none is lost between
 	// fork and the loop; they wait in the channel until then.
 	s.sigs = make(chan os.Signal, 16)
-	signal.Notify(s.sigs, append([]os.Signal{unix.SIGWINCH}, forwarded...)...)
+	signal.Notify(s.sigs, append([]os.Signal{unix.SIGWINCH, unix.SIGCHLD}, forwarded...)...)
 	s.restore = func() {}
+	s.status = -1
 	return nil
 }
 
@@ -90,33 +86,21 @@ func (s *supervisor) abort() {
 func (s *supervisor) supervise() int {
 	defer signal.Stop(s.sigs)
 	defer s.restore()
-	exits := make(chan exited, 16)
-	none := make(chan struct{})
-	go reap(exits, none)
-
 	var renew <-chan time.Time
 	if s.opts.TTL > 0 && s.grant.Applicable {
 		t := time.NewTicker(s.opts.TTL / 3)
 		defer t.Stop()
 		renew = t.C
 	}
-	status := -1
-	for status < 0 {
+	// The child may have ended before the first SIGCHLD was caught.
+	s.reap()
+	for s.status < 0 {
 		select {
 		case sig := <-s.sigs:
-			s.signal(sig)
-		case e := <-exits:
-			if e.pid == s.pid {
-				status = exitStatus(e.status)
-			}
-		case <-none:
-			// Every child is reaped. reap sent each exit before closing
-			// none, so the main child's is waiting in exits.
-			for status < 0 {
-				e := <-exits
-				if e.pid == s.pid {
-					status = exitStatus(e.status)
-				}
+			if sig == unix.SIGCHLD {
+				s.reap()
+			} else {
+				s.signal(sig)
 			}
 		case <-renew:
 			if err := lease.Renew(s.repo, s.grant, s.opts.TTL); err != nil {
@@ -125,25 +109,30 @@ func (s *supervisor) supervise() int {
 		}
 	}
 	s.giveTerminalBack()
-	s.cleanup(s.sigs, exits, none)
-	return status
+	s.cleanup()
+	return s.status
 }
 
-// reap collects every child, the main one and reparented orphans alike
-// (tini's reap_zombies): wait4(-1) until ECHILD, then close none. Only the
-// main child's status becomes the exit status.
-func reap(exits chan<- exited, none chan<- struct{}) {
+// reap collects every child that has exited, the main one and reparented
+// orphans alike, without blocking (tini's reap_zombies): wait4(-1, WNOHANG)
+// until none is waiting. Only the main child's status becomes the exit
+// status. It reports whether no child is left at all (ECHILD): as a
+// subreaper whose main child is gone, that means no descendant is left.
+// SIGCHLD drives it, so no thread sits blocked in wait4.
+func (s *supervisor) reap() (none bool) {
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
-		if err == unix.EINTR {
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		switch {
+		case err == unix.EINTR:
 			continue
+		case err != nil:
+			return true // ECHILD
+		case pid == 0:
+			return false
+		case pid == s.pid:
+			s.status = exitStatus(ws)
 		}
-		if err != nil {
-			close(none)
-			return
-		}
-		exits <- exited{pid, ws}
 	}
 }
 
@@ -176,43 +165,36 @@ func (s *supervisor) signal(sig os.Signal) {
 // and every reparented descendant get SIGTERM (and SIGCONT, so a stopped
 // one can act on it), then SIGKILL after the grace period, until no child is
 // left to reap. A second SIGINT or SIGTERM to wt-exec skips the grace.
-func (s *supervisor) cleanup(sigs <-chan os.Signal, exits <-chan exited, none <-chan struct{}) {
+func (s *supervisor) cleanup() {
+	if s.reap() {
+		s.drainOutput()
+		return
+	}
+	n := s.terminate(unix.SIGTERM)
+	s.opts.Notify(fmt.Sprintf("the command exited; stopping %d leftover process(es), SIGKILL in %s", n, s.opts.Grace))
 	grace := time.NewTimer(max(s.opts.Grace, 0))
 	defer grace.Stop()
-	if hasChildren() {
-		n := s.terminate(unix.SIGTERM)
-		s.opts.Notify(fmt.Sprintf("the command exited; stopping %d leftover process(es), SIGKILL in %s", n, s.opts.Grace))
-	}
-	var kill <-chan time.Time
-	for {
+	// A SIGCHLD lost to a full channel must not stall the end: poll too.
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	killing := false
+	for !s.reap() {
 		select {
-		case <-none:
-			s.drainOutput()
-			return
-		case <-exits:
-		case sig := <-sigs:
+		case sig := <-s.sigs:
 			if sig == unix.SIGINT || sig == unix.SIGTERM {
 				grace.Reset(0)
 			}
 		case <-grace.C:
-			t := time.NewTicker(100 * time.Millisecond)
-			defer t.Stop()
-			kill = t.C
+			killing = true
 			n := s.terminate(unix.SIGKILL)
 			s.opts.Notify(fmt.Sprintf("killed %d leftover process(es) after the grace period", n))
-		case <-kill:
-			s.terminate(unix.SIGKILL)
+		case <-poll.C:
+			if killing {
+				s.terminate(unix.SIGKILL) // what forked since the last round
+			}
 		}
 	}
-}
-
-// hasChildren reports whether any child (live or zombie) remains, without
-// reaping it. As a subreaper with its main child gone, no child means no
-// descendant at all.
-func hasChildren() bool {
-	var info unix.Siginfo
-	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-	return !errors.Is(err, unix.ECHILD)
+	s.drainOutput()
 }
 
 // terminate sends sig to the child's group and to every descendant of
