@@ -35,8 +35,10 @@ lint:
 	$(GO) vet ./...
 
 # Benchmarks: medians come from BENCHCOUNT runs; compare with ../shared/BASELINE.md.
+# wt-exec is measured beside flock(1) and tini, which are installed if missing.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ | tee bench.out
+	@command -v tini >/dev/null || apt-get install -y -qq tini >/dev/null 2>&1 || echo "bench: tini is not installed; its benchmark is skipped"
+	$(GO) test -run '^$$' -bench . -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ ./cmd/internal/cli/ | tee bench.out
 	@echo "medians: go run ./scripts/benchmedian < bench.out"
 	@$(GO) run ./scripts/benchmedian < bench.out
 

@@ -38,4 +38,42 @@ run wt-admin allocate --task T-5 --owner erin ../agent-5
 run wt-admin status
 
 echo
+echo "# two agents (small scripts) write in their own worktrees under wt-exec:"
+cat > "$tmp/agent.sh" <<'AGENT'
+# An "agent": records its pid, writes notes until told to stop.
+echo $$ > "$1.pid"
+while [ ! -e "$1.stop" ]; do echo "work $(date +%T.%N)" >> notes.txt; sleep 0.1; done
+AGENT
+step "wt-exec -C ../agent-1 --client-id agent-1 -- sh agent.sh &"
+wt-exec -C ../agent-1 --client-id agent-1 -- sh "$tmp/agent.sh" "$tmp/a1" &
+exec1=$!
+step "wt-exec -C ../agent-5 --client-id agent-5 -- sh agent.sh &"
+wt-exec -C ../agent-5 --client-id agent-5 -- sh "$tmp/agent.sh" "$tmp/a5" &
+exec5=$!
+while [ ! -s "$tmp/a1.pid" ] || [ ! -s "$tmp/a5.pid" ]; do sleep 0.05; done
+run wt-admin status
+
+echo
+echo "# a second writer on agent-1's worktree is refused while agent-1 lives:"
+refused wt-exec -C ../agent-1 --client-id intruder -- touch ../agent-1/intruder.txt
+
+echo
+echo "# agent-1's wt-exec dies (SIGKILL); its agent keeps running, so the lease holds:"
+step "kill -KILL $exec1  # wt-exec of agent-1"
+kill -KILL "$exec1"
+wait "$exec1" 2>/dev/null || true
+refused wt-exec -C ../agent-1 --client-id rescuer -- true
+
+echo
+echo "# once the leftover agent is gone, the dead lease is taken over:"
+agent1=$(cat "$tmp/a1.pid")
+touch "$tmp/a1.stop"
+while kill -0 "$agent1" 2>/dev/null; do sleep 0.05; done
+run wt-exec -C ../agent-1 --client-id rescuer -- sh -c 'wc -l < notes.txt | xargs echo notes kept by agent-1:'
+
+touch "$tmp/a5.stop"
+wait "$exec5"
+run wt-admin status
+
+echo
 echo "demo: done (the temporary repository $tmp is removed)"

@@ -55,13 +55,23 @@ func Locate(dir string) (Checkout, error) {
 		dotgit := filepath.Join(d, ".git")
 		fi, err := os.Lstat(dotgit)
 		if err == nil {
-			return checkoutAt(d, dotgit, fi.IsDir())
+			c, err := checkoutAt(d, dotgit, fi.IsDir())
+			if err == nil && (inside(abs, c.CommonDir) || inside(abs, c.GitDir)) {
+				return c, decision.New(decision.NotAGitRepository, "%s is inside a git dir, not a worktree", abs).
+					WithHint("pass -C naming a directory of the checkout")
+			}
+			return c, err
 		}
 		if d == filepath.Dir(d) {
 			return Checkout{}, decision.New(decision.NotAGitRepository, "%s is not in a git checkout", abs).
 				WithHint("pass -C naming a governed worktree, or allocate one with wt-admin allocate")
 		}
 	}
+}
+
+// inside reports whether path is dir or below it.
+func inside(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
 func checkoutAt(top, dotgit string, isDir bool) (Checkout, error) {

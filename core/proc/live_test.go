@@ -242,3 +242,62 @@ func TestResolveAncestor(t *testing.T) {
 		t.Fatalf("bad client id: %v", err)
 	}
 }
+
+// TestZombieIsNotLive: an exited child that its parent has not reaped yet
+// still has a /proc entry with its start ticks, but runs no more code.
+func TestZombieIsNotLive(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	pid := cmd.Process.Pid
+	var st Stat
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		s, err := ReadStat(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st = s; st.State == 'Z' || time.Now().After(deadline) {
+			break
+		}
+	}
+	if st.State != 'Z' || st.Running() {
+		t.Fatalf("state %c", st.State)
+	}
+	boot, _ := BootID()
+	id := Identity{BootID: boot, PID: pid, StartTicks: st.StartTicks}
+	if live, err := IsLive(NewReader(), id); live || err != nil {
+		t.Fatalf("IsLive(zombie) = %v, %v", live, err)
+	}
+	s, err := NewScan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.IsLive(id) {
+		t.Fatal("the scan calls a zombie live")
+	}
+}
+
+// TestCarryingEnv finds a process by a variable of its environment.
+func TestCarryingEnv(t *testing.T) {
+	marked := exec.Command("sleep", "60")
+	marked.Env = append(os.Environ(), "WT_LEASE_ID=test-carrier-1")
+	plain := exec.Command("sleep", "60")
+	for _, c := range []*exec.Cmd{marked, plain} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { c.Process.Kill(); c.Wait() }()
+	}
+	s, err := NewScan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CarryingEnv("WT_LEASE_ID", "test-carrier-1"); len(got) != 1 || got[0] != marked.Process.Pid {
+		t.Fatalf("carriers %v, want [%d]", got, marked.Process.Pid)
+	}
+	if got := s.CarryingEnv("WT_LEASE_ID", "test-carrier"); len(got) != 0 {
+		t.Fatalf("a prefix matched: %v", got)
+	}
+}

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -86,4 +87,26 @@ func FuzzDecodeRuntimeBinding(f *testing.F) {
 			t.Fatalf("round trip of %q changed it: %+v / %v", s, back, err)
 		}
 	})
+}
+
+// TestValidClientID checks the hand-written validator against the pattern
+// of SPEC §3 compiled as a regexp, on fixed cases and on many generated ones.
+func TestValidClientID(t *testing.T) {
+	re := regexp.MustCompile(ClientIDPattern)
+	cases := []string{"", "a", "A9", "agent-7", "a.b_c:d-e", "-a", ".a", "_", "a b", "a/b", "é", "a\x00",
+		strings.Repeat("a", 128), strings.Repeat("a", 129), "9" + strings.Repeat(":", 127)}
+	alphabet := []byte("aZ09._:- /\x00\xc3")
+	for i := 0; i < 20000; i++ {
+		n := i % 7
+		b := make([]byte, n)
+		for j := range b {
+			b[j] = alphabet[(i*31+j*17+i/7)%len(alphabet)]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, c := range cases {
+		if got, want := ValidClientID(c), re.MatchString(c); got != want {
+			t.Errorf("ValidClientID(%q) = %v, the pattern says %v", c, got, want)
+		}
+	}
 }
