@@ -21,7 +21,10 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // governed makes a repository with n feature worktrees w0..w(n-1).
@@ -141,6 +144,34 @@ func allocID(t *testing.T, repo, key string) string {
 	return b.AllocationID
 }
 
+// readLease reads the lease of the worktree at w through the store, under
+// its shared lock, as wt does.
+func readLease(t *testing.T, w string) (store.Lease, bool) {
+	t.Helper()
+	c, err := gitrepo.Locate(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := alloc.OpenCheckout(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l store.Lease
+	var ok bool
+	err = r.Store.Read(func(tx *store.Tx) error {
+		tg, err := r.ResolveCheckout(tx, c)
+		if err != nil {
+			return err
+		}
+		l, ok, err = tx.Lease(tg.Allocation.AllocationID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, ok
+}
+
 func storeLock(repo string) string { return filepath.Join(repo, ".git", "wt", "lock") }
 
 func leaseFile(repo, id string) string {
@@ -212,27 +243,40 @@ func TestExecManyWorktrees(t *testing.T) {
 	storeValid(t, repo, allocID(t, repo, "w7"))
 }
 
+// orphan runs wt-exec on worktree w with a child that leaves the worktree
+// (so only its process group and environment are evidence) and waits, then
+// kills wt-exec with SIGKILL: the child lives on, holding the lease. end
+// lets the child finish and waits until it is gone, leaving a dead lease.
+func orphan(t *testing.T, top, w string) (end func()) {
+	t.Helper()
+	pidFile, release := filepath.Join(top, "orphan.pid"), filepath.Join(top, "orphan.go")
+	cmd, _, _ := command("", "wt-exec", "-C", w, "--", "sh", "-c", `cd /; `+waitLoop, "sh", pidFile, release)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	child := readPID(t, pidFile)
+	// Kill it once the lease names the child's group: the moment before is
+	// TestExecCrashBeforeChildRecorded's.
+	waitFor(t, "the lease to name the child", func() bool { l, ok := readLease(t, w); return ok && l.Child != nil })
+	cmd.Process.Kill()
+	cmd.Wait()
+	return func() {
+		os.WriteFile(release, nil, 0o644)
+		waitFor(t, "the orphaned child to end", func() bool { return gone(child) })
+	}
+}
+
 // TestExecKilledWrapper kills wt-exec with SIGKILL while its child runs: the
 // child's group keeps the lease; once the child ends, a new wt-exec takes it
 // over with a new generation.
 func TestExecKilledWrapper(t *testing.T) {
 	top, repo, wts := governed(t, 1)
-	pidFile, release := filepath.Join(top, "pid"), filepath.Join(top, "go")
-	// The child leaves the worktree, so only its process group is evidence.
-	cmd, _, _ := command("", "wt-exec", "-C", wts[0], "--", "sh", "-c", `cd /; `+waitLoop, "sh", pidFile, release)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	child := readPID(t, pidFile)
-	cmd.Process.Kill()
-	cmd.Wait()
-
+	end := orphan(t, top, wts[0])
 	r := run(t, "", "wt-exec", "-C", wts[0], "--", "true").refused(t, "WRITER_LEASE_HELD")
-	if !strings.Contains(r.stderr, "remain in its child's process group") && !strings.Contains(r.stderr, "carry the lease in their environment") {
-		t.Fatalf("the refusal does not name the child:\n%s", r.stderr)
+	if !strings.Contains(r.stderr, "remain in its child's process group") {
+		t.Fatalf("the refusal does not name the child's group:\n%s", r.stderr)
 	}
-	os.WriteFile(release, nil, 0o644)
-	waitFor(t, "the orphaned child to end", func() bool { return gone(child) })
+	end()
 
 	r = run(t, "", "wt-exec", "-C", wts[0], "--", "true").ok(t)
 	if !strings.Contains(r.stderr, "WRITER_LEASE_TAKEN_OVER: lease") || !strings.Contains(r.stderr, "(generation 1) of dead holder") {
@@ -520,16 +564,7 @@ stty size; seq 1 5000; echo END`
 // not.
 func TestExecPathUsers(t *testing.T) {
 	top, repo, wts := governed(t, 1)
-	pidFile, release := filepath.Join(top, "pid"), filepath.Join(top, "go")
-	cmd, _, _ := command("", "wt-exec", "-C", wts[0], "--", "sh", "-c", `cd /; `+waitLoop, "sh", pidFile, release)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	child := readPID(t, pidFile)
-	cmd.Process.Kill()
-	cmd.Wait()
-	os.WriteFile(release, nil, 0o644)
-	waitFor(t, "the orphaned child to end", func() bool { return gone(child) })
+	orphan(t, top, wts[0])()
 	// The lease is dead now, but someone sits in the worktree.
 	sitter := exec.Command("sleep", "600")
 	sitter.Dir = wts[0]
