@@ -584,3 +584,81 @@ func TestExecPathUsers(t *testing.T) {
 	}
 	storeValid(t, repo, allocID(t, repo, "w0"))
 }
+
+// TestExecNoPTY runs wt-exec --no-pty on a real terminal: the child's group
+// becomes the terminal's foreground group, so it can read the keyboard
+// without being stopped, and the terminal is wt-exec's again afterwards.
+func TestExecNoPTY(t *testing.T) {
+	_, repo, wts := governed(t, 1)
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pty: %v", err)
+	}
+	defer ptmx.Close()
+	script := `read line; echo "got:$line"; echo "groups:$(ps -o pgid= -p $$ | tr -d ' '):$(ps -o tpgid= -p $$ | tr -d ' ')"`
+	cmd := exec.Command("wt-exec", "--no-pty", "-C", wts[0], "--", "sh", "-c", script)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	go func() {
+		b := make([]byte, 1024)
+		for {
+			n, err := ptmx.Read(b)
+			mu.Lock()
+			buf.Write(b[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	ptmx.Write([]byte("hello\n"))
+	// A child left in the background would be stopped by SIGTTIN at its
+	// read and never end: fail instead of hanging.
+	stuck := time.AfterFunc(time.Minute, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	defer stuck.Stop()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("wt-exec: %v", err)
+	}
+	mu.Lock()
+	out := strings.ReplaceAll(buf.String(), "\r", "")
+	mu.Unlock()
+	if !strings.Contains(out, "got:hello\n") {
+		t.Fatalf("the child could not read the terminal:\n%s", out)
+	}
+	var pgid, tpgid int
+	if i := strings.Index(out, "groups:"); i < 0 {
+		t.Fatalf("no groups line:\n%s", out)
+	} else if _, err := fmt.Sscanf(strings.ReplaceAll(out[i+len("groups:"):], ":", " "), "%d %d", &pgid, &tpgid); err != nil {
+		t.Fatalf("groups line: %v\n%s", err, out)
+	}
+	if pgid != tpgid || pgid == cmd.Process.Pid {
+		t.Fatalf("child group %d, terminal foreground %d, wt-exec %d", pgid, tpgid, cmd.Process.Pid)
+	}
+	storeValid(t, repo, allocID(t, repo, "w0"))
+}
+
+// TestExecTTLRenewal runs a child under --ttl: wt-exec renews the lease
+// every ttl/3 while it runs, each renewal an event, and the lease never
+// reads expired to the child's own check.
+func TestExecTTLRenewal(t *testing.T) {
+	_, repo, wts := governed(t, 1)
+	events := filepath.Join(repo, ".git", "wt", "events.jsonl")
+	// The child waits (at most a minute) for two periodic renewals.
+	script := `i=0; while [ "$(grep -c '"periodic":true' "$1")" -lt 2 ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i+1)); done
+wt-exec --verbose -- true`
+	r := run(t, "", "wt-exec", "-C", wts[0], "--ttl", "300ms", "--", "sh", "-c", script, "sh", events).ok(t)
+	if !strings.Contains(r.stderr, "WRITER_LEASE_RENEWED") {
+		t.Fatalf("the nested check found the lease expired or taken:\n%s", r.stderr)
+	}
+	b, _ := os.ReadFile(events)
+	if n := bytes.Count(b, []byte(`"event":"writer_lease_renewed","`)); n < 2 {
+		t.Fatalf("%d renewals logged:\n%s", n, b)
+	}
+	storeValid(t, repo, allocID(t, repo, "w0"))
+}
