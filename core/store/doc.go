@@ -31,7 +31,7 @@
 //     previous version of these files and drop the section's last event
 //     lines. That is safe because runtime state describes processes of one
 //     boot: after a reboot every holder is dead by its boot id, whichever
-//     version is read. It saves three of the five fsyncs on wt-exec's path.
+//     version is read. wt-exec's path makes three fsyncs instead of nine.
 //   - events.jsonl gets one write(2) per line in append mode, so lines are
 //     whole; a reader skips a last line without its newline (a power loss
 //     can cut it).
