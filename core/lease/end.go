@@ -109,7 +109,7 @@ func Release(r *alloc.Repo, g Grant, scan func() (Evidence, error)) (Released, e
 			return err
 		}
 		if exited {
-			ev, err := memo(scan)()
+			ev, err := scan()
 			if err != nil {
 				return err
 			}

@@ -131,7 +131,7 @@ func Acquire(r *alloc.Repo, c gitrepo.Checkout, req Request, scan func() (Eviden
 		if err != nil {
 			return err
 		}
-		g, err = decide(tx, r.Store.CommonDir(), c, t, req, memo(scan), start)
+		g, err = decide(tx, r.Store.CommonDir(), c, t, req, sync.OnceValues(scan), start)
 		return err
 	})
 	return g, err
@@ -150,20 +150,6 @@ func validate(req Request) error {
 			WithHint("pass --kind agent, test, preview, background or command")
 	}
 	return nil
-}
-
-// memo calls scan at most once.
-func memo(scan func() (Evidence, error)) func() (Evidence, error) {
-	var ev Evidence
-	var err error
-	done := false
-	return func() (Evidence, error) {
-		if !done {
-			ev, err = scan()
-			done = true
-		}
-		return ev, err
-	}
 }
 
 // Reason is the text wt writes into git's lock file of a worktree while a

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,7 +116,7 @@ func (f *fixture) acquire(req Request) (Grant, error) {
 	scan := func() (Evidence, error) { scans++; return f.ev, nil }
 	start := func(Grant) (*store.ChildGroup, error) { return &store.ChildGroup{PID: 3000, StartTicks: 9}, nil }
 	t := alloc.Target{Path: f.c.TopLevel, Key: "w1", Allocation: f.recs.allocs[f.a.AllocationID]}
-	return decide(f.recs, f.c.CommonDir, f.c, t, req, memo(scan), start)
+	return decide(f.recs, f.c.CommonDir, f.c, t, req, sync.OnceValues(scan), start)
 }
 
 func (f *fixture) plant(l store.Lease) store.Lease {
@@ -376,7 +377,7 @@ func TestAcquireStartFails(t *testing.T) {
 	boom := errors.New("boom")
 	t2 := alloc.Target{Path: f.c.TopLevel, Key: "w1", Allocation: f.recs.allocs[f.a.AllocationID]}
 	g, err := decide(f.recs, f.c.CommonDir, f.c, t2, Request{Holder: f.me, Kind: "agent"},
-		memo(func() (Evidence, error) { return f.ev, nil }), func(Grant) (*store.ChildGroup, error) { return nil, boom })
+		func() (Evidence, error) { return f.ev, nil }, func(Grant) (*store.ChildGroup, error) { return nil, boom })
 	if !errors.Is(err, boom) || g.Started || !g.Applicable {
 		t.Fatalf("%+v %v", g, err)
 	}
