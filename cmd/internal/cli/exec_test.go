@@ -595,7 +595,9 @@ func TestExecNoPTY(t *testing.T) {
 		t.Skipf("no pty: %v", err)
 	}
 	defer ptmx.Close()
-	script := `read line; echo "got:$line"; echo "groups:$(ps -o pgid= -p $$ | tr -d ' '):$(ps -o tpgid= -p $$ | tr -d ' ')"`
+	// Fields 5 and 8 of /proc/<pid>/stat are the process group and the
+	// terminal's foreground group (the command name "sh" has no space).
+	script := `read line; echo "got:$line"; set -- $(cat /proc/$$/stat); echo "groups:$5:$8"`
 	cmd := exec.Command("wt-exec", "--no-pty", "-C", wts[0], "--", "sh", "-c", script)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
