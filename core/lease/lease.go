@@ -359,7 +359,7 @@ func checkDrift(repo store.Repository, l store.Lease, a store.Allocation, c gitr
 // sortBindings splits the allocation's external bindings into the ones to
 // keep and the stale runtime bindings to clear, and refuses when a live
 // foreign one remains. A runtime binding is the caller's own when it names
-// the same client, session and run and the current lease. Any other is
+// the caller's exact holder and the current lease (a renewal). Any other is
 // stale only when nothing of it lives (liveness.Alive; a binding of the
 // current lease counts that lease's child group too). A live one of the
 // current lease is that lease's occupancy (WRITER_LEASE_HELD); a live one
@@ -377,8 +377,8 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 				WithHint("whoever added it must remove it; inspect it with wt-admin status --json")
 		}
 		sameLease := current != nil && b.LeaseID != nil && *b.LeaseID == current.LeaseID
-		if sameLease && sameNames(b.Holder, h) {
-			keep = append(keep, v)
+		if sameLease && b.Holder.Same(h) {
+			keep = append(keep, v) // the caller's own: a renewal keeps it
 			continue
 		}
 		ev, err := scan()
@@ -407,12 +407,6 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 	return keep, stale, nil
 }
 
-func sameNames(a, b proc.Holder) bool {
-	x, y := a, b
-	x.PID, x.BootID, x.StartTicks = 0, "", 0
-	y.PID, y.BootID, y.StartTicks = 0, "", 0
-	return x.Same(y)
-}
 
 // occupied says why a lease that is not the caller's is still alive, or ""
 // when it is dead (SPEC §4): its holder is live, its holder's group or its

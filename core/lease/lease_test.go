@@ -267,6 +267,20 @@ func TestAcquireBindings(t *testing.T) {
 			t.Fatalf("events %+v", f.recs.events)
 		}
 	})
+	t.Run("a takeover clears the dead lease's binding, even with the same names", func(t *testing.T) {
+		f := newFixture(t)
+		prev := f.me
+		prev.PID, prev.StartTicks = 2100, 11 // the caller's client, another (dead) process
+		l := f.plant(store.Lease{Holder: prev})
+		old := f.bind(prev, l.LeaseID)
+		g, err := f.acquire(Request{})
+		if err != nil || g.Code != decision.WriterLeaseTakenOver || len(g.Cleared) != 1 || g.Cleared[0] != old {
+			t.Fatalf("%+v %v", g, err)
+		}
+		if b := f.recs.allocs[f.a.AllocationID].ExternalBindings; len(b) != 1 || b[0] != g.Binding {
+			t.Fatalf("bindings after the takeover: %v", b)
+		}
+	})
 	t.Run("live binding of another lease", func(t *testing.T) {
 		f := newFixture(t)
 		f.bind(f.other, uuid.NewString())

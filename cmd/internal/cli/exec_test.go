@@ -276,11 +276,23 @@ func TestExecKilledWrapper(t *testing.T) {
 	if !strings.Contains(r.stderr, "remain in its child's process group") {
 		t.Fatalf("the refusal does not name the child's group:\n%s", r.stderr)
 	}
+	// The dead lease's lock in git's admin dir is still there.
+	locked := filepath.Join(repo, ".git", "worktrees", "w0", "locked")
+	if b, _ := os.ReadFile(locked); !bytes.HasPrefix(b, []byte("wt: writer lease ")) {
+		t.Fatalf("git's lock of the dead lease: %q", b)
+	}
 	end()
 
-	r = run(t, "", "wt-exec", "-C", wts[0], "--", "true").ok(t)
+	// The new writer sees git's lock replaced by its own lease's.
+	r = run(t, "", "wt-exec", "-C", wts[0], "--", "sh", "-c", `cat "$1"; echo " $WT_LEASE_ID"`, "sh", locked).ok(t)
 	if !strings.Contains(r.stderr, "WRITER_LEASE_TAKEN_OVER: lease") || !strings.Contains(r.stderr, "(generation 1) of dead holder") {
 		t.Fatalf("no takeover reported:\n%s", r.stderr)
+	}
+	if f := strings.Fields(r.stdout); len(f) < 5 || f[3] != f[len(f)-1] {
+		t.Fatalf("git's lock does not name the new lease: %q", r.stdout)
+	}
+	if exists(locked) {
+		t.Fatal("git's lock outlived the lease")
 	}
 	ev, _ := os.ReadFile(filepath.Join(repo, ".git", "wt", "events.jsonl"))
 	if !bytes.Contains(ev, []byte(`"event":"writer_lease_taken_over"`)) || !bytes.Contains(ev, []byte(`"previous_generation":1`)) {
