@@ -407,7 +407,6 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 	return keep, stale, nil
 }
 
-
 // occupied says why a lease that is not the caller's is still alive, or ""
 // when it is dead (SPEC §4): its holder is live, its holder's group or its
 // child group has a member, a process carries its lease id in its
