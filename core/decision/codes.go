@@ -66,3 +66,10 @@ var (
 	WriterLeaseTakenOver = code("WRITER_LEASE_TAKEN_OVER")
 	WriterLeaseReleased  = code("WRITER_LEASE_RELEASED")
 )
+
+// Hooks (SPEC §7).
+var (
+	Entitled         = code("ENTITLED")
+	Unmanaged        = code("UNMANAGED_WORKTREE")
+	UnmanagedRefused = code("UNMANAGED_REFUSED")
+)

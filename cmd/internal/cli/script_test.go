@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -87,6 +88,19 @@ func TestScripts(t *testing.T) {
 					ts.Fatalf("%s does not contain %q", args[0], args[1])
 				}
 				ts.Check(os.WriteFile(p, bytes.Replace(b, []byte(args[1]), []byte(args[2]), 1), 0o644))
+			},
+			// waitfile FILE: wait (at most a minute) until FILE exists, e.g.
+			// one a background command creates when it is ready.
+			"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: waitfile FILE")
+				}
+				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+						return
+					}
+				}
+				ts.Fatalf("%s did not appear", args[0])
 			},
 			// truncate FILE N: keep the first N bytes of FILE.
 			"truncate": func(ts *testscript.TestScript, neg bool, args []string) {
