@@ -30,6 +30,15 @@ type Verdict struct {
 	// Refusal is the decision that refuses (or, with Warning, would).
 	Refusal *decision.Error `json:"-"`
 	Warning bool            `json:"warning"`
+	// warnOnly is policy enforcement "warn": refusals become warnings.
+	warnOnly bool
+}
+
+// refuse records a refusal, which policy enforcement warn turns into an
+// allowance with a warning.
+func (v *Verdict) refuse(d *decision.Error) {
+	v.Refusal, v.Code, v.Reason = d, d.Code, d.Message
+	v.Allowed, v.Warning = v.warnOnly, v.warnOnly
 }
 
 // Entitled decides whether the process pid may commit in the worktree that
@@ -109,11 +118,9 @@ func Entitled(dir string, pid int) (Verdict, error) {
 	if err != nil {
 		return v, err
 	}
+	v.warnOnly = pol.Enforcement == store.EnforcementWarn
 	if v.Refusal != nil {
-		v.Code, v.Reason = v.Refusal.Code, v.Refusal.Message
-		if pol.Enforcement == store.EnforcementWarn {
-			v.Allowed, v.Warning = true, true
-		}
+		v.refuse(v.Refusal)
 		return v, nil
 	}
 	if v.Code == "" {

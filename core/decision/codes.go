@@ -73,3 +73,18 @@ var (
 	Unmanaged        = code("UNMANAGED_WORKTREE")
 	UnmanagedRefused = code("UNMANAGED_REFUSED")
 )
+
+// Hook refusals (SPEC §7).
+var (
+	PushRefNotOwned  = code("PUSH_REF_NOT_OWNED")
+	InvalidHookInput = code("INVALID_HOOK_INPUT")
+)
+
+// Hook installation (SPEC §7).
+var (
+	HookConflict       = code("HOOK_CONFLICT")
+	HooksDirInWorktree = code("HOOKS_DIR_IN_WORKTREE")
+	HooksInstalled     = code("HOOKS_INSTALLED")
+	HooksUninstalled   = code("HOOKS_UNINSTALLED")
+	HooksShown         = code("HOOKS_SHOWN")
+)

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/hooks"
+	"github.com/wt-tool/wt/install"
 )
 
 // Hook runs wt-hook with args: exit 0 allow, 1 refuse, 2 usage (SPEC §7).
@@ -15,7 +18,7 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 	return Run("wt-hook", func(e *env) *ucli.App {
 		return &ucli.App{
 			Usage:     "git hooks that admit commits and pushes only from the live writer",
-			UsageText: "wt-hook check [PATH] | run pre-commit | install | uninstall | status",
+			UsageText: "wt-hook install [--force] | uninstall | status | check [PATH] | run pre-commit | run pre-push REMOTE URL | run reference-transaction STATE",
 			Flags:     []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print one JSON object"}},
 			Commands: []*ucli.Command{
 				{
@@ -31,9 +34,106 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 					}),
 				},
 				{
+					Name:  "install",
+					Usage: "write wt's shims into the hooks dir git uses (core.hooksPath honoured, never changed)",
+					Flags: []ucli.Flag{&ucli.BoolFlag{Name: "force", Usage: "install even when the hooks dir lies inside the working tree"}},
+					Action: e.action("install", 0, func(c *ucli.Context) error {
+						dir, inTree, err := install.HooksDir(c.Context, ".")
+						if err != nil {
+							return err
+						}
+						if inTree && !c.Bool("force") {
+							return decision.New(decision.HooksDirInWorktree, "git's hooks dir %s lies inside the working tree (core.hooksPath): other worktrees may not see it, and a tool that owns it may rewrite it", dir).
+								WithHint("install anyway with wt-hook install --force, or point core.hooksPath outside the working tree")
+						}
+						bin, err := os.Executable()
+						if err == nil {
+							bin, err = filepath.EvalSymlinks(bin)
+						}
+						if err != nil {
+							return decision.Wrap(decision.Internal, err, "find the wt-hook binary")
+						}
+						res, err := install.Install(dir, bin)
+						if err != nil {
+							return err
+						}
+						return e.success(decision.HooksInstalled, "wt's shims are in "+dir, res, nil, func(w io.Writer) { printHooks(w, e.bin, res) })
+					}),
+				},
+				{
+					Name:  "uninstall",
+					Usage: "remove wt's shims and put back the hooks that were there",
+					Action: e.action("uninstall", 0, func(c *ucli.Context) error {
+						dir, _, err := install.HooksDir(c.Context, ".")
+						if err != nil {
+							return err
+						}
+						res, err := install.Uninstall(dir)
+						if err != nil {
+							return err
+						}
+						return e.success(decision.HooksUninstalled, "wt's shims are gone from "+dir, res, nil, func(w io.Writer) { printHooks(w, e.bin, res) })
+					}),
+				},
+				{
+					Name:  "status",
+					Usage: "show the hooks git runs: wt's shims, foreign hooks and what they chain",
+					Action: e.action("status", 0, func(c *ucli.Context) error {
+						dir, _, err := install.HooksDir(c.Context, ".")
+						if err != nil {
+							return err
+						}
+						res, err := install.Status(dir)
+						if err != nil {
+							return err
+						}
+						return e.success(decision.HooksShown, "hooks in "+dir, res, nil, func(w io.Writer) { printHooks(w, e.bin, res) })
+					}),
+				},
+				{
 					Name:  "run",
 					Usage: "run as git's hook HOOK (installed shims call this)",
 					Subcommands: []*ucli.Command{
+						{
+							Name:      "reference-transaction",
+							Usage:     "refuse a ref update of a governed feature worktree by a process that is not its live writer (ref lines on stdin)",
+							ArgsUsage: "STATE",
+							Action: e.action("run reference-transaction", 1, func(c *ucli.Context) error {
+								if c.Args().Len() != 1 {
+									return usageErr("run reference-transaction takes the transaction's STATE")
+								}
+								vs, err := hooks.RefTransaction(".", c.Args().First(), os.Stdin, os.Getpid())
+								if err != nil {
+									return err
+								}
+								for _, v := range vs {
+									if !v.Allowed {
+										return v.Refusal
+									}
+									e.warnVerdict(v)
+								}
+								return nil
+							}),
+						},
+						{
+							Name:      "pre-push",
+							Usage:     "refuse a push that is not the live writer's, or of another branch (ref lines on stdin)",
+							ArgsUsage: "REMOTE URL",
+							Action: e.action("run pre-push", 2, func(c *ucli.Context) error {
+								if c.Args().Len() != 2 {
+									return usageErr("run pre-push takes REMOTE and URL, as git passes them")
+								}
+								v, err := hooks.PrePush(".", os.Stdin, os.Getpid())
+								if err != nil {
+									return err
+								}
+								if !v.Allowed {
+									return v.Refusal
+								}
+								e.warnVerdict(v)
+								return nil
+							}),
+						},
 						{
 							Name:  "pre-commit",
 							Usage: "refuse a commit from a process that is not the worktree's live writer",
@@ -60,17 +160,40 @@ func (e *env) verdict(dir string, show bool) error {
 	if !v.Allowed {
 		return v.Refusal
 	}
-	var warnings []string
-	if v.Warning {
-		warnings = append(warnings, fmt.Sprintf("policy enforcement is warn, so this is allowed; it would be refused: %s: %s (hint: %s)", v.Refusal.Code, v.Refusal.Message, v.Refusal.Hint))
-	}
+	warnings := warningsOf(v)
 	if !show && !e.json {
-		for _, w := range warnings {
-			fmt.Fprintf(e.stderr, "%s: warning: %s\n", e.bin, w)
-		}
+		e.warnVerdict(v)
 		return nil
 	}
 	return e.success(v.Code, v.Reason, v, warnings, func(w io.Writer) {
 		fmt.Fprintf(w, "%s: %s: %s\n", e.bin, v.Code, v.Reason)
 	})
+}
+
+func warningsOf(v hooks.Verdict) []string {
+	if !v.Warning || v.Refusal == nil {
+		return nil
+	}
+	return []string{fmt.Sprintf("policy enforcement is warn, so this is allowed; it would be refused: %s: %s (hint: %s)", v.Refusal.Code, v.Refusal.Message, v.Refusal.Hint)}
+}
+
+// warnVerdict prints the warnings of an allowed verdict on stderr.
+func (e *env) warnVerdict(v hooks.Verdict) {
+	for _, w := range warningsOf(v) {
+		fmt.Fprintf(e.stderr, "%s: warning: %s\n", e.bin, w)
+	}
+}
+
+func printHooks(w io.Writer, bin string, res install.Result) {
+	fmt.Fprintf(w, "%s: hooks dir %s\n", bin, res.HooksDir)
+	t := table(w)
+	fmt.Fprintln(t, "HOOK\tSTATE\tBINARY\tCHAINED\tCHANGE")
+	for _, h := range res.Hooks {
+		state := h.State
+		if h.State == "wt" {
+			state = fmt.Sprintf("wt shim v%d", h.ShimVersion)
+		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", h.Hook, state, dash(h.Binary), dash(h.Chained), dash(h.Changed))
+	}
+	t.Flush()
 }

@@ -1,0 +1,129 @@
+package hooks
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// RefTransaction judges the "prepared" state of a reference transaction
+// (SPEC §7), the gate that `git commit --no-verify` cannot skip: git runs it
+// for every ref update. The whole transaction is refused if it moves
+// refs/heads/B where B is checked out by a governed feature worktree, or the
+// HEAD of the governed feature worktree it runs in, and the calling process
+// (pid) is not entitled to that worktree. Other refs (remote-tracking refs,
+// tags, unowned branches) pass, and so do the other states.
+//
+// Which worktree owns B is read from the HEAD files of the linked worktrees
+// (O(worktrees) small files, never every allocation). A feature allocation
+// whose worktree no longer has its branch checked out does not gate it.
+func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, error) {
+	if state != "prepared" {
+		return nil, nil
+	}
+	updates, err := ParseRefUpdates(stdin)
+	if err != nil {
+		return nil, err
+	}
+	var owners map[string]string
+	judged := map[string]bool{}
+	var out []Verdict
+	for _, u := range updates {
+		var path string
+		switch {
+		case u.Ref == "HEAD":
+			path = dir
+		case strings.HasPrefix(u.Ref, "refs/heads/"):
+			if owners == nil {
+				if owners, err = branchOwners(dir); err != nil {
+					return nil, err
+				}
+			}
+			path = owners[strings.TrimPrefix(u.Ref, "refs/heads/")]
+		}
+		if path == "" || judged[path] {
+			continue
+		}
+		judged[path] = true
+		v, err := Entitled(path, pid)
+		if err != nil {
+			return nil, err
+		}
+		if v.Role != store.RoleFeature {
+			continue // only feature worktrees are gated here
+		}
+		if u.Ref != "HEAD" && v.Branch != strings.TrimPrefix(u.Ref, "refs/heads/") {
+			continue
+		}
+		if v.Refusal != nil {
+			v.Refusal = decision.New(v.Refusal.Code, "this transaction moves %s: %s", u.Ref, v.Refusal.Message).WithHint("%s", v.Refusal.Hint)
+			v.Reason = v.Refusal.Message
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// branchOwners maps each branch checked out in a linked worktree of the
+// repository that holds dir to that worktree's path, from the admin dirs'
+// HEAD and gitdir files.
+func branchOwners(dir string) (map[string]string, error) {
+	c, err := gitrepo.Locate(dir)
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Join(c.CommonDir, "worktrees")
+	ents, err := os.ReadDir(root)
+	if os.IsNotExist(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, decision.Wrap(decision.Internal, err, "list worktrees")
+	}
+	owners := map[string]string{}
+	for _, e := range ents {
+		head, err := os.ReadFile(filepath.Join(root, e.Name(), "HEAD"))
+		if err != nil {
+			continue // being created or removed right now
+		}
+		b, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: refs/heads/")
+		if !ok {
+			continue
+		}
+		gd, err := os.ReadFile(filepath.Join(root, e.Name(), "gitdir"))
+		if err != nil {
+			continue
+		}
+		owners[b] = filepath.Dir(strings.TrimSpace(string(gd)))
+	}
+	return owners, nil
+}
+
+// PrePush judges a push from the worktree that holds dir (SPEC §7): the same
+// entitlement as a commit, and every pushed local ref must be the
+// allocation's branch (PUSH_REF_NOT_OWNED). Unmanaged worktrees and roles
+// with their own gates push freely (unless policy unmanaged is refuse).
+func PrePush(dir string, stdin io.Reader, pid int) (Verdict, error) {
+	updates, err := ParsePushUpdates(stdin)
+	if err != nil {
+		return Verdict{}, err
+	}
+	v, err := Entitled(dir, pid)
+	if err != nil || v.Role != store.RoleFeature || v.Refusal != nil {
+		return v, err
+	}
+	own := "refs/heads/" + v.Branch
+	for _, u := range updates {
+		if u.LocalRef != own {
+			v.refuse(decision.New(decision.PushRefNotOwned, "this push updates %s from %s; worktree %s (task %s) may push only %s", u.RemoteRef, u.LocalRef, v.Path, v.TaskKey, own).
+				WithHint("push only the task's branch: git push <remote> %s", v.Branch))
+			return v, nil
+		}
+	}
+	return v, nil
+}

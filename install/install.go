@@ -1,0 +1,198 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+)
+
+// ChainSuffix names a foreign hook kept beside wt's shim and run by it.
+const ChainSuffix = ".wt-chained"
+
+// HookState is what one hook file holds.
+type HookState struct {
+	Hook string `json:"hook"`
+	Path string `json:"path"`
+	// State is "wt" (a wt shim), "foreign" (someone else's hook, not
+	// governed), or "missing".
+	State string `json:"state"`
+	// ShimVersion and Binary describe a wt shim.
+	ShimVersion int    `json:"shim_version,omitempty"`
+	Binary      string `json:"binary,omitempty"`
+	// Chained is the foreign hook kept beside the shim, "" if none.
+	Chained string `json:"chained,omitempty"`
+	// Changed says what install or uninstall did to it.
+	Changed string `json:"changed,omitempty"`
+}
+
+// Result is the state of the hooks dir after a command.
+type Result struct {
+	HooksDir string      `json:"hooks_dir"`
+	Hooks    []HookState `json:"hooks"`
+	Warnings []string    `json:"-"`
+}
+
+// HooksDir is the hooks directory git really uses for the worktree at dir:
+// `git rev-parse --path-format=absolute --git-path hooks`, which honours
+// core.hooksPath (local or global) and is shared by linked worktrees. It
+// also reports whether that directory lies inside the working tree (a
+// tracked .githooks/, husky's .husky/_).
+func HooksDir(ctx context.Context, dir string) (hooks string, inTree bool, err error) {
+	g, err := gitrepo.Discover(ctx, dir)
+	if err != nil {
+		return "", false, err
+	}
+	out, err := g.Git(ctx, true, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+	if err != nil {
+		return "", false, decision.Wrap(decision.GitFailed, err, "find the hooks dir")
+	}
+	hooks = strings.TrimSpace(string(out))
+	under := func(p, root string) bool { return p == root || strings.HasPrefix(p, root+string(filepath.Separator)) }
+	inTree = under(hooks, g.TopLevel) && !under(hooks, g.CommonDir) && !under(hooks, g.GitDir)
+	return hooks, inTree, nil
+}
+
+// Status reads the hooks in dir.
+func Status(dir string) (Result, error) {
+	res := Result{HooksDir: dir}
+	for _, h := range Hooks {
+		st, err := stateOf(dir, h)
+		if err != nil {
+			return res, err
+		}
+		res.Hooks = append(res.Hooks, st)
+	}
+	return res, nil
+}
+
+func stateOf(dir, hook string) (HookState, error) {
+	st := HookState{Hook: hook, Path: filepath.Join(dir, hook), State: "missing"}
+	b, err := os.ReadFile(st.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return st, decision.Wrap(decision.Internal, err, "read %s", st.Path)
+	default:
+		if v, bin, ok := Recognize(hook, b); ok {
+			st.State, st.ShimVersion, st.Binary = "wt", v, bin
+		} else {
+			st.State = "foreign"
+		}
+	}
+	if _, err := os.Lstat(st.Path + ChainSuffix); err == nil {
+		st.Chained = st.Path + ChainSuffix
+	}
+	return st, nil
+}
+
+// Install writes wt's shims into the hooks dir, recording bin (absolute) as
+// the wt-hook binary. A foreign hook is kept beside its shim (renamed to
+// HOOK.wt-chained) and the shim runs it first with the same arguments and
+// stdin. A shim of any shipped version is rewritten in place. Running it
+// twice changes nothing the second time.
+func Install(dir, bin string) (Result, error) {
+	res := Result{HooksDir: dir}
+	if !filepath.IsAbs(bin) {
+		return res, decision.New(decision.Usage, "the wt-hook binary path %q is not absolute", bin)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return res, decision.Wrap(decision.Internal, err, "create %s", dir)
+	}
+	for _, h := range Hooks {
+		st, err := stateOf(dir, h)
+		if err != nil {
+			return res, err
+		}
+		want, err := Render(h, bin)
+		if err != nil {
+			return res, err
+		}
+		switch st.State {
+		case "foreign":
+			if st.Chained != "" {
+				return res, decision.New(decision.HookConflict, "%s is a foreign hook and %s already exists: wt will not overwrite either", st.Path, st.Chained).
+					WithHint("merge them by hand, remove one, and run wt-hook install again")
+			}
+			if err := os.Rename(st.Path, st.Path+ChainSuffix); err != nil {
+				return res, decision.Wrap(decision.Internal, err, "keep %s", st.Path)
+			}
+			st.Chained, st.Changed = st.Path+ChainSuffix, "installed; the foreign hook runs first, kept as "+filepath.Base(st.Path+ChainSuffix)
+		case "wt":
+			if cur, _ := os.ReadFile(st.Path); string(cur) == want {
+				st.Changed = "unchanged"
+			} else {
+				st.Changed = fmt.Sprintf("updated (shim v%d, binary %s)", st.ShimVersion, st.Binary)
+			}
+		default:
+			st.Changed = "installed"
+		}
+		if st.Changed != "unchanged" {
+			if err := writeExec(st.Path, want); err != nil {
+				return res, err
+			}
+		}
+		st.State, st.ShimVersion, st.Binary = "wt", Version, bin
+		res.Hooks = append(res.Hooks, st)
+	}
+	return res, nil
+}
+
+// Uninstall removes wt's shims and puts each kept foreign hook back under
+// its own name, byte for byte (a rename). Foreign hooks that wt did not
+// replace are left alone.
+func Uninstall(dir string) (Result, error) {
+	res := Result{HooksDir: dir}
+	for _, h := range Hooks {
+		st, err := stateOf(dir, h)
+		if err != nil {
+			return res, err
+		}
+		switch {
+		case st.State == "wt":
+			if err := os.Remove(st.Path); err != nil {
+				return res, decision.Wrap(decision.Internal, err, "remove %s", st.Path)
+			}
+			st.State, st.Changed, st.ShimVersion, st.Binary = "missing", "removed", 0, ""
+			if st.Chained != "" {
+				if err := os.Rename(st.Chained, st.Path); err != nil {
+					return res, decision.Wrap(decision.Internal, err, "restore %s", st.Path)
+				}
+				st.State, st.Changed, st.Chained = "foreign", "removed; the foreign hook is back", ""
+			}
+		default:
+			st.Changed = "not wt's: left alone"
+		}
+		res.Hooks = append(res.Hooks, st)
+	}
+	return res, nil
+}
+
+// writeExec writes an executable file atomically (temp file, rename).
+func writeExec(path, content string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return decision.Wrap(decision.Internal, err, "write %s", path)
+	}
+	_, err = f.WriteString(content)
+	if err == nil {
+		err = f.Chmod(0o755)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name()) // Best effort: already failing.
+		return decision.Wrap(decision.Internal, err, "write %s", path)
+	}
+	return nil
+}

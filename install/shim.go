@@ -1,0 +1,79 @@
+package install
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+)
+
+// The shim templates, one per hook and shim version. Every version ever
+// shipped stays here, so install and uninstall recognise old shims by their
+// exact content (git-lfs's lfs/hook.go). @BIN@ stands for the recorded
+// absolute path of wt-hook, single-quoted for sh.
+//
+//go:embed shims
+var shims embed.FS
+
+// Hooks are the hooks wt installs.
+var Hooks = []string{"pre-commit", "pre-push", "reference-transaction"}
+
+// Version is the shim version install writes.
+const Version = 1
+
+// versions lists every shim version shipped, newest first.
+var versions = []int{1}
+
+const binMark = "@BIN@"
+
+func template(hook string, version int) (string, error) {
+	b, err := shims.ReadFile(fmt.Sprintf("shims/v%d/%s", version, hook))
+	return string(b), err
+}
+
+// Render returns the shim for hook with the wt-hook binary at bin.
+func Render(hook, bin string) (string, error) {
+	t, err := template(hook, Version)
+	if err != nil {
+		return "", err
+	}
+	return strings.Replace(t, binMark, shellQuote(bin), 1), nil
+}
+
+// Recognize reports whether content is a wt shim for hook, of any shipped
+// version, and which version and binary it records.
+func Recognize(hook string, content []byte) (version int, bin string, ok bool) {
+	for _, v := range versions {
+		t, err := template(hook, v)
+		if err != nil {
+			continue
+		}
+		pre, post, found := strings.Cut(t, binMark)
+		s := string(content)
+		if !found || !strings.HasPrefix(s, pre) || !strings.HasSuffix(s, post) || len(s) < len(pre)+len(post) {
+			continue
+		}
+		if b, ok := shellUnquote(s[len(pre) : len(s)-len(post)]); ok {
+			return v, b, true
+		}
+	}
+	return 0, "", false
+}
+
+// shellQuote quotes s for sh: single quotes, with each ' written '\''.
+// Nothing inside single quotes is special to sh ($, `, \, spaces, ").
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// shellUnquote inverts shellQuote exactly; anything else is not a quoted
+// path this tool wrote.
+func shellUnquote(q string) (string, bool) {
+	if len(q) < 2 || q[0] != '\'' || q[len(q)-1] != '\'' {
+		return "", false
+	}
+	s := strings.ReplaceAll(q[1:len(q)-1], `'\''`, "'")
+	if shellQuote(s) != q {
+		return "", false
+	}
+	return s, true
+}
