@@ -59,7 +59,8 @@ func Recognize(hook string, content []byte) (version int, bin string, ok bool) {
 	return 0, "", false
 }
 
-// shellQuote quotes s for sh: single quotes, with each ' written '\”.
+// shellQuote quotes s for sh: in single quotes, each single quote in s
+// written as close quote, backslash and quote, open quote.
 // Nothing inside single quotes is special to sh ($, `, \, spaces, ").
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
