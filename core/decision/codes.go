@@ -83,6 +83,7 @@ var (
 // Hook installation (SPEC §7).
 var (
 	HookConflict       = code("HOOK_CONFLICT")
+	HookBinaryMissing  = code("HOOK_BINARY_MISSING") // written by the shims themselves
 	HooksDirInWorktree = code("HOOKS_DIR_IN_WORKTREE")
 	HooksInstalled     = code("HOOKS_INSTALLED")
 	HooksUninstalled   = code("HOOKS_UNINSTALLED")
