@@ -76,4 +76,15 @@ wait "$exec5"
 run wt-admin status
 
 echo
+echo "# wt-hook gates commits: only the live writer of a worktree may commit in it."
+run wt-hook install
+cd ../agent-1
+refused git commit -q --allow-empty -m "rogue commit from a plain shell"
+refused git commit -q --allow-empty --no-verify -m "rogue commit, hooks skipped"
+run wt-exec --client-id agent-1 -- git commit -q --allow-empty -m "the agent's commit"
+run git log --oneline -2
+cd ../app
+run wt-hook uninstall
+
+echo
 echo "demo: done (the temporary repository $tmp is removed)"
