@@ -18,16 +18,7 @@ import (
 // shippedExec builds wt-exec the way `make build` does (static, without
 // urfave/cli's doc generators): benchmarks measure what users run, not this
 // test binary.
-func shippedExec(b *testing.B) string {
-	b.Helper()
-	bin := filepath.Join(b.TempDir(), "wt-exec")
-	cmd := exec.Command("go", "build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", bin, "github.com/wt-tool/wt/cmd/wt-exec")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
+func shippedExec(b *testing.B) string { return shipped(b, "wt-exec") }
 
 // benchRepo makes a governed repository with worktrees w0..w(n-1) and,
 // beside them, extra allocation records (with bindings and registrations)
@@ -165,4 +156,103 @@ func BenchmarkExecContention8(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(refused.Load())/float64(b.N), "refused/op")
+}
+
+// shipped builds a command of this module the way `make build` does.
+func shipped(b *testing.B, name string) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), name)
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", bin, "github.com/wt-tool/wt/cmd/"+name)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+var gitIdentity = []string{"GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@wt.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@wt.invalid"}
+
+func gitB(b *testing.B, dir string, args ...string) {
+	b.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), gitIdentity...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// BenchmarkCommitHooks is `git commit --allow-empty` in a small repository,
+// side by side: no hooks (the limit), a trivial `exit 0` shell pre-commit,
+// lefthook running one trivial command, and wt's hooks installed with the
+// committing process entitled (it is the lease's holder). Each op is one
+// whole commit; compare the ns/op differences with the no-hooks case.
+func BenchmarkCommitHooks(b *testing.B) {
+	wthook, wtexec := shipped(b, "wt-hook"), shipped(b, "wt-exec")
+	repo, wts := benchRepo(b, 1, 0)
+	w := wts[0]
+	hooksDir := filepath.Join(b.TempDir(), "hooks")
+	os.MkdirAll(hooksDir, 0o755)
+	gitB(b, repo, "config", "core.hooksPath", hooksDir)
+	commit := func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			cmd := exec.Command("git", "commit", "-q", "--allow-empty", "-m", "bench")
+			cmd.Dir = w
+			cmd.Env = append(os.Environ(), gitIdentity...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("commit: %v\n%s", err, out)
+			}
+		}
+	}
+	clear := func() {
+		ents, _ := os.ReadDir(hooksDir)
+		for _, e := range ents {
+			os.Remove(filepath.Join(hooksDir, e.Name()))
+		}
+	}
+	b.Run("no-hooks", func(b *testing.B) { clear(); commit(b) })
+	b.Run("shell-exit0", func(b *testing.B) {
+		clear()
+		os.WriteFile(filepath.Join(hooksDir, "pre-commit"), []byte("#!/bin/sh\nexit 0\n"), 0o755)
+		commit(b)
+	})
+	b.Run("lefthook", func(b *testing.B) {
+		clear()
+		lh, err := exec.LookPath("lefthook")
+		if err != nil {
+			b.Skip("lefthook is not installed (make bench installs it with go install)")
+		}
+		// lefthook installs into core.hooksPath; one trivial command.
+		os.WriteFile(filepath.Join(w, "lefthook.yml"), []byte("pre-commit:\n  commands:\n    trivial:\n      run: \"true\"\n"), 0o644)
+		cmd := exec.Command(lh, "install", "-f")
+		cmd.Dir = w
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("lefthook install: %v\n%s", err, out)
+		}
+		commit(b)
+		os.Remove(filepath.Join(w, "lefthook.yml"))
+	})
+	b.Run("wt", func(b *testing.B) {
+		clear()
+		cmd := exec.Command(wthook, "install")
+		cmd.Dir = w
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("wt-hook install: %v\n%s", err, out)
+		}
+		// The benchmark process holds the lease (wt-exec --holder PID), so
+		// every commit it starts descends from the live holder.
+		holder := exec.Command(wtexec, "--holder", fmt.Sprint(os.Getpid()), "-C", w, "--", "sleep", "3600")
+		if err := holder.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { holder.Process.Signal(os.Interrupt); holder.Wait() }()
+		for {
+			l, ok := readLease(b, w)
+			if ok && l.Child != nil {
+				break
+			}
+		}
+		b.ResetTimer()
+		commit(b)
+	})
 }

@@ -146,7 +146,7 @@ func allocID(t *testing.T, repo, key string) string {
 
 // readLease reads the lease of the worktree at w through the store, under
 // its shared lock, as wt does.
-func readLease(t *testing.T, w string) (store.Lease, bool) {
+func readLease(t testing.TB, w string) (store.Lease, bool) {
 	t.Helper()
 	c, err := gitrepo.Locate(w)
 	if err != nil {

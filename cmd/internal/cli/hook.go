@@ -15,6 +15,9 @@ import (
 
 // Hook runs wt-hook with args: exit 0 allow, 1 refuse, 2 usage (SPEC §7).
 func Hook(args []string, stdout, stderr io.Writer) int {
+	if code, ok := hookFastPath(args, stdout, stderr); ok {
+		return code
+	}
 	return Run("wt-hook", func(e *env) *ucli.App {
 		return &ucli.App{
 			Usage:     "git hooks that admit commits and pushes only from the live writer",
@@ -102,17 +105,7 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 								if c.Args().Len() != 1 {
 									return usageErr("run reference-transaction takes the transaction's STATE")
 								}
-								vs, err := hooks.RefTransaction(".", c.Args().First(), os.Stdin, os.Getpid())
-								if err != nil {
-									return err
-								}
-								for _, v := range vs {
-									if !v.Allowed {
-										return v.Refusal
-									}
-									e.warnVerdict(v)
-								}
-								return nil
+								return e.refTransaction(c.Args().First())
 							}),
 						},
 						{
@@ -123,15 +116,7 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 								if c.Args().Len() != 2 {
 									return usageErr("run pre-push takes REMOTE and URL, as git passes them")
 								}
-								v, err := hooks.PrePush(".", os.Stdin, os.Getpid())
-								if err != nil {
-									return err
-								}
-								if !v.Allowed {
-									return v.Refusal
-								}
-								e.warnVerdict(v)
-								return nil
+								return e.prePush()
 							}),
 						},
 						{
@@ -147,6 +132,58 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 			},
 		}
 	}, args, stdout, stderr)
+}
+
+// hookFastPath runs the hooks git calls on every commit (run pre-commit,
+// run reference-transaction STATE, run pre-push REMOTE URL) without building
+// the urfave/cli app: they take no flags, and this is every commit's hot
+// path. Anything else (flags, help, bad arity) goes through the app.
+func hookFastPath(args []string, stdout, stderr io.Writer) (int, bool) {
+	if len(args) < 2 || args[0] != "run" {
+		return 0, false
+	}
+	e := &env{bin: "wt-hook", stdout: stdout, stderr: stderr, command: "run " + args[1]}
+	var err error
+	switch {
+	case args[1] == "pre-commit" && len(args) == 2:
+		err = e.verdict(".", false)
+	case args[1] == "reference-transaction" && len(args) == 3:
+		err = e.refTransaction(args[2])
+	case args[1] == "pre-push" && len(args) == 4:
+		err = e.prePush()
+	default:
+		return 0, false
+	}
+	if err != nil {
+		return e.report(err), true
+	}
+	return ExitOK, true
+}
+
+func (e *env) refTransaction(state string) error {
+	vs, err := hooks.RefTransaction(".", state, os.Stdin, os.Getpid())
+	if err != nil {
+		return err
+	}
+	for _, v := range vs {
+		if !v.Allowed {
+			return v.Refusal
+		}
+		e.warnVerdict(v)
+	}
+	return nil
+}
+
+func (e *env) prePush() error {
+	v, err := hooks.PrePush(".", os.Stdin, os.Getpid())
+	if err != nil {
+		return err
+	}
+	if !v.Allowed {
+		return v.Refusal
+	}
+	e.warnVerdict(v)
+	return nil
 }
 
 // verdict decides for this process in dir and reports it: a refusal exits
