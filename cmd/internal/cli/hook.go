@@ -15,9 +15,6 @@ import (
 
 // Hook runs wt-hook with args: exit 0 allow, 1 refuse, 2 usage (SPEC §7).
 func Hook(args []string, stdout, stderr io.Writer) int {
-	if code, ok := hookFastPath(args, stdout, stderr); ok {
-		return code
-	}
 	return Run("wt-hook", func(e *env) *ucli.App {
 		return &ucli.App{
 			Usage:     "git hooks that admit commits and pushes only from the live writer",
@@ -132,32 +129,6 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 			},
 		}
 	}, args, stdout, stderr)
-}
-
-// hookFastPath runs the hooks git calls on every commit (run pre-commit,
-// run reference-transaction STATE, run pre-push REMOTE URL) without building
-// the urfave/cli app: they take no flags, and this is every commit's hot
-// path. Anything else (flags, help, bad arity) goes through the app.
-func hookFastPath(args []string, stdout, stderr io.Writer) (int, bool) {
-	if len(args) < 2 || args[0] != "run" {
-		return 0, false
-	}
-	e := &env{bin: "wt-hook", stdout: stdout, stderr: stderr, command: "run " + args[1]}
-	var err error
-	switch {
-	case args[1] == "pre-commit" && len(args) == 2:
-		err = e.verdict(".", false)
-	case args[1] == "reference-transaction" && len(args) == 3:
-		err = e.refTransaction(args[2])
-	case args[1] == "pre-push" && len(args) == 4:
-		err = e.prePush()
-	default:
-		return 0, false
-	}
-	if err != nil {
-		return e.report(err), true
-	}
-	return ExitOK, true
 }
 
 func (e *env) refTransaction(state string) error {
