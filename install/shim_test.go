@@ -1,0 +1,91 @@
+package install
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestShellQuote: every path comes back exactly from the shell.
+func TestShellQuote(t *testing.T) {
+	for _, p := range []string{"/usr/bin/wt-hook", "/a b/c", "/it's/$HOME/`x`/\\n/\"q\"", "/''/'"} {
+		out, err := exec.Command("sh", "-c", "printf %s "+shellQuote(p)).Output()
+		if err != nil || string(out) != p {
+			t.Errorf("%q: sh printed %q (%v)", p, out, err)
+		}
+		if back, ok := shellUnquote(shellQuote(p)); !ok || back != p {
+			t.Errorf("unquote(%q) = %q %v", shellQuote(p), back, ok)
+		}
+	}
+	for _, bad := range []string{"", "'", "abc", "'a'b'", "'a'\\''"} {
+		if _, ok := shellUnquote(bad); ok {
+			t.Errorf("shellUnquote(%q) accepted", bad)
+		}
+	}
+}
+
+// TestRecognize: a rendered shim is recognised with its binary; an edited
+// one, or another hook's, is not.
+func TestRecognize(t *testing.T) {
+	for _, h := range Hooks {
+		s, err := Render(h, "/opt/it's here/wt-hook")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, bin, ok := Recognize(h, []byte(s)); !ok || v != Version || bin != "/opt/it's here/wt-hook" {
+			t.Errorf("%s: %v %q %v", h, v, bin, ok)
+		}
+		if _, _, ok := Recognize(h, []byte(s+"# edited\n")); ok {
+			t.Errorf("%s: an edited shim was recognised", h)
+		}
+		other := "pre-commit"
+		if h == other {
+			other = "pre-push"
+		}
+		if _, _, ok := Recognize(other, []byte(s)); ok {
+			t.Errorf("%s shim recognised as %s", h, other)
+		}
+	}
+}
+
+// TestInstallUninstall: install keeps a foreign hook beside the shim, is
+// idempotent, and uninstall restores the directory exactly.
+func TestInstallUninstall(t *testing.T) {
+	dir := t.TempDir()
+	foreign := "#!/bin/sh\necho mine\n"
+	os.WriteFile(filepath.Join(dir, "pre-push"), []byte(foreign), 0o700)
+	os.WriteFile(filepath.Join(dir, "post-merge"), []byte("#!/bin/sh\n"), 0o755)
+	if _, err := Install(dir, "/bin/wt-hook"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Install(dir, "/bin/wt-hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range res.Hooks {
+		if h.Changed != "unchanged" || h.State != "wt" {
+			t.Errorf("second install: %+v", h)
+		}
+	}
+	if res, err := Install(dir, "relative/wt-hook"); err == nil {
+		t.Errorf("relative binary accepted: %+v", res)
+	}
+	if _, err := Uninstall(dir); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "post-merge,pre-push" {
+		t.Fatalf("after uninstall: %v", names)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "pre-push"))
+	fi, _ := os.Stat(filepath.Join(dir, "pre-push"))
+	if string(b) != foreign || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("foreign hook changed: %q %v", b, fi.Mode())
+	}
+}
