@@ -3,6 +3,7 @@ package alloc
 import (
 	"context"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/wt-tool/wt/core/decision"
@@ -30,11 +31,12 @@ type Row struct {
 
 // LeaseView is a lease as status shows it.
 type LeaseView struct {
-	LeaseID    string      `json:"lease_id"`
-	Holder     proc.Holder `json:"holder"`
-	Generation int         `json:"generation"`
-	Freshness  string      `json:"freshness"`
-	ExpiresAt  *string     `json:"expires_at"`
+	LeaseID    string            `json:"lease_id"`
+	Holder     proc.Holder       `json:"holder"`
+	Generation int               `json:"generation"`
+	Freshness  string            `json:"freshness"`
+	ExpiresAt  *string           `json:"expires_at"`
+	Child      *store.ChildGroup `json:"child"`
 }
 
 // Pending is an operation in flight or interrupted.
@@ -60,19 +62,16 @@ type StatusResult struct {
 // allocation whose worktree git no longer lists, with lease freshness from
 // one /proc reading.
 func (r *Repo) Status(ctx context.Context) (StatusResult, error) {
+	return r.status(ctx, sync.OnceValues(proc.NewScan))
+}
+
+// status is Status with the process reading given: Ps shares one reading
+// between the freshness of the leases and the processes it lists.
+func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (StatusResult, error) {
 	res := StatusResult{Code: decision.StatusShown, Rows: []Row{}, Pending: []Pending{}}
 	inv, err := r.Git.Inventory(ctx)
 	if err != nil {
 		return res, decision.Wrap(decision.GitFailed, err, "list worktrees")
-	}
-	var scan *proc.Scan
-	getScan := func() (*proc.Scan, error) {
-		if scan != nil {
-			return scan, nil
-		}
-		s, err := proc.NewScan()
-		scan = s
-		return s, err
 	}
 	now := time.Now()
 	err = r.Store.Read(func(tx *store.Tx) error {
@@ -148,7 +147,7 @@ func (r *Repo) Status(ctx context.Context) (StatusResult, error) {
 				return err
 			}
 			row.Lease = &LeaseView{LeaseID: l.LeaseID, Holder: l.Holder, Generation: l.Generation,
-				Freshness: liveness.Freshness(s, l, now), ExpiresAt: l.ExpiresAt}
+				Freshness: liveness.Freshness(s, l, now), ExpiresAt: l.ExpiresAt, Child: l.Child}
 		}
 		js, err := tx.Journals()
 		if err != nil {

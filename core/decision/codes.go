@@ -45,6 +45,7 @@ var (
 	AllocationRecovered     = code("ALLOCATION_RECOVERED")
 	AllocationRolledBack    = code("ALLOCATION_ROLLED_BACK")
 	StatusShown             = code("STATUS_SHOWN")
+	PsShown                 = code("PS_SHOWN")
 	Retained                = code("RETAINED")
 	Resumed                 = code("RESUMED")
 	VersionShown            = code("VERSION_SHOWN")

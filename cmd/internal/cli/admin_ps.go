@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+func (e *env) psCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "ps",
+		Usage:     "who is in each governed worktree: the lease holder's processes and every other process using it",
+		ArgsUsage: "[PATH]",
+		Flags:     []ucli.Flag{jsonFlag},
+		Action: e.action("ps", 1, func(c *ucli.Context) error {
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := r.Ps(c.Context, c.Args().First())
+			if err != nil {
+				return err
+			}
+			reason := fmt.Sprintf("%d governed worktree(s), %d processes read", len(res.Rows), res.Processes)
+			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
+				tw := table(w)
+				fmt.Fprintln(tw, "WORKTREE\tTASK\tPID\tRELATION\tWHY\tCOMMAND")
+				for _, row := range res.Rows {
+					holder := "no lease"
+					if l := row.Lease; l != nil {
+						holder = fmt.Sprintf("lease of %s pid %d, %s", l.Holder.ClientID, l.Holder.PID, l.Freshness)
+					}
+					if len(row.Processes) == 0 {
+						fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\tnobody (%s)\n", row.Path, row.TaskKey, holder)
+						continue
+					}
+					for _, p := range row.Processes {
+						why := p.Why
+						if p.Path != "" {
+							why += " " + p.Path
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", row.Path, row.TaskKey, p.PID, p.Relation, dash(why), p.Command)
+					}
+				}
+				tw.Flush()
+			})
+		}),
+	}
+}
