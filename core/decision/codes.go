@@ -46,6 +46,7 @@ var (
 	AllocationRolledBack    = code("ALLOCATION_ROLLED_BACK")
 	StatusShown             = code("STATUS_SHOWN")
 	PsShown                 = code("PS_SHOWN")
+	LeasesListed            = code("LEASES_LISTED")
 	Retained                = code("RETAINED")
 	Resumed                 = code("RESUMED")
 	VersionShown            = code("VERSION_SHOWN")

@@ -24,7 +24,7 @@ func adminApp(e *env) *ucli.App {
 			jsonFlag,
 		},
 		Commands: []*ucli.Command{
-			e.initCommand(), e.policyCommand(), e.allocateCommand(), e.statusCommand(), e.psCommand(),
+			e.initCommand(), e.policyCommand(), e.allocateCommand(), e.statusCommand(), e.psCommand(), e.leaseCommand(),
 			e.retainCommand(), e.resumeCommand(), e.versionCommand(),
 		},
 	}

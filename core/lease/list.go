@@ -1,0 +1,155 @@
+package lease
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/liveness"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// Entry is one writer lease in `wt-admin lease list`: a current one, or
+// with --all an ended one from events.jsonl.
+type Entry struct {
+	LeaseID      string      `json:"lease_id"`
+	AllocationID string      `json:"allocation_id"`
+	TaskKey      string      `json:"task_key"`
+	WorktreePath string      `json:"worktree_path"`
+	Holder       proc.Holder `json:"holder"`
+	Generation   int         `json:"generation"`
+	From         string      `json:"from"`
+	// To and Ended say when and how an ended lease ended ("released",
+	// "taken over by <lease id>"); both are empty for a current one.
+	To    string `json:"to,omitempty"`
+	Ended string `json:"ended,omitempty"`
+	// Freshness is that of a current lease (SPEC §5.1).
+	Freshness string `json:"freshness,omitempty"`
+}
+
+// List returns the current leases with their freshness, from one /proc
+// reading, and with all set also every ended lease found in events.jsonl:
+// who held write entitlement on which worktree, from when to when, and how
+// it ended. Current leases come first, then ended ones by start time.
+func List(r *alloc.Repo, all bool) ([]Entry, error) {
+	var out []Entry
+	var eventsPath string
+	scan := sync.OnceValues(proc.NewScan)
+	allocs := map[string]store.Allocation{}
+	now := time.Now()
+	err := r.Store.Read(func(tx *store.Tx) error {
+		eventsPath = tx.EventsPath()
+		if all {
+			as, err := tx.Allocations()
+			if err != nil {
+				return err
+			}
+			for _, a := range as {
+				allocs[a.AllocationID] = a
+			}
+		}
+		ids, err := tx.Leases()
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			l, ok, err := tx.Lease(id)
+			if err != nil || !ok {
+				return err
+			}
+			a, err := tx.Allocation(id)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			s, err := scan()
+			if err != nil {
+				return decision.Wrap(decision.Internal, err, "read /proc")
+			}
+			out = append(out, Entry{LeaseID: l.LeaseID, AllocationID: l.AllocationID, TaskKey: a.TaskKey,
+				WorktreePath: l.WorktreePath, Holder: l.Holder, Generation: l.Generation, From: l.AcquiredAt,
+				Freshness: liveness.Freshness(s, l, now)})
+		}
+		return nil
+	})
+	if err != nil || !all {
+		return out, err
+	}
+	ended, err := endedLeases(eventsPath, out)
+	for i := range ended {
+		a := allocs[ended[i].AllocationID]
+		ended[i].TaskKey, ended[i].WorktreePath = a.TaskKey, a.WorktreePath
+	}
+	return append(out, ended...), err
+}
+
+// endedLeases reads events.jsonl for leases that began and ended. A last
+// line without its newline (a power loss can cut it) is skipped; any other
+// line that does not decode is INVALID_METADATA.
+func endedLeases(path string, current []Entry) ([]Entry, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, decision.Wrap(decision.InvalidMetadata, err, "read %s", path)
+	}
+	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
+		data = data[:i+1]
+	}
+	live := map[string]bool{}
+	for _, e := range current {
+		live[e.LeaseID] = true
+	}
+	began := map[string]*Entry{}
+	var order []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for n := 1; sc.Scan(); n++ {
+		var ev store.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return nil, decision.Wrap(decision.InvalidMetadata, err, "%s line %d", path, n)
+		}
+		if ev.LeaseID == nil {
+			continue
+		}
+		id := *ev.LeaseID
+		switch ev.Event {
+		case "writer_lease_acquired", "writer_lease_taken_over":
+			if began[id] == nil && ev.Holder != nil {
+				e := &Entry{LeaseID: id, Holder: *ev.Holder, From: ev.At}
+				if ev.AllocationID != nil {
+					e.AllocationID = *ev.AllocationID
+				}
+				if g, ok := ev.Detail["generation"].(float64); ok {
+					e.Generation = int(g)
+				}
+				began[id] = e
+				order = append(order, id)
+			}
+			if prev, ok := ev.Detail["previous_lease_id"].(string); ok && began[prev] != nil && began[prev].To == "" {
+				began[prev].To, began[prev].Ended = ev.At, "taken over by "+id
+			}
+		case "writer_lease_released":
+			if e := began[id]; e != nil && e.To == "" {
+				e.To, e.Ended = ev.At, "released"
+			}
+		}
+	}
+	var out []Entry
+	for _, id := range order {
+		if e := began[id]; e.To != "" && !live[id] {
+			out = append(out, *e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].From < out[j].From })
+	return out, nil
+}
