@@ -37,10 +37,18 @@ func governed(t *testing.T, n int) (top, repo string, wts []string) {
 	repo = filepath.Join(top, "repo")
 	git(t, top, "init", "-q", "-b", "main", repo)
 	git(t, repo, "commit", "-q", "--allow-empty", "-m", "init")
-	run(t, "", "wt-admin", "--repo", repo, "init").ok(t)
+	// wt-admin runs in this process: setting up is not what these tests
+	// show, and a race-instrumented process start costs about a second.
+	admin := func(args ...string) {
+		var out bytes.Buffer
+		if code := Admin(append([]string{"--repo", repo}, args...), &out, &out); code != 0 {
+			t.Fatalf("wt-admin %v: %d\n%s", args, code, out.String())
+		}
+	}
+	admin("init")
 	for i := 0; i < n; i++ {
 		w := filepath.Join(top, fmt.Sprintf("w%d", i))
-		run(t, "", "wt-admin", "--repo", repo, "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "alice", w).ok(t)
+		admin("allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "alice", w)
 		wts = append(wts, w)
 	}
 	return top, repo, wts
