@@ -60,6 +60,11 @@ func Entitled(dir string, pid int) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
+	return entitled(c, pid)
+}
+
+// entitled is Entitled for a checkout already located.
+func entitled(c gitrepo.Checkout, pid int) (Verdict, error) {
 	v := Verdict{Path: c.TopLevel, Branch: c.Branch}
 	r, err := alloc.OpenCheckout(c)
 	if decision.CodeOf(err) == decision.NotInitialized {

@@ -2,8 +2,6 @@ package hooks
 
 import (
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/wt-tool/wt/core/decision"
@@ -22,6 +20,7 @@ import (
 // Which worktree owns B is read from the HEAD files of the linked worktrees
 // (O(worktrees) small files, never every allocation). A feature allocation
 // whose worktree no longer has its branch checked out does not gate it.
+// Each worktree is judged once: a commit moves HEAD and its branch.
 func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, error) {
 	if state != "prepared" {
 		return nil, nil
@@ -30,27 +29,40 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 	if err != nil {
 		return nil, err
 	}
-	var owners map[string]string
+	c, err := gitrepo.Locate(dir)
+	if err != nil {
+		return nil, err
+	}
+	var owners map[string]string // branch -> worktree key
 	judged := map[string]bool{}
 	var out []Verdict
 	for _, u := range updates {
-		var path string
+		key := ""
 		switch {
 		case u.Ref == "HEAD":
-			path = dir
+			key = c.Key
 		case strings.HasPrefix(u.Ref, "refs/heads/"):
 			if owners == nil {
-				if owners, err = branchOwners(dir); err != nil {
-					return nil, err
+				if owners, err = gitrepo.CheckedOutBranches(c.CommonDir); err != nil {
+					return nil, decision.Wrap(decision.Internal, err, "list worktrees")
 				}
 			}
-			path = owners[strings.TrimPrefix(u.Ref, "refs/heads/")]
+			key = owners[strings.TrimPrefix(u.Ref, "refs/heads/")]
 		}
-		if path == "" || judged[path] {
+		if key == "" || judged[key] {
 			continue
 		}
-		judged[path] = true
-		v, err := Entitled(path, pid)
+		judged[key] = true
+		var v Verdict
+		if key == c.Key {
+			v, err = entitled(c, pid)
+		} else {
+			path, perr := gitrepo.CheckoutOf(c.CommonDir, key)
+			if perr != nil {
+				continue // an admin dir being created or removed right now
+			}
+			v, err = Entitled(path, pid)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -67,41 +79,6 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 		}
 	}
 	return out, nil
-}
-
-// branchOwners maps each branch checked out in a linked worktree of the
-// repository that holds dir to that worktree's path, from the admin dirs'
-// HEAD and gitdir files.
-func branchOwners(dir string) (map[string]string, error) {
-	c, err := gitrepo.Locate(dir)
-	if err != nil {
-		return nil, err
-	}
-	root := filepath.Join(c.CommonDir, "worktrees")
-	ents, err := os.ReadDir(root)
-	if os.IsNotExist(err) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, decision.Wrap(decision.Internal, err, "list worktrees")
-	}
-	owners := map[string]string{}
-	for _, e := range ents {
-		head, err := os.ReadFile(filepath.Join(root, e.Name(), "HEAD"))
-		if err != nil {
-			continue // being created or removed right now
-		}
-		b, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: refs/heads/")
-		if !ok {
-			continue
-		}
-		gd, err := os.ReadFile(filepath.Join(root, e.Name(), "gitdir"))
-		if err != nil {
-			continue
-		}
-		owners[b] = filepath.Dir(strings.TrimSpace(string(gd)))
-	}
-	return owners, nil
 }
 
 // PrePush judges a push from the worktree that holds dir (SPEC §7): the same

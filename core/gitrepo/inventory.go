@@ -101,22 +101,71 @@ func ParsePorcelain(b []byte) ([]Worktree, error) {
 // for checkouts that no longer exist, unlike reading <path>/.git.
 func AdminKeys(commonDir string) (map[string]string, error) {
 	keys := map[string]string{}
+	err := eachAdminDir(commonDir, func(key string) {
+		if p, err := CheckoutOf(commonDir, key); err == nil {
+			keys[p] = key
+		}
+	})
+	return keys, err
+}
+
+// CheckedOutBranches maps each branch checked out in a linked worktree to
+// the worktree's key, from the admin dirs' HEAD files.
+func CheckedOutBranches(commonDir string) (map[string]string, error) {
+	branches := map[string]string{}
+	err := eachAdminDir(commonDir, func(key string) {
+		head, err := os.ReadFile(filepath.Join(AdminDir(commonDir, key), "HEAD"))
+		if err != nil {
+			return // an admin dir being created or removed right now
+		}
+		if b, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: refs/heads/"); ok {
+			branches[b] = key
+		}
+	})
+	return branches, err
+}
+
+// eachAdminDir calls fn with the key of every linked worktree's admin dir.
+func eachAdminDir(commonDir string, fn func(key string)) error {
 	ents, err := os.ReadDir(filepath.Join(commonDir, "worktrees"))
 	if os.IsNotExist(err) {
-		return keys, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(commonDir, "worktrees", e.Name(), "gitdir"))
-		if err != nil {
-			continue // an admin dir being created or removed right now
-		}
-		p := strings.TrimSpace(string(b))
-		keys[filepath.Dir(filepath.Clean(p))] = e.Name()
+		fn(e.Name())
 	}
-	return keys, nil
+	return nil
+}
+
+// CheckoutOf returns the checkout git knows for the linked worktree key:
+// its admin dir's gitdir file holds "<path>/.git". The checkout may no
+// longer exist.
+func CheckoutOf(commonDir, key string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(AdminDir(commonDir, key), "gitdir"))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(filepath.Clean(strings.TrimRight(string(b), "\r\n"))), nil
+}
+
+// gitdirOf reads a linked checkout's .git file ("gitdir: PATH") and returns
+// the git dir it names; a relative PATH is taken from the checkout.
+func gitdirOf(dotgit string) (string, error) {
+	b, err := os.ReadFile(dotgit)
+	if err != nil {
+		return "", err
+	}
+	gd, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
+	if !ok {
+		return "", fmt.Errorf("%s is not a gitdir file", dotgit)
+	}
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(filepath.Dir(dotgit), gd)
+	}
+	return filepath.Clean(gd), nil
 }
 
 // AdminDir is the admin dir of the linked worktree with key.
@@ -140,18 +189,10 @@ func KeyOfCheckout(commonDir, path string) (key string, ok bool) {
 		}
 		return "", false
 	}
-	b, err := os.ReadFile(dotgit)
+	gd, err := gitdirOf(dotgit)
 	if err != nil {
 		return "", false
 	}
-	gd, found := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
-	if !found {
-		return "", false
-	}
-	if !filepath.IsAbs(gd) {
-		gd = filepath.Join(path, gd)
-	}
-	gd = filepath.Clean(gd)
 	if !same(filepath.Dir(gd), filepath.Join(commonDir, "worktrees")) {
 		return "", false
 	}

@@ -82,18 +82,11 @@ func checkoutAt(top, dotgit string, isDir bool) (Checkout, error) {
 		}
 		c.GitDir, c.CommonDir, c.Key = dotgit, dotgit, MainKey
 	} else {
-		b, err := os.ReadFile(dotgit)
+		gd, err := gitdirOf(dotgit)
 		if err != nil {
 			return c, decision.Wrap(decision.NotAGitRepository, err, "read %s", dotgit)
 		}
-		gd, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
-		if !ok {
-			return c, decision.New(decision.NotAGitRepository, "%s is not a gitdir file", dotgit)
-		}
-		if !filepath.IsAbs(gd) {
-			gd = filepath.Join(top, gd)
-		}
-		c.GitDir = filepath.Clean(gd)
+		c.GitDir = gd
 		common, err := os.ReadFile(filepath.Join(c.GitDir, "commondir"))
 		switch {
 		case os.IsNotExist(err):
@@ -135,13 +128,13 @@ func checkBackPointer(c Checkout, dotgit string) error {
 	if filepath.Dir(c.GitDir) != filepath.Join(c.CommonDir, "worktrees") {
 		return decision.New(decision.UnregisteredWorktree, "%s names git dir %s, which is not a worktree admin dir of %s", dotgit, c.GitDir, c.CommonDir)
 	}
-	back, err := os.ReadFile(filepath.Join(c.GitDir, "gitdir"))
+	back, err := CheckoutOf(c.CommonDir, c.Key)
 	if err != nil {
 		return decision.Wrap(decision.UnregisteredWorktree, err, "worktree admin dir %s has no gitdir file", c.GitDir)
 	}
-	if !same(strings.TrimRight(string(back), "\r\n"), dotgit) {
+	if !same(filepath.Join(back, ".git"), dotgit) {
 		return decision.New(decision.UnregisteredWorktree, "%s is not the checkout git knows for worktree %s (that is %s): it was copied or moved",
-			c.TopLevel, c.Key, filepath.Dir(strings.TrimRight(string(back), "\r\n"))).
+			c.TopLevel, c.Key, back).
 			WithHint("run git worktree repair in the checkout if it was moved")
 	}
 	return nil

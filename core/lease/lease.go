@@ -330,20 +330,15 @@ func checkTarget(commonDir string, c gitrepo.Checkout, a store.Allocation) error
 	return nil
 }
 
+// isWtReason reports whether a lock reason is one wt writes: the prefix
+// and a lease id.
 func isWtReason(reason string) bool {
-	_, ok := cutReason(reason)
-	return ok
-}
-
-func cutReason(reason string) (leaseID string, ok bool) {
 	rest, ok := strings.CutPrefix(reason, reasonPrefix)
 	if !ok || len(rest) < 36 {
-		return "", false
+		return false
 	}
-	if _, err := uuid.Parse(rest[:36]); err != nil {
-		return "", false
-	}
-	return rest[:36], true
+	_, err := uuid.Parse(rest[:36])
+	return err == nil
 }
 
 // checkDrift refuses a lease whose identity no longer matches its record.

@@ -27,13 +27,8 @@ func benchRepo(b *testing.B, n, extra int) (repo string, wts []string) {
 	b.Helper()
 	top := b.TempDir()
 	repo = filepath.Join(top, "repo")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "init"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@wt.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@wt.invalid")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	git(b, top, "init", "-q", "-b", "main", repo)
+	git(b, repo, "commit", "-q", "--allow-empty", "-m", "init")
 	if code := Admin([]string{"--repo", repo, "init"}, nopWriter{}, nopWriter{}); code != 0 {
 		b.Fatalf("init: %d", code)
 	}
@@ -170,18 +165,6 @@ func shipped(b *testing.B, name string) string {
 	return bin
 }
 
-var gitIdentity = []string{"GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@wt.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@wt.invalid"}
-
-func gitB(b *testing.B, dir string, args ...string) {
-	b.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), gitIdentity...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-}
-
 // BenchmarkCommitHooks is `git commit --allow-empty` in a small repository,
 // side by side: no hooks (the limit), a trivial `exit 0` shell pre-commit,
 // lefthook running one trivial command, and wt's hooks installed with the
@@ -193,12 +176,12 @@ func BenchmarkCommitHooks(b *testing.B) {
 	w := wts[0]
 	hooksDir := filepath.Join(b.TempDir(), "hooks")
 	os.MkdirAll(hooksDir, 0o755)
-	gitB(b, repo, "config", "core.hooksPath", hooksDir)
+	git(b, repo, "config", "core.hooksPath", hooksDir)
 	commit := func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			cmd := exec.Command("git", "commit", "-q", "--allow-empty", "-m", "bench")
 			cmd.Dir = w
-			cmd.Env = append(os.Environ(), gitIdentity...)
+			cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@wt.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@wt.invalid")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				b.Fatalf("commit: %v\n%s", err, out)
 			}

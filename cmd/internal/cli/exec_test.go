@@ -514,26 +514,31 @@ wt-exec --client-id someone-else -- true 2> "$TOP/inner3"; echo $? >> "$TOP/inne
 	storeValid(t, repo, id)
 }
 
-// TestExecPTY runs wt-exec on a real terminal: the child gets its own pty
-// (a terminal, the outer window size, then the new size after a resize),
-// and its output arrives intact.
-func TestExecPTY(t *testing.T) {
-	top, repo, wts := governed(t, 1)
+// terminal is a command started on a new pty, as on a login terminal, with
+// everything it writes collected.
+type terminal struct {
+	cmd  *exec.Cmd
+	ptmx *os.File
+	// output is what the command wrote so far; done is closed once the
+	// pty's other side is closed by everyone.
+	output func() string
+	done   chan struct{}
+}
+
+// onTerminal starts name on a new pty (of size ws, if given) that becomes
+// its controlling terminal, and collects its output.
+func onTerminal(t *testing.T, ws *pty.Winsize, name string, args ...string) terminal {
+	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pty: %v", err)
 	}
-	defer ptmx.Close()
-	pty.Setsize(ptmx, &pty.Winsize{Rows: 33, Cols: 111})
-	release := filepath.Join(top, "go")
-	script := `test -t 0 && test -t 1 && echo TTY-YES; stty size; echo READY
-while [ ! -e "$1" ]; do sleep 0.02; done
-i=0; while [ "$(stty size)" != "40 100" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done
-stty size; seq 1 5000; echo END`
-	cmd := exec.Command("wt-exec", "-C", wts[0], "--", "sh", "-c", script, "sh", release)
+	t.Cleanup(func() { ptmx.Close() })
+	if ws != nil {
+		pty.Setsize(ptmx, ws)
+	}
+	cmd := exec.Command(name, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	// The test's pty becomes wt-exec's controlling terminal, as a login
-	// terminal would be.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -555,7 +560,22 @@ stty size; seq 1 5000; echo END`
 			}
 		}
 	}()
-	output := func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
+	return terminal{cmd: cmd, ptmx: ptmx, done: done,
+		output: func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }}
+}
+
+// TestExecPTY runs wt-exec on a real terminal: the child gets its own pty
+// (a terminal, the outer window size, then the new size after a resize),
+// and its output arrives intact.
+func TestExecPTY(t *testing.T) {
+	top, repo, wts := governed(t, 1)
+	release := filepath.Join(top, "go")
+	script := `test -t 0 && test -t 1 && echo TTY-YES; stty size; echo READY
+while [ ! -e "$1" ]; do sleep 0.02; done
+i=0; while [ "$(stty size)" != "40 100" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done
+stty size; seq 1 5000; echo END`
+	term := onTerminal(t, &pty.Winsize{Rows: 33, Cols: 111}, "wt-exec", "-C", wts[0], "--", "sh", "-c", script, "sh", release)
+	cmd, ptmx, output, done := term.cmd, term.ptmx, term.output, term.done
 	waitFor(t, "the child on its pty", func() bool { return strings.Contains(output(), "READY") })
 	pty.Setsize(ptmx, &pty.Winsize{Rows: 40, Cols: 100}) // SIGWINCH to wt-exec
 	os.WriteFile(release, nil, 0o644)
@@ -610,35 +630,11 @@ func TestExecPathUsers(t *testing.T) {
 // without being stopped, and the terminal is wt-exec's again afterwards.
 func TestExecNoPTY(t *testing.T) {
 	_, repo, wts := governed(t, 1)
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pty: %v", err)
-	}
-	defer ptmx.Close()
 	// Fields 5 and 8 of /proc/<pid>/stat are the process group and the
 	// terminal's foreground group (the command name "sh" has no space).
 	script := `read line; echo "got:$line"; set -- $(cat /proc/$$/stat); echo "groups:$5:$8"`
-	cmd := exec.Command("wt-exec", "--no-pty", "-C", wts[0], "--", "sh", "-c", script)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tty.Close()
-	var mu sync.Mutex
-	var buf bytes.Buffer
-	go func() {
-		b := make([]byte, 1024)
-		for {
-			n, err := ptmx.Read(b)
-			mu.Lock()
-			buf.Write(b[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
+	term := onTerminal(t, nil, "wt-exec", "--no-pty", "-C", wts[0], "--", "sh", "-c", script)
+	cmd, ptmx := term.cmd, term.ptmx
 	ptmx.Write([]byte("hello\n"))
 	// A child left in the background would be stopped by SIGTTIN at its
 	// read and never end: fail instead of hanging.
@@ -647,9 +643,8 @@ func TestExecNoPTY(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("wt-exec: %v", err)
 	}
-	mu.Lock()
-	out := strings.ReplaceAll(buf.String(), "\r", "")
-	mu.Unlock()
+	<-term.done
+	out := strings.ReplaceAll(term.output(), "\r", "")
 	if !strings.Contains(out, "got:hello\n") {
 		t.Fatalf("the child could not read the terminal:\n%s", out)
 	}

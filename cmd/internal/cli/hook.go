@@ -37,13 +37,9 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 					Name:  "install",
 					Usage: "write wt's shims into the hooks dir git uses (core.hooksPath honoured, never changed)",
 					Flags: []ucli.Flag{&ucli.BoolFlag{Name: "force", Usage: "install even when the hooks dir lies inside the working tree"}},
-					Action: e.action("install", 0, func(c *ucli.Context) error {
-						dir, inTree, err := install.HooksDir(c.Context, ".")
-						if err != nil {
-							return err
-						}
+					Action: e.hooksAction("install", decision.HooksInstalled, "wt's shims are in ", func(c *ucli.Context, dir string, inTree bool) (install.Result, error) {
 						if inTree && !c.Bool("force") {
-							return decision.New(decision.HooksDirInWorktree, "git's hooks dir %s lies inside the working tree (core.hooksPath): other worktrees may not see it, and a tool that owns it may rewrite it", dir).
+							return install.Result{}, decision.New(decision.HooksDirInWorktree, "git's hooks dir %s lies inside the working tree (core.hooksPath): other worktrees may not see it, and a tool that owns it may rewrite it", dir).
 								WithHint("install anyway with wt-hook install --force, or point core.hooksPath outside the working tree")
 						}
 						bin, err := os.Executable()
@@ -51,43 +47,23 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 							bin, err = filepath.EvalSymlinks(bin)
 						}
 						if err != nil {
-							return decision.Wrap(decision.Internal, err, "find the wt-hook binary")
+							return install.Result{}, decision.Wrap(decision.Internal, err, "find the wt-hook binary")
 						}
-						res, err := install.Install(dir, bin)
-						if err != nil {
-							return err
-						}
-						return e.success(decision.HooksInstalled, "wt's shims are in "+dir, res, nil, func(w io.Writer) { printHooks(w, e.bin, res) })
+						return install.Install(dir, bin)
 					}),
 				},
 				{
 					Name:  "uninstall",
 					Usage: "remove wt's shims and put back the hooks that were there",
-					Action: e.action("uninstall", 0, func(c *ucli.Context) error {
-						dir, _, err := install.HooksDir(c.Context, ".")
-						if err != nil {
-							return err
-						}
-						res, err := install.Uninstall(dir)
-						if err != nil {
-							return err
-						}
-						return e.success(decision.HooksUninstalled, "wt's shims are gone from "+dir, res, nil, func(w io.Writer) { printHooks(w, e.bin, res) })
+					Action: e.hooksAction("uninstall", decision.HooksUninstalled, "wt's shims are gone from ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
+						return install.Uninstall(dir)
 					}),
 				},
 				{
 					Name:  "status",
 					Usage: "show the hooks git runs: wt's shims, foreign hooks and what they chain",
-					Action: e.action("status", 0, func(c *ucli.Context) error {
-						dir, _, err := install.HooksDir(c.Context, ".")
-						if err != nil {
-							return err
-						}
-						res, err := install.Status(dir)
-						if err != nil {
-							return err
-						}
-						return e.success(decision.HooksShown, "hooks in "+dir, res, nil, func(w io.Writer) { printHooks(w, e.bin, res) })
+					Action: e.hooksAction("status", decision.HooksShown, "hooks in ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
+						return install.Status(dir)
 					}),
 				},
 				{
@@ -190,6 +166,22 @@ func (e *env) warnVerdict(v hooks.Verdict) {
 	for _, w := range warningsOf(v) {
 		fmt.Fprintf(e.stderr, "%s: warning: %s\n", e.bin, w)
 	}
+}
+
+// hooksAction is the action of a command on git's hooks dir: it finds the
+// dir, runs fn on it and prints the hooks it leaves.
+func (e *env) hooksAction(name, code, reason string, fn func(c *ucli.Context, dir string, inTree bool) (install.Result, error)) ucli.ActionFunc {
+	return e.action(name, 0, func(c *ucli.Context) error {
+		dir, inTree, err := install.HooksDir(c.Context, ".")
+		if err != nil {
+			return err
+		}
+		res, err := fn(c, dir, inTree)
+		if err != nil {
+			return err
+		}
+		return e.success(code, reason+dir, res, nil, func(w io.Writer) { printHooks(w, e.bin, res) })
+	})
 }
 
 func printHooks(w io.Writer, bin string, res install.Result) {
