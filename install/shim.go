@@ -18,10 +18,10 @@ var shims embed.FS
 var Hooks = []string{"pre-commit", "pre-push", "reference-transaction"}
 
 // Version is the shim version install writes.
-const Version = 1
+const Version = 2
 
 // versions lists every shim version shipped, newest first.
-var versions = []int{1}
+var versions = []int{2, 1}
 
 const binMark = "@BIN@"
 

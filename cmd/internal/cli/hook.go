@@ -30,7 +30,8 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 						if dir == "" {
 							dir = "."
 						}
-						return e.verdict(dir, true)
+						v, err := hooks.Entitled(dir, os.Getpid())
+						return e.verdict(v, err, true)
 					}),
 				},
 				{
@@ -97,7 +98,8 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 							Usage: "refuse a commit from a process that is not the worktree's live writer",
 							Action: e.action("run pre-commit", 0, func(c *ucli.Context) error {
 								// git runs hooks at the top of the worktree.
-								return e.verdict(".", false)
+								v, err := hooks.PreCommit(".", os.Getpid())
+								return e.verdict(v, err, false)
 							}),
 						},
 					},
@@ -133,11 +135,10 @@ func (e *env) prePush() error {
 	return nil
 }
 
-// verdict decides for this process in dir and reports it: a refusal exits
+// verdict reports the decision for this process: a refusal exits
 // 1 (or, under enforcement warn, is printed as a warning); an allowance is
 // printed only when show is set (check) or asked for with --json.
-func (e *env) verdict(dir string, show bool) error {
-	v, err := hooks.Entitled(dir, os.Getpid())
+func (e *env) verdict(v hooks.Verdict, err error, show bool) error {
 	if err != nil {
 		return err
 	}

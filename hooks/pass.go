@@ -1,0 +1,65 @@
+package hooks
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/proc"
+)
+
+// PassFile is the file, in a checkout's own git dir, in which an allowed
+// pre-commit leaves its pass for the reference transaction of the same git
+// process (docs/decisions.md, "Hooks").
+const PassFile = "wt-hook-pass"
+
+// PreCommit judges a commit like Entitled, for the process pid (the hook)
+// whose parent is the committing git process. When the commit is allowed outright (no
+// warning), it leaves a pass naming that git process by its identity (boot
+// id, pid, start ticks) and the ref the commit moves: the
+// reference-transaction shim (v2) reads it with shell builtins and does not
+// start wt-hook a second time for the same commit. The shim accepts the pass
+// only from its own parent and only for a transaction that moves HEAD and
+// that ref; anything else is judged by wt-hook as before. The pass is
+// advice, never a grant on its own: failing to write it costs one more
+// wt-hook start, nothing else.
+func PreCommit(dir string, pid int) (Verdict, error) {
+	c, err := gitrepo.Locate(dir)
+	if err != nil {
+		return Verdict{}, err
+	}
+	v, err := entitled(c, pid)
+	if err == nil && v.Allowed && !v.Warning {
+		if st, err := proc.ReadStat(pid); err == nil {
+			writePass(c, st.PPID)
+		}
+	}
+	return v, err
+}
+
+// writePass writes the pass for the git process gitPID, which must be a
+// running process called git; it is written whole (temporary file and
+// rename) without fsync: it describes a process of this boot.
+func writePass(c gitrepo.Checkout, gitPID int) {
+	st, err := proc.ReadStat(gitPID)
+	if err != nil || st.Comm != "git" || !st.Running() {
+		return
+	}
+	boot, err := proc.BootID()
+	if err != nil {
+		return
+	}
+	ref := "HEAD"
+	if !c.Detached && c.Branch != "" {
+		ref = "refs/heads/" + c.Branch
+	}
+	f, err := os.CreateTemp(c.GitDir, PassFile+".tmp*")
+	if err != nil {
+		return
+	}
+	_, werr := fmt.Fprintf(f, "v1 %s %d %d %s\n", boot, gitPID, st.StartTicks, ref)
+	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), filepath.Join(c.GitDir, PassFile)) != nil {
+		os.Remove(f.Name())
+	}
+}

@@ -1,0 +1,98 @@
+package install
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wt-tool/wt/core/proc"
+)
+
+// TestReferenceTransactionPass runs the v2 reference-transaction shim as git
+// does (its parent, this test process, plays git) with a pass in $GIT_DIR,
+// and a stand-in wt-hook that records that it ran and what it read. The
+// stand-in is skipped only when the pass names the parent exactly and the
+// transaction moves nothing but HEAD and the pass's ref; otherwise it gets
+// every byte of stdin, as does a chained hook in every case.
+func TestReferenceTransactionPass(t *testing.T) {
+	self, err := proc.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		oid  = "1111111111111111111111111111111111111111"
+		head = oid + " " + oid + " HEAD\n"
+		own  = oid + " " + oid + " refs/heads/wt/T-1\n"
+		tag  = oid + " " + oid + " refs/tags/v1\n"
+	)
+	valid := fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, self.PID, self.StartTicks)
+	cases := []struct {
+		name, pass, stdin string
+		chained, judged   bool
+	}{
+		{"a commit judged by its pre-commit", valid, head + own, false, false},
+		{"with a chained hook", valid, head + own, true, false},
+		{"another ref in the transaction", valid, head + own + tag, false, true},
+		{"another ref, chained", valid, tag + head, true, true},
+		{"no pass", "", head + own, false, true},
+		{"another process's pass", fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, self.PID+1, self.StartTicks), head + own, false, true},
+		{"a reused pid", fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, self.PID, self.StartTicks+1), head + own, false, true},
+		{"another boot", fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", "00000000-0000-0000-0000-000000000000", self.PID, self.StartTicks), head + own, false, true},
+		{"another branch", fmt.Sprintf("v1 %s %d %d refs/heads/other\n", self.BootID, self.PID, self.StartTicks), head + own, false, true},
+		{"an unknown pass version", "v9" + valid[2:], head + own, false, true},
+		{"a torn pass", valid[:20], head + own, false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			hooksDir, gitDir := filepath.Join(dir, "hooks"), filepath.Join(dir, "gitdir")
+			os.Mkdir(hooksDir, 0o755)
+			os.Mkdir(gitDir, 0o755)
+			if tc.pass != "" {
+				os.WriteFile(filepath.Join(gitDir, "wt-hook-pass"), []byte(tc.pass), 0o644)
+			}
+			// The stand-in wt-hook exits 7 so that its status is seen to
+			// come through.
+			stand := filepath.Join(dir, "wt-hook")
+			os.WriteFile(stand, []byte("#!/bin/sh\necho \"$*\" > \"$0.args\"\ncat > \"$0.stdin\"\nexit 7\n"), 0o755)
+			shim, err := Render("reference-transaction", stand)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(hooksDir, "reference-transaction")
+			os.WriteFile(path, []byte(shim), 0o755)
+			if tc.chained {
+				os.WriteFile(path+".wt-chained", []byte("#!/bin/sh\ncat > \"$0.stdin\"\n"), 0o755)
+			}
+			cmd := exec.Command(path, "prepared")
+			cmd.Env = append(os.Environ(), "GIT_DIR="+gitDir, "WT_HOOK_BIN=")
+			cmd.Stdin = strings.NewReader(tc.stdin)
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			args, argErr := os.ReadFile(stand + ".args")
+			if tc.judged {
+				if code != 7 || argErr != nil || string(args) != "run reference-transaction prepared\n" {
+					t.Fatalf("wt-hook was not asked: exit %d, args %q (%v), output %q", code, args, argErr, out)
+				}
+				if got, _ := os.ReadFile(stand + ".stdin"); string(got) != tc.stdin {
+					t.Errorf("wt-hook read %q, git wrote %q", got, tc.stdin)
+				}
+			} else if code != 0 || argErr == nil {
+				t.Fatalf("wt-hook ran, or the shim failed: exit %d, args %q, output %q", code, args, out)
+			}
+			if tc.chained {
+				if got, _ := os.ReadFile(path + ".wt-chained.stdin"); string(got) != tc.stdin {
+					t.Errorf("the chained hook read %q, git wrote %q", got, tc.stdin)
+				}
+			}
+		})
+	}
+}
