@@ -69,6 +69,24 @@ var (
 	WriterLeaseReleased  = code("WRITER_LEASE_RELEASED")
 )
 
+// The operator's lease lifecycle (SPEC §5, §5.1).
+var (
+	NoWriterLease            = code("NO_WRITER_LEASE")
+	AbandonProofInsufficient = code("ABANDON_PROOF_INSUFFICIENT")
+	OperatorRequired         = code("OPERATOR_REQUIRED")
+
+	LeaseInspected       = code("LEASE_INSPECTED")
+	WriterLeaseAbandoned = code("WRITER_LEASE_ABANDONED")
+	WriterLeaseAdopted   = code("WRITER_LEASE_ADOPTED")
+	LeasesExpired        = code("LEASES_EXPIRED")
+)
+
+// wt-admin doctor (SPEC §5).
+var (
+	DoctorFindings = code("DOCTOR_FINDINGS")
+	DoctorOK       = code("DOCTOR_OK")
+)
+
 // Hooks (SPEC §7).
 var (
 	Entitled         = code("ENTITLED")

@@ -139,20 +139,20 @@ func holderExited(l store.Lease) (bool, error) {
 }
 
 // survivors says what still keeps an exited holder's lease, or "": its
-// groups, or another process in the worktree.
-func survivors(ev Evidence, l store.Lease) string {
+// groups, or another process in the worktree (other than those in skip).
+func survivors(ev Evidence, l store.Lease, skip ...int) string {
 	if why := liveness.Alive(ev, l.Holder, l.Child); why != "" {
 		return why
 	}
 	if why := liveness.Carriers(ev, l.LeaseID); why != "" {
 		return why
 	}
-	uses, err := liveness.Users(ev, l.WorktreePath)
+	uses, err := liveness.Users(ev, l.WorktreePath, skip...)
 	if err != nil {
 		return "the worktree's users cannot be read"
 	}
 	if len(uses) > 0 {
-		return fmt.Sprintf("pid %d (%s) still uses the worktree", uses[0].PID, uses[0].Command)
+		return fmt.Sprintf("pid %d (%s) still uses the worktree (%s %s)", uses[0].PID, uses[0].Command, uses[0].Why, uses[0].Path)
 	}
 	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,7 +30,8 @@ type Entry struct {
 	Generation   int         `json:"generation"`
 	From         string      `json:"from"`
 	// To and Ended say when and how an ended lease ended ("released",
-	// "taken over by <lease id>"); both are empty for a current one.
+	// "expired", "abandoned: <reason>", "taken over by <lease id>",
+	// "adopted by <lease id>"); both are empty for a current one.
 	To    string `json:"to,omitempty"`
 	Ended string `json:"ended,omitempty"`
 	// Freshness is that of a current lease (SPEC §5.1).
@@ -123,7 +125,7 @@ func endedLeases(path string, current []Entry) ([]Entry, error) {
 		}
 		id := *ev.LeaseID
 		switch ev.Event {
-		case "writer_lease_acquired", "writer_lease_taken_over":
+		case "writer_lease_acquired", "writer_lease_taken_over", "writer_lease_adopted":
 			if began[id] == nil && ev.Holder != nil {
 				e := &Entry{LeaseID: id, Holder: *ev.Holder, From: ev.At}
 				if ev.AllocationID != nil {
@@ -135,12 +137,19 @@ func endedLeases(path string, current []Entry) ([]Entry, error) {
 				began[id] = e
 				order = append(order, id)
 			}
-			if prev, ok := ev.Detail["previous_lease_id"].(string); ok && began[prev] != nil && began[prev].To == "" {
-				began[prev].To, began[prev].Ended = ev.At, "taken over by "+id
+			how := "taken over by "
+			if ev.Event == "writer_lease_adopted" {
+				how = "adopted by "
 			}
-		case "writer_lease_released":
+			if prev, ok := ev.Detail["previous_lease_id"].(string); ok && began[prev] != nil && began[prev].To == "" {
+				began[prev].To, began[prev].Ended = ev.At, how+id
+			}
+		case "writer_lease_released", "writer_lease_expired", "writer_lease_abandoned":
 			if e := began[id]; e != nil && e.To == "" {
-				e.To, e.Ended = ev.At, "released"
+				e.To, e.Ended = ev.At, strings.TrimPrefix(ev.Event, "writer_lease_")
+				if why, ok := ev.Detail["reason"].(string); ok {
+					e.Ended += ": " + why
+				}
 			}
 		}
 	}

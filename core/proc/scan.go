@@ -256,8 +256,12 @@ func (rr *refReader) readlink(path string) (string, bool) {
 	if err != nil || n <= 0 || rr.link[0] != '/' {
 		return "", false // sockets, pipes and anon inodes are not paths
 	}
-	return string(rr.link[:n]), true
+	// A path removed since it was opened reads "PATH (deleted)": it still
+	// names where the process is (a worktree deleted under it).
+	return strings.TrimSuffix(string(rr.link[:n]), deletedSuffix), true
 }
+
+const deletedSuffix = " (deleted)"
 
 func (rr *refReader) refs(pid int) []ref {
 	var out []ref
@@ -294,7 +298,7 @@ func (rr *refReader) refs(pid int) []ref {
 				continue
 			}
 			last = string(p)
-			out = append(out, ref{WhyMapping, last})
+			out = append(out, ref{WhyMapping, strings.TrimSuffix(last, deletedSuffix)})
 		}
 	}
 	return out

@@ -402,6 +402,14 @@ func (tx *Tx) AppendEvent(e Event) error {
 	return nil
 }
 
+// Durable makes the section's events durable even when it writes only
+// runtime records: an operator's decision (a lease abandoned, released,
+// expired or adopted) is audit history that must survive a power loss.
+func (tx *Tx) Durable() {
+	tx.mustWrite()
+	tx.durable = true
+}
+
 // closeEvents ends the section's use of events.jsonl.
 func (tx *Tx) closeEvents() error {
 	if tx.events == nil {

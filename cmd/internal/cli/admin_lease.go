@@ -3,17 +3,23 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
+	"strconv"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
 )
 
 func (e *env) leaseCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "lease",
-		Usage: "writer leases: list them",
+		Usage: "writer leases: list and inspect them; end or hand over a dead one, with proof",
 		Subcommands: []*ucli.Command{
 			{
 				Name:  "list",
@@ -43,6 +49,243 @@ func (e *env) leaseCommand() *ucli.Command {
 					})
 				}),
 			},
+			e.leaseInspectCommand(), e.leaseReleaseCommand(), e.leaseExpireCommand(), e.leaseAbandonCommand(), e.leaseAdoptCommand(),
 		},
+	}
+}
+
+var (
+	clientIDFlag  = &ucli.StringFlag{Name: "client-id", Usage: "the client you run as (wt-exec's --client-id)"}
+	sessionIDFlag = &ucli.StringFlag{Name: "session-id", Usage: "the session you run as (wt-exec's --session-id)"}
+)
+
+// pathArg is the one PATH argument a lease command needs.
+func pathArg(c *ucli.Context, name string) (string, error) {
+	if c.Args().Len() != 1 || c.Args().First() == "" {
+		return "", usageErr("%s takes one PATH: the worktree", name)
+	}
+	return c.Args().First(), nil
+}
+
+// leaseTarget reads what a lease command on one worktree needs: its PATH,
+// the caller (--client-id, --session-id) and the repository.
+func (e *env) leaseTarget(c *ucli.Context, name string) (string, lease.Caller, *alloc.Repo, error) {
+	path, err := pathArg(c, name)
+	if err != nil {
+		return "", lease.Caller{}, nil, err
+	}
+	caller, err := callerOf(c)
+	if err != nil {
+		return "", caller, nil, err
+	}
+	r, err := e.open(c)
+	return path, caller, r, err
+}
+
+// callerOf is the caller named by --client-id and --session-id.
+func callerOf(c *ucli.Context) (lease.Caller, error) {
+	caller := lease.Caller{ClientID: c.String("client-id"), SessionID: optString(c, "session-id")}
+	if caller.ClientID == "" && caller.SessionID != nil {
+		return caller, usageErr("--session-id needs --client-id")
+	}
+	if caller.ClientID != "" {
+		if err := proc.ValidateClientID(caller.ClientID); err != nil {
+			return caller, err
+		}
+	}
+	return caller, nil
+}
+
+func (e *env) leaseInspectCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "inspect",
+		Usage:     "a worktree's lease: its freshness and the safe next action for you (--client-id, --session-id)",
+		ArgsUsage: "PATH",
+		Flags:     []ucli.Flag{jsonFlag, clientIDFlag, sessionIDFlag},
+		Action: e.action("lease inspect", 1, func(c *ucli.Context) error {
+			path, caller, r, err := e.leaseTarget(c, "lease inspect")
+			if err != nil {
+				return err
+			}
+			in, err := lease.Inspect(r, path, caller)
+			if err != nil {
+				return err
+			}
+			reason := fmt.Sprintf("%s (task %s): %s; safe next action %s", in.Path, in.TaskKey, in.Freshness, in.SafeNextAction)
+			return e.success(decision.LeaseInspected, reason, in, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.LeaseInspected, reason)
+				tw := table(w)
+				printLease(tw, in.Lease)
+				fmt.Fprintf(tw, "  evidence\t%s\n", evidence(in.Proof))
+				for _, why := range in.Reasons {
+					fmt.Fprintf(tw, "  why\t%s\n", why)
+				}
+				if len(in.AlsoAllowed) > 0 {
+					fmt.Fprintf(tw, "  also allowed\t%s\n", strings.Join(in.AlsoAllowed, ", "))
+				}
+				if in.Next != "" {
+					fmt.Fprintf(tw, "  next\t%s\n", in.Next)
+				}
+				tw.Flush()
+			})
+		}),
+	}
+}
+
+func printLease(w io.Writer, l store.Lease) {
+	fmt.Fprintf(w, "  lease\t%s, generation %d\n", l.LeaseID, l.Generation)
+	fmt.Fprintf(w, "  holder\tclient %s, pid %d, since %s\n", l.Holder.ClientID, l.Holder.PID, l.AcquiredAt)
+	if l.ExpiresAt != nil {
+		fmt.Fprintf(w, "  expires\t%s\n", *l.ExpiresAt)
+	}
+}
+
+// evidence is a proof in words.
+func evidence(p lease.Proof) string {
+	var parts []string
+	if p.HolderLive {
+		parts = append(parts, "holder running")
+	} else {
+		parts = append(parts, "holder exited")
+	}
+	if p.MissingWorktree {
+		parts = append(parts, "worktree missing")
+	}
+	if p.Expired {
+		parts = append(parts, "expired")
+	}
+	if p.NoLiveMutationRisk {
+		parts = append(parts, "nothing of it runs")
+	} else {
+		parts = append(parts, p.Risk)
+	}
+	if p.SameOwner {
+		parts = append(parts, "yours")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ended prints what an operator command did.
+func (e *env) ended(code, verb string, res lease.Ended) error {
+	reason := fmt.Sprintf("%s lease %s of %s (task %s, client %s, pid %d)", verb, res.Lease.LeaseID, res.Path, res.TaskKey, res.Lease.Holder.ClientID, res.Lease.Holder.PID)
+	if res.Adopted != nil {
+		reason += fmt.Sprintf(": now lease %s, generation %d, client %s, pid %d", res.Adopted.LeaseID, res.Adopted.Generation, res.Adopted.Holder.ClientID, res.Adopted.Holder.PID)
+	}
+	return e.success(code, reason, res, nil, func(w io.Writer) {
+		fmt.Fprintf(w, "%s: %s: %s\n", e.bin, code, reason)
+		fmt.Fprintf(w, "  evidence: %s\n", evidence(res.Proof))
+	})
+}
+
+func (e *env) leaseReleaseCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "release",
+		Usage:     "release a lease whose holder exited, by its exact id, when nothing of it runs",
+		ArgsUsage: "PATH",
+		Flags:     []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "lease-id", Usage: "the exact id of the lease to release", Required: true}},
+		Action: e.action("lease release", 1, func(c *ucli.Context) error {
+			path, err := pathArg(c, "lease release")
+			if err != nil {
+				return err
+			}
+			if err := lease.ValidLeaseID(c.String("lease-id")); err != nil {
+				return err
+			}
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := lease.ReleaseDead(r, path, c.String("lease-id"))
+			if err != nil {
+				return err
+			}
+			return e.ended(decision.WriterLeaseReleased, "released", res)
+		}),
+	}
+}
+
+func (e *env) leaseExpireCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "expire",
+		Usage: "record every lease past its expiry whose holder is dead, and of which nothing runs, as expired and remove it",
+		Flags: []ucli.Flag{jsonFlag},
+		Action: e.action("lease expire", 0, func(c *ucli.Context) error {
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := lease.Expire(r)
+			if err != nil {
+				return err
+			}
+			reason := fmt.Sprintf("%d lease(s) expired, %d past expiry kept", len(res.Expired), len(res.Kept))
+			return e.success(decision.LeasesExpired, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.LeasesExpired, reason)
+				for _, x := range res.Expired {
+					fmt.Fprintf(w, "  expired  %s (task %s): lease %s of client %s, pid %d, expired at %s\n", x.Path, x.TaskKey, x.Lease.LeaseID, x.Lease.Holder.ClientID, x.Lease.Holder.PID, *x.Lease.ExpiresAt)
+				}
+				for _, k := range res.Kept {
+					fmt.Fprintf(w, "  kept     %s: lease %s: %s\n", k.Path, k.LeaseID, k.Why)
+				}
+			})
+		}),
+	}
+}
+
+func (e *env) leaseAbandonCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "abandon",
+		Usage:     "remove a lease with proof: its holder dead or its worktree gone, and nothing of it running",
+		ArgsUsage: "PATH",
+		Flags: []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)", Required: true},
+			&ucli.BoolFlag{Name: "operator", Usage: "you decide for a lease that is not yours"}, clientIDFlag, sessionIDFlag},
+		Action: e.action("lease abandon", 1, func(c *ucli.Context) error {
+			path, caller, r, err := e.leaseTarget(c, "lease abandon")
+			if err != nil {
+				return err
+			}
+			res, err := lease.Abandon(r, path, c.String("reason"), c.Bool("operator"), caller)
+			if err != nil {
+				return err
+			}
+			return e.ended(decision.WriterLeaseAbandoned, "abandoned", res)
+		}),
+	}
+}
+
+func (e *env) leaseAdoptCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "adopt",
+		Usage:     "hand a dead holder's lease to a live process (default: the one that runs wt-admin), with provenance",
+		ArgsUsage: "PATH",
+		Flags: []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "client-id", Usage: "the new holder's client id", Required: true}, sessionIDFlag,
+			&ucli.StringFlag{Name: "holder", Usage: "the new holder: PID or ancestor:NAME (default: wt-admin's parent process)"},
+			&ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"}},
+		Action: e.action("lease adopt", 1, func(c *ucli.Context) error {
+			path, err := pathArg(c, "lease adopt")
+			if err != nil {
+				return err
+			}
+			sel := c.String("holder")
+			switch sel {
+			case "self":
+				return usageErr("--holder self would name wt-admin, which exits at once; pass PID or ancestor:NAME")
+			case "":
+				sel = strconv.Itoa(os.Getppid())
+			}
+			holder, err := proc.Resolve(sel, proc.Names{ClientID: c.String("client-id"), SessionID: optString(c, "session-id")})
+			if err != nil {
+				return err
+			}
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := lease.Adopt(r, path, holder, c.String("reason"))
+			if err != nil {
+				return err
+			}
+			return e.ended(decision.WriterLeaseAdopted, "adopted", res)
+		}),
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,18 @@ func TestScripts(t *testing.T) {
 				}
 				ts.Setenv(args[0], m[0])
 				ts.Setenv(args[0]+"_ID", strings.TrimSuffix(filepath.Base(m[0]), filepath.Ext(m[0])))
+			},
+			// capture VAR REGEXP: set VAR to the first group of REGEXP in
+			// the last command's stdout (which must match).
+			"capture": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 || neg {
+					ts.Fatalf("usage: capture VAR REGEXP")
+				}
+				m := regexp.MustCompile(args[1]).FindStringSubmatch(ts.ReadFile("stdout"))
+				if len(m) < 2 {
+					ts.Fatalf("stdout does not match %s", args[1])
+				}
+				ts.Setenv(args[0], m[1])
 			},
 			// replace FILE OLD NEW: replace the first OLD in FILE (which must hold it).
 			"replace": func(ts *testscript.TestScript, neg bool, args []string) {

@@ -1,0 +1,529 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/liveness"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// The operator's side of the lease lifecycle (SPEC §5, §5.1): inspect a
+// lease for a caller, and end or hand over a dead one only with proof read
+// from live evidence. Every decision is taken inside one exclusive store
+// section, on one reading of /proc made inside it, so what was proved is
+// what is changed.
+
+// Safe next actions (SPEC §5.1): what a caller may safely do about a lease.
+const (
+	OwnerResume       = "owner_resume"
+	WaitForeignActive = "wait_foreign_active"
+	ReclaimExpired    = "reclaim_expired"
+	AbandonAllowed    = "abandon_allowed"
+	ReleaseOwned      = "release_owned"
+	InspectOnly       = "inspect_only"
+)
+
+// Caller is who asks about a lease: the client and session it runs as
+// (wt-exec's --client-id and --session-id). The zero Caller owns nothing.
+type Caller struct {
+	ClientID  string
+	SessionID *string
+}
+
+// owns reports whether the lease's holder is the caller: the same client and
+// the same session (both absent counts as the same), as in proc.Holder.Same.
+func (c Caller) owns(h proc.Holder) bool {
+	return c.ClientID != "" && c.ClientID == h.ClientID &&
+		(c.SessionID == nil) == (h.SessionID == nil) && (c.SessionID == nil || *c.SessionID == *h.SessionID)
+}
+
+// Proof is the live evidence about one lease at one moment, in the seed's
+// vocabulary. Abandon stores it in its event.
+type Proof struct {
+	HolderLive      bool `json:"holder_live"`
+	DeadProcess     bool `json:"dead_process"`
+	MissingWorktree bool `json:"missing_worktree"`
+	Expired         bool `json:"expired"`
+	// NoLiveMutationRisk: nothing of the lease runs (holder, its group,
+	// the child group, a carrier of WT_LEASE_ID) and no other process uses
+	// the worktree. Risk says what does, when something does.
+	NoLiveMutationRisk bool   `json:"no_live_mutation_risk"`
+	Risk               string `json:"risk,omitempty"`
+	SameOwner          bool   `json:"same_owner"`
+	OperatorAuthorized bool   `json:"operator_authorized"`
+	WorktreePath       string `json:"worktree_path"`
+	HolderPID          int    `json:"holder_pid"`
+}
+
+// Assess is the proof about lease l for caller, from one reading ev (for
+// wt-admin doctor).
+func Assess(ev Evidence, l store.Lease, now time.Time, caller Caller) Proof {
+	return assess(ev, l, now, caller)
+}
+
+// assess gathers the proof for lease l from one reading ev. Processes in
+// skip are not evidence (an adopter in its own worktree).
+func assess(ev Evidence, l store.Lease, now time.Time, caller Caller, skip ...int) Proof {
+	p := Proof{WorktreePath: l.WorktreePath, HolderPID: l.Holder.PID, SameOwner: caller.owns(l.Holder),
+		Expired: liveness.Expired(l, now), HolderLive: ev.IsLive(l.Holder.Identity())}
+	p.DeadProcess = !p.HolderLive
+	if _, err := os.Lstat(l.WorktreePath); errors.Is(err, fs.ErrNotExist) {
+		p.MissingWorktree = true
+	}
+	p.Risk = survivors(ev, l, skip...)
+	p.NoLiveMutationRisk = p.Risk == ""
+	return p
+}
+
+// sufficient is SPEC §5.1's abandon rule: (holder dead or worktree missing)
+// and no live mutation risk; a lease that is not the caller's also needs the
+// operator's word, unless its holder is dead and its worktree missing.
+func (p Proof) sufficient() (bool, string) {
+	switch {
+	case !p.NoLiveMutationRisk:
+		return false, p.Risk
+	case !p.DeadProcess && !p.MissingWorktree:
+		return false, "its holder is running and its worktree exists"
+	case p.SameOwner || p.OperatorAuthorized || p.DeadProcess && p.MissingWorktree:
+		return true, ""
+	}
+	return false, "the lease is not yours and its worktree still exists: an operator must decide (--operator)"
+}
+
+// Inspection is `wt-admin lease inspect`: the lease of one worktree, its
+// freshness, and the safe next action for the caller, with the command
+// that carries it out.
+type Inspection struct {
+	Path           string      `json:"path"`
+	TaskKey        string      `json:"task_key"`
+	AllocationID   string      `json:"allocation_id"`
+	Lease          store.Lease `json:"lease"`
+	Freshness      string      `json:"freshness"`
+	SafeNextAction string      `json:"safe_next_action"`
+	// Block is true when the caller must not take, end or hand over the
+	// lease now.
+	Block       bool     `json:"block"`
+	AlsoAllowed []string `json:"also_allowed"`
+	Reasons     []string `json:"reasons"`
+	// Next is the command that carries the action out ("" when the action
+	// is to wait or to look closer).
+	Next  string `json:"next,omitempty"`
+	Proof Proof  `json:"proof"`
+}
+
+// found is a worktree's allocation and current lease, read inside a store
+// section.
+type found struct {
+	t alloc.Target
+	l store.Lease
+}
+
+// leaseAt resolves path to its allocation and reads its current lease;
+// NO_WRITER_LEASE when it has none.
+func leaseAt(r *alloc.Repo, tx *store.Tx, path string) (found, error) {
+	t, err := r.Resolve(tx, path)
+	if err != nil {
+		return found{}, err
+	}
+	l, ok, err := tx.Lease(t.Allocation.AllocationID)
+	if err != nil {
+		return found{}, err
+	}
+	if !ok {
+		return found{}, decision.New(decision.NoWriterLease, "%s (task %s) has no writer lease", t.Path, t.Allocation.TaskKey).
+			WithHint("nothing to end; a writer takes one with wt-exec -C %s -- COMMAND", quote(t.Path))
+	}
+	return found{t, l}, nil
+}
+
+// mismatch says how the lease disagrees with the worktree it was found
+// through, or "": a lease recorded for another path (the worktree was
+// moved) is ambiguous, and every command on it is inspect-only.
+func (f found) mismatch() string {
+	if f.l.WorktreePath != f.t.Path || f.t.Allocation.WorktreePath != f.l.WorktreePath {
+		return fmt.Sprintf("worktree mismatch: the lease records %s, the allocation %s, and it was found at %s",
+			f.l.WorktreePath, f.t.Allocation.WorktreePath, f.t.Path)
+	}
+	return ""
+}
+
+// Inspect classifies the lease of the worktree at path for caller.
+func Inspect(r *alloc.Repo, path string, caller Caller) (Inspection, error) {
+	var in Inspection
+	err := r.Store.Read(func(tx *store.Tx) error {
+		f, err := leaseAt(r, tx, path)
+		if err != nil {
+			return err
+		}
+		ev, err := proc.NewScan()
+		if err != nil {
+			return decision.Wrap(decision.Internal, err, "read /proc")
+		}
+		now := time.Now()
+		in = Inspection{Path: f.t.Path, TaskKey: f.t.Allocation.TaskKey, AllocationID: f.t.Allocation.AllocationID,
+			Lease: f.l, Freshness: liveness.Freshness(ev, f.l, now), Proof: assess(ev, f.l, now, caller), AlsoAllowed: []string{}}
+		in.decide(f.mismatch())
+		return nil
+	})
+	return in, err
+}
+
+// decide sets the safe next action from the proof (SPEC §5.1, the seed's
+// decide_safe_next_action, with SPEC §4's rule that expiry alone never
+// makes a lease dead):
+//
+//   - a worktree mismatch: inspect_only;
+//   - the caller's own lease whose holder runs (even expired): owner_resume;
+//   - the caller's own lease whose holder exited, something still running:
+//     owner_resume (it is the caller's own work; let it finish);
+//   - the caller's own lease, nothing running: release_owned (or adopt it);
+//   - anyone else's lease with something running (its holder, its group,
+//     a carrier, a user of the worktree): wait_foreign_active, expired or
+//     not, because nothing may end it while it runs;
+//   - nothing running and past its expiry: reclaim_expired (lease expire);
+//   - nothing running otherwise: abandon_allowed (with --operator unless
+//     the holder is dead and the worktree missing).
+func (in *Inspection) decide(mismatch string) {
+	p, l := in.Proof, in.Lease
+	path := quote(in.Path)
+	expiry := ""
+	if p.Expired {
+		expiry = fmt.Sprintf("; it expired at %s, so its holder may not commit until it renews", deref(l.ExpiresAt))
+	}
+	switch {
+	case mismatch != "":
+		in.SafeNextAction, in.Block = InspectOnly, true
+		in.Reasons = []string{mismatch + " (fail closed)"}
+	case p.SameOwner && p.HolderLive:
+		in.SafeNextAction = OwnerResume
+		in.Reasons = []string{fmt.Sprintf("the lease is yours and its holder (pid %d) is running%s", l.Holder.PID, expiry)}
+		if p.Expired {
+			in.Next = fmt.Sprintf("wt-exec -C %s --client-id %s --holder %d --ttl DURATION -- COMMAND", path, l.Holder.ClientID, l.Holder.PID)
+		}
+	case p.SameOwner && !p.NoLiveMutationRisk:
+		in.SafeNextAction, in.Block = OwnerResume, true
+		in.Reasons = []string{"the lease is yours; its holder exited but " + p.Risk + ": let that finish, then release it"}
+		in.Next = "wt-admin ps " + path
+	case p.SameOwner:
+		in.SafeNextAction = ReleaseOwned
+		in.AlsoAllowed = []string{OwnerResume, AbandonAllowed}
+		in.Reasons = []string{fmt.Sprintf("the lease is yours, its holder (pid %d) exited and nothing of it runs: release it, or adopt it to go on", l.Holder.PID)}
+		in.Next = fmt.Sprintf("wt-admin lease release %s --lease-id %s", path, l.LeaseID)
+	case !p.NoLiveMutationRisk:
+		in.SafeNextAction, in.Block = WaitForeignActive, true
+		in.Reasons = []string{fmt.Sprintf("client %s holds it and %s%s: do not take it (fail closed)", l.Holder.ClientID, p.Risk, expiry)}
+		in.Next = "wt-admin ps " + path
+	case p.Expired:
+		in.SafeNextAction = ReclaimExpired
+		in.AlsoAllowed = []string{AbandonAllowed}
+		in.Reasons = []string{fmt.Sprintf("it expired at %s and nothing of it runs: record it as expired and reclaim the worktree", deref(l.ExpiresAt))}
+		in.Next = "wt-admin lease expire"
+	default:
+		in.SafeNextAction = AbandonAllowed
+		why := "its holder exited and nothing of it runs"
+		if p.MissingWorktree {
+			why = "its worktree is gone and nothing of it runs"
+		}
+		in.Reasons = []string{why + "; abandon it with a reason (wt-exec may also take the worktree over)"}
+		in.Next = fmt.Sprintf("wt-admin lease abandon %s --reason TEXT", path)
+		if ok, _ := p.sufficient(); !ok {
+			in.Next += " --operator"
+		}
+	}
+}
+
+// Ended says what an operator command did to a lease.
+type Ended struct {
+	Path         string      `json:"path"`
+	TaskKey      string      `json:"task_key"`
+	AllocationID string      `json:"allocation_id"`
+	Lease        store.Lease `json:"lease"`
+	Proof        Proof       `json:"proof"`
+	// BindingsRemoved are the lease's runtime bindings taken off the
+	// allocation with it.
+	BindingsRemoved []string `json:"bindings_removed"`
+	// Adopted is the lease that replaced it (adopt only).
+	Adopted *store.Lease `json:"adopted,omitempty"`
+}
+
+// endLease removes lease l of allocation a with git's lock that mirrors it
+// and the runtime bindings that name it (their holders are gone: the
+// callers proved it), and logs event name.
+func endLease(r *alloc.Repo, tx *store.Tx, a store.Allocation, l store.Lease, name string, detail map[string]any) ([]string, error) {
+	removed, err := dropBindings(tx, &a, l.LeaseID)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.RemoveLease(a.AllocationID); err != nil {
+		return nil, err
+	}
+	if _, err := gitrepo.RemoveLock(r.Git.CommonDir, a.WorktreeKey, Reason(l)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, decision.Wrap(decision.Internal, err, "unlock worktree %s", l.WorktreePath)
+	}
+	detail["bindings_removed"] = removed
+	tx.Durable()
+	return removed, logEvent(tx, name, a, &l, detail)
+}
+
+// dropBindings removes from a the runtime bindings of lease leaseID.
+func dropBindings(tx *store.Tx, a *store.Allocation, leaseID string) ([]string, error) {
+	removed := []string{}
+	keep := []string{}
+	for _, v := range a.ExternalBindings {
+		b, ok, err := proc.DecodeRuntimeBinding(v)
+		if err != nil {
+			return nil, err
+		}
+		if ok && b.LeaseID != nil && *b.LeaseID == leaseID {
+			removed = append(removed, v)
+			continue
+		}
+		keep = append(keep, v)
+	}
+	if len(removed) == 0 {
+		return removed, nil
+	}
+	a.ExternalBindings = keep
+	a.UpdatedAt = stamp(time.Now())
+	return removed, tx.PutAllocationRuntime(a)
+}
+
+// operate runs fn on the lease of the worktree at path inside one exclusive
+// section, with the proof read there for caller.
+func operate(r *alloc.Repo, path string, caller Caller, fn func(tx *store.Tx, f found, out *Ended, ev Evidence) error) (Ended, error) {
+	var out Ended
+	err := r.Store.Write(func(tx *store.Tx) error {
+		f, err := leaseAt(r, tx, path)
+		if err != nil {
+			return err
+		}
+		if m := f.mismatch(); m != "" {
+			return decision.New(decision.WriterLeaseMismatch, "%s", m).
+				WithHint("inspect it with wt-admin lease inspect %s; move the worktree back to where the lease says", quote(f.t.Path))
+		}
+		ev, err := proc.NewScan()
+		if err != nil {
+			return decision.Wrap(decision.Internal, err, "read /proc")
+		}
+		p := assess(ev, f.l, time.Now(), caller)
+		out = Ended{Path: f.t.Path, TaskKey: f.t.Allocation.TaskKey, AllocationID: f.t.Allocation.AllocationID, Lease: f.l, Proof: p, BindingsRemoved: []string{}}
+		return fn(tx, f, &out, ev)
+	})
+	return out, err
+}
+
+// ValidLeaseID checks a lease id given on the command line: a uuid in its
+// canonical 36-character form.
+func ValidLeaseID(id string) error {
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 || strings.ToLower(id) != id {
+		return decision.New(decision.Usage, "--lease-id %q is not a lease id (a lowercase uuid, 36 characters)", id).
+			WithHint("copy it from wt-admin lease list or wt-admin lease inspect PATH")
+	}
+	return nil
+}
+
+// ReleaseDead is `wt-admin lease release`: it ends the lease of the worktree
+// at path, named by its exact id, whose holder has exited, when nothing of
+// it survives (the seed's release rule). A running holder releases its own
+// lease when its wt-exec ends.
+func ReleaseDead(r *alloc.Repo, path, leaseID string) (Ended, error) {
+	if err := ValidLeaseID(leaseID); err != nil {
+		return Ended{}, err
+	}
+	return operate(r, path, Caller{}, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
+		p := out.Proof
+		if f.l.LeaseID != leaseID {
+			return decision.New(decision.WriterLeaseMismatch, "the lease of %s is %s, not %s", f.t.Path, f.l.LeaseID, leaseID).
+				WithHint("release only the lease you mean: check it with wt-admin lease inspect %s", quote(f.t.Path)).
+				WithFact("lease_id", f.l.LeaseID)
+		}
+		if !p.NoLiveMutationRisk {
+			return held(f.l, f.t.Path, p.Risk)
+		}
+		removed, err := endLease(r, tx, f.t.Allocation, f.l, "writer_lease_released", map[string]any{
+			"generation": f.l.Generation, "acquired_at": f.l.AcquiredAt, "holder_exited": true, "by_operator": true, "proof": p})
+		out.BindingsRemoved = removed
+		return err
+	})
+}
+
+// Abandon is `wt-admin lease abandon`: it ends a lease with sufficient proof
+// (Proof.sufficient), storing the proof, the reason and the actor in the
+// event.
+func Abandon(r *alloc.Repo, path, reason string, operator bool, caller Caller) (Ended, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return Ended{}, decision.New(decision.Usage, "--reason must say why the lease is abandoned").
+			WithHint("e.g. --reason \"agent crashed; its work is kept on the branch\"")
+	}
+	return operate(r, path, caller, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
+		out.Proof.OperatorAuthorized = operator
+		p := out.Proof
+		if ok, why := p.sufficient(); !ok {
+			code := decision.AbandonProofInsufficient
+			if p.NoLiveMutationRisk && (p.DeadProcess || p.MissingWorktree) {
+				code = decision.OperatorRequired
+			}
+			return decision.New(code, "the lease of %s (client %s, pid %d) cannot be abandoned: %s", f.t.Path, f.l.Holder.ClientID, f.l.Holder.PID, why).
+				WithHint("see what keeps it with wt-admin lease inspect %s", quote(f.t.Path)).
+				WithFact("proof", p)
+		}
+		detail := map[string]any{"generation": f.l.Generation, "acquired_at": f.l.AcquiredAt, "reason": reason, "operator": operator, "proof": p}
+		if caller.ClientID != "" {
+			detail["requested_by"] = map[string]any{"client_id": caller.ClientID, "session_id": caller.SessionID}
+		}
+		removed, err := endLease(r, tx, f.t.Allocation, f.l, "writer_lease_abandoned", detail)
+		out.BindingsRemoved = removed
+		return err
+	})
+}
+
+// Adopt is `wt-admin lease adopt`: it hands the lease of the worktree at
+// path, whose holder has exited and of which nothing runs, to holder, a
+// live process. The new lease has a new id and the next generation (a
+// hand-over is a new grant: the fencing token moves on); git's lock is
+// moved to it, and the event records where it came from. The new holder
+// and its descendants may already be in the worktree.
+func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string) (Ended, error) {
+	reason = strings.TrimSpace(reason)
+	return operate(r, path, Caller{ClientID: holder.ClientID, SessionID: holder.SessionID}, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
+		a, p := f.t.Allocation, out.Proof
+		if a.Role != store.RoleFeature || a.Lifecycle != store.Active {
+			return decision.New(decision.InvalidLifecycle, "allocation of task %s is a %s %s allocation; only ACTIVE feature allocations take a writer", a.TaskKey, a.Lifecycle, a.Role).
+				WithHint("resume it first: wt-admin resume %s --owner %s", quote(f.t.Path), a.Owner)
+		}
+		if p.MissingWorktree {
+			return decision.New(decision.InvalidTarget, "the worktree %s is gone; nobody can write there", f.l.WorktreePath).
+				WithHint("abandon the lease instead: wt-admin lease abandon %s --reason TEXT", quote(f.t.Path))
+		}
+		// The adopter and what it started are not evidence against it.
+		skip := []int{holder.PID}
+		if s, ok := ev.(*proc.Scan); ok {
+			skip = append(skip, s.Descendants(holder.PID)...)
+		}
+		p = assess(ev, f.l, time.Now(), Caller{ClientID: holder.ClientID, SessionID: holder.SessionID}, skip...)
+		out.Proof = p
+		if !p.NoLiveMutationRisk {
+			return held(f.l, f.t.Path, p.Risk)
+		}
+		if !ev.IsLive(holder.Identity()) {
+			return decision.New(decision.InvalidHolder, "the new holder, pid %d, is not running", holder.PID)
+		}
+		repo, err := tx.Repository()
+		if err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		nl := store.Lease{LeaseID: uuid.NewString(), RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID,
+			WorktreePath: f.l.WorktreePath, Owner: a.Owner, Holder: holder, AcquiredAt: stamp(now), RenewedAt: stamp(now),
+			Generation: a.LeaseGeneration + 1}
+		removed, err := dropBindings(tx, &a, f.l.LeaseID)
+		if err != nil {
+			return err
+		}
+		a.LeaseGeneration = nl.Generation
+		a.UpdatedAt = stamp(now)
+		if err := tx.PutAllocationRuntime(&a); err != nil {
+			return err
+		}
+		if err := placeLock(r.Git.CommonDir, a.WorktreeKey, nl); err != nil {
+			return err
+		}
+		if err := tx.PutLease(&nl); err != nil {
+			return err
+		}
+		out.Adopted, out.BindingsRemoved = &nl, removed
+		tx.Durable()
+		return logEvent(tx, "writer_lease_adopted", a, &nl, map[string]any{
+			"generation": nl.Generation, "previous_lease_id": f.l.LeaseID, "previous_holder": f.l.Holder,
+			"previous_generation": f.l.Generation, "reason": reason, "proof": p, "bindings_removed": removed})
+	})
+}
+
+// Expiry is what `wt-admin lease expire` did.
+type Expiry struct {
+	// Expired are the leases recorded as expired and removed.
+	Expired []Ended `json:"expired"`
+	// Kept are leases past their expiry that stay, with why.
+	Kept []Kept `json:"kept"`
+}
+
+// Kept is a lease past its expiry that `lease expire` left in place.
+type Kept struct {
+	Path    string `json:"path"`
+	LeaseID string `json:"lease_id"`
+	Why     string `json:"why"`
+}
+
+// Expire is `wt-admin lease expire`: every lease past expires_at whose
+// holder is dead and of which nothing runs is recorded as expired (event
+// writer_lease_expired) and removed. A live holder's expired lease stays:
+// it lost entitlement until it renews, and is not dead (SPEC §4).
+func Expire(r *alloc.Repo) (Expiry, error) {
+	res := Expiry{Expired: []Ended{}, Kept: []Kept{}}
+	err := r.Store.Write(func(tx *store.Tx) error {
+		ids, err := tx.Leases()
+		if err != nil {
+			return err
+		}
+		var ev *proc.Scan
+		now := time.Now()
+		for _, id := range ids {
+			l, ok, err := tx.Lease(id)
+			if err != nil {
+				return err
+			}
+			if !ok || !liveness.Expired(l, now) {
+				continue
+			}
+			a, err := tx.Allocation(id)
+			if err != nil {
+				return err
+			}
+			if ev == nil {
+				if ev, err = proc.NewScan(); err != nil {
+					return decision.Wrap(decision.Internal, err, "read /proc")
+				}
+			}
+			p := assess(ev, l, now, Caller{})
+			if !p.NoLiveMutationRisk {
+				res.Kept = append(res.Kept, Kept{Path: l.WorktreePath, LeaseID: l.LeaseID, Why: p.Risk})
+				continue
+			}
+			removed, err := endLease(r, tx, a, l, "writer_lease_expired", map[string]any{
+				"generation": l.Generation, "acquired_at": l.AcquiredAt, "expires_at": l.ExpiresAt, "proof": p})
+			if err != nil {
+				return err
+			}
+			res.Expired = append(res.Expired, Ended{Path: l.WorktreePath, TaskKey: a.TaskKey, AllocationID: a.AllocationID,
+				Lease: l, Proof: p, BindingsRemoved: removed})
+		}
+		return nil
+	})
+	return res, err
+}
+
+// Quote quotes a path for a command line a person copies.
+func Quote(s string) string { return quote(s) }
+
+// quote quotes a path for a command line a person copies.
+func quote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '+' || r == ',' || r == '@' ||
+			r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
