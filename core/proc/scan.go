@@ -237,7 +237,7 @@ func (s *Scan) readRefs() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rr := &refReader{Reader: NewReader(), link: make([]byte, unix.PathMax)}
+			rr := &refReader{Reader: NewReader(), link: make([]byte, unix.PathMax), dirent: make([]byte, 8192)}
 			for i := range next {
 				s.refs[i] = rr.refs(s.procs[i].PID)
 			}
@@ -248,7 +248,9 @@ func (s *Scan) readRefs() {
 
 type refReader struct {
 	*Reader
-	link []byte
+	link   []byte
+	dirent []byte
+	names  []string
 }
 
 func (rr *refReader) readlink(path string) (string, bool) {
@@ -263,20 +265,35 @@ func (rr *refReader) readlink(path string) (string, bool) {
 
 const deletedSuffix = " (deleted)"
 
+// readdir lists a /proc directory with raw system calls (os.Open would
+// also try to register each one with the poller: two more calls a process,
+// thousands a scan). A process that exits mid-read lists what was read.
+func (rr *refReader) readdir(dir string) []string {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	rr.names = rr.names[:0]
+	for {
+		n, err := unix.ReadDirent(fd, rr.dirent)
+		if err != nil || n <= 0 {
+			return rr.names
+		}
+		_, _, rr.names = unix.ParseDirent(rr.dirent[:n], -1, rr.names)
+	}
+}
+
 func (rr *refReader) refs(pid int) []ref {
 	var out []ref
 	base := "/proc/" + strconv.Itoa(pid)
 	if p, ok := rr.readlink(base + "/cwd"); ok {
 		out = append(out, ref{WhyCwd, p})
 	}
-	if d, err := os.Open(base + "/fd"); err == nil {
-		names, _ := d.Readdirnames(-1) // Best effort: a process may exit mid-read.
-		d.Close()                      // Best effort: read-only directory.
-		fdBase := base + "/fd/"
-		for _, n := range names {
-			if p, ok := rr.readlink(fdBase + n); ok {
-				out = append(out, ref{WhyFile, p})
-			}
+	fdBase := base + "/fd/"
+	for _, n := range rr.readdir(fdBase) {
+		if p, ok := rr.readlink(fdBase + n); ok {
+			out = append(out, ref{WhyFile, p})
 		}
 	}
 	if b, err := rr.readFile(rr.procPath(pid, "maps"), false); err == nil {

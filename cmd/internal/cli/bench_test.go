@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/google/uuid"
@@ -238,4 +239,83 @@ func BenchmarkCommitHooks(b *testing.B) {
 		b.ResetTimer()
 		commit(b)
 	})
+}
+
+// BenchmarkAdminProcesses is `wt-admin ps` and `wt-admin lease list` on a
+// repository with 8 governed worktrees, 2 of them held by live wt-exec
+// leases, first as the machine is, then with 2,000 extra processes (sleep,
+// started before and stopped after the sub-benchmarks). Each op is one
+// whole run of the shipped binary, which reads /proc once. fuser -m on one
+// worktree runs beside them for scale.
+func BenchmarkAdminProcesses(b *testing.B) {
+	admin, wtexec := shipped(b, "wt-admin"), shipped(b, "wt-exec")
+	repo, wts := benchRepo(b, 8, 0)
+	var holders []*exec.Cmd
+	for i, w := range wts[:2] {
+		h := exec.Command(wtexec, "-C", w, "--client-id", fmt.Sprintf("agent-%d", i), "--", "sleep", "3600")
+		if err := h.Start(); err != nil {
+			b.Fatal(err)
+		}
+		holders = append(holders, h)
+		for {
+			if l, ok := readLease(b, w); ok && l.Child != nil {
+				break
+			}
+		}
+	}
+	defer func() {
+		for _, h := range holders {
+			h.Process.Signal(os.Interrupt)
+			h.Wait()
+		}
+	}()
+	run := func(b *testing.B, args ...string) {
+		for i := 0; i < b.N; i++ {
+			runOnce(b, admin, append([]string{"--repo", repo}, args...)...)
+		}
+	}
+	for _, extra := range []int{0, 2000} {
+		stop := extraProcesses(b, extra)
+		b.Run(fmt.Sprintf("ps/extra=%d", extra), func(b *testing.B) { run(b, "ps") })
+		b.Run(fmt.Sprintf("lease-list/extra=%d", extra), func(b *testing.B) { run(b, "lease", "list") })
+		// For scale: fuser -m answers one of ps's questions (who uses this
+		// one worktree) from the same kind of /proc reading.
+		b.Run(fmt.Sprintf("fuser-m/extra=%d", extra), func(b *testing.B) {
+			fuser, err := exec.LookPath("fuser")
+			if err != nil {
+				b.Skip("fuser is not installed (make bench installs psmisc)")
+			}
+			for i := 0; i < b.N; i++ {
+				exec.Command(fuser, "-m", wts[0]).Run() // exit 1 when nobody uses it
+			}
+		})
+		stop()
+	}
+}
+
+// extraProcesses starts n sleeping processes in one process group and
+// returns what stops and reaps them all.
+func extraProcesses(b *testing.B, n int) func() {
+	if n == 0 {
+		return func() {}
+	}
+	var cmds []*exec.Cmd
+	pgid := 0
+	for i := 0; i < n; i++ {
+		c := exec.Command("sleep", "3600")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+		if err := c.Start(); err != nil {
+			b.Fatalf("start extra process %d: %v", i, err)
+		}
+		if pgid == 0 {
+			pgid = c.Process.Pid
+		}
+		cmds = append(cmds, c)
+	}
+	return func() {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		for _, c := range cmds {
+			c.Wait()
+		}
+	}
 }
