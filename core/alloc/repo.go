@@ -59,6 +59,19 @@ func actor() proc.Identity {
 	return id
 }
 
+// LogEvent appends event name about allocation id (none when "") to
+// events.jsonl, with this process as the actor.
+func LogEvent(tx *store.Tx, name, id string, detail map[string]any) error {
+	var a *store.Allocation
+	if id != "" {
+		a = &store.Allocation{AllocationID: id}
+	}
+	return event(tx, name, a, detail)
+}
+
+// Actor is the identity of this process, for journals.
+func Actor() proc.Identity { return actor() }
+
 func event(tx *store.Tx, name string, a *store.Allocation, detail map[string]any) error {
 	e := store.Event{At: Now(), Event: name, Actor: actor(), Detail: detail}
 	if a != nil {

@@ -2,7 +2,9 @@ package alloc
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,11 +53,21 @@ type Pending struct {
 
 // StatusResult is the status view.
 type StatusResult struct {
-	Code     string       `json:"code"`
-	Policy   store.Policy `json:"policy"`
-	Rows     []Row        `json:"worktrees"`
-	Pending  []Pending    `json:"pending"`
-	Warnings []string     `json:"-"`
+	Code    string       `json:"code"`
+	Policy  store.Policy `json:"policy"`
+	Rows    []Row        `json:"worktrees"`
+	Pending []Pending    `json:"pending"`
+	// Next lists registration maintenance that is due, each with the
+	// exact command.
+	Next     []Next   `json:"next"`
+	Warnings []string `json:"-"`
+}
+
+// Next is maintenance status points at.
+type Next struct {
+	Path    string `json:"path"`
+	Why     string `json:"why"`
+	Command string `json:"command"`
 }
 
 // Status lists every worktree git knows (unmanaged ones too) and every live
@@ -68,7 +80,8 @@ func (r *Repo) Status(ctx context.Context) (StatusResult, error) {
 // status is Status with the process reading given: Ps shares one reading
 // between the freshness of the leases and the processes it lists.
 func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (StatusResult, error) {
-	res := StatusResult{Code: decision.StatusShown, Rows: []Row{}, Pending: []Pending{}}
+	res := StatusResult{Code: decision.StatusShown, Rows: []Row{}, Pending: []Pending{}, Next: []Next{}}
+	repoArg := ShellWord(r.Git.TopLevel)
 	inv, err := r.Git.Inventory(ctx)
 	if err != nil {
 		return res, decision.Wrap(decision.GitFailed, err, "list worktrees")
@@ -114,6 +127,15 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 						row.Registration = "registered"
 						row.fill(a)
 						seen[a.AllocationID] = true
+						if a.Role == store.RoleAudit && a.Lifecycle == store.Retained && wt.Prunable {
+							res.Next = append(res.Next, Next{Path: wt.Path, Why: "retained audit whose checkout is gone: its registration can be pruned",
+								Command: fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repoArg, ShellWord(wt.Path), ShellWord(a.Owner))})
+						}
+					} else if _, _, hasDoc, err := tx.Registration(wt.Key); err != nil {
+						return err
+					} else if !hasDoc {
+						res.Next = append(res.Next, Next{Path: wt.Path, Why: "binding written before registrations existed: backfill proves and registers it",
+							Command: fmt.Sprintf("wt-admin --repo %s backfill", repoArg)})
 					}
 				}
 			}
@@ -280,4 +302,15 @@ func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
 		}
 	}
 	return nil
+}
+
+// ShellWord quotes s for a command line a person copies, when it needs it.
+func ShellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '+' || r == ',' || r == '@' ||
+			r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

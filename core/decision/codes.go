@@ -109,3 +109,37 @@ var (
 	HooksUninstalled   = code("HOOKS_UNINSTALLED")
 	HooksShown         = code("HOOKS_SHOWN")
 )
+
+// Registration maintenance: backfill (SPEC §5.2) and prune (SPEC §5.3).
+var (
+	BackfillReady        = code("BINDING_REGISTRATION_BACKFILL_READY")
+	BackfillNothing      = code("BINDING_REGISTRATION_BACKFILL_NOTHING_TO_DO")
+	Backfilled           = code("BINDING_REGISTRATIONS_BACKFILLED")
+	ResourcePlanMismatch = code("RESOURCE_PLAN_MISMATCH")
+
+	// Backfill blockers: each refused binding lists every one that applies.
+	RecordMissing           = code("RECORD_MISSING")
+	AdminDirUnavailable     = code("ADMIN_DIR_UNAVAILABLE")
+	CheckoutMissing         = code("CHECKOUT_MISSING")
+	StaleRegistrationMarker = code("STALE_REGISTRATION_MARKER")
+	GitPointerMismatch      = code("GIT_POINTER_MISMATCH")
+	RegistrationTimeUnknown = code("REGISTRATION_TIME_UNKNOWN")
+	RegistrationNewer       = code("REGISTRATION_NEWER_THAN_ALLOCATION")
+	HeadUnresolved          = code("HEAD_UNRESOLVED")
+	BaseNotInHistory        = code("BASE_NOT_IN_HISTORY")
+
+	PruneReady             = code("REGISTRATION_PRUNE_READY")
+	RegistrationPruned     = code("REGISTRATION_PRUNED")
+	PrunableStateInvalid   = code("PRUNABLE_STATE_INVALID")
+	PathReappeared         = code("PATH_REAPPEARED")
+	LifecycleNotReleasable = code("LIFECYCLE_NOT_RELEASABLE")
+	ActiveOwner            = code("ACTIVE_OWNER")
+	TaskEvidencePresent    = code("TASK_EVIDENCE_PRESENT")
+	BindingDrift           = code("BINDING_DRIFT")
+	LeasePresent           = code("LEASE_PRESENT")
+	MissingRetainedRef     = code("MISSING_RETAINED_REF")
+	GCPlanDrift            = code("GC_PLAN_DRIFT")
+	GCAlreadyApplied       = code("GC_ALREADY_APPLIED")
+	PathStateUnknown       = code("PATH_STATE_UNKNOWN")
+	BlockDrift             = code("BLOCK_DRIFT")
+)

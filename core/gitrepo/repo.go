@@ -125,3 +125,26 @@ func (r *Repo) DeleteBranchAt(ctx context.Context, name, commit string) error {
 	_, err := r.Git(ctx, false, "update-ref", "-d", "refs/heads/"+name, commit)
 	return err
 }
+
+// Refs returns every ref of the repository with the object it names
+// (git for-each-ref): the snapshot that proves an operation moved no ref.
+func (r *Repo) Refs(ctx context.Context) (map[string]string, error) {
+	out, err := r.Git(ctx, true, "for-each-ref", "--format=%(objectname) %(refname)")
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if oid, name, ok := strings.Cut(line, " "); ok {
+			refs[name] = oid
+		}
+	}
+	return refs, nil
+}
+
+// RemoveWorktree runs `git worktree remove PATH`, never with --force: git
+// refuses a worktree that is locked or holds changes.
+func (r *Repo) RemoveWorktree(ctx context.Context, path string) error {
+	_, err := r.Git(ctx, false, "worktree", "remove", "--end-of-options", path)
+	return err
+}

@@ -515,15 +515,6 @@ func Expire(r *alloc.Repo) (Expiry, error) {
 }
 
 // Quote quotes a path for a command line a person copies.
-func Quote(s string) string { return quote(s) }
+func Quote(s string) string { return alloc.ShellWord(s) }
 
-// quote quotes a path for a command line a person copies.
-func quote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '+' || r == ',' || r == '@' ||
-			r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func quote(s string) string { return alloc.ShellWord(s) }

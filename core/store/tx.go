@@ -374,6 +374,33 @@ func (tx *Tx) FinishJournal(j Journal, outcome string, payload json.RawMessage, 
 	return tx.remove(tx.path(journalDir, j.TransactionID+".json"), durable)
 }
 
+// Receipts reads every receipt of a finished multi-step operation.
+func (tx *Tx) Receipts() ([]Receipt, error) {
+	ids, err := tx.list(receiptsDir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Receipt, 0, len(ids))
+	for _, id := range ids {
+		p := tx.path(receiptsDir, id+".json")
+		if err := validID("transaction", id); err != nil {
+			return nil, invalid(p, err)
+		}
+		var r Receipt
+		ok, err := readRecord(p, &r)
+		if err != nil {
+			return nil, err
+		}
+		if ok && r.TransactionID != id {
+			return nil, invalid(p, fmt.Errorf("transaction_id %q does not match the file name", r.TransactionID))
+		}
+		if ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 // AppendEvent appends one line to events.jsonl. The file is opened without
 // following a symlink, once per section, and each line is one write(2) in
 // append mode, so a crashed process leaves whole lines. The lines are

@@ -70,6 +70,9 @@ func (e *env) statusCommand() *ucli.Command {
 					}
 					fmt.Fprintf(w, "pending: %s %s of %s (%s, pid %d)\n", p.Operation, state, p.Target, p.Phase, p.Actor.PID)
 				}
+				for _, n := range res.Next {
+					fmt.Fprintf(w, "next: %s: %s\n  %s\n", n.Path, n.Why, n.Command)
+				}
 			})
 		}),
 	}

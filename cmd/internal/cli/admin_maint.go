@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wt-tool/wt/core/maint"
+)
+
+var applyFlag = &ucli.StringFlag{Name: "apply", Usage: "apply the plan with this plan_id (from the dry run); without it, a dry run"}
+
+func (e *env) backfillCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "backfill",
+		Usage: "register bindings written before registrations existed, where the live evidence proves them (dry run unless --apply PLAN_ID)",
+		Flags: []ucli.Flag{jsonFlag, applyFlag},
+		Action: e.action("backfill", 0, func(c *ucli.Context) error {
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := maint.Backfill(c.Context, r, c.String("apply"))
+			if err != nil {
+				return err
+			}
+			reason := fmt.Sprintf("%d candidate(s), %d refused, %d already registered", len(res.Candidates), len(res.Refused), res.AlreadyRegistered)
+			if !res.DryRun {
+				reason = fmt.Sprintf("%d registration(s) written, %d refused, %d already registered", res.Written, len(res.Refused), res.AlreadyRegistered)
+			}
+			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, reason)
+				tw := table(w)
+				for _, c := range res.Candidates {
+					fmt.Fprintf(tw, "  candidate\t%s\t%s\tallocation %s\n", c.WorktreeKey, c.Path, c.AllocationID)
+				}
+				for _, f := range res.Refused {
+					fmt.Fprintf(tw, "  refused\t%s\t%s\t%s\n", f.WorktreeKey, dash(f.Path), strings.Join(f.Blockers, ", "))
+				}
+				tw.Flush()
+				if res.DryRun && len(res.Candidates) > 0 {
+					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin backfill --apply %s\n", res.PlanID, res.PlanID)
+				}
+			})
+		}),
+	}
+}
+
+func (e *env) pruneCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "prune",
+		Usage:     "remove the git registration of a retained audit worktree whose checkout is gone, on its owner's word (dry run unless --apply PLAN_ID)",
+		ArgsUsage: "PATH",
+		Flags:     []ucli.Flag{jsonFlag, applyFlag, &ucli.StringFlag{Name: "owner", Usage: "the allocation's recorded owner, who authorizes it", Required: true}},
+		Action: e.action("prune", 1, func(c *ucli.Context) error {
+			path, err := pathArg(c, "prune")
+			if err != nil {
+				return err
+			}
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := maint.Prune(c.Context, r, path, c.String("owner"), c.String("apply"))
+			if err != nil {
+				return err
+			}
+			p := res.Plan
+			reason := fmt.Sprintf("%s (task %s, key %s): its audit HEAD %s is kept by %s", p.TargetPath, p.TaskKey, p.WorktreeKey, short(p.ExpectedHead), p.PreservingRef)
+			if !res.DryRun {
+				reason = fmt.Sprintf("pruned the registration of %s (task %s); allocation %s is RELEASED, owner unassigned; receipt %s", p.TargetPath, p.TaskKey, p.AllocationID, res.TransactionID)
+				if res.ResumedFrom != "" {
+					reason += "; resumed from phase " + res.ResumedFrom
+				}
+			}
+			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, reason)
+				if res.DryRun {
+					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin prune %s --owner %s --apply %s\n", res.PlanID, p.TargetPath, p.Owner, res.PlanID)
+				}
+			})
+		}),
+	}
+}
+
+func short(oid string) string {
+	if len(oid) > 12 {
+		return oid[:12]
+	}
+	return oid
+}

@@ -1,0 +1,231 @@
+package maint
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// BackfillContract names the backfill plan's shape.
+const BackfillContract = "binding-registration-backfill/v1"
+
+// RegistrationWindow is how long after an allocation's created_at git's
+// registration of its worktree may have been made: allocate stamps
+// created_at before `git worktree add` runs. A registration made later is
+// another worktree under a reused admin name.
+const RegistrationWindow = 900 * time.Second
+
+// Evidence is what backfill saw of one linked binding: the allocation it
+// names and the live registration git has under its key.
+type Evidence struct {
+	WorktreeKey   string `json:"worktree_key"`
+	AllocationID  string `json:"allocation_id"`
+	RecordVersion int    `json:"record_version"`
+	CreatedAt     string `json:"created_at"`
+	// AdminDir is git's admin dir, relative to the common dir.
+	AdminDir string `json:"admin_dir"`
+	Path     string `json:"path"`
+	Head     string `json:"head"`
+	Branch   string `json:"branch"`
+	// RegisteredAtNS is the mtime of the admin dir's commondir file, which
+	// `git worktree add` writes once; nil when unknown.
+	RegisteredAtNS *int64 `json:"registered_at_ns"`
+}
+
+// Refusal is a binding backfill will not register, with every blocker
+// that applies.
+type Refusal struct {
+	Evidence
+	Blockers []string `json:"blockers"`
+}
+
+// BackfillResult is a backfill plan, and what apply wrote.
+type BackfillResult struct {
+	Code              string     `json:"-"`
+	PlanID            string     `json:"plan_id"`
+	Contract          string     `json:"contract"`
+	Candidates        []Evidence `json:"candidates"`
+	Refused           []Refusal  `json:"refused"`
+	AlreadyRegistered int        `json:"already_registered"`
+	DryRun            bool       `json:"dry_run"`
+	Written           int        `json:"written"`
+}
+
+// backfillPlan is what the plan id covers.
+type backfillPlan struct {
+	Contract     string     `json:"contract"`
+	RepositoryID string     `json:"repository_id"`
+	Candidates   []Evidence `json:"candidates"`
+}
+
+// Backfill lists every linked binding without a registration document and
+// plans to register those whose live evidence says the registration is the
+// one their allocation created (SPEC §5.2). With apply "" it is a dry run
+// under the shared lock; otherwise apply must be the plan id of the plan
+// recomputed under the exclusive lock, and the registrations (document and
+// marker) are written. One `git worktree list` per run; a git process per
+// candidate only when its HEAD moved from its base commit.
+func Backfill(ctx context.Context, r *alloc.Repo, apply string) (BackfillResult, error) {
+	if apply != "" {
+		if err := ValidPlanID("--apply", apply); err != nil {
+			return BackfillResult{}, err
+		}
+	}
+	var res BackfillResult
+	body := func(tx *store.Tx) error {
+		var err error
+		if res, err = planBackfill(ctx, r, tx); err != nil {
+			return err
+		}
+		if apply == "" {
+			res.DryRun, res.Code = true, decision.BackfillNothing
+			if len(res.Candidates) > 0 {
+				res.Code = decision.BackfillReady
+			}
+			return nil
+		}
+		if apply != res.PlanID {
+			return decision.New(decision.ResourcePlanMismatch, "the backfill plan is now %s, not %s: something changed since the dry run", res.PlanID, apply).
+				WithHint("run wt-admin backfill again, check the plan, and apply its plan_id").WithFact("plan_id", res.PlanID)
+		}
+		now := alloc.Now()
+		for _, c := range res.Candidates {
+			reg := store.Registration{RegistrationID: uuid.NewString(), WorktreeKey: c.WorktreeKey, WorktreePath: c.Path,
+				AllocationID: c.AllocationID, CreatedAt: now}
+			if err := tx.PutRegistration(&reg); err != nil {
+				return err
+			}
+			if err := alloc.LogEvent(tx, "registration_backfilled", c.AllocationID, map[string]any{
+				"evidence": c, "registration_id": reg.RegistrationID, "plan_id": res.PlanID}); err != nil {
+				return err
+			}
+			res.Written++
+		}
+		res.Code = decision.BackfillNothing
+		if res.Written > 0 {
+			res.Code = decision.Backfilled
+			repo, err := tx.Repository()
+			if err != nil {
+				return err
+			}
+			repo.UpdatedAt = now
+			return tx.PutRepository(&repo)
+		}
+		return nil
+	}
+	var err error
+	if apply == "" {
+		err = r.Store.Read(body)
+	} else {
+		err = r.Store.Write(body)
+	}
+	return res, err
+}
+
+func planBackfill(ctx context.Context, r *alloc.Repo, tx *store.Tx) (BackfillResult, error) {
+	res := BackfillResult{Contract: BackfillContract, Candidates: []Evidence{}, Refused: []Refusal{}}
+	repo, err := tx.Repository()
+	if err != nil {
+		return res, err
+	}
+	wts, err := r.Git.Inventory(ctx)
+	if err != nil {
+		return res, decision.Wrap(decision.GitFailed, err, "list worktrees")
+	}
+	live := map[string]gitrepo.Worktree{}
+	for _, w := range wts {
+		if w.Key != "" && w.Key != gitrepo.MainKey {
+			live[w.Key] = w
+		}
+	}
+	keys, err := tx.Bindings()
+	if err != nil {
+		return res, err
+	}
+	for _, key := range keys {
+		item, ok := live[key]
+		if !ok {
+			continue // the canonical checkout, or a binding git no longer lists
+		}
+		b, ok, err := tx.Binding(key)
+		if err != nil || !ok {
+			return res, err
+		}
+		if _, _, has, err := tx.Registration(key); err != nil {
+			return res, err
+		} else if has {
+			res.AlreadyRegistered++
+			continue
+		}
+		a, err := tx.Allocation(b.AllocationID)
+		if errors.Is(err, store.ErrNotFound) {
+			res.Refused = append(res.Refused, Refusal{Evidence: Evidence{WorktreeKey: key, AllocationID: b.AllocationID},
+				Blockers: []string{decision.RecordMissing}})
+			continue
+		}
+		if err != nil {
+			return res, err
+		}
+		blockers, ev := evaluate(ctx, r, item, a)
+		if len(blockers) > 0 {
+			res.Refused = append(res.Refused, Refusal{Evidence: ev, Blockers: blockers})
+		} else {
+			res.Candidates = append(res.Candidates, ev)
+		}
+	}
+	res.PlanID, err = PlanID(backfillPlan{Contract: BackfillContract, RepositoryID: repo.RepositoryID, Candidates: res.Candidates})
+	return res, err
+}
+
+// evaluate gathers the evidence for one binding and every blocker that
+// applies (SPEC §5.2).
+func evaluate(ctx context.Context, r *alloc.Repo, item gitrepo.Worktree, a store.Allocation) ([]string, Evidence) {
+	admin := gitrepo.AdminDir(r.Git.CommonDir, item.Key)
+	ev := Evidence{WorktreeKey: item.Key, AllocationID: a.AllocationID, RecordVersion: a.RecordVersion, CreatedAt: a.CreatedAt,
+		AdminDir: filepath.ToSlash(filepath.Join("worktrees", item.Key)), Path: item.Path, Head: item.Head, Branch: item.Branch}
+	var blockers []string
+	if fi, err := os.Lstat(admin); err != nil || !fi.IsDir() {
+		blockers = append(blockers, decision.AdminDirUnavailable)
+	}
+	if fi, err := os.Stat(item.Path); item.Prunable || err != nil || !fi.IsDir() {
+		blockers = append(blockers, decision.CheckoutMissing)
+	}
+	if _, err := os.Lstat(filepath.Join(admin, store.MarkerName)); !errors.Is(err, fs.ErrNotExist) {
+		blockers = append(blockers, decision.StaleRegistrationMarker)
+	}
+	pointer, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+	p := strings.TrimRight(string(pointer), "\r\n")
+	if err != nil || p != filepath.Join(item.Path, ".git") || item.Path != a.WorktreePath {
+		blockers = append(blockers, decision.GitPointerMismatch)
+	}
+	created, cerr := time.Parse(time.RFC3339Nano, a.CreatedAt)
+	if fi, err := os.Lstat(filepath.Join(admin, "commondir")); err != nil || !fi.Mode().IsRegular() || cerr != nil {
+		blockers = append(blockers, decision.RegistrationTimeUnknown)
+	} else {
+		ns := fi.ModTime().UnixNano()
+		ev.RegisteredAtNS = &ns
+		if fi.ModTime().After(created.Add(RegistrationWindow)) {
+			blockers = append(blockers, decision.RegistrationNewer)
+		}
+	}
+	switch {
+	case item.Head == "":
+		blockers = append(blockers, decision.HeadUnresolved)
+	case a.BaseCommit != "" && len(blockers) == 0 && item.Head != a.BaseCommit:
+		if ok, err := r.Git.IsAncestor(ctx, a.BaseCommit, item.Head); err != nil || !ok {
+			blockers = append(blockers, decision.BaseNotInHistory)
+		}
+	}
+	return blockers, ev
+}

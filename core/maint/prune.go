@@ -1,0 +1,611 @@
+package maint
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/crashpoint"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// PruneContract names the prune plan's shape.
+const PruneContract = "registration-prune/v1"
+
+// The prune journal's operation and phases (SPEC §5.3).
+const (
+	opPrune          = "registration-prune"
+	PhasePrepared    = "PREPARED"
+	PhaseRemoved     = "WORKTREE_REMOVED"
+	PhaseReleased    = "RELEASED_RECORDED"
+	unassignedOwner  = "unassigned"
+	preservingPrefix = "refs/heads/"
+)
+
+// PrunePlan is everything prune proved about its target; the plan id
+// covers all of it.
+type PrunePlan struct {
+	Contract              string `json:"contract"`
+	RepositoryID          string `json:"repository_id"`
+	AllocationID          string `json:"allocation_id"`
+	TaskKey               string `json:"task_key"`
+	Owner                 string `json:"owner"`
+	TargetPath            string `json:"target_path"`
+	WorktreeKey           string `json:"worktree_key"`
+	AdminPath             string `json:"admin_path"`
+	ExpectedHead          string `json:"expected_head"`
+	ExpectedRecordVersion int    `json:"expected_record_version"`
+	PreservingRef         string `json:"preserving_ref"`
+	PreservingOID         string `json:"preserving_oid"`
+}
+
+// pruneJournal is the journal payload: the plan and its id.
+type pruneJournal struct {
+	Plan   PrunePlan `json:"plan"`
+	PlanID string    `json:"plan_id"`
+}
+
+// PruneResult is a prune plan, or what apply did.
+type PruneResult struct {
+	Code   string    `json:"-"`
+	Plan   PrunePlan `json:"plan"`
+	PlanID string    `json:"plan_id"`
+	DryRun bool      `json:"dry_run"`
+	// TransactionID names the journal (and then the receipt) of an apply.
+	TransactionID string `json:"transaction_id,omitempty"`
+	// ResumedFrom is the phase an interrupted apply was found in.
+	ResumedFrom string `json:"resumed_from,omitempty"`
+}
+
+// Prune plans (apply "") or applies the removal of the git registration of
+// the retained audit worktree at path, whose checkout is gone, on the word
+// of its recorded owner (SPEC §5.3). Apply is journaled PREPARED →
+// WORKTREE_REMOVED → RELEASED_RECORDED and, run again with the same plan id
+// after a crash at any point, validates the journal against the live state
+// and finishes; once finished it answers GC_ALREADY_APPLIED.
+func Prune(ctx context.Context, r *alloc.Repo, path, owner, apply string) (PruneResult, error) {
+	if err := alloc.ValidOwner(owner); err != nil {
+		return PruneResult{}, err
+	}
+	if apply != "" {
+		if err := ValidPlanID("--apply", apply); err != nil {
+			return PruneResult{}, err
+		}
+	}
+	target, err := proc.Canonical(path)
+	if err != nil {
+		return PruneResult{}, decision.Wrap(decision.PathStateUnknown, err, "path %s", path)
+	}
+	var res PruneResult
+	if apply == "" {
+		err = r.Store.Read(func(tx *store.Tx) error {
+			res, err = planPrune(ctx, r, tx, target, owner)
+			return err
+		})
+		return res, err
+	}
+	err = r.Store.Write(func(tx *store.Tx) error {
+		res, err = applyPrune(ctx, r, tx, target, owner, apply)
+		return err
+	})
+	return res, err
+}
+
+// planPrune is the dry run.
+func planPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner string) (PruneResult, error) {
+	j, _, err := journalFor(tx, target)
+	if err != nil {
+		return PruneResult{}, err
+	}
+	if j != nil {
+		return PruneResult{}, decision.New(decision.InterruptedTx, "an apply of prune on %s was interrupted in phase %s", target, j.Phase).
+			WithHint("finish it: wt-admin prune %s --owner %s --apply %s", target, owner, journalPlanID(*j))
+	}
+	item, err := findWorktree(ctx, r, target)
+	if err != nil {
+		return PruneResult{}, err
+	}
+	if item == nil {
+		return PruneResult{}, gone(tx, target)
+	}
+	plan, err := buildPlan(ctx, r, tx, *item, owner)
+	if err != nil {
+		return PruneResult{}, err
+	}
+	id, err := PlanID(plan)
+	return PruneResult{Code: decision.PruneReady, Plan: plan, PlanID: id, DryRun: true}, err
+}
+
+// gone answers for a target git no longer lists: already pruned (a receipt
+// says so), or never a registered worktree.
+func gone(tx *store.Tx, target string) error {
+	receipts, err := tx.Receipts()
+	if err != nil {
+		return err
+	}
+	for _, rc := range receipts {
+		if rc.Operation == opPrune && rc.Target == target {
+			return decision.New(decision.GCAlreadyApplied, "the registration of %s was pruned at %s (receipt %s)", target, rc.FinishedAt, rc.TransactionID).
+				WithHint("nothing to do; see it in wt-admin status").WithFact("receipt_id", rc.TransactionID)
+		}
+	}
+	return decision.New(decision.PrunableStateInvalid, "git lists no worktree at %s", target).
+		WithHint("list the worktrees with wt-admin status")
+}
+
+func applyPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner, apply string) (PruneResult, error) {
+	j, others, err := journalFor(tx, target)
+	if err != nil {
+		return PruneResult{}, err
+	}
+	item, err := findWorktree(ctx, r, target)
+	if err != nil {
+		return PruneResult{}, err
+	}
+	res := PruneResult{Code: decision.RegistrationPruned, PlanID: apply}
+	var p pruneJournal
+	if j == nil {
+		if item == nil {
+			return res, gone(tx, target)
+		}
+		plan, err := buildPlan(ctx, r, tx, *item, owner)
+		if err != nil {
+			return res, err
+		}
+		if err := samePlan(plan, apply); err != nil {
+			return res, err
+		}
+		if err := fenced(others, plan.AllocationID); err != nil {
+			return res, err
+		}
+		p = pruneJournal{Plan: plan, PlanID: apply}
+		payload, err := json.Marshal(p)
+		if err != nil {
+			return res, err
+		}
+		now := alloc.Now()
+		j = &store.Journal{TransactionID: uuid.NewString(), Operation: opPrune, Phase: PhasePrepared, Actor: alloc.Actor(),
+			Target: target, Payload: payload, CreatedAt: now, UpdatedAt: now}
+		if err := tx.PutJournal(j); err != nil {
+			return res, err
+		}
+		crashpoint.Here("prune:prepared")
+	} else {
+		res.ResumedFrom = j.Phase
+		if p, err = resume(ctx, r, tx, *j, item, owner, apply); err != nil {
+			return res, err
+		}
+		if err := fenced(others, p.Plan.AllocationID); err != nil {
+			return res, err
+		}
+	}
+	res.Plan, res.TransactionID = p.Plan, j.TransactionID
+	if item != nil {
+		if err := removeRegistration(ctx, r, p.Plan, item.Key); err != nil {
+			return res, err
+		}
+		if err := advance(tx, j, PhaseRemoved); err != nil {
+			return res, err
+		}
+		crashpoint.Here("prune:worktree-removed")
+	} else if j.Phase == PhasePrepared {
+		// git removed it and the process stopped before saying so.
+		if err := advance(tx, j, PhaseRemoved); err != nil {
+			return res, err
+		}
+	}
+	if err := release(tx, p.Plan); err != nil {
+		return res, err
+	}
+	if err := advance(tx, j, PhaseReleased); err != nil {
+		return res, err
+	}
+	crashpoint.Here("prune:released-recorded")
+	receipt, _ := json.Marshal(map[string]any{"contract": PruneContract, "plan": p.Plan, "plan_id": p.PlanID,
+		"released_record_version": p.Plan.ExpectedRecordVersion + 1, "result": decision.RegistrationPruned})
+	if err := alloc.LogEvent(tx, "registration_pruned", p.Plan.AllocationID, map[string]any{
+		"plan_id": p.PlanID, "target_path": p.Plan.TargetPath, "worktree_key": p.Plan.WorktreeKey, "owner": p.Plan.Owner,
+		"preserving_ref": p.Plan.PreservingRef, "preserving_oid": p.Plan.PreservingOID, "transaction_id": j.TransactionID}); err != nil {
+		return res, err
+	}
+	return res, tx.FinishJournal(*j, decision.RegistrationPruned, receipt, alloc.Now())
+}
+
+// resume validates an interrupted apply's journal against the live state
+// (the seed's _validate_recovery): the same plan id and owner, the target
+// still absent, the allocation either untouched or released by this very
+// plan, the audit HEAD still kept by the publication branch, no lease, and
+// its binding not handed to anything else.
+func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, item *gitrepo.Worktree, owner, apply string) (pruneJournal, error) {
+	var p pruneJournal
+	dec := json.NewDecoder(bytes.NewReader(j.Payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil || p.Plan.Contract != PruneContract || p.Plan.TargetPath != j.Target {
+		return p, decision.New(decision.InvalidMetadata, "journal %s does not hold a %s plan for %s", j.TransactionID, PruneContract, j.Target).
+			WithHint("look at %s by hand; wt never overwrites what it cannot read", "journal/"+j.TransactionID+".json")
+	}
+	drift := func(format string, args ...any) error {
+		return decision.New(decision.GCPlanDrift, "interrupted prune %s: "+format, append([]any{j.TransactionID}, args...)...).
+			WithHint("run the dry run (wt-admin prune %s --owner OWNER) and look at what changed", j.Target)
+	}
+	if p.PlanID != apply {
+		return p, drift("it applies plan %s, not %s", p.PlanID, apply)
+	}
+	if p.Plan.Owner != owner {
+		return p, decision.New(decision.ActiveOwner, "interrupted prune %s was authorized by %q, not %q", j.TransactionID, p.Plan.Owner, owner).
+			WithHint("finish it with --owner %s", p.Plan.Owner)
+	}
+	switch j.Phase {
+	case PhasePrepared, PhaseRemoved, PhaseReleased:
+	default:
+		return p, drift("unknown phase %q", j.Phase)
+	}
+	if err := absent(j.Target); err != nil {
+		return p, err
+	}
+	repo, err := tx.Repository()
+	if err != nil {
+		return p, err
+	}
+	if repo.RepositoryID != p.Plan.RepositoryID {
+		return p, drift("the repository id changed")
+	}
+	a, err := tx.Allocation(p.Plan.AllocationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return p, drift("allocation %s is gone", p.Plan.AllocationID)
+	}
+	if err != nil {
+		return p, err
+	}
+	switch {
+	case a.RecordVersion == p.Plan.ExpectedRecordVersion:
+		if a.Role != store.RoleAudit || a.Lifecycle != store.Retained || a.Owner != owner || len(a.ExternalBindings) > 0 {
+			return p, drift("allocation %s changed since the plan (%s %s, owner %s)", a.AllocationID, a.Lifecycle, a.Role, a.Owner)
+		}
+	case a.RecordVersion == p.Plan.ExpectedRecordVersion+1 && a.Lifecycle == store.Released && a.Owner == unassignedOwner:
+	default:
+		return p, drift("allocation %s is at record version %d (%s, owner %s); the plan expected %d", a.AllocationID, a.RecordVersion, a.Lifecycle, a.Owner, p.Plan.ExpectedRecordVersion)
+	}
+	if _, ok, err := tx.Lease(a.AllocationID); err != nil {
+		return p, err
+	} else if ok {
+		return p, decision.New(decision.LeasePresent, "a writer lease appeared on allocation %s during the prune", a.AllocationID)
+	}
+	if err := retained(ctx, r, p.Plan.ExpectedHead, p.Plan.PreservingRef); err != nil {
+		return p, err
+	}
+	if b, ok, err := tx.Binding(p.Plan.WorktreeKey); err != nil {
+		return p, err
+	} else if ok && b.AllocationID != a.AllocationID {
+		return p, decision.New(decision.BindingDrift, "worktree key %s now binds allocation %s", p.Plan.WorktreeKey, b.AllocationID)
+	}
+	if item != nil {
+		// Not yet removed: everything the plan proved must still hold.
+		if item.Key != p.Plan.WorktreeKey || item.Head != p.Plan.ExpectedHead {
+			return p, drift("the registration at %s changed (key %s, HEAD %s)", j.Target, item.Key, item.Head)
+		}
+		plan, err := buildPlan(ctx, r, tx, *item, owner)
+		if err != nil {
+			return p, err
+		}
+		if err := samePlan(plan, apply); err != nil {
+			return p, err
+		}
+	} else if _, err := os.Lstat(p.Plan.AdminPath); !errors.Is(err, fs.ErrNotExist) {
+		return p, drift("git lists no worktree at %s but its admin dir %s remains", j.Target, p.Plan.AdminPath)
+	}
+	return p, nil
+}
+
+// buildPlan checks every precondition of SPEC §5.3, in the seed's order,
+// and returns the plan.
+func buildPlan(ctx context.Context, r *alloc.Repo, tx *store.Tx, item gitrepo.Worktree, owner string) (PrunePlan, error) {
+	switch {
+	case item.Key == gitrepo.MainKey || item.Key == "":
+		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s is the canonical checkout", item.Path)
+	case !item.Prunable:
+		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s is not prunable: its checkout is still there", item.Path).
+			WithHint("prune removes only the registration of a checkout that is gone; retain it with wt-admin retain instead")
+	case item.Locked:
+		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s is locked (%s)", item.Path, item.LockReason).
+			WithHint("whoever locked it decides: git worktree unlock %s", item.Path)
+	case !item.Detached || item.Branch != "":
+		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s has branch %s checked out; only a detached audit qualifies", item.Path, item.Branch).
+			WithHint("a branch may hold task work: recover the checkout (git worktree repair) and look")
+	}
+	if err := absent(item.Path); err != nil {
+		return PrunePlan{}, err
+	}
+	b, ok, err := tx.Binding(item.Key)
+	if err != nil {
+		return PrunePlan{}, err
+	}
+	if !ok {
+		return PrunePlan{}, decision.New(decision.RecordMissing, "worktree %s (key %s) has no allocation", item.Path, item.Key).
+			WithHint("it is not wt's: git worktree prune removes unmanaged registrations")
+	}
+	a, err := tx.Allocation(b.AllocationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return PrunePlan{}, decision.New(decision.RecordMissing, "binding %s names allocation %s, which has no record", item.Key, b.AllocationID)
+	}
+	if err != nil {
+		return PrunePlan{}, err
+	}
+	switch {
+	case a.Role != store.RoleAudit || a.Lifecycle != store.Retained:
+		return PrunePlan{}, decision.New(decision.LifecycleNotReleasable, "allocation of task %s is a %s %s allocation; only a RETAINED audit is pruned", a.TaskKey, a.Lifecycle, a.Role).
+			WithHint("retain it first: wt-admin retain %s --owner %s", item.Path, a.Owner).WithFact("lifecycle", a.Lifecycle)
+	case owner != a.Owner:
+		return PrunePlan{}, decision.New(decision.ActiveOwner, "allocation of task %s is owned by %q; %q cannot authorize its prune", a.TaskKey, a.Owner, owner).
+			WithHint("its owner prunes it: --owner %s", a.Owner)
+	case item.Head != a.BaseCommit:
+		return PrunePlan{}, decision.New(decision.TaskEvidencePresent, "the audit's HEAD %s moved from its base %s: it may hold work", item.Head, a.BaseCommit).
+			WithHint("recover the checkout (git worktree repair) and keep what it holds")
+	case len(a.ExternalBindings) > 0:
+		return PrunePlan{}, decision.New(decision.ExternalBinding, "allocation of task %s has external bindings %q", a.TaskKey, a.ExternalBindings).
+			WithHint("whoever added them removes them first")
+	}
+	if err := oneBinding(tx, item.Key, a.AllocationID); err != nil {
+		return PrunePlan{}, err
+	}
+	if _, ok, err := tx.Lease(a.AllocationID); err != nil {
+		return PrunePlan{}, err
+	} else if ok {
+		return PrunePlan{}, decision.New(decision.LeasePresent, "allocation of task %s has a writer lease", a.TaskKey).
+			WithHint("see it with wt-admin lease inspect %s", item.Path)
+	}
+	repo, err := tx.Repository()
+	if err != nil {
+		return PrunePlan{}, decision.Wrap(decision.BlockDrift, err, "repository metadata")
+	}
+	pol, ok, err := tx.Policy()
+	if err != nil || !ok {
+		return PrunePlan{}, decision.New(decision.BlockDrift, "the policy cannot be read (%v)", err)
+	}
+	ref := preservingPrefix + pol.PublicationBranch
+	refs, err := r.Git.Refs(ctx)
+	if err != nil {
+		return PrunePlan{}, decision.Wrap(decision.GitFailed, err, "list refs")
+	}
+	oid, ok := refs[ref]
+	if !ok {
+		return PrunePlan{}, decision.New(decision.MissingRetainedRef, "%s does not exist, so nothing keeps the audit's commit %s", ref, item.Head)
+	}
+	if err := retained(ctx, r, item.Head, ref); err != nil {
+		return PrunePlan{}, err
+	}
+	return PrunePlan{Contract: PruneContract, RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID, TaskKey: a.TaskKey,
+		Owner: a.Owner, TargetPath: item.Path, WorktreeKey: item.Key, AdminPath: gitrepo.AdminDir(r.Git.CommonDir, item.Key),
+		ExpectedHead: item.Head, ExpectedRecordVersion: a.RecordVersion, PreservingRef: ref, PreservingOID: oid}, nil
+}
+
+// retained refuses unless commit head is contained in ref.
+func retained(ctx context.Context, r *alloc.Repo, head, ref string) error {
+	ok, err := r.Git.IsAncestor(ctx, head, ref)
+	if err != nil || !ok {
+		return decision.New(decision.MissingRetainedRef, "the audit's HEAD %s is not contained in %s: removing its registration could lose it", head, ref).
+			WithHint("merge or tag it first (git tag keep/%s %s), or recover the checkout", head[:min(12, len(head))], head)
+	}
+	return nil
+}
+
+// oneBinding refuses unless key binds id and no other key does.
+func oneBinding(tx *store.Tx, key, id string) error {
+	keys, err := tx.Bindings()
+	if err != nil {
+		return err
+	}
+	var bound []string
+	for _, k := range keys {
+		b, ok, err := tx.Binding(k)
+		if err != nil {
+			return err
+		}
+		if ok && b.AllocationID == id {
+			bound = append(bound, k)
+		}
+	}
+	if len(bound) != 1 || bound[0] != key {
+		return decision.New(decision.BindingDrift, "allocation %s is bound under %d worktree key(s) %q; prune needs exactly one, %s", id, len(bound), bound, key).
+			WithHint("inspect the bindings in the store by hand")
+	}
+	return nil
+}
+
+// absent refuses a target path that exists (PATH_REAPPEARED) or cannot be
+// inspected (PATH_STATE_UNKNOWN).
+func absent(path string) error {
+	_, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err == nil:
+		return decision.New(decision.PathReappeared, "%s exists again", path).
+			WithHint("something re-created the checkout: look at it before pruning anything")
+	default:
+		return decision.Wrap(decision.PathStateUnknown, err, "inspect %s", path)
+	}
+}
+
+// samePlan refuses a plan whose id is not apply.
+func samePlan(plan PrunePlan, apply string) error {
+	id, err := PlanID(plan)
+	if err != nil {
+		return err
+	}
+	if id != apply {
+		return decision.New(decision.GCPlanDrift, "the prune plan for %s is now %s, not %s: something changed since the dry run", plan.TargetPath, id, apply).
+			WithHint("run the dry run again, check it, and apply its plan_id").WithFact("plan_id", id)
+	}
+	return nil
+}
+
+// journalFor returns the prune journal for target (at most one) and every
+// other journal in flight.
+func journalFor(tx *store.Tx, target string) (*store.Journal, []store.Journal, error) {
+	js, err := tx.Journals()
+	if err != nil {
+		return nil, nil, err
+	}
+	var mine []store.Journal
+	var others []store.Journal
+	for _, j := range js {
+		if j.Operation == opPrune && j.Target == target {
+			mine = append(mine, j)
+		} else {
+			others = append(others, j)
+		}
+	}
+	if len(mine) > 1 {
+		return nil, nil, decision.New(decision.InterruptedTx, "%d prune journals name %s", len(mine), target).
+			WithHint("look at the journal dir of the store by hand")
+	}
+	if len(mine) == 0 {
+		return nil, others, nil
+	}
+	return &mine[0], others, nil
+}
+
+// fenced refuses when another journal in flight touches the allocation: a
+// prune of another target naming it, or any operation on it.
+func fenced(others []store.Journal, allocationID string) error {
+	for _, j := range others {
+		if bytes.Contains(j.Payload, []byte(allocationID)) {
+			return decision.New(decision.InterruptedTx, "journal %s (%s on %s) also names allocation %s", j.TransactionID, j.Operation, j.Target, allocationID).
+				WithHint("finish or look at that operation first")
+		}
+	}
+	return nil
+}
+
+func journalPlanID(j store.Journal) string {
+	var p pruneJournal
+	if json.Unmarshal(j.Payload, &p) != nil || p.PlanID == "" {
+		return "PLAN_ID"
+	}
+	return p.PlanID
+}
+
+// findWorktree is the one `git worktree list` of a run: the entry at target.
+func findWorktree(ctx context.Context, r *alloc.Repo, target string) (*gitrepo.Worktree, error) {
+	wts, err := r.Git.Inventory(ctx)
+	if err != nil {
+		return nil, decision.Wrap(decision.GitFailed, err, "list worktrees")
+	}
+	for i := range wts {
+		if wts[i].Path == target {
+			return &wts[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// removeRegistration runs `git worktree remove` (never --force) on the
+// target and proves it touched nothing else: every ref and every other
+// worktree's registration are the same after it as before (BLOCK_DRIFT).
+func removeRegistration(ctx context.Context, r *alloc.Repo, plan PrunePlan, key string) error {
+	refsBefore, err := r.Git.Refs(ctx)
+	if err != nil {
+		return decision.Wrap(decision.GitFailed, err, "list refs")
+	}
+	before, err := fingerprint(ctx, r, key)
+	if err != nil {
+		return err
+	}
+	if err := absent(plan.TargetPath); err != nil {
+		return err
+	}
+	if err := r.Git.RemoveWorktree(ctx, plan.TargetPath); err != nil {
+		return decision.Wrap(decision.GitFailed, err, "git worktree remove %s", plan.TargetPath).
+			WithHint("nothing was forced; look at git worktree list")
+	}
+	crashpoint.Here("prune:git-removed")
+	refsAfter, err := r.Git.Refs(ctx)
+	if err != nil {
+		return decision.Wrap(decision.GitFailed, err, "list refs")
+	}
+	after, err := fingerprint(ctx, r, key)
+	if err != nil {
+		return err
+	}
+	if item, err := findWorktree(ctx, r, plan.TargetPath); err != nil || item != nil {
+		return decision.New(decision.BlockDrift, "git still lists %s after removing it", plan.TargetPath)
+	}
+	if !maps.Equal(refsBefore, refsAfter) || before != after {
+		return decision.New(decision.BlockDrift, "refs or other worktrees changed while %s was removed", plan.TargetPath).
+			WithHint("look at what moved (another process may have committed meanwhile); then apply the same plan id again to finish")
+	}
+	return nil
+}
+
+// fingerprint describes every worktree but key's as git records it: path,
+// HEAD, branch, lock and prunable state.
+func fingerprint(ctx context.Context, r *alloc.Repo, key string) (string, error) {
+	wts, err := r.Git.Inventory(ctx)
+	if err != nil {
+		return "", decision.Wrap(decision.GitFailed, err, "list worktrees")
+	}
+	var rows []string
+	for _, w := range wts {
+		if w.Key != key {
+			rows = append(rows, fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%t\x00%t\x00%s\x00%t", w.Key, w.Path, w.Head, w.Branch, w.Detached, w.Locked, w.LockReason, w.Prunable))
+		}
+	}
+	sort.Strings(rows)
+	return strings.Join(rows, "\n"), nil
+}
+
+// advance records the journal's next phase (never going back).
+func advance(tx *store.Tx, j *store.Journal, phase string) error {
+	order := map[string]int{PhasePrepared: 0, PhaseRemoved: 1, PhaseReleased: 2}
+	if order[j.Phase] >= order[phase] {
+		return nil
+	}
+	j.Phase, j.UpdatedAt = phase, alloc.Now()
+	return tx.PutJournal(j)
+}
+
+// release marks the allocation RELEASED with owner unassigned (once: a
+// resumed run finds it done), then removes its binding and registration.
+func release(tx *store.Tx, plan PrunePlan) error {
+	a, err := tx.Allocation(plan.AllocationID)
+	if err != nil {
+		return err
+	}
+	if a.RecordVersion == plan.ExpectedRecordVersion {
+		a.Lifecycle, a.Owner, a.UpdatedAt = store.Released, unassignedOwner, alloc.Now()
+		if err := tx.PutAllocation(&a); err != nil {
+			return err
+		}
+		if err := alloc.LogEvent(tx, "allocation_released", a.AllocationID, map[string]any{"by": "prune", "previous_owner": plan.Owner, "task_key": a.TaskKey}); err != nil {
+			return err
+		}
+	}
+	crashpoint.Here("prune:record-released")
+	b, ok, err := tx.Binding(plan.WorktreeKey)
+	if err != nil {
+		return err
+	}
+	if ok && b.AllocationID != plan.AllocationID {
+		return decision.New(decision.BindingDrift, "worktree key %s now binds allocation %s", plan.WorktreeKey, b.AllocationID)
+	}
+	if ok {
+		if err := tx.RemoveBinding(plan.WorktreeKey); err != nil {
+			return err
+		}
+	}
+	return tx.RemoveRegistration(plan.WorktreeKey)
+}
