@@ -106,7 +106,7 @@ func Prune(ctx context.Context, r *alloc.Repo, path, owner, apply string) (Prune
 
 // planPrune is the dry run.
 func planPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner string) (PruneResult, error) {
-	j, _, err := journalFor(tx, target)
+	j, others, err := journalFor(tx, target)
 	if err != nil {
 		return PruneResult{}, err
 	}
@@ -123,6 +123,9 @@ func planPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner s
 	}
 	plan, err := buildPlan(ctx, r, tx, *item, owner)
 	if err != nil {
+		return PruneResult{}, err
+	}
+	if err := fenced(others, plan.AllocationID); err != nil {
 		return PruneResult{}, err
 	}
 	id, err := PlanID(plan)

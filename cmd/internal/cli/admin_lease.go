@@ -59,18 +59,25 @@ var (
 	sessionIDFlag = &ucli.StringFlag{Name: "session-id", Usage: "the session you run as (wt-exec's --session-id)"}
 )
 
-// pathArg is the one PATH argument a lease command needs.
-func pathArg(c *ucli.Context, name string) (string, error) {
+// pathArg is the one PATH argument a command on a worktree needs, and the
+// flags it cannot do without. (urfave/cli's own Required check would answer
+// a missing flag with help for a command named like the PATH.)
+func pathArg(c *ucli.Context, name string, required ...string) (string, error) {
 	if c.Args().Len() != 1 || c.Args().First() == "" {
 		return "", usageErr("%s takes one PATH: the worktree", name)
+	}
+	for _, f := range required {
+		if !c.IsSet(f) {
+			return "", usageErr("%s needs --%s", name, f)
+		}
 	}
 	return c.Args().First(), nil
 }
 
 // leaseTarget reads what a lease command on one worktree needs: its PATH,
 // the caller (--client-id, --session-id) and the repository.
-func (e *env) leaseTarget(c *ucli.Context, name string) (string, lease.Caller, *alloc.Repo, error) {
-	path, err := pathArg(c, name)
+func (e *env) leaseTarget(c *ucli.Context, name string, required ...string) (string, lease.Caller, *alloc.Repo, error) {
+	path, err := pathArg(c, name, required...)
 	if err != nil {
 		return "", lease.Caller{}, nil, err
 	}
@@ -182,9 +189,9 @@ func (e *env) leaseReleaseCommand() *ucli.Command {
 		Name:      "release",
 		Usage:     "release a lease whose holder exited, by its exact id, when nothing of it runs",
 		ArgsUsage: "PATH",
-		Flags:     []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "lease-id", Usage: "the exact id of the lease to release", Required: true}},
+		Flags:     []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "lease-id", Usage: "the exact id of the lease to release"}},
 		Action: e.action("lease release", 1, func(c *ucli.Context) error {
-			path, err := pathArg(c, "lease release")
+			path, err := pathArg(c, "lease release", "lease-id")
 			if err != nil {
 				return err
 			}
@@ -237,10 +244,10 @@ func (e *env) leaseAbandonCommand() *ucli.Command {
 		Name:      "abandon",
 		Usage:     "remove a lease with proof: its holder dead or its worktree gone, and nothing of it running",
 		ArgsUsage: "PATH",
-		Flags: []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)", Required: true},
+		Flags: []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"},
 			&ucli.BoolFlag{Name: "operator", Usage: "you decide for a lease that is not yours"}, clientIDFlag, sessionIDFlag},
 		Action: e.action("lease abandon", 1, func(c *ucli.Context) error {
-			path, caller, r, err := e.leaseTarget(c, "lease abandon")
+			path, caller, r, err := e.leaseTarget(c, "lease abandon", "reason")
 			if err != nil {
 				return err
 			}
@@ -258,11 +265,11 @@ func (e *env) leaseAdoptCommand() *ucli.Command {
 		Name:      "adopt",
 		Usage:     "hand a dead holder's lease to a live process (default: the one that runs wt-admin), with provenance",
 		ArgsUsage: "PATH",
-		Flags: []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "client-id", Usage: "the new holder's client id", Required: true}, sessionIDFlag,
+		Flags: []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "client-id", Usage: "the new holder's client id"}, sessionIDFlag,
 			&ucli.StringFlag{Name: "holder", Usage: "the new holder: PID or ancestor:NAME (default: wt-admin's parent process)"},
 			&ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"}},
 		Action: e.action("lease adopt", 1, func(c *ucli.Context) error {
-			path, err := pathArg(c, "lease adopt")
+			path, err := pathArg(c, "lease adopt", "client-id")
 			if err != nil {
 				return err
 			}

@@ -53,9 +53,9 @@ func (e *env) pruneCommand() *ucli.Command {
 		Name:      "prune",
 		Usage:     "remove the git registration of a retained audit worktree whose checkout is gone, on its owner's word (dry run unless --apply PLAN_ID)",
 		ArgsUsage: "PATH",
-		Flags:     []ucli.Flag{jsonFlag, applyFlag, &ucli.StringFlag{Name: "owner", Usage: "the allocation's recorded owner, who authorizes it", Required: true}},
+		Flags:     []ucli.Flag{jsonFlag, applyFlag, &ucli.StringFlag{Name: "owner", Usage: "the allocation's recorded owner, who authorizes it"}},
 		Action: e.action("prune", 1, func(c *ucli.Context) error {
-			path, err := pathArg(c, "prune")
+			path, err := pathArg(c, "prune", "owner")
 			if err != nil {
 				return err
 			}
