@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -318,4 +320,70 @@ func extraProcesses(b *testing.B, n int) func() {
 			c.Wait()
 		}
 	}
+}
+
+// BenchmarkBackfillDryRun is `wt-admin backfill` (the dry run) on a store
+// with 100 and with 1,000 legacy bindings (binding and record, no
+// registration), each bound to a real linked worktree git lists. The
+// worktrees' admin dirs and .git files are written as `git worktree add
+// --no-checkout` writes them (gitdir, commondir, HEAD), which git then lists;
+// 1,000 real adds would take a minute per run. Each op is one whole run; it
+// should grow linearly, with one `git worktree list` per run.
+func BenchmarkBackfillDryRun(b *testing.B) {
+	admin := shipped(b, "wt-admin")
+	for _, n := range []int{100, 1000} {
+		repo := legacyRepo(b, n)
+		out, err := exec.Command(admin, "--repo", repo, "backfill", "--json").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), fmt.Sprintf(`"reason": "%d candidate(s), 0 refused, 0 already registered"`, n)) {
+			b.Fatalf("backfill of %d legacy bindings: %v\n%.600s", n, err, out)
+		}
+		b.Run(fmt.Sprintf("legacy=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				runOnce(b, admin, "--repo", repo, "backfill")
+			}
+		})
+	}
+}
+
+// legacyRepo makes a governed repository with n legacy bindings.
+func legacyRepo(b *testing.B, n int) string {
+	top := b.TempDir()
+	repo := filepath.Join(top, "repo")
+	git(b, top, "init", "-q", "-b", "main", repo)
+	git(b, repo, "commit", "-q", "--allow-empty", "-m", "init")
+	if code := Admin([]string{"--repo", repo, "init"}, nopWriter{}, nopWriter{}); code != 0 {
+		b.Fatalf("init: %d", code)
+	}
+	head := git(b, repo, "rev-parse", "HEAD")
+	root := filepath.Join(repo, ".git", "wt")
+	meta := store.Meta{SchemaVersion: store.SchemaVersion, RecordVersion: 1}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	write := func(path, data string) {
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < n; i++ {
+		key := fmt.Sprintf("l%d", i)
+		wt, adminDir := filepath.Join(top, key), filepath.Join(repo, ".git", "worktrees", key)
+		if err := os.MkdirAll(adminDir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		os.Mkdir(wt, 0o755)
+		write(filepath.Join(adminDir, "gitdir"), wt+"/.git\n")
+		write(filepath.Join(adminDir, "commondir"), "../..\n")
+		write(filepath.Join(adminDir, "HEAD"), head+"\n")
+		write(filepath.Join(wt, ".git"), "gitdir: "+adminDir+"\n")
+		a := store.Allocation{Meta: meta, AllocationID: uuid.NewString(), TaskKey: "L-" + key, Owner: "o", Role: store.RoleAudit,
+			Lifecycle: store.Active, WorktreePath: wt, WorktreeKey: key, BaseCommit: head, ExternalBindings: []string{},
+			CreatedAt: now, UpdatedAt: now}
+		for path, rec := range map[string]any{
+			filepath.Join(root, "allocations", a.AllocationID+".json"): a,
+			filepath.Join(root, "bindings", key+".json"):               store.Binding{Meta: meta, WorktreeKey: key, AllocationID: a.AllocationID},
+		} {
+			data, _ := json.MarshalIndent(rec, "", "  ")
+			write(path, string(data))
+		}
+	}
+	return repo
 }
