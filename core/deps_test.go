@@ -8,17 +8,18 @@ import (
 
 // TestImportRules keeps the picture of STYLE.md true:
 //
-//	cmd/*  ->  wrapper  hooks  install  ->  core/...
+//	cmd/*  ->  wrapper  hooks  doctor -> install  ->  core/...
 //
 // core never imports the CLI library or the packages above it, and the
 // packages in the middle never import each other's command layer.
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/wt-tool/wt/"
 	forbidden := map[string][]string{
-		"core/...":    {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "hooks", mod + "install"},
+		"core/...":    {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "hooks", mod + "install", mod + "doctor"},
+		"doctor/...":  {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "hooks"},
 		"wrapper/...": {"github.com/urfave/cli/v2", mod + "cmd/", mod + "hooks", mod + "install"},
 		"hooks/...":   {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "install"},
-		"install/...": {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper"},
+		"install/...": {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "doctor"},
 	}
 	// A positive control: the command layer does reach the CLI library, so an
 	// empty or misparsed listing cannot pass for a clean one.
