@@ -1,5 +1,7 @@
 // Command benchmedian reads `go test -bench` output on stdin and prints the
-// median ns/op of each benchmark over its -count runs.
+// median of each benchmark's ns/op over its -count runs, and of every
+// metric a benchmark reports itself (b.ReportMetric): units "ns/..." are
+// times, others plain numbers.
 package main
 
 import (
@@ -21,17 +23,22 @@ func main() {
 			continue
 		}
 		for i := 2; i+1 < len(f); i += 2 {
-			if f[i+1] != "ns/op" {
+			unit := f[i+1]
+			if unit == "B/op" || unit == "allocs/op" || unit == "MB/s" {
 				continue
 			}
 			v, err := strconv.ParseFloat(f[i], 64)
 			if err != nil {
 				continue
 			}
-			if _, ok := runs[f[0]]; !ok {
-				order = append(order, f[0])
+			key := f[0]
+			if unit != "ns/op" {
+				key += " " + unit
 			}
-			runs[f[0]] = append(runs[f[0]], v)
+			if _, ok := runs[key]; !ok {
+				order = append(order, key)
+			}
+			runs[key] = append(runs[key], v)
 		}
 	}
 	for _, name := range order {
@@ -41,7 +48,11 @@ func main() {
 		if len(v)%2 == 0 {
 			m = (v[len(v)/2-1] + v[len(v)/2]) / 2
 		}
-		fmt.Printf("%-60s median %12s  (n=%d)\n", name, human(m), len(v))
+		value := fmt.Sprintf("%.2f", m)
+		if fields := strings.Fields(name); len(fields) == 1 || strings.HasPrefix(fields[1], "ns/") {
+			value = human(m)
+		}
+		fmt.Printf("%-60s median %12s  (n=%d)\n", name, value, len(v))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/maint"
 )
 
@@ -41,7 +42,7 @@ func (e *env) backfillCommand() *ucli.Command {
 				}
 				tw.Flush()
 				if res.DryRun && len(res.Candidates) > 0 {
-					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin backfill --apply %s\n", res.PlanID, res.PlanID)
+					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin --repo %s backfill --apply %s\n", res.PlanID, alloc.ShellWord(r.Git.TopLevel), res.PlanID)
 				}
 			})
 		}),
@@ -78,7 +79,8 @@ func (e *env) pruneCommand() *ucli.Command {
 			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
 				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, reason)
 				if res.DryRun {
-					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin prune %s --owner %s --apply %s\n", res.PlanID, p.TargetPath, p.Owner, res.PlanID)
+					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin --repo %s prune %s --owner %s --apply %s\n", res.PlanID, alloc.ShellWord(r.Git.TopLevel),
+						alloc.ShellWord(p.TargetPath), alloc.ShellWord(p.Owner), res.PlanID)
 				}
 			})
 		}),

@@ -168,58 +168,48 @@ func shipped(b *testing.B, name string) string {
 	return bin
 }
 
-// BenchmarkCommitHooks is `git commit --allow-empty` in a small repository,
-// side by side: no hooks (the limit), a trivial `exit 0` shell pre-commit,
-// lefthook running one trivial command, and wt's hooks installed with the
-// committing process entitled (it is the lease's holder). Each op is one
-// whole commit; compare the ns/op differences with the no-hooks case.
+// BenchmarkCommitHooks is `git commit --allow-empty` in four small
+// repositories, side by side: no hooks (the limit), a trivial `exit 0` shell
+// pre-commit, lefthook running one trivial command, and wt's hooks
+// installed with the committing process entitled (it holds the lease). Each
+// op is one commit in each repository, in rotating order, so that drift on
+// a shared machine falls on all four alike; the per-commit times are the
+// ns/commit-* metrics, and the ratios of what each gate adds to a commit
+// are reported too (wt-added/shell-added, wt-added/lefthook-added).
 func BenchmarkCommitHooks(b *testing.B) {
 	wthook, wtexec := shipped(b, "wt-hook"), shipped(b, "wt-exec")
-	repo, wts := benchRepo(b, 1, 0)
-	w := wts[0]
-	hooksDir := filepath.Join(b.TempDir(), "hooks")
-	os.MkdirAll(hooksDir, 0o755)
-	git(b, repo, "config", "core.hooksPath", hooksDir)
-	commit := func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			cmd := exec.Command("git", "commit", "-q", "--allow-empty", "-m", "bench")
-			cmd.Dir = w
-			cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@wt.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@wt.invalid")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("commit: %v\n%s", err, out)
-			}
-		}
+	type variant struct {
+		name  string
+		dir   string
+		total time.Duration
 	}
-	clear := func() {
-		ents, _ := os.ReadDir(hooksDir)
-		for _, e := range ents {
-			os.Remove(filepath.Join(hooksDir, e.Name()))
-		}
+	var variants []*variant
+	add := func(name string, setup func(w, hooksDir string)) {
+		repo, wts := benchRepo(b, 1, 0)
+		hooksDir := filepath.Join(b.TempDir(), "hooks")
+		os.MkdirAll(hooksDir, 0o755)
+		git(b, repo, "config", "core.hooksPath", hooksDir)
+		setup(wts[0], hooksDir)
+		variants = append(variants, &variant{name: name, dir: wts[0]})
 	}
-	b.Run("no-hooks", func(b *testing.B) { clear(); commit(b) })
-	b.Run("shell-exit0", func(b *testing.B) {
-		clear()
+	add("no-hooks", func(string, string) {})
+	add("shell-exit0", func(_, hooksDir string) {
 		os.WriteFile(filepath.Join(hooksDir, "pre-commit"), []byte("#!/bin/sh\nexit 0\n"), 0o755)
-		commit(b)
 	})
-	b.Run("lefthook", func(b *testing.B) {
-		clear()
-		lh, err := exec.LookPath("lefthook")
-		if err != nil {
-			b.Skip("lefthook is not installed (make bench installs it with go install)")
-		}
-		// lefthook installs into core.hooksPath; one trivial command.
-		os.WriteFile(filepath.Join(w, "lefthook.yml"), []byte("pre-commit:\n  commands:\n    trivial:\n      run: \"true\"\n"), 0o644)
-		cmd := exec.Command(lh, "install", "-f")
-		cmd.Dir = w
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("lefthook install: %v\n%s", err, out)
-		}
-		commit(b)
-		os.Remove(filepath.Join(w, "lefthook.yml"))
-	})
-	b.Run("wt", func(b *testing.B) {
-		clear()
+	if lh, err := exec.LookPath("lefthook"); err == nil {
+		add("lefthook", func(w, _ string) {
+			// lefthook installs into core.hooksPath; one trivial command.
+			os.WriteFile(filepath.Join(w, "lefthook.yml"), []byte("pre-commit:\n  commands:\n    trivial:\n      run: \"true\"\n"), 0o644)
+			cmd := exec.Command(lh, "install", "-f")
+			cmd.Dir = w
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("lefthook install: %v\n%s", err, out)
+			}
+		})
+	} else {
+		b.Log("lefthook is not installed (make bench installs it with go install): its column is left out")
+	}
+	add("wt", func(w, _ string) {
 		cmd := exec.Command(wthook, "install")
 		cmd.Dir = w
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -231,16 +221,39 @@ func BenchmarkCommitHooks(b *testing.B) {
 		if err := holder.Start(); err != nil {
 			b.Fatal(err)
 		}
-		defer func() { holder.Process.Signal(os.Interrupt); holder.Wait() }()
+		b.Cleanup(func() { holder.Process.Signal(os.Interrupt); holder.Wait() })
 		for {
-			l, ok := readLease(b, w)
-			if ok && l.Child != nil {
+			if l, ok := readLease(b, w); ok && l.Child != nil {
 				break
 			}
 		}
-		b.ResetTimer()
-		commit(b)
 	})
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@wt.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@wt.invalid")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := range variants {
+			v := variants[(i+k)%len(variants)]
+			cmd := exec.Command("git", "commit", "-q", "--allow-empty", "-m", "bench")
+			cmd.Dir, cmd.Env = v.dir, env
+			start := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("commit (%s): %v\n%s", v.name, err, out)
+			}
+			v.total += time.Since(start)
+		}
+	}
+	per := map[string]float64{}
+	for _, v := range variants {
+		per[v.name] = float64(v.total.Nanoseconds()) / float64(b.N)
+		b.ReportMetric(per[v.name], "ns/commit-"+v.name)
+	}
+	added := func(name string) float64 { return per[name] - per["no-hooks"] }
+	if added("shell-exit0") > 0 {
+		b.ReportMetric(added("wt")/added("shell-exit0"), "wt-added/shell-added")
+	}
+	if _, ok := per["lefthook"]; ok && added("lefthook") > 0 {
+		b.ReportMetric(added("wt")/added("lefthook"), "wt-added/lefthook-added")
+	}
 }
 
 // BenchmarkAdminProcesses is `wt-admin ps` and `wt-admin lease list` on a
