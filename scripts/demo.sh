@@ -64,16 +64,30 @@ kill -KILL "$exec1"
 wait "$exec1" 2>/dev/null || true
 refused wt-exec -C ../agent-1 --client-id rescuer -- true
 
+run wt-admin lease inspect ../agent-1 --client-id rescuer
+refused wt-admin lease abandon ../agent-1 --reason "looks stuck" --operator
+
 echo
-echo "# once the leftover agent is gone, the dead lease is taken over:"
+echo "# once the leftover agent is gone, the lease is dead: inspect says so, and wt-exec takes it over:"
 agent1=$(cat "$tmp/a1.pid")
 touch "$tmp/a1.stop"
 while kill -0 "$agent1" 2>/dev/null; do sleep 0.05; done
+run wt-admin lease inspect ../agent-1 --client-id rescuer
 run wt-exec -C ../agent-1 --client-id rescuer -- sh -c 'wc -l < notes.txt | xargs echo notes kept by agent-1:'
 
 touch "$tmp/a5.stop"
 wait "$exec5"
 run wt-admin status
+run wt-admin lease list --all
+
+echo
+echo "# a retained review whose checkout was deleted: doctor finds it, prune removes its registration (plan, then apply):"
+run wt-admin retain ../review-1 --owner carol
+rm -rf ../review-1
+refused wt-admin doctor
+run wt-admin prune ../review-1 --owner carol
+plan=$(wt-admin prune ../review-1 --owner carol --json | sed -n 's/.*"plan_id": "\(.*\)".*/\1/p')
+run wt-admin prune ../review-1 --owner carol --apply "$plan"
 
 echo
 echo "# wt-hook gates commits: only the live writer of a worktree may commit in it."
