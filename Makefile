@@ -2,7 +2,7 @@
 GO      ?= go
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
-BINS    := wt-exec wt-hook wt-admin
+BINS    := wt-exec wt-hook wt-admin wt-fleet
 BENCHCOUNT ?= 5
 # CGO_ENABLED=0 makes static binaries: no dynamic loader at every start
 # (about 1 ms). urfave_cli_no_docs drops urfave/cli's man-page and markdown generators
@@ -15,7 +15,7 @@ all: build
 
 build:
 	@mkdir -p bin
-	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -o bin/ ./cmd/wt-exec ./cmd/wt-hook ./cmd/wt-admin
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -o bin/ ./cmd/wt-exec ./cmd/wt-hook ./cmd/wt-admin ./cmd/wt-fleet
 
 install: build
 	install -d $(DESTDIR)$(BINDIR)

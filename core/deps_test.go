@@ -16,6 +16,7 @@ func TestImportRules(t *testing.T) {
 	const mod = "github.com/wt-tool/wt/"
 	forbidden := map[string][]string{
 		"core/...":    {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "hooks", mod + "install", mod + "doctor"},
+		"core/fleet":  {"go.etcd.io/"},
 		"doctor/...":  {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "hooks"},
 		"wrapper/...": {"github.com/urfave/cli/v2", mod + "cmd/", mod + "hooks", mod + "install"},
 		"hooks/...":   {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "install"},
@@ -27,6 +28,11 @@ func TestImportRules(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "github.com/urfave/cli/v2\n") {
 		t.Fatalf("go list of cmd/... does not show urfave/cli: %v\n%s", err, out)
 	}
+	// Fleet mode: only the wt-fleet helper links the etcd client (about
+	// 5 ms at every start); core/fleet itself imports no etcd code.
+	forbidden["cmd/wt-exec"] = []string{"go.etcd.io/"}
+	forbidden["cmd/wt-hook"] = []string{"go.etcd.io/"}
+	forbidden["cmd/wt-admin"] = []string{"go.etcd.io/"}
 	for pattern, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../"+pattern).CombinedOutput()
 		if err != nil {

@@ -32,6 +32,8 @@ type Verdict struct {
 	Warning bool            `json:"warning"`
 	// warnOnly is policy enforcement "warn": refusals become warnings.
 	warnOnly bool
+	// pol is the policy the decision was made under.
+	pol store.Policy
 }
 
 // refuse records a refusal, which policy enforcement warn turns into an
@@ -123,7 +125,7 @@ func entitled(c gitrepo.Checkout, pid int) (Verdict, error) {
 	if err != nil {
 		return v, err
 	}
-	v.warnOnly = pol.Enforcement == store.EnforcementWarn
+	v.warnOnly, v.pol = pol.Enforcement == store.EnforcementWarn, pol
 	if v.Refusal != nil {
 		v.refuse(v.Refusal)
 		return v, nil

@@ -1,10 +1,14 @@
 package hooks
 
 import (
+	"context"
 	"io"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -102,5 +106,39 @@ func PrePush(dir string, stdin io.Reader, pid int) (Verdict, error) {
 			return v, nil
 		}
 	}
+	if v.pol.FleetOn() && len(updates) > 0 {
+		if err := fenced(v); err != nil {
+			v.refuse(err)
+		}
+	}
 	return v, nil
+}
+
+// fenced checks, in fleet mode, that the task's fleet key still exists
+// with the create revision recorded in the local lease (SPEC §10): a
+// holder whose fleet lease expired or was taken over is refused even while
+// its local lease reads live, and so is any push when etcd cannot be asked
+// (fail closed). It runs the wt-fleet helper; commits never get here.
+func fenced(v Verdict) *decision.Error {
+	if v.Lease == nil || v.Lease.Fleet == nil {
+		return decision.New(decision.FleetFenced, "fleet mode is on, and the lease of %s holds no fleet lease (it was taken before fleet mode, or by a wt-exec without it)", v.Path).
+			WithHint("end this run and start it again under wt-exec, which takes the fleet lease")
+	}
+	path, err := fleet.FindHelper()
+	if err != nil {
+		d, _ := decision.As(err)
+		return d
+	}
+	fl := v.Lease.Fleet
+	h := &fleet.Helper{Path: path, Endpoints: fl.Endpoints, DialTimeout: 2 * time.Second, Stderr: os.Stderr}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Check(ctx, fl.Key, fl.Revision); err != nil {
+		d, ok := decision.As(err)
+		if !ok {
+			d = decision.Wrap(decision.FleetUnreachable, err, "check the fleet lease")
+		}
+		return d
+	}
+	return nil
 }

@@ -122,7 +122,7 @@ func Run(opts Options) (Result, error) {
 	if err := s.prepare(); err != nil {
 		return res, err
 	}
-	req := lease.Request{Holder: holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind}
+	req := lease.Request{Holder: holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind, Fence: s.fence}
 	res.Grant, err = lease.Acquire(repo, c, req, scan, func(g lease.Grant) (*store.ChildGroup, error) {
 		return s.launch(path, childEnv(opts.Environ, g))
 	})
@@ -141,6 +141,7 @@ func Run(opts Options) (Result, error) {
 				opts.Notify("the lease could not be released: " + rerr.Error())
 			}
 		}
+		s.releaseFleet()
 		return res, err
 	}
 	res.Status = s.supervise()
@@ -150,6 +151,7 @@ func Run(opts Options) (Result, error) {
 	} else if res.Released.Kept != "" {
 		opts.Notify("the lease was left in place: " + res.Released.Kept)
 	}
+	s.releaseFleet()
 	return res, nil
 }
 

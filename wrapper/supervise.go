@@ -12,6 +12,7 @@ import (
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
@@ -38,6 +39,8 @@ type supervisor struct {
 	// (-1 if none); ownPgrp is the group to give it back to.
 	fgTTY   int
 	ownPgrp int
+	// fleet is the fleet lease wt-exec holds (fleet mode only).
+	fleet fleet.Session
 }
 
 // prepare readies wt-exec for a child, before the lease section starts it.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -21,10 +22,14 @@ type PolicyChange struct {
 	Unmanaged         *string
 	// MaxActive is "unlimited" or a positive integer.
 	MaxActive *string
+	// Fleet mode: Coordinator none or etcd; EtcdEndpoints comma-separated
+	// URLs; FleetTTL a duration; FleetRemote a git remote name.
+	Coordinator, EtcdEndpoints, FleetTTL, FleetRemote *string
 }
 
 func (c PolicyChange) empty() bool {
-	return c.PublicationBranch == nil && c.Enforcement == nil && c.Unmanaged == nil && c.MaxActive == nil
+	return c.PublicationBranch == nil && c.Enforcement == nil && c.Unmanaged == nil && c.MaxActive == nil &&
+		c.Coordinator == nil && c.EtcdEndpoints == nil && c.FleetTTL == nil && c.FleetRemote == nil
 }
 
 // InitResult is what init did.
@@ -134,6 +139,12 @@ func flagName(field string) string {
 		return "publication-branch"
 	case "max_active":
 		return "max-active"
+	case "etcd_endpoints":
+		return "etcd-endpoints"
+	case "fleet_ttl":
+		return "fleet-ttl"
+	case "fleet_remote":
+		return "fleet-remote"
 	}
 	return field
 }
@@ -183,11 +194,46 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 			next.MaxActive = &n
 		}
 	}
+	if v := c.Coordinator; v != nil {
+		next.Coordinator = *v
+	}
+	if v := c.EtcdEndpoints; v != nil {
+		next.EtcdEndpoints = nil
+		for _, e := range strings.Split(*v, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				next.EtcdEndpoints = append(next.EtcdEndpoints, e)
+			}
+		}
+	}
+	if v := c.FleetTTL; v != nil {
+		next.FleetTTL = *v
+	}
+	if v := c.FleetRemote; v != nil {
+		next.FleetRemote = *v
+	}
+	if err := next.ValidateFleet(); err != nil {
+		return pol, nil, decision.New(decision.InvalidPolicy, "%v", err).
+			WithHint("fleet mode: wt-admin policy --coordinator etcd --etcd-endpoints http://HOST:2379[,...] [--fleet-ttl 10s] [--fleet-remote origin]; --coordinator none turns it off")
+	}
+	if next.Coordinator == store.CoordinatorNone {
+		// Off: nothing of the fleet configuration is kept.
+		next.EtcdEndpoints, next.FleetTTL, next.FleetRemote = nil, "", ""
+	}
 	add := func(field, from, to string) {
 		if from != to {
 			diffs = append(diffs, Diff{field, from, to})
 		}
 	}
+	coordinator := func(p store.Policy) string {
+		if p.Coordinator == "" {
+			return store.CoordinatorNone
+		}
+		return p.Coordinator
+	}
+	add("coordinator", coordinator(pol), coordinator(next))
+	add("etcd_endpoints", strings.Join(pol.EtcdEndpoints, ","), strings.Join(next.EtcdEndpoints, ","))
+	add("fleet_ttl", pol.FleetTTL, next.FleetTTL)
+	add("fleet_remote", pol.FleetRemote, next.FleetRemote)
 	add("publication_branch", pol.PublicationBranch, next.PublicationBranch)
 	add("enforcement", pol.Enforcement, next.Enforcement)
 	add("unmanaged", pol.Unmanaged, next.Unmanaged)

@@ -39,6 +39,8 @@ type LeaseView struct {
 	Freshness  string            `json:"freshness"`
 	ExpiresAt  *string           `json:"expires_at"`
 	Child      *store.ChildGroup `json:"child"`
+	// Fleet is the fleet side (fleet mode): task key and revision.
+	Fleet *store.FleetLease `json:"fleet,omitempty"`
 }
 
 // Pending is an operation in flight or interrupted.
@@ -169,7 +171,7 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 				return err
 			}
 			row.Lease = &LeaseView{LeaseID: l.LeaseID, Holder: l.Holder, Generation: l.Generation,
-				Freshness: liveness.Freshness(s, l, now), ExpiresAt: l.ExpiresAt, Child: l.Child}
+				Freshness: liveness.Freshness(s, l, now), ExpiresAt: l.ExpiresAt, Child: l.Child, Fleet: l.Fleet}
 		}
 		js, err := tx.Journals()
 		if err != nil {

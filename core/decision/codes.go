@@ -143,3 +143,17 @@ var (
 	PathStateUnknown       = code("PATH_STATE_UNKNOWN")
 	BlockDrift             = code("BLOCK_DRIFT")
 )
+
+// Fleet mode (SPEC §10).
+var (
+	FleetLeaseHeld     = code("FLEET_LEASE_HELD")
+	FleetUnreachable   = code("FLEET_UNREACHABLE")
+	FleetFenced        = code("FLEET_FENCED")
+	FleetNoLease       = code("FLEET_NO_LEASE")
+	FleetLeaseLost     = code("FLEET_LEASE_LOST")
+	FleetHelperMissing = code("FLEET_HELPER_MISSING")
+
+	FleetLeaseAcquired  = code("FLEET_LEASE_ACQUIRED")
+	FleetStatusShown    = code("FLEET_STATUS_SHOWN")
+	FleetLeaseAbandoned = code("FLEET_LEASE_ABANDONED")
+)

@@ -23,6 +23,7 @@ import (
 // section. *store.Tx implements it.
 type Records interface {
 	Repository() (store.Repository, error)
+	Policy() (store.Policy, bool, error)
 	Lease(allocationID string) (store.Lease, bool, error)
 	PutLease(*store.Lease) error
 	RemoveLease(allocationID string) error
@@ -47,6 +48,12 @@ type Request struct {
 	TTL time.Duration
 	// Kind is the runtime occupancy kind recorded while the child runs.
 	Kind string
+	// Fence, when set, is called for a grant this call owns (acquired or
+	// taken over) before the child starts, with the policy: in fleet mode
+	// it takes the fleet lease and returns it, to be recorded in the
+	// lease; otherwise it returns nil. Its error refuses the grant (the
+	// child never starts).
+	Fence func(g Grant, pol store.Policy) (*store.FleetLease, error)
 }
 
 // Start starts the child for a grant and returns its process group (leader
@@ -272,6 +279,16 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 		if err := logEvent(tx, "runtime_binding_cleared", a, nil, map[string]any{"binding": s, "why": "its holder and process group are gone"}); err != nil {
 			return g, err
 		}
+	}
+	if g.Owned && req.Fence != nil {
+		pol, _, err := tx.Policy()
+		if err != nil {
+			return g, err
+		}
+		if l.Fleet, err = req.Fence(g, pol); err != nil {
+			return g, err
+		}
+		g.Lease.Fleet = l.Fleet
 	}
 	child, err := start(g)
 	if err != nil {

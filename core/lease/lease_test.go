@@ -31,6 +31,7 @@ type memRecords struct {
 }
 
 func (m *memRecords) Repository() (store.Repository, error) { return m.repo, nil }
+func (m *memRecords) Policy() (store.Policy, bool, error)   { return store.Policy{}, true, nil }
 func (m *memRecords) Lease(id string) (store.Lease, bool, error) {
 	l, ok := m.leases[id]
 	return l, ok, nil

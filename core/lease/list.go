@@ -36,6 +36,8 @@ type Entry struct {
 	Ended string `json:"ended,omitempty"`
 	// Freshness is that of a current lease (SPEC §5.1).
 	Freshness string `json:"freshness,omitempty"`
+	// Fleet is a current lease's fleet side (fleet mode).
+	Fleet *store.FleetLease `json:"fleet,omitempty"`
 }
 
 // List returns the current leases with their freshness, from one /proc
@@ -78,7 +80,7 @@ func List(r *alloc.Repo, all bool) ([]Entry, error) {
 			}
 			out = append(out, Entry{LeaseID: l.LeaseID, AllocationID: l.AllocationID, TaskKey: a.TaskKey,
 				WorktreePath: l.WorktreePath, Holder: l.Holder, Generation: l.Generation, From: l.AcquiredAt,
-				Freshness: liveness.Freshness(s, l, now)})
+				Freshness: liveness.Freshness(s, l, now), Fleet: l.Fleet})
 		}
 		return nil
 	})

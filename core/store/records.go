@@ -67,7 +67,24 @@ type Policy struct {
 	Unmanaged         string `json:"unmanaged"`
 	MaxActive         *int   `json:"max_active"`
 	UpdatedAt         string `json:"updated_at"`
+	// Fleet mode (SPEC §10): absent, or Coordinator "none", is off.
+	Coordinator   string   `json:"coordinator,omitempty"`
+	EtcdEndpoints []string `json:"etcd_endpoints,omitempty"`
+	// FleetTTL is the fleet lease's TTL (Go duration text, default 10s).
+	FleetTTL string `json:"fleet_ttl,omitempty"`
+	// FleetRemote is the git remote whose URL names the key space
+	// (default origin).
+	FleetRemote string `json:"fleet_remote,omitempty"`
 }
+
+// Coordinators.
+const (
+	CoordinatorNone = "none"
+	CoordinatorEtcd = "etcd"
+)
+
+// FleetOn reports whether the policy's coordinator is etcd.
+func (p Policy) FleetOn() bool { return p.Coordinator == CoordinatorEtcd }
 
 // Allocation is allocations/<id>.json: who owns a task and keeps its work.
 type Allocation struct {
@@ -126,6 +143,18 @@ type Lease struct {
 	AcquiredAt   string      `json:"acquired_at"`
 	RenewedAt    string      `json:"renewed_at"`
 	ExpiresAt    *string     `json:"expires_at"`
+	// Fleet is the fleet lease taken with it (fleet mode only).
+	Fleet *FleetLease `json:"fleet,omitempty"`
+}
+
+// FleetLease is the fleet side of a writer lease: the task key in etcd and
+// its create revision, the fencing token a push is checked against.
+type FleetLease struct {
+	Key       string   `json:"key"`
+	Revision  int64    `json:"revision"`
+	EtcdLease int64    `json:"etcd_lease"`
+	Endpoints []string `json:"endpoints"`
+	TTL       string   `json:"ttl"`
 }
 
 // Journal is journal/<tx>.json: a multi-step operation in flight. Payload

@@ -14,7 +14,9 @@ import (
 )
 
 // requiredFields lists the JSON names of every field of a record type: all of
-// them must be present (null is a value). Computed once per type.
+// them must be present (null is a value), except those tagged omitempty,
+// which later versions of a record added and older files lack. Computed once
+// per type.
 var requiredFields sync.Map // reflect.Type -> []string
 
 func fieldsOf(t reflect.Type) []string {
@@ -31,8 +33,8 @@ func fieldsOf(t reflect.Type) []string {
 				continue
 			}
 			tag := f.Tag.Get("json")
-			name, _, _ := strings.Cut(tag, ",")
-			if name == "" || name == "-" {
+			name, opts, _ := strings.Cut(tag, ",")
+			if name == "" || name == "-" || strings.Contains(","+opts+",", ",omitempty,") {
 				continue
 			}
 			names = append(names, name)

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
@@ -86,7 +89,61 @@ func (p Policy) validate() error {
 	if p.PublicationBranch == "" {
 		return errors.New("publication_branch is empty")
 	}
+	return p.ValidateFleet()
+}
+
+// ValidateFleet checks the fleet fields (SPEC §10).
+func (p Policy) ValidateFleet() error {
+	switch p.Coordinator {
+	case "", CoordinatorNone:
+		return nil
+	case CoordinatorEtcd:
+	default:
+		return fmt.Errorf("coordinator %q is not none or etcd", p.Coordinator)
+	}
+	if len(p.EtcdEndpoints) == 0 {
+		return errors.New("coordinator etcd needs etcd_endpoints")
+	}
+	for _, e := range p.EtcdEndpoints {
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return fmt.Errorf("etcd endpoint %q is not an http(s)://host:port URL without credentials", e)
+		}
+	}
+	if _, err := p.FleetTTLDuration(); err != nil {
+		return err
+	}
+	if strings.ContainsAny(p.FleetRemote, " \t\n/") || strings.HasPrefix(p.FleetRemote, "-") {
+		return fmt.Errorf("fleet_remote %q is not a remote name", p.FleetRemote)
+	}
 	return nil
+}
+
+// DefaultFleetTTL and DefaultFleetRemote apply when the policy leaves them out.
+const (
+	DefaultFleetTTL    = 10 * time.Second
+	DefaultFleetRemote = "origin"
+)
+
+// FleetTTLDuration is the fleet lease's TTL: at least a second, whole
+// seconds (etcd's unit).
+func (p Policy) FleetTTLDuration() (time.Duration, error) {
+	if p.FleetTTL == "" {
+		return DefaultFleetTTL, nil
+	}
+	d, err := time.ParseDuration(p.FleetTTL)
+	if err != nil || d < time.Second || d%time.Second != 0 {
+		return 0, fmt.Errorf("fleet_ttl %q is not a whole number of seconds, at least 1s", p.FleetTTL)
+	}
+	return d, nil
+}
+
+// FleetRemoteName is the remote that names the key space.
+func (p Policy) FleetRemoteName() string {
+	if p.FleetRemote == "" {
+		return DefaultFleetRemote
+	}
+	return p.FleetRemote
 }
 
 // PutPolicy writes policy.json.

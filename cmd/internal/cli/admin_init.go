@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -17,12 +18,18 @@ func policyFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "enforcement", Usage: "enforce (refuse) or warn (print the refusal, allow)"},
 		&ucli.StringFlag{Name: "unmanaged", Usage: "allow or refuse commits in worktrees wt does not govern"},
 		&ucli.StringFlag{Name: "max-active", Usage: "cap on ACTIVE allocations: N or unlimited"},
+		&ucli.StringFlag{Name: "coordinator", Usage: "fleet mode: etcd (one writer per task across machines) or none"},
+		&ucli.StringFlag{Name: "etcd-endpoints", Usage: "fleet mode: etcd client URLs, comma-separated"},
+		&ucli.StringFlag{Name: "fleet-ttl", Usage: "fleet mode: TTL of a task's fleet lease (default 10s)"},
+		&ucli.StringFlag{Name: "fleet-remote", Usage: "fleet mode: the git remote whose URL names the task keys (default origin)"},
 	}
 }
 
 func policyChange(c *ucli.Context) alloc.PolicyChange {
 	return alloc.PolicyChange{PublicationBranch: optString(c, "publication-branch"),
-		Enforcement: optString(c, "enforcement"), Unmanaged: optString(c, "unmanaged"), MaxActive: optString(c, "max-active")}
+		Enforcement: optString(c, "enforcement"), Unmanaged: optString(c, "unmanaged"), MaxActive: optString(c, "max-active"),
+		Coordinator: optString(c, "coordinator"), EtcdEndpoints: optString(c, "etcd-endpoints"),
+		FleetTTL: optString(c, "fleet-ttl"), FleetRemote: optString(c, "fleet-remote")}
 }
 
 func (e *env) initCommand() *ucli.Command {
@@ -52,7 +59,7 @@ func (e *env) policyCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "policy",
 		Usage:     "show the policy, or change the fields given",
-		UsageText: "wt-admin policy [--publication-branch B] [--enforcement enforce|warn] [--unmanaged allow|refuse] [--max-active N|unlimited]",
+		UsageText: "wt-admin policy [--publication-branch B] [--enforcement enforce|warn] [--unmanaged allow|refuse] [--max-active N|unlimited] [--coordinator etcd|none] [--etcd-endpoints URL[,URL]] [--fleet-ttl D] [--fleet-remote NAME]",
 		Flags:     append(policyFlags(), jsonFlag),
 		Action: e.action("policy", 0, func(c *ucli.Context) error {
 			r, err := e.open(c)
@@ -89,5 +96,11 @@ func printPolicy(w io.Writer, p store.Policy) {
 	fmt.Fprintf(tw, "enforcement\t%s\n", p.Enforcement)
 	fmt.Fprintf(tw, "unmanaged\t%s\n", p.Unmanaged)
 	fmt.Fprintf(tw, "max_active\t%s\n", max)
+	if p.FleetOn() {
+		ttl, _ := p.FleetTTLDuration()
+		fmt.Fprintf(tw, "coordinator\tetcd at %s (fleet lease TTL %s, key space from remote %s)\n", strings.Join(p.EtcdEndpoints, ","), ttl, p.FleetRemoteName())
+	} else {
+		fmt.Fprintf(tw, "coordinator\tnone\n")
+	}
 	tw.Flush()
 }

@@ -43,6 +43,9 @@ func (e *env) leaseCommand() *ucli.Command {
 							if l.Ended != "" {
 								state = l.Ended
 							}
+							if l.Fleet != nil {
+								state += fmt.Sprintf(" (fleet rev %d)", l.Fleet.Revision)
+							}
 							fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", dash(l.TaskKey), dash(l.WorktreePath), l.Holder.ClientID, l.Holder.PID, l.Generation, l.From, dash(l.To), state)
 						}
 						tw.Flush()
@@ -63,8 +66,14 @@ var (
 // flags it cannot do without. (urfave/cli's own Required check would answer
 // a missing flag with help for a command named like the PATH.)
 func pathArg(c *ucli.Context, name string, required ...string) (string, error) {
+	return oneArg(c, name, "PATH: the worktree", required...)
+}
+
+// oneArg is the one positional argument (what) of a command, and the flags
+// it cannot do without.
+func oneArg(c *ucli.Context, name, what string, required ...string) (string, error) {
 	if c.Args().Len() != 1 || c.Args().First() == "" {
-		return "", usageErr("%s takes one PATH: the worktree", name)
+		return "", usageErr("%s takes one %s", name, what)
 	}
 	for _, f := range required {
 		if !c.IsSet(f) {
@@ -144,6 +153,9 @@ func printLease(w io.Writer, l store.Lease) {
 	fmt.Fprintf(w, "  holder\tclient %s, pid %d, since %s\n", l.Holder.ClientID, l.Holder.PID, l.AcquiredAt)
 	if l.ExpiresAt != nil {
 		fmt.Fprintf(w, "  expires\t%s\n", *l.ExpiresAt)
+	}
+	if f := l.Fleet; f != nil {
+		fmt.Fprintf(w, "  fleet\tkey %s, revision %d (etcd at %s, TTL %s)\n", f.Key, f.Revision, strings.Join(f.Endpoints, ","), f.TTL)
 	}
 }
 

@@ -54,6 +54,9 @@ func (e *env) statusCommand() *ucli.Command {
 					if l := row.Lease; l != nil {
 						holder = fmt.Sprintf("%s pid %d", l.Holder.ClientID, l.Holder.PID)
 						fresh = l.Freshness
+						if l.Fleet != nil {
+							fresh += fmt.Sprintf(" (fleet rev %d)", l.Fleet.Revision)
+						}
 					}
 					branch := row.Branch
 					if branch == "" && row.Head != "" {

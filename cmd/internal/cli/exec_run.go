@@ -68,6 +68,10 @@ func Exec(args []string, stdout, stderr io.Writer) int {
 				case c.Bool("verbose"):
 					fmt.Fprintf(e.stderr, "wt-exec: %s: role %s takes no writer lease (%s)\n", g.Code, g.Role, decision.DedicatedRoleGate)
 				}
+				if f := g.Lease.Fleet; f != nil && c.Bool("verbose") {
+					fmt.Fprintf(e.stderr, "wt-exec: %s: task %s was held in the fleet (key %s, revision %d, TTL %s)\n",
+						decision.FleetLeaseAcquired, g.Allocation.TaskKey, f.Key, f.Revision, f.TTL)
+				}
 				child = res.Status
 				return nil
 			},

@@ -7,11 +7,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/wt-tool/wt/cmd/internal/fleetcli"
+	"github.com/wt-tool/wt/core/fleet/etcdtest"
 )
 
 func TestMain(m *testing.M) {
@@ -22,8 +26,35 @@ func TestMain(m *testing.M) {
 		// agentsh stands for an agent program that runs commands: a named
 		// ancestor for --holder ancestor:agentsh. It runs its arguments as
 		// a child and exits with the child's status.
-		"agentsh": agentsh,
+		"agentsh":  agentsh,
+		"wt-fleet": func() { os.Exit(fleetcli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		// etcd-server DIR CLIENT_PORT PEER_PORT runs a real etcd member (a
+		// separate process, for tests that stop, freeze and restart it). It
+		// writes its pid to DIR/pid and creates DIR/ready once it serves.
+		"etcd-server": etcdServer,
 	})
+}
+
+func etcdServer() {
+	if len(os.Args) != 4 {
+		os.Exit(2)
+	}
+	dir := os.Args[1]
+	cp, err1 := strconv.Atoi(os.Args[2])
+	pp, err2 := strconv.Atoi(os.Args[3])
+	if err1 != nil || err2 != nil || os.MkdirAll(dir, 0o755) != nil {
+		os.Exit(2)
+	}
+	os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+	os.Remove(filepath.Join(dir, "ready"))
+	err := etcdtest.Serve(filepath.Join(dir, "data"), cp, pp, func() {
+		os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644)
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcd-server:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 func agentsh() {
@@ -76,6 +107,15 @@ func TestScripts(t *testing.T) {
 				}
 				ts.Setenv(args[0], m[0])
 				ts.Setenv(args[0]+"_ID", strings.TrimSuffix(filepath.Base(m[0]), filepath.Ext(m[0])))
+			},
+			// freeport VAR: set VAR to a TCP port nothing listens on.
+			"freeport": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: freeport VAR")
+				}
+				p, err := etcdtest.FreePort()
+				ts.Check(err)
+				ts.Setenv(args[0], strconv.Itoa(p))
 			},
 			// capture VAR REGEXP: set VAR to the first group of REGEXP in
 			// the last command's stdout (which must match).

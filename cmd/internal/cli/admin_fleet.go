@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// fleetOf is the fleet side of the repository: its coordinator (the
+// wt-fleet helper) and its key space. FLEET mode off is INVALID_POLICY.
+func (e *env) fleetOf(c *ucli.Context) (*alloc.Repo, fleet.Coordinator, string, error) {
+	r, err := e.open(c)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var pol store.Policy
+	if err := r.Store.Read(func(tx *store.Tx) error {
+		pol, _, err = tx.Policy()
+		return err
+	}); err != nil {
+		return nil, nil, "", err
+	}
+	if !pol.FleetOn() {
+		return nil, nil, "", decision.New(decision.InvalidPolicy, "fleet mode is off (coordinator none)").
+			WithHint("turn it on: wt-admin policy --coordinator etcd --etcd-endpoints http://HOST:2379")
+	}
+	out, err := r.Git.Git(c.Context, true, "remote", "get-url", "--end-of-options", pol.FleetRemoteName())
+	if err != nil {
+		return nil, nil, "", decision.Wrap(decision.InvalidPolicy, err, "fleet mode names the key space after remote %q, which this repository lacks", pol.FleetRemoteName())
+	}
+	path, err := fleet.FindHelper()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	h := &fleet.Helper{Path: path, Endpoints: pol.EtcdEndpoints, DialTimeout: 2 * time.Second, Stderr: os.Stderr}
+	return r, h, fleet.RemoteID(strings.TrimSpace(string(out))), nil
+}
+
+func (e *env) fleetCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "fleet",
+		Usage: "fleet mode (etcd): every task's fleet lease under this repository's remote",
+		Subcommands: []*ucli.Command{
+			{
+				Name:  "status",
+				Usage: "every task key under the remote's prefix: host, client, since, revision",
+				Flags: []ucli.Flag{jsonFlag},
+				Action: e.action("fleet status", 0, func(c *ucli.Context) error {
+					_, co, remote, err := e.fleetOf(c)
+					if err != nil {
+						return err
+					}
+					ctx, cancel := context.WithTimeout(c.Context, 10*time.Second)
+					defer cancel()
+					es, err := co.List(ctx, fleet.Prefix(remote))
+					if err != nil {
+						return err
+					}
+					res := map[string]any{"remote_id": remote, "prefix": fleet.Prefix(remote), "tasks": es}
+					reason := fmt.Sprintf("%d task(s) held in the fleet under %s", len(es), fleet.Prefix(remote))
+					return e.success(decision.FleetStatusShown, reason, res, nil, func(w io.Writer) {
+						fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.FleetStatusShown, reason)
+						tw := table(w)
+						fmt.Fprintln(tw, "TASK\tHOST\tCLIENT\tPID\tSINCE\tREVISION\tTTL")
+						for _, x := range es {
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%ds\n", x.TaskKey, x.Holder.Host, x.Holder.ClientID, x.Holder.PID, x.Holder.Since, x.Revision, x.TTL)
+						}
+						tw.Flush()
+					})
+				}),
+			},
+			{
+				Name:      "abandon",
+				Usage:     "revoke the fleet lease of a task whose holder's machine is gone (needs --operator and a reason)",
+				ArgsUsage: "TASK",
+				Flags: []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"},
+					&ucli.BoolFlag{Name: "operator", Usage: "you vouch that the holder's machine is gone"}},
+				Action: e.action("fleet abandon", 1, func(c *ucli.Context) error {
+					task, err := oneArg(c, "fleet abandon", "TASK: the task key", "reason")
+					if err != nil {
+						return err
+					}
+					if err := alloc.ValidTaskKey(task); err != nil {
+						return err
+					}
+					r, co, remote, err := e.fleetOf(c)
+					if err != nil {
+						return err
+					}
+					ctx, cancel := context.WithTimeout(c.Context, 10*time.Second)
+					defer cancel()
+					key := fleet.Key(remote, task)
+					x, err := fleet.Abandon(ctx, co, key, c.String("reason"), c.Bool("operator"))
+					if err != nil {
+						return err
+					}
+					if err := r.Store.Write(func(tx *store.Tx) error {
+						tx.Durable()
+						return alloc.LogEvent(tx, "fleet_lease_abandoned", "", map[string]any{"key": key, "task_key": task,
+							"holder": x.Holder, "revision": x.Revision, "reason": c.String("reason"), "operator": true})
+					}); err != nil {
+						return err
+					}
+					reason := fmt.Sprintf("revoked the fleet lease of task %s held by %s (revision %d)", task, x.Holder.Describe(), x.Revision)
+					return e.success(decision.FleetLeaseAbandoned, reason, x, nil, func(w io.Writer) {
+						fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.FleetLeaseAbandoned, reason)
+					})
+				}),
+			},
+		},
+	}
+}

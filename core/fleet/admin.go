@@ -1,0 +1,52 @@
+package fleet
+
+import (
+	"context"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/proc"
+)
+
+// Find returns the entry of one task key, or FLEET_NO_LEASE.
+func Find(ctx context.Context, co Coordinator, key string) (Entry, error) {
+	es, err := co.List(ctx, key)
+	if err != nil {
+		return Entry{}, err
+	}
+	for _, e := range es {
+		if e.Key == key {
+			return e, nil
+		}
+	}
+	return Entry{}, decision.New(decision.FleetNoLease, "no fleet lease holds %s", key).
+		WithHint("see every task's holder with wt-admin fleet status")
+}
+
+// Abandon revokes the fleet lease of a task whose holder's machine is gone
+// (`wt-admin fleet abandon`). wt cannot see another machine's processes, so
+// the operator's word is required (OPERATOR_REQUIRED without it), with a
+// reason; a holder that runs on this machine, in this boot, is never
+// abandoned (FLEET_LEASE_HELD): its wt-exec releases it.
+func Abandon(ctx context.Context, co Coordinator, key, reason string, operator bool) (Entry, error) {
+	if strings.TrimSpace(reason) == "" {
+		return Entry{}, decision.New(decision.Usage, "--reason must say why the fleet lease is abandoned").
+			WithHint(`e.g. --reason "host build-7 was decommissioned"`)
+	}
+	e, err := Find(ctx, co, key)
+	if err != nil {
+		return e, err
+	}
+	h := e.Holder
+	if boot, err := proc.BootID(); err == nil && h.BootID == boot {
+		if live, _ := proc.IsLive(proc.NewReader(), proc.Identity{BootID: h.BootID, PID: h.PID, StartTicks: h.StartTicks}); live {
+			return e, decision.New(decision.FleetLeaseHeld, "task %s is held by %s, which runs on this machine", e.TaskKey, h.Describe()).
+				WithHint("its wt-exec releases the fleet lease when it ends; see it with wt-admin lease list")
+		}
+	}
+	if !operator {
+		return e, decision.New(decision.OperatorRequired, "task %s is held by %s; wt cannot see whether that machine is gone", e.TaskKey, h.Describe()).
+			WithHint("if it is, say so: wt-admin fleet abandon %s --reason TEXT --operator", e.TaskKey)
+	}
+	return co.Revoke(ctx, key)
+}

@@ -1,0 +1,247 @@
+// Package etcdfleet is fleet mode's Coordinator on etcd (SPEC §10). It is
+// linked into the wt-fleet helper and the tests only: the etcd client makes
+// every binary that links it start about 5 ms slower.
+package etcdfleet
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/fleet"
+)
+
+// DefaultDialTimeout bounds every etcd call: etcd that does not answer
+// within it is FLEET_UNREACHABLE.
+const DefaultDialTimeout = 2 * time.Second
+
+// Coordinator talks to one etcd cluster.
+type Coordinator struct {
+	c       *clientv3.Client
+	timeout time.Duration
+}
+
+var _ fleet.Coordinator = (*Coordinator)(nil)
+
+// New connects to the cluster at endpoints. The connection is made lazily:
+// an unreachable cluster shows at the first call, within timeout.
+func New(endpoints []string, timeout time.Duration) (*Coordinator, error) {
+	if timeout <= 0 {
+		timeout = DefaultDialTimeout
+	}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          timeout,
+		DialKeepAliveTime:    timeout,
+		DialKeepAliveTimeout: timeout,
+		Logger:               zap.NewNop(),
+	})
+	if err != nil {
+		return nil, unreachable(err, endpoints)
+	}
+	return &Coordinator{c: c, timeout: timeout}, nil
+}
+
+func unreachable(err error, endpoints []string) error {
+	return decision.Wrap(decision.FleetUnreachable, err, "etcd at %s", strings.Join(endpoints, ",")).
+		WithHint("check that etcd runs and is reachable (wt-admin policy shows the endpoints); fleet mode fails closed")
+}
+
+func (co *Coordinator) unreachable(err error) error { return unreachable(err, co.c.Endpoints()) }
+
+func (co *Coordinator) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, co.timeout)
+}
+
+// Close implements fleet.Coordinator.
+func (co *Coordinator) Close() error { return co.c.Close() }
+
+// Acquire implements fleet.Coordinator: grant a lease of ttl, then in one
+// transaction create the key only if absent, attached to it. Held
+// elsewhere, the lease just granted is revoked again.
+func (co *Coordinator) Acquire(ctx context.Context, key string, h fleet.Holder, ttl time.Duration) (fleet.Session, error) {
+	value, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := co.ctx(ctx)
+	defer cancel()
+	g, err := co.c.Grant(cctx, int64(math.Ceil(ttl.Seconds())))
+	if err != nil {
+		return nil, co.unreachable(err)
+	}
+	resp, err := co.c.Txn(cctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(value), clientv3.WithLease(g.ID))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		co.revokeQuietly(g.ID)
+		return nil, co.unreachable(err)
+	}
+	if !resp.Succeeded {
+		co.revokeQuietly(g.ID)
+		var other fleet.Entry
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			other = entryOf(string(kvs[0].Key), kvs[0].Value, kvs[0].CreateRevision, kvs[0].Lease)
+		}
+		return nil, decision.New(decision.FleetLeaseHeld, "task %s is held in the fleet by %s (revision %d)", h.TaskKey, other.Holder.Describe(), other.Revision).
+			WithHint("wait for it to end; see every task's holder with wt-admin fleet status").
+			WithFact("fleet_holder", other.Holder)
+	}
+	kactx, stop := context.WithCancel(context.Background())
+	ka, err := co.c.KeepAlive(kactx, g.ID)
+	if err != nil {
+		stop()
+		co.revokeQuietly(g.ID)
+		return nil, co.unreachable(err)
+	}
+	s := &session{co: co, id: g.ID, revision: resp.Header.Revision, stop: stop, lost: make(chan struct{})}
+	go s.keep(ka)
+	return s, nil
+}
+
+func (co *Coordinator) revokeQuietly(id clientv3.LeaseID) {
+	ctx, cancel := co.ctx(context.Background())
+	defer cancel()
+	co.c.Revoke(ctx, id) // Best effort: unrevoked, it expires with its TTL.
+}
+
+type session struct {
+	co       *Coordinator
+	id       clientv3.LeaseID
+	revision int64
+	stop     context.CancelFunc
+	lost     chan struct{}
+	mu       sync.Mutex
+	released bool
+}
+
+func (s *session) Revision() int64       { return s.revision }
+func (s *session) LeaseID() int64        { return int64(s.id) }
+func (s *session) Lost() <-chan struct{} { return s.lost }
+
+// keep drains the keep-alive answers. The client closes the channel when
+// the lease's TTL passed without an answer (or etcd says it is gone): the
+// lease is lost unless we released it.
+func (s *session) keep(ka <-chan *clientv3.LeaseKeepAliveResponse) {
+	for range ka {
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.released {
+		close(s.lost)
+	}
+}
+
+// Release implements fleet.Session: stop the keep-alive and revoke.
+func (s *session) Release(ctx context.Context) error {
+	s.mu.Lock()
+	s.released = true
+	s.mu.Unlock()
+	s.stop()
+	cctx, cancel := s.co.ctx(ctx)
+	defer cancel()
+	if _, err := s.co.c.Revoke(cctx, s.id); err != nil && !isLeaseGone(err) {
+		return s.co.unreachable(err)
+	}
+	return nil
+}
+
+func isLeaseGone(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "requested lease not found")
+}
+
+// Check implements fleet.Coordinator.
+func (co *Coordinator) Check(ctx context.Context, key string, revision int64) error {
+	cctx, cancel := co.ctx(ctx)
+	defer cancel()
+	resp, err := co.c.Get(cctx, key)
+	if err != nil {
+		return co.unreachable(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return decision.New(decision.FleetFenced, "the fleet lease (revision %d) is gone: it expired or was abandoned, so this writer may not push", revision).
+			WithHint("end this run and take the task again with wt-exec, which takes a new fleet lease")
+	}
+	kv := resp.Kvs[0]
+	if kv.CreateRevision != revision {
+		e := entryOf(key, kv.Value, kv.CreateRevision, kv.Lease)
+		return decision.New(decision.FleetFenced, "the fleet lease this writer held (revision %d) was lost; %s holds the task now (revision %d)", revision, e.Holder.Describe(), kv.CreateRevision).
+			WithHint("do not push: the task moved on; see wt-admin fleet status").WithFact("fleet_holder", e.Holder)
+	}
+	return nil
+}
+
+// List implements fleet.Coordinator.
+func (co *Coordinator) List(ctx context.Context, prefix string) ([]fleet.Entry, error) {
+	cctx, cancel := co.ctx(ctx)
+	defer cancel()
+	resp, err := co.c.Get(cctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, co.unreachable(err)
+	}
+	out := make([]fleet.Entry, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		e := entryOf(string(kv.Key), kv.Value, kv.CreateRevision, kv.Lease)
+		e.TTL = -1
+		if kv.Lease != 0 {
+			if t, err := co.c.TimeToLive(cctx, clientv3.LeaseID(kv.Lease)); err == nil {
+				e.TTL = t.TTL
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Revoke implements fleet.Coordinator.
+func (co *Coordinator) Revoke(ctx context.Context, key string) (fleet.Entry, error) {
+	cctx, cancel := co.ctx(ctx)
+	defer cancel()
+	resp, err := co.c.Get(cctx, key)
+	if err != nil {
+		return fleet.Entry{}, co.unreachable(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return fleet.Entry{}, decision.New(decision.FleetNoLease, "no fleet lease holds %s", key).
+			WithHint("see every task's holder with wt-admin fleet status")
+	}
+	kv := resp.Kvs[0]
+	e := entryOf(key, kv.Value, kv.CreateRevision, kv.Lease)
+	if kv.Lease != 0 {
+		_, err = co.c.Revoke(cctx, clientv3.LeaseID(kv.Lease))
+		if isLeaseGone(err) {
+			err = nil
+		}
+	} else {
+		// A key without a lease was not written by wt: delete it only if
+		// it is still the one read.
+		_, err = co.c.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", kv.CreateRevision)).
+			Then(clientv3.OpDelete(key)).Commit()
+	}
+	if err != nil {
+		return e, co.unreachable(err)
+	}
+	return e, nil
+}
+
+// entryOf decodes a task key; a value that is not a holder is shown as
+// it is in the client id, so that a person sees what is there.
+func entryOf(key string, value []byte, rev, lease int64) fleet.Entry {
+	e := fleet.Entry{Key: key, Revision: rev, LeaseID: lease, TTL: -1}
+	if i := strings.LastIndex(key, "/tasks/"); i >= 0 {
+		e.TaskKey = key[i+len("/tasks/"):]
+	}
+	if err := json.Unmarshal(value, &e.Holder); err != nil {
+		e.Holder.ClientID = string(value)
+	}
+	return e
+}

@@ -1,0 +1,128 @@
+// Package fleet is wt's fleet mode (SPEC §10): one writer per task across
+// machines, kept in etcd. A task's fleet lease is the key
+// wt/<remote-id>/tasks/<task_key>, created only if absent and attached to an
+// etcd lease whose TTL the holder keeps alive; the key's create revision is
+// the fencing token, recorded in the local writer lease and checked at push.
+//
+// This package holds what every binary needs: the key space, the holder
+// record, and the Coordinator interface. It imports no etcd code. The etcd
+// client costs about 5 ms at every start of a binary that links it
+// (docs/performance.md), so wt-exec, wt-hook and wt-admin reach etcd
+// through the wt-fleet helper binary (Helper), and only when the policy
+// says coordinator etcd; core/fleet/etcdfleet is the etcd implementation,
+// linked into wt-fleet and the tests.
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/url"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Coordinator is the distributed side of fleet mode.
+type Coordinator interface {
+	// Acquire creates the task key for holder if it is absent, attached to
+	// a lease of ttl that the returned Session keeps alive.
+	// FLEET_LEASE_HELD names the holder that has it; FLEET_UNREACHABLE
+	// when etcd cannot be asked.
+	Acquire(ctx context.Context, key string, holder Holder, ttl time.Duration) (Session, error)
+	// Check refuses (FLEET_FENCED) unless key exists with create revision
+	// revision; FLEET_UNREACHABLE when etcd cannot be asked.
+	Check(ctx context.Context, key string, revision int64) error
+	// List returns every task key under prefix.
+	List(ctx context.Context, prefix string) ([]Entry, error)
+	// Revoke ends the lease the key is attached to (the key goes with it)
+	// and returns what it held; FLEET_NO_LEASE when there is no such key.
+	Revoke(ctx context.Context, key string) (Entry, error)
+	Close() error
+}
+
+// Session is a fleet lease being kept alive.
+type Session interface {
+	// Revision is the key's create revision: the fencing token.
+	Revision() int64
+	// LeaseID is etcd's lease id.
+	LeaseID() int64
+	// Lost is closed when the lease could not be kept alive (etcd
+	// unreachable past the TTL): the entitlement to push is gone.
+	Lost() <-chan struct{}
+	// Release revokes the lease, which deletes the key.
+	Release(ctx context.Context) error
+}
+
+// Holder is the value of a task key: who holds the task, from which
+// machine. Host and MachineID name the machine; BootID, PID and
+// StartTicks the process, as in a local lease.
+type Holder struct {
+	Host       string `json:"host"`
+	MachineID  string `json:"machine_id"`
+	BootID     string `json:"boot_id"`
+	PID        int    `json:"pid"`
+	StartTicks uint64 `json:"start_ticks"`
+	ClientID   string `json:"client_id"`
+	LeaseID    string `json:"lease_id"`
+	TaskKey    string `json:"task_key"`
+	Since      string `json:"since"`
+}
+
+// Entry is one task key as etcd holds it.
+type Entry struct {
+	Key      string `json:"key"`
+	TaskKey  string `json:"task_key"`
+	Holder   Holder `json:"holder"`
+	Revision int64  `json:"revision"`
+	LeaseID  int64  `json:"etcd_lease"`
+	// TTL is the lease's remaining time to live in seconds (-1 unknown).
+	TTL int64 `json:"ttl"`
+}
+
+// Prefix is the key space of one remote.
+func Prefix(remoteID string) string { return "wt/" + remoteID + "/tasks/" }
+
+// Key is the fleet key of a task.
+func Key(remoteID, taskKey string) string { return Prefix(remoteID) + taskKey }
+
+// RemoteID names a remote's key space: the first 16 hex digits of the
+// sha256 of its normalized URL, so that every clone of one remote meets
+// in the same keys whatever URL form it uses.
+func RemoteID(remoteURL string) string {
+	sum := sha256.Sum256([]byte(NormalizeURL(remoteURL)))
+	return hex.EncodeToString(sum[:8])
+}
+
+// NormalizeURL reduces a git remote URL to host and path: scheme, user,
+// port, a trailing ".git" and trailing slashes go, the host is lower-cased,
+// and scp-like "user@host:path" is read as ssh. A local path is made clean
+// (and absolute when it is not). So https://Host/a/b.git,
+// ssh://git@host:22/a/b and git@host:a/b all give "host/a/b".
+func NormalizeURL(raw string) string {
+	s := strings.TrimSpace(raw)
+	trim := func(p string) string {
+		p = strings.TrimRight(p, "/")
+		p = strings.TrimSuffix(p, ".git")
+		return strings.TrimRight(p, "/")
+	}
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
+		return strings.ToLower(u.Hostname()) + path.Clean("/"+trim(u.Path))
+	}
+	if strings.HasPrefix(s, "file://") {
+		s = strings.TrimPrefix(s, "file://")
+	}
+	// scp-like: [user@]host:path, where host has no slash before the colon.
+	if i := strings.Index(s, ":"); i > 0 && !strings.Contains(s[:i], "/") {
+		host := s[:i]
+		if j := strings.LastIndex(host, "@"); j >= 0 {
+			host = host[j+1:]
+		}
+		return strings.ToLower(host) + path.Clean("/"+trim(s[i+1:]))
+	}
+	if abs, err := filepath.Abs(s); err == nil {
+		s = abs
+	}
+	return trim(filepath.Clean(s))
+}

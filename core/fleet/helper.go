@@ -1,0 +1,307 @@
+package fleet
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/wt-tool/wt/core/decision"
+)
+
+// HelperName is the helper binary that links the etcd client.
+const HelperName = "wt-fleet"
+
+// Request is one line the helper reads on stdin: what to do, and where
+// etcd is. A hold then reads commands, one a line ("release").
+type Request struct {
+	Op          string        `json:"op"` // hold, check, list, revoke
+	Endpoints   []string      `json:"endpoints"`
+	DialTimeout time.Duration `json:"dial_timeout"`
+	Key         string        `json:"key,omitempty"`
+	TTL         time.Duration `json:"ttl,omitempty"`
+	Holder      *Holder       `json:"holder,omitempty"`
+	Revision    int64         `json:"revision,omitempty"`
+	Prefix      string        `json:"prefix,omitempty"`
+}
+
+// Response is one line the helper writes on stdout. A hold writes the
+// outcome of the acquisition first, then {"lost":true} if the lease could
+// not be kept alive, and {"released":true} once it revoked it.
+type Response struct {
+	OK       bool    `json:"ok"`
+	Code     string  `json:"code,omitempty"`
+	Message  string  `json:"message,omitempty"`
+	Hint     string  `json:"hint,omitempty"`
+	Revision int64   `json:"revision,omitempty"`
+	LeaseID  int64   `json:"etcd_lease,omitempty"`
+	Holder   *Holder `json:"holder,omitempty"`
+	Entries  []Entry `json:"entries,omitempty"`
+	Entry    *Entry  `json:"entry,omitempty"`
+	Lost     bool    `json:"lost,omitempty"`
+	Released bool    `json:"released,omitempty"`
+}
+
+// Err turns a refusal into its decision error.
+func (r Response) Err() error {
+	if r.OK {
+		return nil
+	}
+	d := decision.New(r.Code, "%s", r.Message)
+	if r.Hint != "" {
+		d = d.WithHint("%s", r.Hint)
+	}
+	if r.Holder != nil {
+		d = d.WithFact("fleet_holder", *r.Holder)
+	}
+	return d
+}
+
+// Refusal is the Response for an error.
+func Refusal(err error) Response {
+	d, ok := decision.As(err)
+	if !ok {
+		d = decision.Wrap(decision.FleetUnreachable, err, "etcd")
+	}
+	r := Response{Code: d.Code, Message: d.Message, Hint: d.Hint}
+	if h, ok := d.Facts["fleet_holder"].(Holder); ok {
+		r.Holder = &h
+	}
+	return r
+}
+
+// Helper is the Coordinator that runs the wt-fleet helper binary for every
+// operation (and, for a hold, keeps it running beside the child).
+type Helper struct {
+	Path        string
+	Endpoints   []string
+	DialTimeout time.Duration
+	// Stderr receives the helper's own diagnostics.
+	Stderr io.Writer
+}
+
+// FindHelper locates wt-fleet: $WT_FLEET_BIN, then beside the running
+// binary (make install puts them together), then PATH.
+func FindHelper() (string, error) {
+	if p := os.Getenv("WT_FLEET_BIN"); p != "" {
+		return p, nil
+	}
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), HelperName)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(HelperName); err == nil {
+		return p, nil
+	}
+	return "", decision.New(decision.FleetHelperMissing, "policy coordinator is etcd, and %s (which talks to etcd) is neither in $WT_FLEET_BIN, beside this binary nor on PATH", HelperName).
+		WithHint("install wt again (make install), which installs %s", HelperName)
+}
+
+func (h *Helper) command(ctx context.Context) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, h.Path)
+	cmd.Stderr = h.Stderr
+	return cmd
+}
+
+func (h *Helper) request(op string) Request {
+	return Request{Op: op, Endpoints: h.Endpoints, DialTimeout: h.DialTimeout}
+}
+
+// call runs one request to completion.
+func (h *Helper) call(ctx context.Context, req Request) (Response, error) {
+	in, _ := json.Marshal(req)
+	cmd := h.command(ctx)
+	cmd.Stdin = bytes.NewReader(append(in, '\n'))
+	out, err := cmd.Output()
+	var resp Response
+	if jerr := json.Unmarshal(bytes.TrimSpace(firstLine(out)), &resp); jerr != nil {
+		return resp, decision.Wrap(decision.FleetUnreachable, errors.Join(err, jerr), "%s %s gave no answer", HelperName, req.Op)
+	}
+	return resp, resp.Err()
+}
+
+func firstLine(b []byte) []byte {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+// Acquire implements Coordinator: it starts `wt-fleet` holding the key and
+// leaves it running, keeping the lease alive, until Release.
+//
+// The helper detaches: the process started here re-executes itself in a
+// new session and exits at once, so the holding process is not a child of
+// the caller. wt-exec, a child subreaper that reaps and stops everything
+// below it, would otherwise count it among the command's leftovers; it
+// turns its subreaper flag off around this call so that the detached
+// helper goes to init. The pipes stay the only link: closing them (the
+// caller dies) ends the helper without revoking, and the lease expires
+// with its TTL.
+func (h *Helper) Acquire(ctx context.Context, key string, holder Holder, ttl time.Duration) (Session, error) {
+	req := h.request("hold")
+	req.Key, req.TTL, req.Holder = key, ttl, &holder
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(h.Path, "--detach")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, h.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err == nil {
+		err = cmd.Wait() // the detaching parent, which exits at once
+	}
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, decision.Wrap(decision.FleetHelperMissing, err, "start %s", h.Path)
+	}
+	in, _ := json.Marshal(req)
+	if _, err := inW.Write(append(in, '\n')); err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, decision.Wrap(decision.FleetUnreachable, err, "talk to %s", HelperName)
+	}
+	lines := bufio.NewScanner(outR)
+	first := make(chan Response, 1)
+	go func() {
+		var r Response
+		if !lines.Scan() || json.Unmarshal(lines.Bytes(), &r) != nil {
+			r = Response{Code: decision.FleetUnreachable, Message: HelperName + " hold ended without an answer"}
+		}
+		first <- r
+	}()
+	var resp Response
+	select {
+	case resp = <-first:
+	case <-ctx.Done():
+		inW.Close() // the helper ends; a lease it may have taken expires
+		outR.Close()
+		return nil, decision.Wrap(decision.FleetUnreachable, ctx.Err(), "waiting for %s hold", HelperName)
+	}
+	if !resp.OK {
+		inW.Close()
+		outR.Close()
+		return nil, resp.Err()
+	}
+	s := &helperSession{stdin: inW, stdout: outR, revision: resp.Revision, leaseID: resp.LeaseID,
+		lost: make(chan struct{}), done: make(chan Response, 1)}
+	go s.watch(lines)
+	return s, nil
+}
+
+type helperSession struct {
+	stdin             io.WriteCloser
+	stdout            io.Closer
+	revision, leaseID int64
+	lost              chan struct{}
+	lostOnce          sync.Once
+	done              chan Response
+}
+
+func (s *helperSession) Revision() int64       { return s.revision }
+func (s *helperSession) LeaseID() int64        { return s.leaseID }
+func (s *helperSession) Lost() <-chan struct{} { return s.lost }
+
+// watch reads the hold's later lines: lost, then released (or the end).
+func (s *helperSession) watch(lines *bufio.Scanner) {
+	var last Response
+	for lines.Scan() {
+		var r Response
+		if json.Unmarshal(lines.Bytes(), &r) != nil {
+			continue
+		}
+		if r.Lost {
+			s.lostOnce.Do(func() { close(s.lost) })
+		}
+		last = r
+	}
+	if !last.Released {
+		// The helper ended without releasing: the lease is no longer
+		// kept alive, whatever happened to it.
+		s.lostOnce.Do(func() { close(s.lost) })
+	}
+	s.done <- last
+}
+
+// Release asks the helper to revoke the lease and waits for it (at most
+// until ctx ends; the lease then expires with its TTL).
+func (s *helperSession) Release(ctx context.Context) error {
+	_, werr := io.WriteString(s.stdin, "release\n")
+	var last Response
+	select {
+	case last = <-s.done:
+	case <-ctx.Done():
+		// Closing the pipes ends the helper; the lease expires.
+		s.stdin.Close()
+		s.stdout.Close()
+		last = <-s.done
+	}
+	s.stdin.Close()
+	s.stdout.Close()
+	if last.Released {
+		return nil
+	}
+	if werr != nil {
+		return decision.Wrap(decision.FleetLeaseLost, werr, "the fleet lease was already gone")
+	}
+	if last.Code != "" {
+		return last.Err()
+	}
+	return decision.New(decision.FleetLeaseLost, "the fleet lease could not be revoked; it expires with its TTL")
+}
+
+// Check implements Coordinator.
+func (h *Helper) Check(ctx context.Context, key string, revision int64) error {
+	req := h.request("check")
+	req.Key, req.Revision = key, revision
+	_, err := h.call(ctx, req)
+	return err
+}
+
+// List implements Coordinator.
+func (h *Helper) List(ctx context.Context, prefix string) ([]Entry, error) {
+	req := h.request("list")
+	req.Prefix = prefix
+	resp, err := h.call(ctx, req)
+	return resp.Entries, err
+}
+
+// Revoke implements Coordinator.
+func (h *Helper) Revoke(ctx context.Context, key string) (Entry, error) {
+	req := h.request("revoke")
+	req.Key = key
+	resp, err := h.call(ctx, req)
+	if err != nil || resp.Entry == nil {
+		return Entry{}, err
+	}
+	return *resp.Entry, nil
+}
+
+// Close implements Coordinator.
+func (h *Helper) Close() error { return nil }
+
+// Describe names a holder for a person: "client C on host H (pid P)".
+func (h Holder) Describe() string {
+	return fmt.Sprintf("client %s on host %s (pid %d, since %s)", h.ClientID, h.Host, h.PID, h.Since)
+}
