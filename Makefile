@@ -43,7 +43,7 @@ bench:
 	@command -v tini >/dev/null || apt-get install -y -qq tini >/dev/null 2>&1 || echo "bench: tini is not installed; its benchmark is skipped"
 	@command -v fuser >/dev/null || apt-get install -y -qq psmisc >/dev/null 2>&1 || echo "bench: fuser (psmisc) is not installed; its benchmark is skipped"
 	@command -v lefthook >/dev/null || test -x bin/tools/lefthook || GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/evilmartians/lefthook@v1.13.6 || echo "bench: lefthook could not be installed; its benchmark is skipped"
-	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench . -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ ./cmd/internal/cli/ | tee bench.out
+	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench . -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ ./core/fleet/etcdfleet/ ./cmd/internal/cli/ | tee bench.out
 	@echo "medians: go run ./scripts/benchmedian < bench.out"
 	@$(GO) run ./scripts/benchmedian < bench.out
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/wt-tool/wt/core/fleet/etcdtest"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -77,8 +78,10 @@ func runOnce(b *testing.B, name string, args ...string) {
 
 // BenchmarkExecWrap is `X true` for each wrapper X, side by side in one
 // run: plain /bin/true, flock(1), tini, and wt-exec on a governed worktree
-// in a store of 10 and of 10,000 allocations. Each op is one whole process
-// run. Compare the ns/op differences to true's (see ../shared/BASELINE.md).
+// in a store of 10 and of 10,000 allocations (coordinator none), and in
+// fleet mode against a real etcd in this process (the fleet lease taken
+// and revoked through wt-fleet). Each op is one whole process run. Compare
+// the ns/op differences to true's (see ../shared/BASELINE.md).
 func BenchmarkExecWrap(b *testing.B) {
 	wtexec := shippedExec(b)
 	_, small := benchRepo(b, 1, 9)
@@ -93,6 +96,7 @@ func BenchmarkExecWrap(b *testing.B) {
 		{"tini", []string{"tini", "-s", "--", "/bin/true"}},
 		{"wt-exec/allocations=10", []string{wtexec, "-C", small[0], "--", "/bin/true"}},
 		{"wt-exec/allocations=10000", []string{wtexec, "-C", large[0], "--", "/bin/true"}},
+		{"wt-exec/fleet-etcd", []string{wtexec, "-C", fleetWorktree(b), "--", "/bin/true"}},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -399,4 +403,18 @@ func legacyRepo(b *testing.B, n int) string {
 		}
 	}
 	return repo
+}
+
+// fleetWorktree makes a governed worktree in fleet mode, against an etcd
+// server running in the benchmark process, with the shipped wt-fleet in
+// $WT_FLEET_BIN.
+func fleetWorktree(b *testing.B) string {
+	b.Setenv("WT_FLEET_BIN", shipped(b, "wt-fleet"))
+	ep := etcdtest.Start(b)
+	repo, wts := benchRepo(b, 1, 0)
+	git(b, repo, "remote", "add", "origin", "https://example.invalid/bench/app.git")
+	if code := Admin([]string{"--repo", repo, "policy", "--coordinator", "etcd", "--etcd-endpoints", ep}, nopWriter{}, nopWriter{}); code != 0 {
+		b.Fatalf("policy: %d", code)
+	}
+	return wts[0]
 }
