@@ -5,6 +5,7 @@ package etcdfleet
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"math"
 	"strings"
@@ -36,13 +37,21 @@ func New(endpoints []string, timeout time.Duration) (*Coordinator, error) {
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
 	}
-	c, err := clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:            endpoints,
 		DialTimeout:          timeout,
 		DialKeepAliveTime:    timeout,
 		DialKeepAliveTimeout: timeout,
 		Logger:               zap.NewNop(),
-	})
+	}
+	for _, e := range endpoints {
+		if strings.HasPrefix(e, "https://") {
+			// https endpoints: the system's roots verify the server.
+			// Client certificates and etcd users are not supported yet.
+			cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+	}
+	c, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, unreachable(err, endpoints)
 	}
