@@ -2,6 +2,7 @@ package wrapper
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -56,6 +57,15 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 	// the command's leftovers (it has no other child yet).
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 	sess, err := helper.Acquire(ctx, key, holder, ttl)
+	if dead, ok := deadPrevious(err, g); ok {
+		// The fleet key is the lease this grant just took over locally:
+		// its holder, on this machine, is dead and nothing of it runs
+		// (lease.Acquire proved it). Revoke it and try once more.
+		if _, rerr := helper.Revoke(ctx, key); rerr == nil {
+			s.opts.Notify(fmt.Sprintf("the fleet lease of dead holder client %s pid %d (revision %d) was revoked with its local lease", dead.ClientID, dead.PID, dead.revision))
+			sess, err = helper.Acquire(ctx, key, holder, ttl)
+		}
+	}
 	if perr := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); perr != nil && err == nil {
 		err = decision.Wrap(decision.Internal, perr, "become a child subreaper again")
 	}
@@ -81,4 +91,25 @@ func (s *supervisor) releaseFleet() {
 		s.opts.Notify("the fleet lease was not revoked (it expires with its TTL): " + err.Error())
 	}
 	s.fleet = nil
+}
+
+type deadHolder struct {
+	fleet.Holder
+	revision int64
+}
+
+// deadPrevious reports whether a FLEET_LEASE_HELD refusal names the very
+// lease g took over: the same local lease id, on this boot. Only then may
+// wt-exec end another's fleet lease without an operator.
+func deadPrevious(err error, g lease.Grant) (deadHolder, bool) {
+	d, ok := decision.As(err)
+	if !ok || d.Code != decision.FleetLeaseHeld || g.Previous == nil {
+		return deadHolder{}, false
+	}
+	h, ok := d.Facts["fleet_holder"].(fleet.Holder)
+	if !ok || h.LeaseID != g.Previous.LeaseID || h.BootID != g.Previous.Holder.BootID || h.PID != g.Previous.Holder.PID {
+		return deadHolder{}, false
+	}
+	rev, _ := d.Facts["fleet_revision"].(int64)
+	return deadHolder{h, rev}, true
 }

@@ -61,7 +61,7 @@ func (r Response) Err() error {
 		d = d.WithHint("%s", r.Hint)
 	}
 	if r.Holder != nil {
-		d = d.WithFact("fleet_holder", *r.Holder)
+		d = d.WithFact("fleet_holder", *r.Holder).WithFact("fleet_revision", r.Revision)
 	}
 	return d
 }
@@ -75,6 +75,7 @@ func Refusal(err error) Response {
 	r := Response{Code: d.Code, Message: d.Message, Hint: d.Hint}
 	if h, ok := d.Facts["fleet_holder"].(Holder); ok {
 		r.Holder = &h
+		r.Revision, _ = d.Facts["fleet_revision"].(int64)
 	}
 	return r
 }

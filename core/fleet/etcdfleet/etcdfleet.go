@@ -103,7 +103,7 @@ func (co *Coordinator) Acquire(ctx context.Context, key string, h fleet.Holder, 
 		}
 		return nil, decision.New(decision.FleetLeaseHeld, "task %s is held in the fleet by %s (revision %d)", h.TaskKey, other.Holder.Describe(), other.Revision).
 			WithHint("wait for it to end; see every task's holder with wt-admin fleet status").
-			WithFact("fleet_holder", other.Holder)
+			WithFact("fleet_holder", other.Holder).WithFact("fleet_revision", other.Revision)
 	}
 	kactx, stop := context.WithCancel(context.Background())
 	ka, err := co.c.KeepAlive(kactx, g.ID)
