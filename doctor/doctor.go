@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
@@ -59,6 +61,7 @@ func Run(ctx context.Context, dir string) (Report, error) {
 		return rep, err
 	}
 	rep.Repository = r.Git.TopLevel
+	var fleetPol *store.Policy
 	repo := lease.Quote(r.Git.TopLevel)
 	rep.checkHooks(ctx, repo, dir)
 	err = r.Store.Read(func(tx *store.Tx) error {
@@ -78,9 +81,40 @@ func Run(ctx context.Context, dir string) (Report, error) {
 		rep.checkLeases(tx, allocs, r.Git.CommonDir, repo)
 		rep.checkRegistrations(tx, repo)
 		rep.checkPrunable(allocs, repo)
+		if pol, ok, err := tx.Policy(); err == nil && ok && pol.FleetOn() {
+			fleetPol = &pol
+		}
 		return nil
 	})
+	if err == nil && fleetPol != nil {
+		rep.checkFleet(ctx, r, *fleetPol)
+	}
 	return rep, err
+}
+
+// checkFleet: in fleet mode, the wt-fleet helper is installed and etcd
+// answers (outside the store's lock: the network may be slow).
+func (rep *Report) checkFleet(ctx context.Context, r *alloc.Repo, pol store.Policy) {
+	rep.Checked = append(rep.Checked, "fleet")
+	path, err := fleet.FindHelper()
+	if err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "fleet", Subject: fleet.HelperName, Problem: err.Error(), Hint: "install wt again (make install), which installs " + fleet.HelperName})
+		return
+	}
+	out, err := r.Git.Git(ctx, true, "remote", "get-url", "--end-of-options", pol.FleetRemoteName())
+	if err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "fleet", Subject: "remote " + pol.FleetRemoteName(),
+			Problem: "fleet mode names the task keys after remote " + pol.FleetRemoteName() + ", which this repository lacks",
+			Fix:     fmt.Sprintf("git -C %s remote add %s URL", lease.Quote(r.Git.TopLevel), pol.FleetRemoteName())})
+		return
+	}
+	h := &fleet.Helper{Path: path, Endpoints: pol.EtcdEndpoints, DialTimeout: 2 * time.Second}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := h.List(cctx, fleet.Prefix(fleet.RemoteID(strings.TrimSpace(string(out))))); err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "fleet", Subject: strings.Join(pol.EtcdEndpoints, ","), Problem: err.Error(),
+			Hint: "start etcd or fix the endpoints (wt-admin policy --etcd-endpoints URL[,URL]); until then wt-exec refuses to start and pushes are refused"})
+	}
 }
 
 // store records a record that cannot be read: wt never overwrites what it
