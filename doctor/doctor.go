@@ -55,22 +55,24 @@ func Run(ctx context.Context, dir string) (Report, error) {
 	case "":
 	case decision.NotInitialized:
 		rep.Findings = append(rep.Findings, Finding{Check: "store", Subject: dir, Problem: "the repository is not set up for wt",
-			Fix: fmt.Sprintf("wt-admin --repo %s init", lease.Quote(dir))})
+			Fix: fmt.Sprintf("wt-admin --repo %s init", alloc.ShellWord(dir))})
 		return rep, nil
 	default:
 		return rep, err
 	}
 	rep.Repository = r.Git.TopLevel
-	var fleetPol *store.Policy
-	repo := lease.Quote(r.Git.TopLevel)
+	var pol store.Policy
+	repo := alloc.ShellWord(r.Git.TopLevel)
 	rep.checkHooks(ctx, repo, dir)
 	err = r.Store.Read(func(tx *store.Tx) error {
 		if _, err := tx.Repository(); err != nil {
 			rep.store(err)
 		}
-		if _, ok, err := tx.Policy(); err != nil {
+		if p, ok, err := tx.Policy(); err != nil {
 			rep.store(err)
-		} else if !ok {
+		} else if ok {
+			pol = p
+		} else {
 			rep.Findings = append(rep.Findings, Finding{Check: "store", Subject: "policy.json", Problem: "the policy is missing",
 				Fix: fmt.Sprintf("wt-admin --repo %s init", repo)})
 		}
@@ -81,13 +83,10 @@ func Run(ctx context.Context, dir string) (Report, error) {
 		rep.checkLeases(tx, allocs, r.Git.CommonDir, repo)
 		rep.checkRegistrations(tx, repo)
 		rep.checkPrunable(allocs, repo)
-		if pol, ok, err := tx.Policy(); err == nil && ok && pol.FleetOn() {
-			fleetPol = &pol
-		}
 		return nil
 	})
-	if err == nil && fleetPol != nil {
-		rep.checkFleet(ctx, r, *fleetPol)
+	if err == nil && pol.FleetOn() {
+		rep.checkFleet(ctx, r, pol)
 	}
 	return rep, err
 }
@@ -96,22 +95,21 @@ func Run(ctx context.Context, dir string) (Report, error) {
 // answers (outside the store's lock: the network may be slow).
 func (rep *Report) checkFleet(ctx context.Context, r *alloc.Repo, pol store.Policy) {
 	rep.Checked = append(rep.Checked, "fleet")
-	path, err := fleet.FindHelper()
+	h, err := fleet.NewHelper(pol.EtcdEndpoints, nil)
 	if err != nil {
 		rep.Findings = append(rep.Findings, Finding{Check: "fleet", Subject: fleet.HelperName, Problem: err.Error(), Hint: "install wt again (make install), which installs " + fleet.HelperName})
 		return
 	}
-	out, err := r.Git.Git(ctx, true, "remote", "get-url", "--end-of-options", pol.FleetRemoteName())
+	space, err := fleet.KeySpace(ctx, r.Git, pol)
 	if err != nil {
 		rep.Findings = append(rep.Findings, Finding{Check: "fleet", Subject: "remote " + pol.FleetRemoteName(),
 			Problem: "fleet mode names the task keys after remote " + pol.FleetRemoteName() + ", which this repository lacks",
-			Fix:     fmt.Sprintf("git -C %s remote add %s URL", lease.Quote(r.Git.TopLevel), pol.FleetRemoteName())})
+			Fix:     fmt.Sprintf("git -C %s remote add %s URL", alloc.ShellWord(r.Git.TopLevel), pol.FleetRemoteName())})
 		return
 	}
-	h := &fleet.Helper{Path: path, Endpoints: pol.EtcdEndpoints, DialTimeout: 2 * time.Second}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := h.List(cctx, fleet.Prefix(fleet.RemoteID(strings.TrimSpace(string(out))))); err != nil {
+	if _, err := h.List(cctx, fleet.Prefix(space)); err != nil {
 		rep.Findings = append(rep.Findings, Finding{Check: "fleet", Subject: strings.Join(pol.EtcdEndpoints, ","), Problem: err.Error(),
 			Hint: "start etcd or fix the endpoints (wt-admin policy --etcd-endpoints URL[,URL]); until then wt-exec refuses to start and pushes are refused"})
 	}
@@ -181,7 +179,7 @@ func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDi
 			}
 		}
 		p := lease.Assess(ev, l, now, lease.Caller{})
-		path := lease.Quote(l.WorktreePath)
+		path := alloc.ShellWord(l.WorktreePath)
 		f := Finding{Check: "leases", Subject: l.WorktreePath}
 		at, atErr := gitrepo.CheckoutOf(commonDir, a.WorktreeKey)
 		switch {
@@ -189,7 +187,7 @@ func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDi
 			// Moved (git worktree move): every lease command refuses the
 			// mismatch, so the fix is to move it back.
 			f.Problem = fmt.Sprintf("the worktree of lease %s (client %s) was moved to %s; the lease and the allocation record %s", l.LeaseID, l.Holder.ClientID, at, l.WorktreePath)
-			f.Fix = fmt.Sprintf("git -C %s worktree move %s %s", repo, lease.Quote(at), path)
+			f.Fix = fmt.Sprintf("git -C %s worktree move %s %s", repo, alloc.ShellWord(at), path)
 		case p.HolderLive:
 			continue // a live holder's lease, expired or not, is its own business
 		case !p.NoLiveMutationRisk:
@@ -245,6 +243,6 @@ func (rep *Report) checkPrunable(allocs []store.Allocation, repo string) {
 		}
 		rep.Findings = append(rep.Findings, Finding{Check: "prune", Subject: a.WorktreePath,
 			Problem: fmt.Sprintf("retained audit worktree of task %s is gone; its registration can be pruned", a.TaskKey),
-			Fix:     fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repo, lease.Quote(a.WorktreePath), lease.Quote(a.Owner))})
+			Fix:     fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repo, alloc.ShellWord(a.WorktreePath), alloc.ShellWord(a.Owner))})
 	}
 }

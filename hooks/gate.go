@@ -124,13 +124,12 @@ func fenced(v Verdict) *decision.Error {
 		return decision.New(decision.FleetFenced, "fleet mode is on, and the lease of %s holds no fleet lease (it was taken before fleet mode, or by a wt-exec without it)", v.Path).
 			WithHint("end this run and start it again under wt-exec, which takes the fleet lease")
 	}
-	path, err := fleet.FindHelper()
+	fl := v.Lease.Fleet
+	h, err := fleet.NewHelper(fl.Endpoints, os.Stderr)
 	if err != nil {
 		d, _ := decision.As(err)
 		return d
 	}
-	fl := v.Lease.Fleet
-	h := &fleet.Helper{Path: path, Endpoints: fl.Endpoints, DialTimeout: 2 * time.Second, Stderr: os.Stderr}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := h.Check(ctx, fl.Key, fl.Revision); err != nil {

@@ -14,9 +14,10 @@ import (
 // process (docs/decisions.md, "Hooks").
 const PassFile = "wt-hook-pass"
 
-// PreCommit judges a commit like Entitled, for the process pid (the hook)
-// whose parent is the committing git process. When the commit is allowed outright (no
-// warning), it leaves a pass naming that git process by its identity (boot
+// PreCommit judges a commit like Entitled, for the process pid (the hook),
+// whose parent gitPID is the committing git process (the caller knows it
+// from getppid: no /proc reading for it). When the commit is allowed
+// outright (no warning), it leaves a pass naming that git process by its identity (boot
 // id, pid, start ticks) and the ref the commit moves: the
 // reference-transaction shim (v2) reads it with shell builtins and does not
 // start wt-hook a second time for the same commit. The shim accepts the pass
@@ -24,16 +25,14 @@ const PassFile = "wt-hook-pass"
 // that ref; anything else is judged by wt-hook as before. The pass is
 // advice, never a grant on its own: failing to write it costs one more
 // wt-hook start, nothing else.
-func PreCommit(dir string, pid int) (Verdict, error) {
+func PreCommit(dir string, pid, gitPID int) (Verdict, error) {
 	c, err := gitrepo.Locate(dir)
 	if err != nil {
 		return Verdict{}, err
 	}
 	v, err := entitled(c, pid)
 	if err == nil && v.Allowed && !v.Warning {
-		if st, err := proc.ReadStat(pid); err == nil {
-			writePass(c, st.PPID)
-		}
+		writePass(c, gitPID)
 	}
 	return v, err
 }

@@ -15,10 +15,6 @@ import (
 	"github.com/wt-tool/wt/core/store"
 )
 
-// fleetDialTimeout bounds each etcd call: an etcd that does not answer in
-// time is FLEET_UNREACHABLE, and wt-exec refuses to start the command.
-const fleetDialTimeout = 2 * time.Second
-
 // fence takes the fleet lease for a grant wt-exec owns, when the policy's
 // coordinator is etcd and the worktree is a feature worktree (SPEC §10):
 // the task key of the remote's key space, created only if absent, kept
@@ -33,26 +29,23 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 	if err != nil {
 		return nil, decision.Wrap(decision.InvalidPolicy, err, "fleet policy")
 	}
-	remote := pol.FleetRemoteName()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*fleetDialTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*fleet.DialTimeout)
 	defer cancel()
-	out, err := s.repo.Git.Git(ctx, true, "remote", "get-url", "--end-of-options", remote)
-	if err != nil {
-		return nil, decision.Wrap(decision.InvalidPolicy, err, "fleet mode names the key space after remote %q, which this repository lacks", remote).
-			WithHint("add it (git remote add %s URL) or name another: wt-admin policy --fleet-remote NAME", remote)
-	}
-	path, err := fleet.FindHelper()
+	space, err := fleet.KeySpace(ctx, s.repo.Git, pol)
 	if err != nil {
 		return nil, err
 	}
-	key := fleet.Key(fleet.RemoteID(strings.TrimSpace(string(out))), g.Allocation.TaskKey)
+	helper, err := fleet.NewHelper(pol.EtcdEndpoints, s.opts.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	key := fleet.Key(space, g.Allocation.TaskKey)
 	host, _ := os.Hostname()
 	machine, _ := os.ReadFile("/etc/machine-id")
 	h := g.Lease.Holder
 	holder := fleet.Holder{Host: host, MachineID: strings.TrimSpace(string(machine)), BootID: h.BootID, PID: h.PID,
 		StartTicks: h.StartTicks, ClientID: h.ClientID, LeaseID: g.Lease.LeaseID, TaskKey: g.Allocation.TaskKey,
 		Since: time.Now().UTC().Format(time.RFC3339Nano)}
-	helper := &fleet.Helper{Path: path, Endpoints: pol.EtcdEndpoints, DialTimeout: fleetDialTimeout, Stderr: s.opts.Stderr}
 	// The helper detaches to init; wt-exec must not adopt it as one of
 	// the command's leftovers (it has no other child yet).
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
@@ -85,7 +78,7 @@ func (s *supervisor) releaseFleet() {
 	if s.fleet == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*fleetDialTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*fleet.DialTimeout)
 	defer cancel()
 	if err := s.fleet.Release(ctx); err != nil {
 		s.opts.Notify("the fleet lease was not revoked (it expires with its TTL): " + err.Error())

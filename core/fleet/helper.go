@@ -11,11 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // HelperName is the helper binary that links the etcd client.
@@ -305,4 +308,30 @@ func (h *Helper) Close() error { return nil }
 // Describe names a holder for a person: "client C on host H (pid P)".
 func (h Holder) Describe() string {
 	return fmt.Sprintf("client %s on host %s (pid %d, since %s)", h.ClientID, h.Host, h.PID, h.Since)
+}
+
+// DialTimeout bounds each etcd call made through the helper: an etcd that
+// does not answer in time is FLEET_UNREACHABLE.
+const DialTimeout = 2 * time.Second
+
+// NewHelper finds wt-fleet and returns the Coordinator that runs it
+// against endpoints, its diagnostics going to stderr.
+func NewHelper(endpoints []string, stderr io.Writer) (*Helper, error) {
+	path, err := FindHelper()
+	if err != nil {
+		return nil, err
+	}
+	return &Helper{Path: path, Endpoints: endpoints, DialTimeout: DialTimeout, Stderr: stderr}, nil
+}
+
+// KeySpace is the remote id of the repository's fleet remote, whose URL
+// `git remote get-url` gives; INVALID_POLICY when the remote is missing.
+func KeySpace(ctx context.Context, g *gitrepo.Repo, pol store.Policy) (string, error) {
+	remote := pol.FleetRemoteName()
+	out, err := g.Git(ctx, true, "remote", "get-url", "--end-of-options", remote)
+	if err != nil {
+		return "", decision.Wrap(decision.InvalidPolicy, err, "fleet mode names the key space after remote %q, which this repository lacks", remote).
+			WithHint("add it (git remote add %s URL) or name another: wt-admin policy --fleet-remote NAME", remote)
+	}
+	return RemoteID(strings.TrimSpace(string(out))), nil
 }

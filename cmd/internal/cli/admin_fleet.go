@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -34,16 +33,15 @@ func (e *env) fleetOf(c *ucli.Context) (*alloc.Repo, fleet.Coordinator, string, 
 		return nil, nil, "", decision.New(decision.InvalidPolicy, "fleet mode is off (coordinator none)").
 			WithHint("turn it on: wt-admin policy --coordinator etcd --etcd-endpoints http://HOST:2379")
 	}
-	out, err := r.Git.Git(c.Context, true, "remote", "get-url", "--end-of-options", pol.FleetRemoteName())
-	if err != nil {
-		return nil, nil, "", decision.Wrap(decision.InvalidPolicy, err, "fleet mode names the key space after remote %q, which this repository lacks", pol.FleetRemoteName())
-	}
-	path, err := fleet.FindHelper()
+	space, err := fleet.KeySpace(c.Context, r.Git, pol)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	h := &fleet.Helper{Path: path, Endpoints: pol.EtcdEndpoints, DialTimeout: 2 * time.Second, Stderr: os.Stderr}
-	return r, h, fleet.RemoteID(strings.TrimSpace(string(out))), nil
+	h, err := fleet.NewHelper(pol.EtcdEndpoints, os.Stderr)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return r, h, space, nil
 }
 
 func (e *env) fleetCommand() *ucli.Command {

@@ -57,24 +57,7 @@ func admin(t *testing.T, bin, repo, crashAt string, args ...string) (string, int
 func state(t *testing.T, repo string) string {
 	top := filepath.Dir(repo)
 	t.Helper()
-	var lines []string
-	root := filepath.Join(repo, ".git", "wt")
-	for _, dir := range []string{"allocations", "bindings", "registrations", "journal"} {
-		ents, _ := os.ReadDir(filepath.Join(root, dir))
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), ".") {
-				continue
-			}
-			b, _ := os.ReadFile(filepath.Join(root, dir, e.Name()))
-			var m map[string]any
-			json.Unmarshal(b, &m)
-			for _, k := range []string{"allocation_id", "registration_id", "created_at", "updated_at", "transaction_id", "actor", "payload", "record_version"} {
-				delete(m, k)
-			}
-			j, _ := json.Marshal(m)
-			lines = append(lines, dir+": "+string(j))
-		}
-	}
+	lines := records(repo, []string{"allocations", "bindings", "registrations", "journal"}, "record_version")
 	wts := git(t, repo, "worktree", "list", "--porcelain")
 	for _, l := range strings.Split(wts, "\n") {
 		if strings.HasPrefix(l, "worktree ") || strings.HasPrefix(l, "branch ") || l == "detached" {
@@ -85,6 +68,36 @@ func state(t *testing.T, repo string) string {
 	if _, err := os.Stat(filepath.Join(repo, ".git", "worktrees", "w1", "wt-registration")); err == nil {
 		lines = append(lines, "marker: present")
 	}
+	return normalized(lines, top)
+}
+
+// records lists the store's records in dirs, one line each, as JSON without
+// the fields that differ from run to run (ids, times, actors, payloads)
+// and without drop.
+func records(repo string, dirs []string, drop ...string) []string {
+	var lines []string
+	root := filepath.Join(repo, ".git", "wt")
+	for _, dir := range dirs {
+		ents, _ := os.ReadDir(filepath.Join(root, dir))
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			b, _ := os.ReadFile(filepath.Join(root, dir, e.Name()))
+			var m map[string]any
+			json.Unmarshal(b, &m)
+			for _, k := range append([]string{"allocation_id", "registration_id", "created_at", "updated_at", "transaction_id", "actor", "payload", "finished_at"}, drop...) {
+				delete(m, k)
+			}
+			j, _ := json.Marshal(m)
+			lines = append(lines, dir+": "+string(j))
+		}
+	}
+	return lines
+}
+
+// normalized sorts lines and writes top as $TOP and commit ids as <commit>.
+func normalized(lines []string, top string) string {
 	sort.Strings(lines)
 	out := strings.ReplaceAll(strings.Join(lines, "\n"), top, "$TOP")
 	return regexp.MustCompile(`[0-9a-f]{40}`).ReplaceAllString(out, "<commit>")

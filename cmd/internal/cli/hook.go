@@ -98,7 +98,7 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 							Usage: "refuse a commit from a process that is not the worktree's live writer",
 							Action: e.action("run pre-commit", 0, func(c *ucli.Context) error {
 								// git runs hooks at the top of the worktree.
-								v, err := hooks.PreCommit(".", os.Getpid())
+								v, err := hooks.PreCommit(".", os.Getpid(), os.Getppid())
 								return e.verdict(v, err, false)
 							}),
 						},

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,33 +49,14 @@ func pruneSetup(t *testing.T, bin string) (top, repo, plan string) {
 func pruneState(t *testing.T, repo string) string {
 	t.Helper()
 	top := filepath.Dir(repo)
-	var lines []string
-	root := filepath.Join(repo, ".git", "wt")
-	for _, dir := range []string{"allocations", "bindings", "registrations", "leases", "journal", "receipts"} {
-		ents, _ := os.ReadDir(filepath.Join(root, dir))
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), ".") {
-				continue
-			}
-			b, _ := os.ReadFile(filepath.Join(root, dir, e.Name()))
-			var m map[string]any
-			json.Unmarshal(b, &m)
-			for _, k := range []string{"allocation_id", "registration_id", "created_at", "updated_at", "transaction_id", "actor", "payload", "finished_at"} {
-				delete(m, k)
-			}
-			j, _ := json.Marshal(m)
-			lines = append(lines, dir+": "+string(j))
-		}
-	}
+	lines := records(repo, []string{"allocations", "bindings", "registrations", "leases", "journal", "receipts"})
 	lines = append(lines, "git: "+git(t, repo, "worktree", "list", "--porcelain"))
 	ents, _ := os.ReadDir(filepath.Join(repo, ".git", "worktrees"))
 	for _, e := range ents {
 		lines = append(lines, "admin dir: "+e.Name())
 	}
 	lines = append(lines, "refs: "+git(t, repo, "for-each-ref", "--format=%(refname) %(objectname)"))
-	sort.Strings(lines)
-	out := strings.ReplaceAll(strings.Join(lines, "\n"), top, "$TOP")
-	return regexp.MustCompile(`[0-9a-f]{40}`).ReplaceAllString(out, "<commit>")
+	return normalized(lines, top)
 }
 
 // TestPruneCrashRecovery kills prune's apply at every journal point and
