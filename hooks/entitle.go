@@ -14,8 +14,8 @@ import (
 )
 
 // Verdict is the answer to "may this process write through this worktree
-// now?" (SPEC §7). A refusal under policy enforcement "warn" is Allowed
-// with Warning set to the refusal.
+// now?" (docs/decisions.md, "Hooks"). A refusal under policy enforcement
+// "warn" is Allowed with Warning set to the refusal.
 type Verdict struct {
 	Allowed bool   `json:"allowed"`
 	Code    string `json:"code"`
@@ -30,6 +30,10 @@ type Verdict struct {
 	// Refusal is the decision that refuses (or, with Warning, would).
 	Refusal *decision.Error `json:"-"`
 	Warning bool            `json:"warning"`
+	// own is true when the entitlement is for the checkout's own
+	// allocation (a governed feature worktree judged in itself), the only
+	// case in which pre-commit leaves a pass.
+	own bool
 	// warnOnly is policy enforcement "warn": refusals become warnings.
 	warnOnly bool
 	// pol is the policy the decision was made under.
@@ -49,14 +53,23 @@ func (v *Verdict) refuse(d *decision.Error) {
 // its marker, allocation and lease, then the holder's /proc entries.
 //
 // The rules, in order: a repository without a wt store is not governed
-// (allowed). The canonical checkout and a worktree without a valid
-// registration are unmanaged: allowed, unless policy unmanaged is refuse.
-// Roles with their own gates are allowed (DEDICATED_ROLE_GATE); audit is
-// refused (AUDIT_READ_ONLY). A feature worktree needs its lease
-// (WRITER_LEASE_REQUIRED) matching the records (WRITER_LEASE_MISMATCH), not
-// expired (WRITER_LEASE_EXPIRED), whose holder is live (else
-// WRITER_LEASE_REQUIRED) and an ancestor of pid (else WRITER_LEASE_HELD).
-// Policy enforcement warn turns a refusal into an allowance with a warning.
+// (allowed). A checkout that has the branch of an ACTIVE or RETAINED feature
+// allocation checked out is judged by that allocation whatever else it is
+// (the canonical checkout, an unregistered or re-added worktree, a worktree
+// of another role): "unmanaged" never means "ungated" for a task branch. A
+// bound worktree whose registration was never written (a binding of an
+// older wt) is refused (UNREGISTERED_WORKTREE), as wt-exec refuses it. Other
+// unregistered worktrees and the canonical checkout are unmanaged: allowed,
+// unless policy unmanaged is refuse. Roles with their own gates are allowed
+// (DEDICATED_ROLE_GATE); audit is refused (AUDIT_READ_ONLY); an unknown role
+// is refused (INVALID_ROLE). A feature worktree needs its HEAD on the
+// allocation's branch (HEAD_OFF_TASK_BRANCH; a rebase of that branch in
+// progress counts as on it), no external binding but the lease's own
+// (EXTERNAL_BINDING), and its lease (WRITER_LEASE_REQUIRED) matching the
+// records (WRITER_LEASE_MISMATCH), not expired (WRITER_LEASE_EXPIRED),
+// whose holder is live (else WRITER_LEASE_REQUIRED) and an ancestor of pid
+// (else WRITER_LEASE_HELD). Policy enforcement warn turns a refusal into an
+// allowance with a warning.
 func Entitled(dir string, pid int) (Verdict, error) {
 	c, err := gitrepo.Locate(dir)
 	if err != nil {
@@ -76,94 +89,272 @@ func entitled(c gitrepo.Checkout, pid int) (Verdict, error) {
 	if err != nil {
 		return v, err
 	}
-	var pol store.Policy
 	err = r.Store.Read(func(tx *store.Tx) error {
-		var ok bool
-		if pol, ok, err = tx.Policy(); err != nil {
-			return err
-		} else if !ok {
-			return decision.New(decision.InvalidMetadata, "policy.json is missing from %s", r.Store.Root()).
-				WithHint("run wt-admin init to finish setting the repository up")
-		}
-		t, err := r.ResolveCheckout(tx, c)
-		switch {
-		case decision.CodeOf(err) == decision.UnregisteredWorktree:
-			v.Code, v.Reason = decision.Unmanaged, "wt does not govern this worktree"
-			return unmanaged(&v, pol, err)
-		case err != nil:
-			return err
-		case c.Key == gitrepo.MainKey:
-			v.Code, v.Reason = decision.Unmanaged, "the canonical checkout is not a governed worktree"
-			return unmanaged(&v, pol, nil)
-		}
-		a := t.Allocation
-		v.Role, v.TaskKey, v.AllocationID = a.Role, a.TaskKey, a.AllocationID
-		switch a.Role {
-		case store.RoleFeature:
-		case store.RoleAudit:
-			v.Refusal = decision.New(decision.AuditReadOnly, "%s is an audit worktree of task %s: commits are refused", c.TopLevel, a.TaskKey).
-				WithHint("review without committing; write in a feature worktree (wt-admin allocate --task KEY --owner NAME PATH)")
-			return nil
-		default:
-			v.Allowed, v.Code, v.Reason = true, decision.DedicatedRoleGate, "role "+a.Role+" is governed by its own gate, not a writer lease"
-			return nil
-		}
-		l, ok, err := tx.Lease(a.AllocationID)
+		g, err := newGate(r, tx, pid)
 		if err != nil {
 			return err
 		}
-		if ok {
-			v.Lease = &l
-		}
-		repo, err := tx.Repository()
-		if err != nil {
-			return err
-		}
-		v.Refusal = judgeLease(c, a, repo, l, ok, pid)
-		return nil
+		v, err = g.checkout(c)
+		return err
 	})
+	return v, err
+}
+
+// gate judges entitlement inside one shared store section, for one process.
+type gate struct {
+	r    *alloc.Repo
+	tx   *store.Tx
+	pid  int
+	pol  store.Policy
+	repo *store.Repository
+}
+
+func newGate(r *alloc.Repo, tx *store.Tx, pid int) (*gate, error) {
+	pol, ok, err := tx.Policy()
 	if err != nil {
-		return v, err
+		return nil, err
 	}
-	v.warnOnly, v.pol = pol.Enforcement == store.EnforcementWarn, pol
+	if !ok {
+		return nil, decision.New(decision.InvalidMetadata, "policy.json is missing from %s", r.Store.Root()).
+			WithHint("run wt-admin init to finish setting the repository up")
+	}
+	return &gate{r: r, tx: tx, pid: pid, pol: pol}, nil
+}
+
+// verdict starts a verdict about the checkout at path under the gate's policy.
+func (g *gate) verdict(path, branch string) Verdict {
+	return Verdict{Path: path, Branch: branch, pol: g.pol, warnOnly: g.pol.Enforcement == store.EnforcementWarn}
+}
+
+// done turns a verdict without refusal into an allowance.
+func done(v Verdict) Verdict {
 	if v.Refusal != nil {
 		v.refuse(v.Refusal)
-		return v, nil
+		return v
 	}
 	if v.Code == "" {
 		v.Allowed, v.Code, v.Reason = true, decision.Entitled, "this process descends from the live holder of the worktree's writer lease"
 	}
-	return v, nil
+	return v
 }
 
-func unmanaged(v *Verdict, pol store.Policy, why error) error {
-	if pol.Unmanaged != store.UnmanagedRefuse {
+// checkout judges a commit (or a move of HEAD) in checkout c.
+func (g *gate) checkout(c gitrepo.Checkout) (Verdict, error) {
+	v := g.verdict(c.TopLevel, c.Branch)
+	t, err := g.r.ResolveCheckout(g.tx, c)
+	switch {
+	case decision.CodeOf(err) == decision.UnregisteredWorktree:
+		if legacy, lerr := g.legacyBinding(c); lerr != nil {
+			return v, lerr
+		} else if legacy != nil {
+			v.refuse(legacy)
+			return v, nil
+		}
+		if guarded, ok, err := g.guardingAllocation(c, ""); err != nil || ok {
+			return guarded, err
+		}
+		v.Code, v.Reason = decision.Unmanaged, "wt does not govern this worktree"
+		return g.unmanaged(v, err), nil
+	case err != nil:
+		return v, err
+	case c.Key == gitrepo.MainKey:
+		if guarded, ok, err := g.guardingAllocation(c, ""); err != nil || ok {
+			return guarded, err
+		}
+		v.Code, v.Reason = decision.Unmanaged, "the canonical checkout is not a governed worktree"
+		return g.unmanaged(v, nil), nil
+	}
+	a := t.Allocation
+	v.Role, v.TaskKey, v.AllocationID = a.Role, a.TaskKey, a.AllocationID
+	switch a.Role {
+	case store.RoleFeature:
+		v.own = true
+		g.judge(&v, a, &c)
+	case store.RoleAudit:
+		v.Refusal = decision.New(decision.AuditReadOnly, "%s is an audit worktree of task %s: commits are refused", c.TopLevel, a.TaskKey).
+			WithHint("review without committing; write in a feature worktree (wt-admin allocate --task KEY --owner NAME PATH)")
+	case store.RoleCanonical, store.RoleIntegration, store.RoleRecovery:
+		if guarded, ok, err := g.guardingAllocation(c, a.AllocationID); err != nil || ok {
+			return guarded, err
+		}
+		v.Allowed, v.Code, v.Reason = true, decision.DedicatedRoleGate, "role "+a.Role+" is governed by its own gate, not a writer lease"
+	default:
+		v.Refusal = decision.New(decision.InvalidRole, "the allocation of %s (task %s) has role %q, which wt does not know: it is refused rather than guessed", c.TopLevel, a.TaskKey, a.Role).
+			WithHint("inspect it with wt-admin status --json; roles are %s", "feature, audit, canonical, integration, recovery")
+	}
+	return done(v), nil
+}
+
+// legacyBinding refuses a bound worktree whose registration document was
+// never written (a binding of an older wt): wt-exec refuses it, so the hook
+// must not let anyone else write there. A worktree whose registration
+// exists but whose marker is missing is a re-created admin dir under a
+// reused name, which does not inherit the binding: nil.
+func (g *gate) legacyBinding(c gitrepo.Checkout) (*decision.Error, error) {
+	b, bound, err := g.tx.Binding(c.Key)
+	if err != nil || !bound {
+		return nil, err
+	}
+	_, _, registered, err := g.tx.Registration(c.Key)
+	if err != nil || registered {
+		return nil, err
+	}
+	return decision.New(decision.UnregisteredWorktree, "%s (key %s) is bound to allocation %s but has no registration: a binding of an older wt, which nobody may write through until it is registered", c.TopLevel, c.Key, b.AllocationID).
+		WithHint("register it: wt-admin backfill, then wt-admin backfill --apply PLAN_ID"), nil
+}
+
+// guardingAllocation judges checkout c by the allocation whose task branch
+// it has checked out, when that is a guarded branch of an allocation other
+// than skip. ok is false when the branch guards nothing.
+func (g *gate) guardingAllocation(c gitrepo.Checkout, skip string) (Verdict, bool, error) {
+	if c.Detached || c.Branch == "" {
+		return Verdict{}, false, nil
+	}
+	a, ok, err := g.guarded("refs/heads/" + c.Branch)
+	if err != nil || !ok || a.AllocationID == skip {
+		return Verdict{}, false, err
+	}
+	v := g.verdict(c.TopLevel, c.Branch)
+	v.Role, v.TaskKey, v.AllocationID = a.Role, a.TaskKey, a.AllocationID
+	g.judge(&v, a, nil)
+	if v.Refusal != nil {
+		v.Refusal = decision.New(v.Refusal.Code, "%s has task %s's branch %s checked out, which only that task's writer may move: %s", c.TopLevel, a.TaskKey, c.Branch, v.Refusal.Message).
+			WithHint("%s", v.Refusal.Hint)
+	}
+	return done(v), true, nil
+}
+
+// guarded returns the allocation that guards ref: an ACTIVE or RETAINED
+// feature allocation whose branch it is.
+func (g *gate) guarded(ref string) (store.Allocation, bool, error) {
+	a, ok, err := g.tx.BranchAllocation(ref)
+	if err != nil || !ok {
+		return a, false, err
+	}
+	if a.Role != store.RoleFeature || (a.Lifecycle != store.Active && a.Lifecycle != store.Retained) {
+		return a, false, nil
+	}
+	return a, true, nil
+}
+
+func (g *gate) unmanaged(v Verdict, why error) Verdict {
+	if g.pol.Unmanaged != store.UnmanagedRefuse {
 		v.Allowed = true
-		return nil
+		return v
 	}
 	msg := fmt.Sprintf("%s: %s, and policy unmanaged is refuse", v.Path, v.Reason)
 	if d, ok := decision.As(why); ok {
 		msg += " (" + d.Message + ")"
 	}
-	v.Refusal = decision.New(decision.UnmanagedRefused, "%s", msg).
-		WithHint("write in a governed worktree (wt-admin allocate --task KEY --owner NAME PATH), or set wt-admin policy --unmanaged allow")
+	v.refuse(decision.New(decision.UnmanagedRefused, "%s", msg).
+		WithHint("write in a governed worktree (wt-admin allocate --task KEY --owner NAME PATH), or set wt-admin policy --unmanaged allow"))
+	return v
+}
+
+// judge sets v.Refusal (nil when entitled) for process g.pid writing on
+// behalf of feature allocation a. own is the allocation's own checkout when
+// the write happens there (its HEAD must be on the task branch), nil when
+// the write reaches the task branch from anywhere else.
+func (g *gate) judge(v *Verdict, a store.Allocation, own *gitrepo.Checkout) {
+	path := a.WorktreePath
+	if own != nil {
+		path = own.TopLevel
+		if d := headOffBranch(*own, a); d != nil {
+			v.Refusal = d
+			return
+		}
+	}
+	l, ok, err := g.tx.Lease(a.AllocationID)
+	if err != nil {
+		v.Refusal = asDecision(err)
+		return
+	}
+	if ok {
+		v.Lease = &l
+	}
+	if g.repo == nil {
+		repo, err := g.tx.Repository()
+		if err != nil {
+			v.Refusal = asDecision(err)
+			return
+		}
+		g.repo = &repo
+	}
+	if d := judgeLease(path, own != nil, a, *g.repo, l, ok, g.pid); d != nil {
+		v.Refusal = d
+		return
+	}
+	v.Refusal = foreignBindings(a, l)
+}
+
+func asDecision(err error) *decision.Error {
+	if d, ok := decision.As(err); ok {
+		return d
+	}
+	return decision.Wrap(decision.Internal, err, "judge the writer")
+}
+
+// headOffBranch refuses a feature worktree whose HEAD is not on its
+// allocation's branch. A rebase of that branch in progress (HEAD detached,
+// git's head-name naming the branch) counts as on it, so the writer can
+// finish the rebase.
+func headOffBranch(c gitrepo.Checkout, a store.Allocation) *decision.Error {
+	if a.Branch == nil {
+		return nil
+	}
+	want := *a.Branch
+	if !c.Detached && c.Branch == want {
+		return nil
+	}
+	if c.Detached && gitrepo.RebaseHeadName(c.GitDir) == "refs/heads/"+want {
+		return nil
+	}
+	on := "a detached HEAD"
+	if !c.Detached {
+		on = "branch " + c.Branch
+	}
+	return decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree, whose writer works on branch %s, but it is on %s", c.TopLevel, a.TaskKey, want, on).
+		WithHint("switch it back: git -C %s switch %s", alloc.ShellWord(c.TopLevel), alloc.ShellWord(want)).
+		WithFact("branch", want)
+}
+
+// foreignBindings refuses a write while the allocation carries an external
+// binding that is not the current lease's own runtime occupancy: an opaque
+// binding (e.g. ci:job-42) or the runtime binding of another lease fences
+// writers here as it fences wt-exec (EXTERNAL_BINDING). The hook does not
+// scan /proc: a runtime binding of another lease is judged stale only by
+// the next wt-exec, which clears it.
+func foreignBindings(a store.Allocation, l store.Lease) *decision.Error {
+	for _, s := range a.ExternalBindings {
+		b, ok, err := proc.DecodeRuntimeBinding(s)
+		if err != nil {
+			return asDecision(err)
+		}
+		if ok && b.LeaseID != nil && *b.LeaseID == l.LeaseID {
+			continue
+		}
+		return decision.New(decision.ExternalBinding, "allocation of task %s has an external binding %q that fences writers", a.TaskKey, s).
+			WithHint("whoever added it must remove it; inspect it with wt-admin status --json")
+	}
 	return nil
 }
 
 // judgeLease applies the entitlement rules to the lease of a feature
-// allocation, for the process pid.
-func judgeLease(c gitrepo.Checkout, a store.Allocation, repo store.Repository, l store.Lease, ok bool, pid int) *decision.Error {
-	take := fmt.Sprintf("run the write under wt-exec: wt-exec -C %s -- git commit ...", c.TopLevel)
+// allocation, for the process pid. path is where the write happens: the
+// worktree itself (own), whose path the lease must record, or the
+// allocation's recorded path for a write to its branch from elsewhere.
+func judgeLease(path string, own bool, a store.Allocation, repo store.Repository, l store.Lease, ok bool, pid int) *decision.Error {
+	take := fmt.Sprintf("run the write under wt-exec: wt-exec -C %s -- git commit ...", alloc.ShellWord(path))
 	if !ok {
-		return decision.New(decision.WriterLeaseRequired, "no live writer holds %s (task %s): commits need its writer lease", c.TopLevel, a.TaskKey).
+		return decision.New(decision.WriterLeaseRequired, "no live writer holds %s (task %s): writes need its writer lease", path, a.TaskKey).
 			WithHint("%s", take)
 	}
-	if l.RepositoryID != repo.RepositoryID || l.AllocationID != a.AllocationID || l.WorktreePath != c.TopLevel || l.Owner != a.Owner {
+	if l.RepositoryID != repo.RepositoryID || l.AllocationID != a.AllocationID || (own && l.WorktreePath != path) || l.Owner != a.Owner {
 		return decision.New(decision.WriterLeaseMismatch, "lease %s does not match its records (repository %s, path %s, owner %s)", l.LeaseID, l.RepositoryID, l.WorktreePath, l.Owner).
 			WithHint("see it with wt-admin status; a new wt-exec replaces it once its holder is gone")
 	}
 	if liveness.Expired(l, time.Now()) {
-		return decision.New(decision.WriterLeaseExpired, "the lease of %s (client %s, pid %d) expired at %s", c.TopLevel, l.Holder.ClientID, l.Holder.PID, *l.ExpiresAt).
+		return decision.New(decision.WriterLeaseExpired, "the lease of %s (client %s, pid %d) expired at %s", path, l.Holder.ClientID, l.Holder.PID, *l.ExpiresAt).
 			WithHint("its holder renews it while wt-exec runs with --ttl; a nested wt-exec --ttl D renews it too")
 	}
 	r := proc.NewReader()
@@ -172,7 +363,7 @@ func judgeLease(c gitrepo.Checkout, a store.Allocation, repo store.Repository, l
 		return decision.Wrap(decision.InvalidHolder, err, "holder of lease %s", l.LeaseID)
 	}
 	if !live {
-		return decision.New(decision.WriterLeaseRequired, "the writer of %s (client %s, pid %d, since %s) has exited: its lease gives nobody entitlement", c.TopLevel, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt).
+		return decision.New(decision.WriterLeaseRequired, "the writer of %s (client %s, pid %d, since %s) has exited: its lease gives nobody entitlement", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt).
 			WithHint("%s", take)
 	}
 	anc, err := r.HasAncestor(pid, l.Holder.Identity())
@@ -180,8 +371,8 @@ func judgeLease(c gitrepo.Checkout, a store.Allocation, repo store.Repository, l
 		return decision.Wrap(decision.InvalidHolder, err, "ancestry of pid %d", pid)
 	}
 	if !anc {
-		return decision.New(decision.WriterLeaseHeld, "%s is held by client %s, pid %d, since %s: this process does not descend from it", c.TopLevel, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt).
-			WithHint("commit from the agent that holds it, or wait until it ends and %s", take).
+		return decision.New(decision.WriterLeaseHeld, "%s is held by client %s, pid %d, since %s: this process does not descend from it", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt).
+			WithHint("write from the agent that holds it, or wait until it ends and %s", take).
 			WithFact("holder", l.Holder)
 	}
 	return nil

@@ -4,105 +4,282 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/store"
 )
 
-// RefTransaction judges the "prepared" state of a reference transaction
-// (SPEC §7), the gate that `git commit --no-verify` cannot skip: git runs it
-// for every ref update. The whole transaction is refused if it moves
-// refs/heads/B where B is checked out by a governed feature worktree, or the
-// HEAD of the governed feature worktree it runs in, and the calling process
-// (pid) is not entitled to that worktree. Other refs (remote-tracking refs,
-// tags, unowned branches) pass, and so do the other states.
+// hookCheckout is where a hook runs: the checkout at dir, or, when git names
+// a git dir in $GIT_DIR that is not that checkout's (a push received into
+// this repository, git --git-dir=... from elsewhere), that git dir without
+// a checkout (TopLevel "").
+func hookCheckout(dir string) (gitrepo.Checkout, error) {
+	c, err := gitrepo.Locate(dir)
+	gd := os.Getenv("GIT_DIR")
+	if gd == "" {
+		return c, err
+	}
+	cwd, aerr := filepath.Abs(dir)
+	if aerr != nil {
+		return c, decision.Wrap(decision.NotAGitRepository, aerr, "%s", dir)
+	}
+	g, gerr := gitrepo.LocateGitDir(cwd, gd)
+	if gerr != nil {
+		return g, gerr
+	}
+	if err == nil && gitrepo.SameFile(c.GitDir, g.GitDir) {
+		return c, nil
+	}
+	return g, nil
+}
+
+// checkoutOfKey locates the checkout of worktree key, from a hook that runs
+// without one: ok is false when it cannot be found (a bare repository, a
+// checkout that is gone), and then its HEAD guards nothing.
+func checkoutOfKey(commonDir, key string) (gitrepo.Checkout, bool) {
+	var top string
+	if key == gitrepo.MainKey {
+		if filepath.Base(commonDir) != ".git" {
+			return gitrepo.Checkout{}, false
+		}
+		top = filepath.Dir(commonDir)
+	} else {
+		p, err := gitrepo.CheckoutOf(commonDir, key)
+		if err != nil {
+			return gitrepo.Checkout{}, false
+		}
+		top = p
+	}
+	c, err := gitrepo.Locate(top)
+	if err != nil || !gitrepo.SameFile(c.CommonDir, commonDir) || c.Key != key {
+		return gitrepo.Checkout{}, false
+	}
+	return c, true
+}
+
+// RefTransaction judges the "prepared" state of a reference transaction,
+// the gate that `git commit --no-verify` cannot skip: git runs it for every
+// ref update, from any checkout, from a push received into the repository,
+// and from git --git-dir. The whole transaction is refused when, for a
+// process (pid) that is not entitled:
 //
-// Which worktree owns B is read from the HEAD files of the linked worktrees
-// (O(worktrees) small files, never every allocation). A feature allocation
-// whose worktree no longer has its branch checked out does not gate it.
-// Each worktree is judged once: a commit moves HEAD and its branch.
+//   - it changes what refs/heads/B resolves to (creates, moves or deletes
+//     it), where B is the branch of an ACTIVE or RETAINED feature
+//     allocation: task branches are guarded by record, whatever is checked
+//     out where. A line that leaves the ref's value as it is (git
+//     pack-refs moves refs from loose files into packed-refs and reports
+//     that as creations and deletions) changes nothing and passes;
+//   - it updates the HEAD of a governed feature worktree, or of any
+//     checkout that has a guarded task branch checked out (even to the
+//     value it has: git reset --hard, git stash and git worktree add
+//     rewrite files around such an update, and refusing it fails them);
+//   - it points a governed feature worktree's HEAD at another branch (git
+//     2.46 and later report symbolic-ref updates): refused for everyone,
+//     the writer included (HEAD_OFF_TASK_BRANCH). Pointing it back at the
+//     task branch is always allowed: that is the remedy.
+//
+// Remote-tracking refs, tags, notes, refs/stash and branches no allocation
+// owns pass. The other states pass.
 func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, error) {
 	if state != "prepared" {
 		return nil, nil
 	}
 	updates, err := ParseRefUpdates(stdin)
+	if err != nil || len(updates) == 0 {
+		return nil, err
+	}
+	c, err := hookCheckout(dir)
 	if err != nil {
 		return nil, err
 	}
-	c, err := gitrepo.Locate(dir)
+	s, err := store.Open(c.CommonDir)
+	if decision.CodeOf(err) == decision.NotInitialized {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	var owners map[string]string // branch -> worktree key
-	judged := map[string]bool{}
+	r := &alloc.Repo{Git: &gitrepo.Repo{CommonDir: c.CommonDir, GitDir: c.GitDir, TopLevel: c.TopLevel}, Store: s}
 	var out []Verdict
-	for _, u := range updates {
-		key := ""
-		switch {
-		case u.Ref == "HEAD":
-			key = c.Key
-		case strings.HasPrefix(u.Ref, "refs/heads/"):
-			if owners == nil {
-				if owners, err = gitrepo.CheckedOutBranches(c.CommonDir); err != nil {
-					return nil, decision.Wrap(decision.Internal, err, "list worktrees")
-				}
-			}
-			key = owners[strings.TrimPrefix(u.Ref, "refs/heads/")]
-		}
-		if key == "" || judged[key] {
-			continue
-		}
-		judged[key] = true
-		var v Verdict
-		if key == c.Key {
-			v, err = entitled(c, pid)
-		} else {
-			path, perr := gitrepo.CheckoutOf(c.CommonDir, key)
-			if perr != nil {
-				continue // an admin dir being created or removed right now
-			}
-			v, err = Entitled(path, pid)
-		}
+	err = s.Read(func(tx *store.Tx) error {
+		g, err := newGate(r, tx, pid)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if v.Role != store.RoleFeature {
-			continue // only feature worktrees are gated here
-		}
-		if u.Ref != "HEAD" && v.Branch != strings.TrimPrefix(u.Ref, "refs/heads/") {
-			continue
-		}
-		if v.Refusal != nil {
+		judged := map[string]bool{}
+		for _, u := range updates {
+			v, ok, err := g.update(c, u, judged)
+			if err != nil {
+				return err
+			}
+			if !ok || v.Refusal == nil {
+				continue
+			}
 			v.Refusal = decision.New(v.Refusal.Code, "this transaction moves %s: %s", u.Ref, v.Refusal.Message).WithHint("%s", v.Refusal.Hint)
 			v.Reason = v.Refusal.Message
 			out = append(out, v)
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
-// PrePush judges a push from the worktree that holds dir (SPEC §7): the same
-// entitlement as a commit, and every pushed local ref must be the
-// allocation's branch (PUSH_REF_NOT_OWNED). Unmanaged worktrees and roles
-// with their own gates push freely (unless policy unmanaged is refuse).
+// update judges one line of a transaction; ok is false when it concerns
+// nothing wt guards. judged keeps each allocation and each HEAD to one
+// judgement per transaction (a commit moves HEAD and its branch).
+func (g *gate) update(c gitrepo.Checkout, u RefUpdate, judged map[string]bool) (Verdict, bool, error) {
+	key, isHead := headKey(c, u.Ref)
+	if isHead {
+		if judged["HEAD "+key] {
+			return Verdict{}, false, nil
+		}
+		judged["HEAD "+key] = true
+		wt := c
+		if c.TopLevel == "" || key != c.Key {
+			var ok bool
+			if wt, ok = checkoutOfKey(c.CommonDir, key); !ok {
+				return Verdict{}, false, nil
+			}
+		}
+		return g.head(wt, u)
+	}
+	if !strings.HasPrefix(u.Ref, "refs/heads/") {
+		return Verdict{}, false, nil
+	}
+	a, ok, err := g.guarded(u.Ref)
+	if err != nil || !ok || judged[a.AllocationID] {
+		return Verdict{}, false, err
+	}
+	if same, err := unchanged(c.CommonDir, u); err == nil && same {
+		return Verdict{}, false, nil
+	}
+	judged[a.AllocationID] = true
+	v := g.verdict(a.WorktreePath, strings.TrimPrefix(u.Ref, "refs/heads/"))
+	v.Role, v.TaskKey, v.AllocationID = a.Role, a.TaskKey, a.AllocationID
+	g.judge(&v, a, nil)
+	if v.Refusal != nil {
+		v.Refusal = decision.New(v.Refusal.Code, "%s is task %s's branch, which only that task's writer may create, move or delete: %s", u.Ref, a.TaskKey, v.Refusal.Message).
+			WithHint("%s", v.Refusal.Hint)
+	}
+	return done(v), true, nil
+}
+
+// headKey tells whether ref is a worktree's HEAD and whose: HEAD is the
+// checkout's own, worktrees/<key>/HEAD and main-worktree/HEAD name one.
+func headKey(c gitrepo.Checkout, ref string) (string, bool) {
+	switch {
+	case ref == "HEAD":
+		return c.Key, true
+	case ref == "main-worktree/HEAD":
+		return gitrepo.MainKey, true
+	case strings.HasPrefix(ref, "worktrees/") && strings.HasSuffix(ref, "/HEAD"):
+		k := strings.TrimSuffix(strings.TrimPrefix(ref, "worktrees/"), "/HEAD")
+		if k != "" && !strings.Contains(k, "/") && k != "." && k != ".." {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// head judges an update of checkout wt's HEAD.
+func (g *gate) head(wt gitrepo.Checkout, u RefUpdate) (Verdict, bool, error) {
+	if target, ok := strings.CutPrefix(u.New, "ref:"); ok {
+		return g.headRetarget(wt, target)
+	}
+	v, err := g.checkout(wt)
+	if err != nil {
+		return v, false, err
+	}
+	// The HEAD of an audit worktree moves freely (reviewers check out what
+	// they review), and so does that of an unmanaged checkout on a branch
+	// no task owns: only what concerns a task branch's writer is gated.
+	gated := v.Role == store.RoleFeature || v.Code == decision.InvalidRole || v.Code == decision.UnregisteredWorktree
+	return v, gated, nil
+}
+
+// headRetarget judges pointing wt's HEAD at target (a symbolic-ref update,
+// reported by git 2.46 and later).
+func (g *gate) headRetarget(wt gitrepo.Checkout, target string) (Verdict, bool, error) {
+	v := g.verdict(wt.TopLevel, strings.TrimPrefix(target, "refs/heads/"))
+	t, err := g.r.ResolveCheckout(g.tx, wt)
+	if err == nil && wt.Key != gitrepo.MainKey && t.Allocation.Role == store.RoleFeature && t.Allocation.Branch != nil {
+		a := t.Allocation
+		v.Role, v.TaskKey, v.AllocationID = a.Role, a.TaskKey, a.AllocationID
+		if target == "refs/heads/"+*a.Branch {
+			return done(v), false, nil
+		}
+		v.Refusal = decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree: its HEAD stays on branch %s, not %s", wt.TopLevel, a.TaskKey, *a.Branch, target).
+			WithHint("work on %s here; for other work allocate a worktree: wt-admin allocate --task KEY --owner NAME PATH", *a.Branch)
+		return done(v), true, nil
+	}
+	if err != nil && decision.CodeOf(err) != decision.UnregisteredWorktree {
+		return v, false, err
+	}
+	// Any other checkout: moving its HEAD onto a guarded task branch needs
+	// that task's entitlement.
+	a, ok, err := g.guarded(target)
+	if err != nil || !ok {
+		return v, false, err
+	}
+	v.Role, v.TaskKey, v.AllocationID = a.Role, a.TaskKey, a.AllocationID
+	g.judge(&v, a, nil)
+	return done(v), true, nil
+}
+
+// unchanged reports whether a line leaves what the ref resolves to as it
+// is: a new value equal to the current one, or a deletion of one of the
+// two places (loose file, packed-refs) while the other holds the same
+// value (git pack-refs pruning loose refs; git deletes the packed entry and
+// the loose file in two transactions, so a real deletion meets its second
+// one, which is judged). An unreadable ref is never unchanged.
+func unchanged(commonDir string, u RefUpdate) (bool, error) {
+	vals, err := gitrepo.ReadRefValues(commonDir, u.Ref)
+	if err != nil {
+		return false, err
+	}
+	if isZeroOID(u.New) {
+		return vals.Loose != "" && vals.Loose == vals.Packed, nil
+	}
+	return vals.Current() == u.New, nil
+}
+
+func isZeroOID(s string) bool { return isOID(s) && strings.Trim(s, "0") == "" }
+
+// PrePush judges a push from the checkout that holds dir, line by line, by
+// both sides of each line (pre-push's stdin, see ParsePushUpdates):
+//
+//   - from a governed feature worktree: the process must be entitled; each
+//     line's remote side must be the task's branch (PUSH_REF_NOT_OWNED for
+//     any other branch, a tag, or a deletion) and its local side (git
+//     gives it resolved: HEAD, a branch, a sha or any refspec) must be the
+//     task branch's tip or a commit of its history. In fleet mode the
+//     fleet lease is checked last (FLEET_FENCED, FLEET_UNREACHABLE).
+//   - from anywhere else: a line whose remote side is the branch of an
+//     ACTIVE or RETAINED feature allocation of this repository needs that
+//     allocation's entitlement; other refs push freely (unless policy
+//     unmanaged is refuse for an unmanaged checkout).
 func PrePush(dir string, stdin io.Reader, pid int) (Verdict, error) {
 	updates, err := ParsePushUpdates(stdin)
 	if err != nil {
 		return Verdict{}, err
 	}
 	v, err := Entitled(dir, pid)
-	if err != nil || v.Role != store.RoleFeature || v.Refusal != nil {
+	if err != nil || (v.Refusal != nil && !v.Allowed) {
 		return v, err
+	}
+	if !v.own {
+		return pushElsewhere(dir, v, updates, pid)
 	}
 	own := "refs/heads/" + v.Branch
 	for _, u := range updates {
-		if u.LocalRef != own {
-			v.refuse(decision.New(decision.PushRefNotOwned, "this push updates %s from %s; worktree %s (task %s) may push only %s", u.RemoteRef, u.LocalRef, v.Path, v.TaskKey, own).
-				WithHint("push only the task's branch: git push <remote> %s", v.Branch))
+		if d := ownPushLine(dir, v, own, u); d != nil {
+			v.refuse(d)
 			return v, nil
 		}
 	}
@@ -114,8 +291,83 @@ func PrePush(dir string, stdin io.Reader, pid int) (Verdict, error) {
 	return v, nil
 }
 
+// ownPushLine checks one line of a push from the task's own worktree.
+func ownPushLine(dir string, v Verdict, own string, u PushUpdate) *decision.Error {
+	hint := "push the task's branch only: git push <remote> HEAD:" + v.Branch
+	if u.RemoteRef != own {
+		return decision.New(decision.PushRefNotOwned, "this push updates %s from %s; worktree %s (task %s) may push only to %s", u.RemoteRef, u.LocalRef, v.Path, v.TaskKey, own).
+			WithHint("%s", hint)
+	}
+	if u.Deletes() || isZeroOID(u.LocalOID) {
+		return decision.New(decision.PushRefNotOwned, "this push deletes %s on the remote; worktree %s (task %s) may only publish its work there", u.RemoteRef, v.Path, v.TaskKey).
+			WithHint("%s", hint)
+	}
+	c, err := gitrepo.Locate(dir)
+	if err != nil {
+		return asDecision(err)
+	}
+	tip, err := gitrepo.ReadRefValues(c.CommonDir, own)
+	if err != nil {
+		return asDecision(err)
+	}
+	if tip.Current() == u.LocalOID {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	repo := &gitrepo.Repo{CommonDir: c.CommonDir, GitDir: c.GitDir, TopLevel: c.TopLevel}
+	if ok, err := repo.IsAncestor(ctx, u.LocalOID, own); err == nil && ok {
+		return nil
+	}
+	return decision.New(decision.PushRefNotOwned, "this push sets %s to %s (from %s), which is not in the history of the task's branch %s", u.RemoteRef, u.LocalOID, u.LocalRef, own).
+		WithHint("%s", hint)
+}
+
+// pushElsewhere judges a push from a checkout that is not a governed
+// feature worktree: only lines that update a guarded task branch on the
+// remote need that task's entitlement.
+func pushElsewhere(dir string, v Verdict, updates []PushUpdate, pid int) (Verdict, error) {
+	c, err := gitrepo.Locate(dir)
+	if err != nil {
+		return v, err
+	}
+	r, err := alloc.OpenCheckout(c)
+	if decision.CodeOf(err) == decision.NotInitialized {
+		return v, nil
+	}
+	if err != nil {
+		return v, err
+	}
+	err = r.Store.Read(func(tx *store.Tx) error {
+		g, err := newGate(r, tx, pid)
+		if err != nil {
+			return err
+		}
+		for _, u := range updates {
+			a, ok, err := g.guarded(u.RemoteRef)
+			if err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			w := g.verdict(c.TopLevel, strings.TrimPrefix(u.RemoteRef, "refs/heads/"))
+			w.Role, w.TaskKey, w.AllocationID = a.Role, a.TaskKey, a.AllocationID
+			g.judge(&w, a, nil)
+			if w.Refusal != nil {
+				w.Refusal = decision.New(w.Refusal.Code, "this push updates %s, task %s's branch, which only that task's writer may push: %s", u.RemoteRef, a.TaskKey, w.Refusal.Message).
+					WithHint("%s", w.Refusal.Hint)
+				v = done(w)
+				return nil
+			}
+		}
+		return nil
+	})
+	return v, err
+}
+
 // fenced checks, in fleet mode, that the task's fleet key still exists
-// with the create revision recorded in the local lease (SPEC §10): a
+// with the create revision recorded in the local lease (docs/decisions.md, "Fleet mode"): a
 // holder whose fleet lease expired or was taken over is refused even while
 // its local lease reads live, and so is any push when etcd cannot be asked
 // (fail closed). It runs the wt-fleet helper; commits never get here.

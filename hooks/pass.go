@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
 )
@@ -31,7 +32,10 @@ func PreCommit(dir string, pid, gitPID int) (Verdict, error) {
 		return Verdict{}, err
 	}
 	v, err := entitled(c, pid)
-	if err == nil && v.Allowed && !v.Warning {
+	// A pass only for an entitlement to the checkout's own task branch: a
+	// checkout allowed for any other reason (unmanaged, a role with its own
+	// gate, a warning) gets none, so its reference transaction is judged.
+	if err == nil && v.Allowed && !v.Warning && v.own && v.Code == decision.Entitled && !c.Detached && c.Branch == v.Branch {
 		writePass(c, gitPID)
 	}
 	return v, err
@@ -49,10 +53,7 @@ func writePass(c gitrepo.Checkout, gitPID int) {
 	if err != nil {
 		return
 	}
-	ref := "HEAD"
-	if !c.Detached && c.Branch != "" {
-		ref = "refs/heads/" + c.Branch
-	}
+	ref := "refs/heads/" + c.Branch
 	f, err := os.CreateTemp(c.GitDir, PassFile+".tmp*")
 	if err != nil {
 		return

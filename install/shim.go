@@ -15,13 +15,16 @@ import (
 var shims embed.FS
 
 // Hooks are the hooks wt installs.
-var Hooks = []string{"pre-commit", "pre-push", "reference-transaction"}
+//
+// post-checkout came with shim v3: git before 2.46 does not show a branch
+// switch to reference-transaction, so it is reported after the fact.
+var Hooks = []string{"pre-commit", "pre-push", "reference-transaction", "post-checkout"}
 
 // Version is the shim version install writes.
-const Version = 2
+const Version = 3
 
 // versions lists every shim version shipped, newest first.
-var versions = []int{2, 1}
+var versions = []int{3, 2, 1}
 
 const binMark = "@BIN@"
 

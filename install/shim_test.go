@@ -53,14 +53,16 @@ func TestRecognize(t *testing.T) {
 // TestRecognizeOld: a shim of an older shipped version is still recognised
 // (so install updates it and uninstall removes it).
 func TestRecognizeOld(t *testing.T) {
-	for _, h := range Hooks {
-		tpl, err := template(h, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := strings.Replace(tpl, binMark, shellQuote("/usr/bin/wt-hook"), 1)
-		if v, bin, ok := Recognize(h, []byte(s)); !ok || v != 1 || bin != "/usr/bin/wt-hook" {
-			t.Errorf("%s v1: %v %q %v", h, v, bin, ok)
+	for _, v := range []int{1, 2} {
+		for _, h := range []string{"pre-commit", "pre-push", "reference-transaction"} {
+			tpl, err := template(h, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := strings.Replace(tpl, binMark, shellQuote("/usr/bin/wt-hook"), 1)
+			if got, bin, ok := Recognize(h, []byte(s)); !ok || got != v || bin != "/usr/bin/wt-hook" {
+				t.Errorf("%s v%d: %v %q %v", h, v, got, bin, ok)
+			}
 		}
 	}
 }

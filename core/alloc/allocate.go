@@ -100,6 +100,10 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 	var j store.Journal
 	var planned store.Allocation
 	err = r.Store.Write(func(tx *store.Tx) error {
+		// A store made by an older wt gets its branch index here (once).
+		if err := tx.EnsureBranchIndex(); err != nil {
+			return err
+		}
 		res.Recovered = r.recover(ctx, tx)
 		pol, ok, err := tx.Policy()
 		if err != nil {
@@ -291,6 +295,12 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 	} else {
 		a.WorktreeKey = key
 		a.UpdatedAt = Now()
+		// The branch index first: a crash between the two leaves an entry
+		// naming a record not yet written, which the gate refuses to
+		// guess about (fail closed) until recovery writes the record.
+		if err := tx.PutBranch(a); err != nil {
+			return a, err
+		}
 		if err := tx.PutAllocation(&a); err != nil {
 			return a, err
 		}

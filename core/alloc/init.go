@@ -64,6 +64,9 @@ func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, err
 	var res InitResult
 	res.StoreDir = s.Root()
 	err = s.Write(func(tx *store.Tx) error {
+		if err := tx.EnsureBranchIndex(); err != nil {
+			return err
+		}
 		if tx.HasRepository() {
 			repo, err := tx.Repository()
 			if err != nil {

@@ -98,6 +98,19 @@ var (
 var (
 	PushRefNotOwned  = code("PUSH_REF_NOT_OWNED")
 	InvalidHookInput = code("INVALID_HOOK_INPUT")
+	// HeadOffTaskBranch: a governed feature worktree's HEAD is not on its
+	// allocation's branch (another branch, or detached outside a rebase of
+	// it): it takes no writer and its commits are refused.
+	HeadOffTaskBranch = code("HEAD_OFF_TASK_BRANCH")
+)
+
+// Gate coverage, reported by status and doctor.
+var (
+	// UngatedRole: a worktree whose role (integration, canonical,
+	// recovery) expects a gate of its own, which wt does not provide.
+	UngatedRole = code("UNGATED_ROLE")
+	// HooksMissing: a governed worktree whose hooks dir lacks wt's shims.
+	HooksMissing = code("HOOKS_MISSING")
 )
 
 // Hook installation (SPEC §7).

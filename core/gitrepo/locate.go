@@ -232,3 +232,39 @@ func writeTemp(commonDir, key, reason string) (string, error) {
 	}
 	return f.Name(), nil
 }
+
+// LocateGitDir finds the repository of a git dir named by $GIT_DIR, for a
+// hook that git runs without a checkout: receive-pack runs hooks in the git
+// dir of the repository pushed into, and git --git-dir=... runs them from
+// wherever it was called. The result has no TopLevel. A linked worktree's
+// admin dir gives that worktree's key; anything else is the main git dir
+// (key MainKey) of its repository.
+func LocateGitDir(cwd, gitDir string) (Checkout, error) {
+	if !filepath.IsAbs(gitDir) {
+		gitDir = filepath.Join(cwd, gitDir)
+	}
+	abs, err := filepath.EvalSymlinks(gitDir)
+	if err != nil {
+		return Checkout{}, decision.Wrap(decision.NotAGitRepository, err, "git dir %s", gitDir)
+	}
+	if _, err := os.Stat(filepath.Join(abs, "HEAD")); err != nil {
+		return Checkout{}, decision.New(decision.NotAGitRepository, "%s is not a git dir (no HEAD)", abs)
+	}
+	c := Checkout{GitDir: abs, CommonDir: abs, Key: MainKey}
+	common, err := os.ReadFile(filepath.Join(abs, "commondir"))
+	switch {
+	case os.IsNotExist(err):
+	case err != nil:
+		return c, decision.Wrap(decision.NotAGitRepository, err, "read %s", filepath.Join(abs, "commondir"))
+	default:
+		cd := strings.TrimRight(string(common), "\r\n")
+		if !filepath.IsAbs(cd) {
+			cd = filepath.Join(abs, cd)
+		}
+		c.CommonDir, c.Key = filepath.Clean(cd), filepath.Base(abs)
+	}
+	return c, nil
+}
+
+// SameFile reports whether two paths name the same file.
+func SameFile(a, b string) bool { return same(a, b) }

@@ -178,6 +178,10 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 		// The canonical checkout is governed by its own gates (SPEC §3).
 		return notApplicable(g, start)
 	}
+	if !slices.Contains(store.Roles, a.Role) {
+		return g, decision.New(decision.InvalidRole, "the allocation of %s (task %s) has role %q, which wt does not know: it takes no writer, and runs nothing unleased", c.TopLevel, a.TaskKey, a.Role).
+			WithHint("inspect it with wt-admin status --json; roles are %s", strings.Join(store.Roles, ", "))
+	}
 	if err := checkTarget(commonDir, c, a); err != nil {
 		return g, err
 	}
@@ -328,9 +332,21 @@ func notApplicable(g Grant, start Start) (Grant, error) {
 // checkTarget refuses a checkout that is detached, not at the allocation's
 // recorded path, or locked by anything but wt.
 func checkTarget(commonDir string, c gitrepo.Checkout, a store.Allocation) error {
-	if c.Detached {
+	if a.Role == store.RoleFeature && a.Branch != nil {
+		onBranch := !c.Detached && c.Branch == *a.Branch
+		rebasing := c.Detached && gitrepo.RebaseHeadName(c.GitDir) == "refs/heads/"+*a.Branch
+		if !onBranch && !rebasing {
+			on := "a detached HEAD"
+			if !c.Detached {
+				on = "branch " + c.Branch
+			}
+			return decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree, whose writer works on branch %s, but it is on %s", c.TopLevel, a.TaskKey, *a.Branch, on).
+				WithHint("switch it back: git -C %s switch %s", alloc.ShellWord(c.TopLevel), alloc.ShellWord(*a.Branch)).
+				WithFact("branch", *a.Branch)
+		}
+	} else if c.Detached {
 		return decision.New(decision.InvalidTarget, "%s has a detached HEAD; a writer works on a branch", c.TopLevel).
-			WithHint("check out the allocation's branch in it: git -C %s switch %s", c.TopLevel, deref(a.Branch))
+			WithHint("check out the allocation's branch in it: git -C %s switch %s", alloc.ShellWord(c.TopLevel), alloc.ShellWord(deref(a.Branch)))
 	}
 	if canon, err := proc.Canonical(a.WorktreePath); err != nil || canon != c.TopLevel {
 		return decision.New(decision.InvalidTarget, "the checkout is at %s but its allocation records %s", c.TopLevel, a.WorktreePath).

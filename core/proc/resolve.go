@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,13 +52,40 @@ func Resolve(selector string, n Names) (Holder, error) {
 			return Holder{}, decision.New(decision.InvalidHolder, "holder selector %q is not self, a pid or ancestor:NAME", selector).
 				WithHint("use --holder self, --holder PID or --holder ancestor:NAME")
 		}
-		id, err = Describe(pid)
+		if id, err = Describe(pid); err == nil {
+			err = callerLineage(id)
+		}
 	}
 	if err != nil {
 		return Holder{}, err
 	}
 	return Holder{ClientID: n.ClientID, PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks,
 		SessionID: n.SessionID, RunID: n.RunID}, nil
+}
+
+// callerLineage refuses a holder pid that is neither the calling process nor
+// one of its ancestors, and pid 1: a holder is where entitlement descends
+// from, so naming an unrelated live process (another agent's wt-exec) would
+// make two writers, and naming init would entitle every process.
+func callerLineage(id Identity) error {
+	if id.PID == 1 {
+		return decision.New(decision.InvalidHolder, "holder pid 1 (init) would entitle every process on the machine").
+			WithHint("use --holder self, or the pid of the agent this wt-exec runs under")
+	}
+	if id.PID == os.Getpid() {
+		return nil
+	}
+	// HasAncestor compares start ticks hop by hop, so a pid reused since
+	// Describe read it is not taken for the process named.
+	ok, err := NewReader().HasAncestor(os.Getpid(), id)
+	if err != nil && !errors.Is(err, ErrNoProcess) {
+		return decision.Wrap(decision.InvalidHolder, err, "read this process's ancestry")
+	}
+	if !ok {
+		return decision.New(decision.InvalidHolder, "holder pid %d is not this wt-exec nor one of its ancestors: only a process that wt-exec runs under may hold its lease", id.PID).
+			WithHint("run wt-exec under that process, or use --holder self or --holder ancestor:NAME")
+	}
+	return nil
 }
 
 func resolveAncestor(r *Reader, self int, name string) (Identity, error) {

@@ -37,18 +37,18 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 				{
 					Name:  "install",
 					Usage: "write wt's shims into the hooks dir git uses (core.hooksPath honoured, never changed)",
-					Flags: []ucli.Flag{&ucli.BoolFlag{Name: "force", Usage: "install even when the hooks dir lies inside the working tree"}},
+					Flags: []ucli.Flag{
+						&ucli.BoolFlag{Name: "force", Usage: "install even when the hooks dir lies inside the working tree"},
+						&ucli.StringFlag{Name: "binary", Usage: "record `PATH` (absolute) as the wt-hook binary the shims run (default: this binary)"},
+					},
 					Action: e.hooksAction("install", decision.HooksInstalled, "wt's shims are in ", func(c *ucli.Context, dir string, inTree bool) (install.Result, error) {
 						if inTree && !c.Bool("force") {
 							return install.Result{}, decision.New(decision.HooksDirInWorktree, "git's hooks dir %s lies inside the working tree (core.hooksPath): other worktrees may not see it, and a tool that owns it may rewrite it", dir).
 								WithHint("install anyway with wt-hook install --force, or point core.hooksPath outside the working tree")
 						}
-						bin, err := os.Executable()
-						if err == nil {
-							bin, err = filepath.EvalSymlinks(bin)
-						}
+						bin, err := hookBinary(c.String("binary"))
 						if err != nil {
-							return install.Result{}, decision.Wrap(decision.Internal, err, "find the wt-hook binary")
+							return install.Result{}, err
 						}
 						return install.Install(dir, bin)
 					}),
@@ -94,6 +94,25 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 							}),
 						},
 						{
+							Name:      "post-checkout",
+							Usage:     "report a governed worktree whose HEAD left its task branch (git passes PREV NEW FLAG)",
+							ArgsUsage: "PREV NEW FLAG",
+							Action: e.action("run post-checkout", 3, func(c *ucli.Context) error {
+								if c.Args().Len() != 3 {
+									return usageErr("run post-checkout takes PREV, NEW and FLAG, as git passes them")
+								}
+								d, warn, err := hooks.PostCheckout(".")
+								if err != nil || d == nil {
+									return err
+								}
+								if warn {
+									fmt.Fprintf(e.stderr, "%s: warning: %s: %s (hint: %s)\n", e.bin, d.Code, d.Message, d.Hint)
+									return nil
+								}
+								return d
+							}),
+						},
+						{
 							Name:  "pre-commit",
 							Usage: "refuse a commit from a process that is not the worktree's live writer",
 							Action: e.action("run pre-commit", 0, func(c *ucli.Context) error {
@@ -107,6 +126,27 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 			},
 		}
 	}, args, stdout, stderr)
+}
+
+// hookBinary is the wt-hook binary install records: path when given (it
+// must be an absolute path to an executable file), else this binary.
+func hookBinary(path string) (string, error) {
+	if path == "" {
+		bin, err := os.Executable()
+		if err == nil {
+			bin, err = filepath.EvalSymlinks(bin)
+		}
+		if err != nil {
+			return "", decision.Wrap(decision.Internal, err, "find the wt-hook binary")
+		}
+		return bin, nil
+	}
+	fi, err := os.Stat(path)
+	if !filepath.IsAbs(path) || err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return "", &ExitError{Code: ExitUsage, Err: decision.New(decision.Usage, "--binary %q is not an absolute path to an executable file", path).
+			WithHint("wt-hook install --binary \"$(command -v wt-hook)\"")}
+	}
+	return path, nil
 }
 
 func (e *env) refTransaction(state string) error {

@@ -1,0 +1,89 @@
+package gitrepo
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// RefValues are where a shared ref stands in the files backend: its loose
+// file and its packed-refs entry, each "" when absent. Reading them lets
+// the reference-transaction gate tell a transaction that changes what a ref
+// resolves to from one that only moves it between the two stores (git
+// pack-refs reports packing as creations in packed-refs and then deletions
+// of the loose files, with the same object name).
+type RefValues struct {
+	Loose, Packed string
+}
+
+// Current is what the ref resolves to now: the loose value wins.
+func (v RefValues) Current() string {
+	if v.Loose != "" {
+		return v.Loose
+	}
+	return v.Packed
+}
+
+// ReadRefValues reads ref (a full name under refs/) from the common dir,
+// without running git. A loose ref that is symbolic is returned as
+// "ref:<target>". Errors other than absence are returned: an unreadable
+// ref is never taken for a missing one.
+func ReadRefValues(commonDir, ref string) (RefValues, error) {
+	var v RefValues
+	if !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
+		return v, errors.New("not a shared ref name: " + ref)
+	}
+	b, err := os.ReadFile(filepath.Join(commonDir, filepath.FromSlash(ref)))
+	switch {
+	case err == nil:
+		s := strings.TrimRight(string(b), "\r\n")
+		if t, ok := strings.CutPrefix(s, "ref: "); ok {
+			s = "ref:" + t
+		}
+		v.Loose = s
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		// Absent (ENOTDIR: refs/heads/a is a file when refs/heads/a/b is asked).
+	default:
+		return v, err
+	}
+	f, err := os.Open(filepath.Join(commonDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return v, nil
+	}
+	if err != nil {
+		return v, err
+	}
+	defer f.Close() // Best effort: read only.
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	suffix := []byte(" " + ref)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] == '#' || line[0] == '^' {
+			continue
+		}
+		if bytes.HasSuffix(line, suffix) && bytes.IndexByte(line, ' ') == len(line)-len(suffix) {
+			v.Packed = string(line[:len(line)-len(suffix)])
+			break
+		}
+	}
+	return v, sc.Err()
+}
+
+// RebaseHeadName returns the branch ref a rebase in progress in the checkout
+// whose git dir is gitDir works on (git keeps it in rebase-merge/head-name
+// or rebase-apply/head-name while HEAD is detached), or "".
+func RebaseHeadName(gitDir string) string {
+	for _, d := range []string{"rebase-merge", "rebase-apply"} {
+		b, err := os.ReadFile(filepath.Join(gitDir, d, "head-name"))
+		if err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	return ""
+}
