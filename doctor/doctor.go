@@ -1,7 +1,10 @@
-// Package doctor checks a governed repository (SPEC §5, `wt-admin doctor`):
-// the store is readable, wt's hooks are installed and point at a binary
-// that exists, no lease outlives its holder, every binding is registered,
-// and no retained worktree waits to be pruned. Each finding carries the
+// Package doctor checks a governed repository (`wt-admin doctor`): the
+// store is readable, wt's hooks are installed in the hooks dir of every
+// governed worktree and point at a binary that exists, no lease outlives
+// its holder, every binding is registered, no retained worktree waits to be
+// pruned, and every gate holds (no feature worktree off its task branch, no
+// task branch checked out elsewhere, no live allocation without its
+// worktree). Each finding carries the
 // command that fixes it. It reads only; it changes nothing.
 package doctor
 
@@ -11,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -43,13 +47,16 @@ type Report struct {
 	HooksDir   string    `json:"hooks_dir"`
 	Checked    []string  `json:"checked"`
 	Findings   []Finding `json:"findings"`
+	// Notes are facts a person should know that need no action: worktrees
+	// of roles that wt leaves ungated by design.
+	Notes []Finding `json:"notes"`
 }
 
 // Run checks the repository that holds dir. A store that cannot be opened
 // at all is a finding, not an error: doctor is what a person runs when
 // something is wrong.
 func Run(ctx context.Context, dir string) (Report, error) {
-	rep := Report{Checked: []string{"store", "hooks", "leases", "registrations", "prune"}, Findings: []Finding{}}
+	rep := Report{Checked: []string{"store", "hooks", "leases", "registrations", "prune", "gates"}, Findings: []Finding{}, Notes: []Finding{}}
 	r, err := alloc.Open(ctx, dir)
 	switch decision.CodeOf(err) {
 	case "":
@@ -63,7 +70,11 @@ func Run(ctx context.Context, dir string) (Report, error) {
 	rep.Repository = r.Git.TopLevel
 	var pol store.Policy
 	repo := alloc.ShellWord(r.Git.TopLevel)
-	rep.checkHooks(ctx, repo, dir)
+	inv, invErr := r.Git.Inventory(ctx)
+	if invErr != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: "git worktree list", Problem: invErr.Error(), Hint: "run git worktree list in the repository"})
+	}
+	rep.checkHooks(ctx, r, repo, dir, inv)
 	err = r.Store.Read(func(tx *store.Tx) error {
 		if _, err := tx.Repository(); err != nil {
 			rep.store(err)
@@ -83,6 +94,9 @@ func Run(ctx context.Context, dir string) (Report, error) {
 		rep.checkLeases(tx, allocs, r.Git.CommonDir, repo)
 		rep.checkRegistrations(tx, repo)
 		rep.checkPrunable(allocs, repo)
+		if invErr == nil {
+			rep.checkGates(tx, r, inv, allocs, repo)
+		}
 		return nil
 	})
 	if err == nil && pol.FleetOn() {
@@ -128,34 +142,105 @@ func (rep *Report) store(err error) {
 }
 
 // checkHooks: every hook wt installs is a wt shim whose recorded binary
-// exists.
-func (rep *Report) checkHooks(ctx context.Context, repo, dir string) {
-	fix := fmt.Sprintf("(cd %s && wt-hook install)", repo)
-	hooksDir, _, err := install.HooksDir(ctx, dir)
-	if err != nil {
-		rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: "hooks", Problem: err.Error(), Hint: "run git rev-parse --git-path hooks in the repository"})
-		return
+// exists, in the hooks dir of every governed worktree. Linked worktrees
+// share one hooks dir unless core.hooksPath is relative: then each worktree
+// has its own (a tracked .githooks/ at that worktree's commit), and a
+// worktree whose commit predates the install has no shims at all.
+func (rep *Report) checkHooks(ctx context.Context, r *alloc.Repo, repo, dir string, inv []gitrepo.Worktree) {
+	from := []string{dir}
+	if hp, err := r.Git.Git(ctx, true, "config", "--get", "core.hooksPath"); err == nil {
+		if p := strings.TrimSpace(string(hp)); p != "" && !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") {
+			for _, wt := range inv {
+				if wt.Key != gitrepo.MainKey && !wt.Prunable {
+					from = append(from, wt.Path)
+				}
+			}
+		}
 	}
-	rep.HooksDir = hooksDir
-	st, err := install.Status(hooksDir)
+	seen := map[string]bool{}
+	for i, at := range from {
+		hooksDir, inTree, err := install.HooksDir(ctx, at)
+		if err != nil {
+			rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: at, Problem: err.Error(), Hint: "run git rev-parse --git-path hooks in " + at})
+			continue
+		}
+		if i == 0 {
+			rep.HooksDir = hooksDir
+		}
+		if seen[hooksDir] {
+			continue
+		}
+		seen[hooksDir] = true
+		fix := fmt.Sprintf("(cd %s && wt-hook install)", alloc.ShellWord(at))
+		if i == 0 {
+			fix = fmt.Sprintf("(cd %s && wt-hook install)", repo)
+		}
+		if inTree {
+			fix = strings.TrimSuffix(fix, ")") + " --force)"
+		}
+		rep.checkHooksDir(hooksDir, fix)
+	}
+}
+
+func (rep *Report) checkHooksDir(hooksDir, fix string) {
+	problems, err := install.Check(hooksDir)
 	if err != nil {
 		rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: hooksDir, Problem: err.Error(), Fix: fix})
 		return
 	}
-	for _, h := range st.Hooks {
-		switch {
-		case h.State == "missing":
-			rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: h.Path, Problem: "the " + h.Hook + " hook is not installed: nothing gates writes", Fix: fix})
-		case h.State == "foreign":
-			rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: h.Path, Problem: "the " + h.Hook + " hook is someone else's: wt does not gate writes through it", Fix: fix})
-		case h.ShimVersion != install.Version:
-			rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: h.Path, Problem: fmt.Sprintf("the %s hook is shim v%d; this wt-hook writes v%d", h.Hook, h.ShimVersion, install.Version), Fix: fix})
-		default:
-			if fi, err := os.Stat(h.Binary); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-				rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: h.Path,
-					Problem: fmt.Sprintf("the %s hook runs %s, which is not an executable file: commits there are refused (HOOK_BINARY_MISSING)", h.Hook, h.Binary), Fix: fix})
+	for _, p := range problems {
+		rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: p.Path, Problem: p.Message, Fix: fix})
+	}
+}
+
+// checkGates: every checkout's gate problems (a feature worktree off its
+// task branch, a task branch checked out elsewhere), every live allocation
+// without a registered worktree, and a note for each worktree of a role
+// that wt leaves ungated.
+func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktree, allocs []store.Allocation, repo string) {
+	seen := map[string]bool{}
+	for _, wt := range inv {
+		var a *store.Allocation
+		if wt.Key != "" && wt.Key != gitrepo.MainKey {
+			got, err := r.RegisteredAllocation(tx, wt.Key)
+			if err != nil {
+				rep.store(err)
+				continue
 			}
+			a = got
 		}
+		gitDir := r.Git.CommonDir
+		if wt.Key != gitrepo.MainKey {
+			gitDir = gitrepo.AdminDir(r.Git.CommonDir, wt.Key)
+		}
+		problems, err := alloc.GateProblems(tx, repo, wt, gitDir, a)
+		if err != nil {
+			rep.store(err)
+			continue
+		}
+		for _, p := range problems {
+			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path, Problem: p.Code + ": " + p.Message, Fix: p.Fix, Hint: p.Hint})
+		}
+		if a == nil {
+			continue
+		}
+		seen[a.AllocationID] = true
+		if _, ungated := alloc.RoleGate[a.Role]; ungated && a.Lifecycle != store.Released {
+			rep.Notes = append(rep.Notes, Finding{Check: "gates", Subject: wt.Path,
+				Problem: fmt.Sprintf("%s: task %s is a %s worktree: wt does not gate its writes (%s)", decision.UngatedRole, a.TaskKey, a.Role, alloc.GateOf(*a))})
+		} else if alloc.GateOf(*a) != alloc.GateLease && alloc.GateOf(*a) != alloc.GateReadOnly {
+			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
+				Problem: fmt.Sprintf("%s: task %s has role %q, which wt does not know: every write there is refused", decision.InvalidRole, a.TaskKey, a.Role),
+				Hint:    "look at its record with wt-admin status --json"})
+		}
+	}
+	for _, a := range allocs {
+		if seen[a.AllocationID] || a.Lifecycle == store.Released {
+			continue
+		}
+		rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: a.WorktreePath,
+			Problem: fmt.Sprintf("%s: task %s is %s but has no registered worktree at %s (removed, or re-created by git): nobody can take its lease, and its branch stays guarded", decision.UnregisteredWorktree, a.TaskKey, a.Lifecycle, a.WorktreePath),
+			Hint:    fmt.Sprintf("see what git has there: git -C %s worktree list", repo)})
 	}
 }
 

@@ -196,3 +196,39 @@ func writeExec(path, content string) error {
 	}
 	return nil
 }
+
+// Problem is a hook that does not gate as wt's current shim would.
+type Problem struct {
+	Hook    string `json:"hook"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// Check reports every hook in dir that is not wt's current shim running an
+// executable binary: missing, foreign, an older shim version, or a shim
+// whose recorded binary is gone (then commits there are refused).
+func Check(dir string) ([]Problem, error) {
+	st, err := Status(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Problem
+	for _, h := range st.Hooks {
+		p := Problem{Hook: h.Hook, Path: h.Path}
+		switch {
+		case h.State == "missing":
+			p.Message = "the " + h.Hook + " hook is not installed: nothing gates writes"
+		case h.State == "foreign":
+			p.Message = "the " + h.Hook + " hook is someone else's: wt does not gate writes through it"
+		case h.ShimVersion != Version:
+			p.Message = fmt.Sprintf("the %s hook is shim v%d; this wt-hook writes v%d", h.Hook, h.ShimVersion, Version)
+		default:
+			if fi, err := os.Stat(h.Binary); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				continue
+			}
+			p.Message = fmt.Sprintf("the %s hook runs %s, which is not an executable file: commits there are refused (HOOK_BINARY_MISSING)", h.Hook, h.Binary)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

@@ -295,9 +295,9 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 	} else {
 		a.WorktreeKey = key
 		a.UpdatedAt = Now()
-		// The branch index first: a crash between the two leaves an entry
-		// naming a record not yet written, which the gate refuses to
-		// guess about (fail closed) until recovery writes the record.
+		// The branch index first, so that once the record exists its
+		// branch is guarded; an entry whose record a crash kept from being
+		// written guards nothing until recovery writes it.
 		if err := tx.PutBranch(a); err != nil {
 			return a, err
 		}

@@ -209,6 +209,28 @@ func (r *Repo) resolveKey(tx *store.Tx, key, abs string) (Target, error) {
 	return Target{Path: abs, Key: key, Allocation: a, Registration: reg}, nil
 }
 
+// RegisteredAllocation returns the allocation the linked worktree key is
+// registered to, or nil when it has no binding, its registration does not
+// count (no document, or no matching marker), or the record is gone.
+func (r *Repo) RegisteredAllocation(tx *store.Tx, key string) (*store.Allocation, error) {
+	b, ok, err := tx.Binding(key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	reg, registered, err := tx.Registered(key)
+	if err != nil || !registered || reg.AllocationID != b.AllocationID {
+		return nil, err
+	}
+	a, err := tx.Allocation(b.AllocationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
 func requireOwner(a store.Allocation, owner string) error {
 	if a.Owner != owner {
 		return decision.New(decision.OwnerMismatch, "allocation of task %s is owned by %q, not %q", a.TaskKey, a.Owner, owner).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
@@ -29,6 +30,89 @@ type Row struct {
 	Head         string     `json:"head"`
 	GitState     string     `json:"git_state"` // present, locked, prunable, missing
 	Lease        *LeaseView `json:"lease"`
+	// Gate says what gates writes there (see Gate).
+	Gate string `json:"gate"`
+	// Problems are gate problems, each with its decision code and the
+	// command that ends it.
+	Problems []Problem `json:"problems"`
+}
+
+// Problem is something about a worktree that weakens or blocks its gate.
+type Problem struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Fix     string `json:"fix,omitempty"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+// Gates a status row can show.
+const (
+	GateLease     = "writer lease"
+	GateReadOnly  = "read-only"
+	GateUnmanaged = "unmanaged"
+	GateRefused   = "refused"
+)
+
+// RoleGate is the gate a role expects and wt does not provide, for the
+// roles wt leaves ungated (docs/decisions.md, "Ungated roles").
+var RoleGate = map[string]string{
+	store.RoleIntegration: "a merge queue or CI that decides what lands",
+	store.RoleCanonical:   "the publication branch's own protection (review, branch rules)",
+	store.RoleRecovery:    "an operator working by hand",
+}
+
+// GateOf says what gates writes in a worktree of allocation a.
+func GateOf(a store.Allocation) string {
+	switch a.Role {
+	case store.RoleFeature:
+		return GateLease
+	case store.RoleAudit:
+		return GateReadOnly
+	}
+	if g, ok := RoleGate[a.Role]; ok {
+		return "ungated: role " + a.Role + " expects " + g
+	}
+	return GateRefused + " (INVALID_ROLE " + a.Role + ")"
+}
+
+// GateProblems are the gate problems of checkout wt, registered to
+// allocation a (nil when it is not a registered worktree), on a repository
+// whose task branches are looked up with guarded: a feature worktree whose
+// HEAD left its task branch, and any other checkout that has a task branch
+// checked out.
+func GateProblems(tx *store.Tx, repoArg string, wt gitrepo.Worktree, gitDir string, a *store.Allocation) ([]Problem, error) {
+	var out []Problem
+	path := ShellWord(wt.Path)
+	if a != nil && a.Role == store.RoleFeature && a.Branch != nil {
+		onBranch := !wt.Detached && wt.Branch == *a.Branch
+		if !onBranch && !(wt.Detached && gitrepo.RebaseHeadName(gitDir) == "refs/heads/"+*a.Branch) {
+			on := "a detached HEAD"
+			if !wt.Detached {
+				on = "branch " + wt.Branch
+			}
+			out = append(out, Problem{Code: decision.HeadOffTaskBranch,
+				Message: fmt.Sprintf("task %s's worktree is on %s, not its branch %s: its commits are refused and wt-exec refuses it", a.TaskKey, on, *a.Branch),
+				Fix:     fmt.Sprintf("git -C %s switch %s", path, ShellWord(*a.Branch))})
+		}
+	}
+	if wt.Detached || wt.Branch == "" {
+		return out, nil
+	}
+	g, ok, err := tx.BranchAllocation("refs/heads/" + wt.Branch)
+	if err != nil || !ok || (a != nil && g.AllocationID == a.AllocationID) {
+		return out, err
+	}
+	if g.Role != store.RoleFeature || (g.Lifecycle != store.Active && g.Lifecycle != store.Retained) {
+		return out, nil
+	}
+	p := Problem{Code: decision.WriterLeaseRequired,
+		Message: fmt.Sprintf("has task %s's branch %s checked out but is not that task's registered worktree (%s): writes there are judged by task %s's lease", g.TaskKey, wt.Branch, g.WorktreePath, g.TaskKey)}
+	if wt.Key == gitrepo.MainKey {
+		p.Hint = fmt.Sprintf("switch the canonical checkout back to its own branch: git -C %s switch BRANCH", path)
+	} else {
+		p.Hint = fmt.Sprintf("if it holds nothing you need, remove it: git -C %s worktree remove %s (git refuses if it has changes)", repoArg, path)
+	}
+	return append(out, p), nil
 }
 
 // LeaseView is a lease as status shows it.
@@ -112,6 +196,8 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 			case wt.Locked:
 				row.GitState = "locked"
 			}
+			row.Gate = GateUnmanaged
+			var registeredTo *store.Allocation
 			if wt.Key == "." {
 				row.Registration = "canonical"
 			} else if wt.Key != "" {
@@ -129,6 +215,7 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 						row.Registration = "registered"
 						row.fill(a)
 						seen[a.AllocationID] = true
+						registeredTo = &a
 						if a.Role == store.RoleAudit && a.Lifecycle == store.Retained && wt.Prunable {
 							res.Next = append(res.Next, Next{Path: wt.Path, Why: "retained audit whose checkout is gone: its registration can be pruned",
 								Command: fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repoArg, ShellWord(wt.Path), ShellWord(a.Owner))})
@@ -139,6 +226,21 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 						res.Next = append(res.Next, Next{Path: wt.Path, Why: "binding written before registrations existed: backfill proves and registers it",
 							Command: fmt.Sprintf("wt-admin --repo %s backfill", repoArg)})
 					}
+				}
+			}
+			gitDir := r.Git.CommonDir
+			if wt.Key != gitrepo.MainKey {
+				gitDir = gitrepo.AdminDir(r.Git.CommonDir, wt.Key)
+			}
+			if row.Problems, err = GateProblems(tx, repoArg, wt, gitDir, registeredTo); err != nil {
+				return err
+			}
+			if registeredTo == nil && pol.Unmanaged == store.UnmanagedRefuse {
+				row.Gate = GateUnmanaged + " (refused by policy)"
+			}
+			for _, p := range row.Problems {
+				if p.Code == decision.WriterLeaseRequired {
+					row.Gate = GateLease + " (another task's branch)"
 				}
 			}
 			res.Rows = append(res.Rows, row)
@@ -152,10 +254,16 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 				row.GitState = "unlisted"
 			}
 			row.fill(a)
+			row.Problems = append(row.Problems, Problem{Code: decision.UnregisteredWorktree,
+				Message: fmt.Sprintf("task %s is %s but wt has no registered worktree for it at %s (removed, or re-created by git): nobody can take its lease, and its branch stays guarded", a.TaskKey, a.Lifecycle, a.WorktreePath),
+				Hint:    "see what git has there: git worktree list"})
 			res.Rows = append(res.Rows, row)
 		}
 		for i := range res.Rows {
 			row := &res.Rows[i]
+			if row.Problems == nil {
+				row.Problems = []Problem{}
+			}
 			if row.AllocationID == "" {
 				continue
 			}
@@ -193,6 +301,7 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 
 func (row *Row) fill(a store.Allocation) {
 	row.Managed = true
+	row.Gate = GateOf(a)
 	row.AllocationID, row.TaskKey, row.Role, row.Owner, row.Lifecycle = a.AllocationID, a.TaskKey, a.Role, a.Owner, a.Lifecycle
 	if a.Branch != nil && row.Branch == "" {
 		row.Branch = *a.Branch

@@ -7,6 +7,9 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/install"
 )
 
 func (e *env) allocateCommand() *ucli.Command {
@@ -43,6 +46,7 @@ func (e *env) allocateCommand() *ucli.Command {
 				return err
 			}
 			a := res.Allocation
+			warnings = append(warnings, ungatedWarnings(c, a)...)
 			where := "detached"
 			if a.Branch != nil {
 				where = "branch " + *a.Branch
@@ -53,4 +57,35 @@ func (e *env) allocateCommand() *ucli.Command {
 			})
 		}),
 	}
+}
+
+// ungatedWarnings says when a worktree allocate made is not gated: its role
+// expects a gate wt does not provide, or its hooks dir lacks wt's current
+// shims (not installed yet, or core.hooksPath inside the working tree at a
+// commit older than the install).
+func ungatedWarnings(c *ucli.Context, a store.Allocation) []string {
+	var out []string
+	if g, ok := alloc.RoleGate[a.Role]; ok {
+		out = append(out, fmt.Sprintf("%s: %s is a %s worktree: wt does not gate its writes (its role expects %s)", decision.UngatedRole, a.WorktreePath, a.Role, g))
+	}
+	if a.Role != store.RoleFeature {
+		return out
+	}
+	dir, inTree, err := install.HooksDir(c.Context, a.WorktreePath)
+	if err != nil {
+		return append(out, fmt.Sprintf("%s: the hooks dir of %s cannot be found: %v", decision.HooksMissing, a.WorktreePath, err))
+	}
+	problems, err := install.Check(dir)
+	if err != nil || len(problems) > 0 {
+		fix := fmt.Sprintf("(cd %s && wt-hook install)", alloc.ShellWord(a.WorktreePath))
+		if inTree {
+			fix = fmt.Sprintf("(cd %s && wt-hook install --force)", alloc.ShellWord(a.WorktreePath))
+		}
+		what := fmt.Sprintf("%d of wt's hooks are not in place", len(problems))
+		if err != nil {
+			what = err.Error()
+		}
+		out = append(out, fmt.Sprintf("%s: commits in %s are not gated: %s in %s; run %s", decision.HooksMissing, a.WorktreePath, what, dir, fix))
+	}
+	return out
 }

@@ -21,6 +21,11 @@ func (e *env) doctorCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
+			if !e.json {
+				for _, n := range rep.Notes {
+					fmt.Fprintf(e.stdout, "note: [%s] %s\n   %s\n", n.Check, n.Subject, n.Problem)
+				}
+			}
 			if len(rep.Findings) == 0 {
 				reason := "nothing needs action (checked " + strings.Join(rep.Checked, ", ") + ")"
 				return e.success(decision.DoctorOK, reason, rep, nil, func(w io.Writer) {
@@ -40,7 +45,7 @@ func (e *env) doctorCommand() *ucli.Command {
 			}
 			return decision.New(decision.DoctorFindings, "%d finding(s) need action", len(rep.Findings)).
 				WithHint("run each fix shown, then wt-admin doctor again").
-				WithFact("findings", rep.Findings).WithFact("hooks_dir", rep.HooksDir).WithFact("repository", rep.Repository)
+				WithFact("findings", rep.Findings).WithFact("notes", rep.Notes).WithFact("hooks_dir", rep.HooksDir).WithFact("repository", rep.Repository)
 		}),
 	}
 }

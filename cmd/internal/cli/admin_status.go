@@ -38,7 +38,7 @@ func (e *env) statusCommand() *ucli.Command {
 			reason := fmt.Sprintf("%d worktree(s)", len(res.Rows))
 			return e.success(res.Code, reason, res, res.Warnings, func(w io.Writer) {
 				tw := table(w)
-				fmt.Fprintln(tw, "PATH\tKEY\tTASK\tROLE\tOWNER\tLIFECYCLE\tBRANCH\tLEASE HOLDER\tFRESHNESS")
+				fmt.Fprintln(tw, "PATH\tKEY\tTASK\tROLE\tOWNER\tLIFECYCLE\tBRANCH\tLEASE HOLDER\tFRESHNESS\tGATE")
 				for _, row := range res.Rows {
 					lifecycle := row.Lifecycle
 					if !row.Managed {
@@ -62,10 +62,20 @@ func (e *env) statusCommand() *ucli.Command {
 					if branch == "" && row.Head != "" {
 						branch = fmt.Sprintf("(detached %.8s)", row.Head)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Path, dash(row.Key), dash(row.TaskKey),
-						dash(row.Role), dash(row.Owner), lifecycle, dash(branch), holder, fresh)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Path, dash(row.Key), dash(row.TaskKey),
+						dash(row.Role), dash(row.Owner), lifecycle, dash(branch), holder, fresh, dash(row.Gate))
 				}
 				tw.Flush()
+				for _, row := range res.Rows {
+					for _, p := range row.Problems {
+						fmt.Fprintf(w, "problem: %s: %s: %s\n", row.Path, p.Code, p.Message)
+						if p.Fix != "" {
+							fmt.Fprintf(w, "  fix: %s\n", p.Fix)
+						} else if p.Hint != "" {
+							fmt.Fprintf(w, "  hint: %s\n", p.Hint)
+						}
+					}
+				}
 				for _, p := range res.Pending {
 					state := "in flight"
 					if !p.ActorLive {
