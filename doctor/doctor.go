@@ -227,7 +227,7 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 		seen[a.AllocationID] = true
 		if _, ungated := alloc.RoleGate[a.Role]; ungated && a.Lifecycle != store.Released {
 			rep.Notes = append(rep.Notes, Finding{Check: "gates", Subject: wt.Path,
-				Problem: fmt.Sprintf("%s: task %s is a %s worktree: wt does not gate its writes (%s)", decision.UngatedRole, a.TaskKey, a.Role, alloc.GateOf(*a))})
+				Problem: fmt.Sprintf("%s: task %s has role %s, whose writes wt does not gate: the role expects %s", decision.UngatedRole, a.TaskKey, a.Role, alloc.RoleGate[a.Role])})
 		} else if alloc.GateOf(*a) != alloc.GateLease && alloc.GateOf(*a) != alloc.GateReadOnly {
 			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
 				Problem: fmt.Sprintf("%s: task %s has role %q, which wt does not know: every write there is refused", decision.InvalidRole, a.TaskKey, a.Role),

@@ -66,7 +66,7 @@ func (e *env) allocateCommand() *ucli.Command {
 func ungatedWarnings(c *ucli.Context, a store.Allocation) []string {
 	var out []string
 	if g, ok := alloc.RoleGate[a.Role]; ok {
-		out = append(out, fmt.Sprintf("%s: %s is a %s worktree: wt does not gate its writes (its role expects %s)", decision.UngatedRole, a.WorktreePath, a.Role, g))
+		out = append(out, fmt.Sprintf("%s: %s has role %s, whose writes wt does not gate: the role expects %s", decision.UngatedRole, a.WorktreePath, a.Role, g))
 	}
 	if a.Role != store.RoleFeature {
 		return out

@@ -32,7 +32,51 @@ func TestMain(m *testing.M) {
 		// separate process, for tests that stop, freeze and restart it). It
 		// writes its pid to DIR/pid and creates DIR/ready once it serves.
 		"etcd-server": etcdServer,
+		// agentloop DIR stands for an agent that runs under wt-exec and
+		// does what the script asks, when it asks (see the agent command).
+		"agentloop": agentLoop,
 	})
+}
+
+// agentLoop is a long-running agent: it writes DIR/wtexec.pid (its
+// parent, the wt-exec that runs it) and DIR/ready, then runs each command
+// the agent command hands it (DIR/cmd, arguments NUL-separated, announced
+// by DIR/go) and leaves its stdout, stderr and exit code in DIR/stdout,
+// DIR/stderr and DIR/rc. It exits when DIR/stop appears.
+func agentLoop() {
+	if len(os.Args) != 2 {
+		os.Exit(2)
+	}
+	dir := os.Args[1]
+	os.WriteFile(filepath.Join(dir, "wtexec.pid"), []byte(strconv.Itoa(os.Getppid())), 0o644)
+	os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "stop")); err == nil {
+			os.Exit(0)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "go")); err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		os.Remove(filepath.Join(dir, "go"))
+		b, _ := os.ReadFile(filepath.Join(dir, "cmd"))
+		args := strings.Split(string(b), "\x00")
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		rc := 0
+		if err := cmd.Run(); err != nil {
+			rc = 127
+			if ee, ok := err.(*exec.ExitError); ok {
+				rc = ee.ExitCode()
+			}
+			fmt.Fprintln(&stderr, err)
+		}
+		os.WriteFile(filepath.Join(dir, "stdout"), stdout.Bytes(), 0o644)
+		os.WriteFile(filepath.Join(dir, "stderr"), stderr.Bytes(), 0o644)
+		os.WriteFile(filepath.Join(dir, "rc.tmp"), []byte(strconv.Itoa(rc)), 0o644)
+		os.Rename(filepath.Join(dir, "rc.tmp"), filepath.Join(dir, "rc"))
+	}
 }
 
 func etcdServer() {
@@ -154,6 +198,35 @@ func TestScripts(t *testing.T) {
 					}
 				}
 				ts.Fatalf("%s did not appear", args[0])
+			},
+			// agent DIR CMD [ARG...]: have the agentloop serving DIR run
+			// CMD, wait (at most a minute) for it, and take its stdout,
+			// stderr and success as this command's.
+			"agent": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) < 2 {
+					ts.Fatalf("usage: agent DIR CMD [ARG...]")
+				}
+				dir := ts.MkAbs(args[0])
+				os.Remove(filepath.Join(dir, "rc"))
+				ts.Check(os.WriteFile(filepath.Join(dir, "cmd"), []byte(strings.Join(args[1:], "\x00")), 0o644))
+				ts.Check(os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
+				var rc []byte
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+					var err error
+					if rc, err = os.ReadFile(filepath.Join(dir, "rc")); err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						ts.Fatalf("the agent in %s did not answer", dir)
+					}
+				}
+				out, _ := os.ReadFile(filepath.Join(dir, "stdout"))
+				errOut, _ := os.ReadFile(filepath.Join(dir, "stderr"))
+				ts.Stdout().Write(out)
+				ts.Stderr().Write(errOut)
+				if ok := string(rc) == "0"; ok == neg {
+					ts.Fatalf("agent %s: exit %s", strings.Join(args[1:], " "), rc)
+				}
 			},
 			// truncate FILE N: keep the first N bytes of FILE.
 			"truncate": func(ts *testscript.TestScript, neg bool, args []string) {
