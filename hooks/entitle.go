@@ -81,23 +81,34 @@ func Entitled(dir string, pid int) (Verdict, error) {
 // entitled is Entitled for a checkout already located.
 func entitled(c gitrepo.Checkout, pid int) (Verdict, error) {
 	v := Verdict{Path: c.TopLevel, Branch: c.Branch}
+	governed, err := underGate(c, pid, func(g *gate) (err error) {
+		v, err = g.checkout(c)
+		return err
+	})
+	if err == nil && !governed {
+		v.Allowed, v.Code, v.Reason = true, decision.Unmanaged, "the repository is not governed by wt"
+	}
+	return v, err
+}
+
+// underGate runs fn with a gate for process pid over the store of the
+// repository of c, under the store's shared lock. governed is false (and
+// fn is not run) when the repository has no wt store.
+func underGate(c gitrepo.Checkout, pid int, fn func(g *gate) error) (governed bool, err error) {
 	r, err := alloc.OpenCheckout(c)
 	if decision.CodeOf(err) == decision.NotInitialized {
-		v.Allowed, v.Code, v.Reason = true, decision.Unmanaged, "the repository is not governed by wt"
-		return v, nil
+		return false, nil
 	}
 	if err != nil {
-		return v, err
+		return false, err
 	}
-	err = r.Store.Read(func(tx *store.Tx) error {
+	return true, r.Store.Read(func(tx *store.Tx) error {
 		g, err := newGate(r, tx, pid)
 		if err != nil {
 			return err
 		}
-		v, err = g.checkout(c)
-		return err
+		return fn(g)
 	})
-	return v, err
 }
 
 // gate judges entitlement inside one shared store section, for one process.
@@ -214,14 +225,19 @@ func (g *gate) guardingAllocation(c gitrepo.Checkout, skip string) (Verdict, boo
 	if err != nil || !ok || a.AllocationID == skip {
 		return Verdict{}, false, err
 	}
-	v := g.verdict(c.TopLevel, c.Branch)
+	return g.forBranch(a, c.TopLevel, c.Branch, fmt.Sprintf("%s has task %s's branch %s checked out, which only that task's writer may move", c.TopLevel, a.TaskKey, c.Branch)), true, nil
+}
+
+// forBranch judges a write that reaches guarded allocation a's branch from
+// path (not a's own worktree), and says why in front of a refusal.
+func (g *gate) forBranch(a store.Allocation, path, branch, why string) Verdict {
+	v := g.verdict(path, branch)
 	v.Role, v.TaskKey, v.AllocationID = a.Role, a.TaskKey, a.AllocationID
 	g.judge(&v, a, nil)
 	if v.Refusal != nil {
-		v.Refusal = decision.New(v.Refusal.Code, "%s has task %s's branch %s checked out, which only that task's writer may move: %s", c.TopLevel, a.TaskKey, c.Branch, v.Refusal.Message).
-			WithHint("%s", v.Refusal.Hint)
+		v.Refusal = decision.New(v.Refusal.Code, "%s: %s", why, v.Refusal.Message).WithHint("%s", v.Refusal.Hint)
 	}
-	return done(v), true, nil
+	return done(v)
 }
 
 // guarded returns the allocation that guards ref: an ACTIVE or RETAINED

@@ -2,13 +2,13 @@ package hooks
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
@@ -98,20 +98,8 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 	if err != nil {
 		return nil, err
 	}
-	s, err := store.Open(c.CommonDir)
-	if decision.CodeOf(err) == decision.NotInitialized {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	r := &alloc.Repo{Git: &gitrepo.Repo{CommonDir: c.CommonDir, GitDir: c.GitDir, TopLevel: c.TopLevel}, Store: s}
 	var out []Verdict
-	err = s.Read(func(tx *store.Tx) error {
-		g, err := newGate(r, tx, pid)
-		if err != nil {
-			return err
-		}
+	_, err = underGate(c, pid, func(g *gate) error {
 		judged := map[string]bool{}
 		for _, u := range updates {
 			v, ok, err := g.update(c, u, judged)
@@ -160,14 +148,8 @@ func (g *gate) update(c gitrepo.Checkout, u RefUpdate, judged map[string]bool) (
 		return Verdict{}, false, nil
 	}
 	judged[a.AllocationID] = true
-	v := g.verdict(a.WorktreePath, strings.TrimPrefix(u.Ref, "refs/heads/"))
-	v.Role, v.TaskKey, v.AllocationID = a.Role, a.TaskKey, a.AllocationID
-	g.judge(&v, a, nil)
-	if v.Refusal != nil {
-		v.Refusal = decision.New(v.Refusal.Code, "%s is task %s's branch, which only that task's writer may create, move or delete: %s", u.Ref, a.TaskKey, v.Refusal.Message).
-			WithHint("%s", v.Refusal.Hint)
-	}
-	return done(v), true, nil
+	return g.forBranch(a, a.WorktreePath, strings.TrimPrefix(u.Ref, "refs/heads/"),
+		fmt.Sprintf("%s is task %s's branch, which only that task's writer may create, move or delete", u.Ref, a.TaskKey)), true, nil
 }
 
 // headKey tells whether ref is a worktree's HEAD and whose: HEAD is the
@@ -331,33 +313,19 @@ func pushElsewhere(dir string, v Verdict, updates []PushUpdate, pid int) (Verdic
 	if err != nil {
 		return v, err
 	}
-	r, err := alloc.OpenCheckout(c)
-	if decision.CodeOf(err) == decision.NotInitialized {
-		return v, nil
-	}
-	if err != nil {
-		return v, err
-	}
-	err = r.Store.Read(func(tx *store.Tx) error {
-		g, err := newGate(r, tx, pid)
-		if err != nil {
-			return err
-		}
+	_, err = underGate(c, pid, func(g *gate) error {
 		for _, u := range updates {
 			a, ok, err := g.guarded(u.RemoteRef)
-			if err != nil || !ok {
-				if err != nil {
-					return err
-				}
+			if err != nil {
+				return err
+			}
+			if !ok {
 				continue
 			}
-			w := g.verdict(c.TopLevel, strings.TrimPrefix(u.RemoteRef, "refs/heads/"))
-			w.Role, w.TaskKey, w.AllocationID = a.Role, a.TaskKey, a.AllocationID
-			g.judge(&w, a, nil)
+			w := g.forBranch(a, c.TopLevel, strings.TrimPrefix(u.RemoteRef, "refs/heads/"),
+				fmt.Sprintf("this push updates %s, task %s's branch, which only that task's writer may push", u.RemoteRef, a.TaskKey))
 			if w.Refusal != nil {
-				w.Refusal = decision.New(w.Refusal.Code, "this push updates %s, task %s's branch, which only that task's writer may push: %s", u.RemoteRef, a.TaskKey, w.Refusal.Message).
-					WithHint("%s", w.Refusal.Hint)
-				v = done(w)
+				v = w
 				return nil
 			}
 		}

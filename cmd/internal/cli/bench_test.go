@@ -213,25 +213,34 @@ func BenchmarkCommitHooks(b *testing.B) {
 	} else {
 		b.Log("lefthook is not installed (make bench installs it with go install): its column is left out")
 	}
-	add("wt", func(w, _ string) {
-		cmd := exec.Command(wthook, "install")
-		cmd.Dir = w
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("wt-hook install: %v\n%s", err, out)
-		}
-		// The benchmark process holds the lease (wt-exec --holder PID), so
-		// every commit it starts descends from the live holder.
-		holder := exec.Command(wtexec, "--holder", fmt.Sprint(os.Getpid()), "-C", w, "--", "sleep", "3600")
-		if err := holder.Start(); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { holder.Process.Signal(os.Interrupt); holder.Wait() })
-		for {
-			if l, ok := readLease(b, w); ok && l.Child != nil {
-				break
+	wtVariant := func(wthook, wtexec string) func(w, _ string) {
+		return func(w, _ string) {
+			cmd := exec.Command(wthook, "install")
+			cmd.Dir = w
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("wt-hook install: %v\n%s", err, out)
+			}
+			// The benchmark process holds the lease (wt-exec --holder PID), so
+			// every commit it starts descends from the live holder.
+			holder := exec.Command(wtexec, "--holder", fmt.Sprint(os.Getpid()), "-C", w, "--", "sleep", "3600")
+			if err := holder.Start(); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { holder.Process.Signal(os.Interrupt); holder.Wait() })
+			for {
+				if l, ok := readLease(b, w); ok && l.Child != nil {
+					break
+				}
 			}
 		}
-	})
+	}
+	add("wt", wtVariant(wthook, wtexec))
+	// WT_BENCH_BEFORE names a directory with the wt-hook and wt-exec of an
+	// earlier build: its commits run interleaved with this build's, for a
+	// before/after figure from one run (see docs/performance.md).
+	if dir := os.Getenv("WT_BENCH_BEFORE"); dir != "" {
+		add("wt-before", wtVariant(filepath.Join(dir, "wt-hook"), filepath.Join(dir, "wt-exec")))
+	}
 	env := append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@wt.invalid", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@wt.invalid")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -257,6 +266,9 @@ func BenchmarkCommitHooks(b *testing.B) {
 	}
 	if _, ok := per["lefthook"]; ok && added("lefthook") > 0 {
 		b.ReportMetric(added("wt")/added("lefthook"), "wt-added/lefthook-added")
+	}
+	if _, ok := per["wt-before"]; ok && added("wt-before") > 0 {
+		b.ReportMetric(added("wt")/added("wt-before"), "wt-added/before-added")
 	}
 }
 

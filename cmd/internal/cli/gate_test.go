@@ -7,6 +7,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,5 +244,31 @@ func TestGateUnseen(t *testing.T) {
 	sh("git -c core.hooksPath=/dev/null commit -q --allow-empty -m 'hooks off'").ok(t)
 	if got := git(t, g.repo, "log", "-1", "--format=%s", "wt/T-0"); got != "hooks off" {
 		t.Errorf("with hooks off the commit should land (out of scope, README): %q", got)
+	}
+}
+
+// TestGateSymrefGit: where git reports symbolic-ref updates to
+// reference-transaction (2.46 and later), switching a leased worktree to
+// another branch is refused before it happens. Older git shows a switch to
+// no hook that can refuse it (see the switch -c row of TestGateTable).
+func TestGateSymrefGit(t *testing.T) {
+	out, err := exec.Command("git", "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(strings.TrimSpace(string(out)), "git version "), "%d.%d", &major, &minor); err != nil {
+		t.Fatalf("git version %q: %v", out, err)
+	}
+	if major < 2 || major == 2 && minor < 46 {
+		t.Skipf("git %d.%d does not report symbolic-ref updates to reference-transaction (2.46 does); the post-checkout report covers it here", major, minor)
+	}
+	g := newGateRepo(t)
+	r := run(t, g.w0, "git", "switch", "-q", "other")
+	if r.code == 0 || !strings.Contains(r.stderr, "HEAD_OFF_TASK_BRANCH") {
+		t.Errorf("switch: exit %d\n%s", r.code, r.stderr)
+	}
+	if head := git(t, g.w0, "symbolic-ref", "HEAD"); head != "refs/heads/wt/T-0" {
+		t.Errorf("HEAD moved to %s", head)
 	}
 }
