@@ -68,7 +68,7 @@ func TestReferenceTransactionPass(t *testing.T) {
 				os.WriteFile(path+".wt-chained", []byte("#!/bin/sh\ncat > \"$0.stdin\"\n"), 0o755)
 			}
 			cmd := exec.Command(path, "prepared")
-			cmd.Env = append(os.Environ(), "GIT_DIR="+gitDir, "WT_HOOK_BIN=")
+			cmd.Env = append(os.Environ(), "GIT_DIR="+gitDir)
 			cmd.Stdin = strings.NewReader(tc.stdin)
 			out, err := cmd.CombinedOutput()
 			code := 0

@@ -334,7 +334,8 @@ func TestAcquireTargets(t *testing.T) {
 			a.Role = store.RoleAudit
 			f.recs.allocs[a.AllocationID] = a
 		}, decision.AuditReadOnly},
-		{"detached", func(f *fixture) { f.c.Detached = true }, decision.InvalidTarget},
+		{"detached", func(f *fixture) { f.c.Detached = true }, decision.HeadOffTaskBranch},
+		{"other branch", func(f *fixture) { f.c.Branch = "side" }, decision.HeadOffTaskBranch},
 		{"moved", func(f *fixture) { f.c.TopLevel = filepath.Dir(f.c.TopLevel) }, decision.InvalidTarget},
 		{"foreign lock", func(f *fixture) {
 			os.WriteFile(gitrepo.LockFile(f.c.CommonDir, "w1"), []byte("moving disks\n"), 0o644)

@@ -100,10 +100,16 @@ func TestGateTable(t *testing.T) {
 	for _, r := range gateRows {
 		byWhere[r.where] = append(byWhere[r.where], r)
 	}
+	// Set up one after another: wt-admin runs in this process, and its
+	// command definitions are shared (urfave/cli writes to them).
+	repos := map[string]*gateRepo{}
+	for where := range byWhere {
+		repos[where] = newGateRepo(t)
+	}
 	for where, rows := range byWhere {
 		t.Run(where, func(t *testing.T) {
 			t.Parallel()
-			g := newGateRepo(t)
+			g := repos[where]
 			for _, r := range rows {
 				t.Run(r.name, func(t *testing.T) { g.check(t, r) })
 				g.restore(t)

@@ -18,7 +18,7 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 	return Run("wt-hook", func(e *env) *ucli.App {
 		return &ucli.App{
 			Usage:     "git hooks that admit commits and pushes only from the live writer",
-			UsageText: "wt-hook install [--force] | uninstall | status | check [PATH] | run pre-commit | run pre-push REMOTE URL | run reference-transaction STATE",
+			UsageText: "wt-hook install [--force] [--binary PATH] | uninstall | status | check [PATH] | run pre-commit | run pre-push REMOTE URL | run reference-transaction STATE | run post-checkout PREV NEW FLAG",
 			Flags:     []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print one JSON object"}},
 			Commands: []*ucli.Command{
 				{
