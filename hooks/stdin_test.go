@@ -43,3 +43,28 @@ func TestParsePushUpdates(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHookStdin: the reference-transaction and pre-push parsers never
+// panic, and every line they accept has the fields the protocol says.
+func FuzzHookStdin(f *testing.F) {
+	f.Add("0000000000000000000000000000000000000000 1111111111111111111111111111111111111111 refs/heads/x\n")
+	f.Add("ref:refs/heads/a ref:refs/heads/b HEAD\n")
+	f.Add("refs/heads/x 1111111111111111111111111111111111111111 refs/heads/x 0000000000000000000000000000000000000000\n")
+	f.Add("(delete) 0000000000000000000000000000000000000000 refs/heads/x 1111111111111111111111111111111111111111")
+	f.Fuzz(func(t *testing.T, in string) {
+		if us, err := ParseRefUpdates(strings.NewReader(in)); err == nil {
+			for _, u := range us {
+				if u.Old == "" || u.New == "" || u.Ref == "" || strings.ContainsAny(u.Ref, " \n") {
+					t.Fatalf("accepted %+v from %q", u, in)
+				}
+			}
+		}
+		if ps, err := ParsePushUpdates(strings.NewReader(in)); err == nil {
+			for _, p := range ps {
+				if !isOID(p.LocalOID) || !isOID(p.RemoteOID) || p.LocalRef == "" || p.RemoteRef == "" {
+					t.Fatalf("accepted %+v from %q", p, in)
+				}
+			}
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/safefile"
 )
 
 // ChainSuffix names a foreign hook kept beside wt's shim and run by it.
@@ -74,7 +75,9 @@ func Status(dir string) (Result, error) {
 
 func stateOf(dir, hook string) (HookState, error) {
 	st := HookState{Hook: hook, Path: filepath.Join(dir, hook), State: "missing"}
-	b, err := os.ReadFile(st.Path)
+	// A hook is a small script; read it as a regular file (never blocking
+	// on a FIFO planted as a hook), following a symlink as git does.
+	b, err := safefile.Read(st.Path, 1<<20, safefile.Follows)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -125,7 +128,7 @@ func Install(dir, bin string) (Result, error) {
 			}
 			st.Chained, st.Changed = st.Path+ChainSuffix, "installed; the foreign hook runs first, kept as "+filepath.Base(st.Path+ChainSuffix)
 		case "wt":
-			if cur, _ := os.ReadFile(st.Path); string(cur) == want {
+			if cur, _ := safefile.Read(st.Path, 1<<20, safefile.Follows); string(cur) == want {
 				st.Changed = "unchanged"
 			} else {
 				st.Changed = fmt.Sprintf("updated (shim v%d, binary %s)", st.ShimVersion, st.Binary)

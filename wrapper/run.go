@@ -1,6 +1,7 @@
 package wrapper
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -122,10 +123,14 @@ func Run(opts Options) (Result, error) {
 	if err := s.prepare(); err != nil {
 		return res, err
 	}
+	endWatch := s.watchStart()
+	repo.Store = repo.Store.WithContext(s.startCtx)
 	req := lease.Request{Holder: holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind, Fence: s.fence}
 	res.Grant, err = lease.Acquire(repo, c, req, scan, func(g lease.Grant) (*store.ChildGroup, error) {
 		return s.launch(path, childEnv(opts.Environ, g))
 	})
+	endWatch()
+	repo.Store = repo.Store.WithContext(context.Background())
 	if err != nil {
 		if res.Grant.Started {
 			// The child's group could not be added to the lease: the

@@ -1,9 +1,11 @@
 package wrapper
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,6 +43,10 @@ type supervisor struct {
 	ownPgrp int
 	// fleet is the fleet lease wt-exec holds (fleet mode only).
 	fleet fleet.Session
+	// startCtx ends at a stop signal before the child starts (watchStart);
+	// stopSig is that signal.
+	startCtx context.Context
+	stopSig  atomic.Value
 }
 
 // prepare readies wt-exec for a child, before the lease section starts it.
@@ -60,11 +66,49 @@ func (s *supervisor) prepare() error {
 	return nil
 }
 
+// watchStart makes the context that a stop signal (SIGINT, SIGTERM,
+// SIGHUP, SIGQUIT) cancels before the child starts: it ends a wait for the
+// store's lock, and launch refuses to start the child once it is done, so
+// a signal sent before the child exists means the child never exists. The
+// signal also waits in s.sigs, as every signal does, for supervise. The
+// returned function ends the watch.
+func (s *supervisor) watchStart() func() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.startCtx = ctx
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			s.stopSig.Store(sig)
+			cancel()
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
+}
+
+// stopped is the refusal for a signal that came before the child started.
+func (s *supervisor) stopped() error {
+	sig, _ := s.stopSig.Load().(unix.Signal)
+	return decision.New(decision.Interrupted, "wt-exec was sent %s before its command started: the command was not started", unix.SignalName(sig)).
+		WithHint("nothing of it runs; start it again when you mean to").
+		WithFact("signal", int(sig))
+}
+
 // launch starts the child (inside the lease section) and returns its
 // process group. The child's start ticks are read at once: until it is
 // reaped, even an exited child's /proc entry is there, and nothing reaps
 // before supervise.
 func (s *supervisor) launch(path string, env []string) (*store.ChildGroup, error) {
+	if s.startCtx != nil && s.startCtx.Err() != nil {
+		return nil, s.stopped()
+	}
 	restore, err := s.start(path, env)
 	s.restore = restore
 	if err != nil {

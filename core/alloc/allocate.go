@@ -17,6 +17,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/core/strictjson"
 )
 
 // Request is what allocate is asked for.
@@ -267,7 +268,7 @@ func (r *Repo) pendingAllocations(tx *store.Tx) ([]store.Allocation, error) {
 
 func plannedOf(tx *store.Tx, j store.Journal) (store.Allocation, error) {
 	var a store.Allocation
-	if err := json.Unmarshal(j.Payload, &a); err != nil || a.AllocationID == "" || a.WorktreePath != j.Target {
+	if err := strictjson.Decode(j.Payload, &a); err != nil || a.AllocationID == "" || a.WorktreePath != j.Target {
 		return a, decision.New(decision.InvalidMetadata, "journal %s does not hold an allocation plan for %s", j.TransactionID, j.Target).
 			WithHint("inspect %s by hand", filepath.Join("journal", j.TransactionID+".json"))
 	}

@@ -100,7 +100,7 @@ func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, err
 			if change.PublicationBranch == nil {
 				inv, err := g.Inventory(ctx)
 				if err != nil {
-					return decision.Wrap(decision.GitFailed, err, "list worktrees")
+					return gitrepo.ListFailed(err)
 				}
 				if len(inv) == 0 || inv[0].Branch == "" {
 					return decision.New(decision.PublicationUnknown, "the canonical checkout is not on a branch").

@@ -170,7 +170,7 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 	repoArg := ShellWord(r.Git.TopLevel)
 	inv, err := r.Git.Inventory(ctx)
 	if err != nil {
-		return res, decision.Wrap(decision.GitFailed, err, "list worktrees")
+		return res, gitrepo.ListFailed(err)
 	}
 	now := time.Now()
 	err = r.Store.Read(func(tx *store.Tx) error {

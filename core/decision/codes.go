@@ -2,10 +2,17 @@ package decision
 
 // Refusals and failures (exit 1).
 var (
-	NotAGitRepository     = code("NOT_A_GIT_REPOSITORY")
-	BareRepository        = code("BARE_REPOSITORY")
-	NotInitialized        = code("NOT_INITIALIZED")
-	InvalidMetadata       = code("INVALID_METADATA")
+	NotAGitRepository = code("NOT_A_GIT_REPOSITORY")
+	BareRepository    = code("BARE_REPOSITORY")
+	NotInitialized    = code("NOT_INITIALIZED")
+	InvalidMetadata   = code("INVALID_METADATA")
+	// StoreNotWritable: the store exists but cannot be written (a
+	// read-only file system, missing permissions).
+	StoreNotWritable = code("STORE_NOT_WRITABLE")
+	// StoreBusy: the store's lock stayed held past the bound of a wait.
+	StoreBusy = code("STORE_BUSY")
+	// Interrupted: a signal ended the command before it changed anything.
+	Interrupted           = code("INTERRUPTED")
 	RecordVersionConflict = code("RECORD_VERSION_CONFLICT")
 	InvalidRole           = code("INVALID_ROLE")
 	InvalidTaskKey        = code("INVALID_TASK_KEY")

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
 )
 
 // Worktree is one entry of the repository's worktree inventory.
@@ -30,6 +32,9 @@ const MainKey = "."
 
 // Inventory lists the repository's worktrees, the main checkout first.
 func (r *Repo) Inventory(ctx context.Context) ([]Worktree, error) {
+	if err := checkAdminFiles(r.CommonDir); err != nil {
+		return nil, err
+	}
 	out, err := r.Git(ctx, true, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return nil, err
@@ -114,7 +119,7 @@ func AdminKeys(commonDir string) (map[string]string, error) {
 func CheckedOutBranches(commonDir string) (map[string]string, error) {
 	branches := map[string]string{}
 	err := eachAdminDir(commonDir, func(key string) {
-		head, err := os.ReadFile(filepath.Join(AdminDir(commonDir, key), "HEAD"))
+		head, err := readGitFile(filepath.Join(AdminDir(commonDir, key), "HEAD"))
 		if err != nil {
 			return // an admin dir being created or removed right now
 		}
@@ -144,7 +149,7 @@ func eachAdminDir(commonDir string, fn func(key string)) error {
 // its admin dir's gitdir file holds "<path>/.git". The checkout may no
 // longer exist.
 func CheckoutOf(commonDir, key string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(AdminDir(commonDir, key), "gitdir"))
+	b, err := readGitFile(filepath.Join(AdminDir(commonDir, key), "gitdir"))
 	if err != nil {
 		return "", err
 	}
@@ -154,7 +159,7 @@ func CheckoutOf(commonDir, key string) (string, error) {
 // gitdirOf reads a linked checkout's .git file ("gitdir: PATH") and returns
 // the git dir it names; a relative PATH is taken from the checkout.
 func gitdirOf(dotgit string) (string, error) {
-	b, err := os.ReadFile(dotgit)
+	b, err := readGitFile(dotgit)
 	if err != nil {
 		return "", err
 	}
@@ -206,4 +211,37 @@ func same(a, b string) bool {
 	fa, err1 := os.Stat(a)
 	fb, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+// checkAdminFiles refuses, before git is asked to list worktrees, an admin
+// dir whose files git reads are not regular files: git opens them with a
+// blocking open, so a FIFO planted as worktrees/<key>/locked would hang
+// `git worktree list` (and every wt command that lists) forever.
+func checkAdminFiles(commonDir string) error {
+	var bad error
+	err := eachAdminDir(commonDir, func(key string) {
+		for _, name := range []string{"locked", "gitdir", "HEAD", "commondir"} {
+			p := filepath.Join(AdminDir(commonDir, key), name)
+			fi, err := os.Stat(p)
+			if err == nil && !fi.Mode().IsRegular() && bad == nil {
+				bad = decision.New(decision.InvalidMetadata, "%s is not a regular file (%s): git would block reading it", p, fi.Mode().Type()).
+					WithHint("look at it and remove it by hand (git worktree repair can rewrite gitdir; a lock is only a file): ls -l %s", p).
+					WithFact("file", p)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return bad
+}
+
+// ListFailed is the error a caller returns when Inventory fails: a refusal
+// Inventory made itself (an admin file git would block on) as it is, a
+// failure of git as GIT_FAILED.
+func ListFailed(err error) error {
+	if _, ok := decision.As(err); ok {
+		return err
+	}
+	return decision.Wrap(decision.GitFailed, err, "list worktrees")
 }

@@ -87,7 +87,7 @@ func checkoutAt(top, dotgit string, isDir bool) (Checkout, error) {
 			return c, decision.Wrap(decision.NotAGitRepository, err, "read %s", dotgit)
 		}
 		c.GitDir = gd
-		common, err := os.ReadFile(filepath.Join(c.GitDir, "commondir"))
+		common, err := readGitFile(filepath.Join(c.GitDir, "commondir"))
 		switch {
 		case os.IsNotExist(err):
 			// A submodule or a separate git dir: its own repository, whose
@@ -108,7 +108,7 @@ func checkoutAt(top, dotgit string, isDir bool) (Checkout, error) {
 			}
 		}
 	}
-	head, err := os.ReadFile(filepath.Join(c.GitDir, "HEAD"))
+	head, err := readGitFile(filepath.Join(c.GitDir, "HEAD"))
 	if err != nil {
 		return c, decision.Wrap(decision.InvalidTarget, err, "read HEAD of %s", top)
 	}
@@ -152,7 +152,7 @@ func LockFile(commonDir, key string) string {
 // whether the file exists. git writes the reason followed by a newline; an
 // empty file is a lock without a reason.
 func ReadLock(commonDir, key string) (reason string, locked bool, err error) {
-	b, err := os.ReadFile(LockFile(commonDir, key))
+	b, err := readGitFile(LockFile(commonDir, key))
 	if os.IsNotExist(err) {
 		return "", false, nil
 	}
@@ -251,7 +251,7 @@ func LocateGitDir(cwd, gitDir string) (Checkout, error) {
 		return Checkout{}, decision.New(decision.NotAGitRepository, "%s is not a git dir (no HEAD)", abs)
 	}
 	c := Checkout{GitDir: abs, CommonDir: abs, Key: MainKey}
-	common, err := os.ReadFile(filepath.Join(abs, "commondir"))
+	common, err := readGitFile(filepath.Join(abs, "commondir"))
 	switch {
 	case os.IsNotExist(err):
 	case err != nil:

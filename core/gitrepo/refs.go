@@ -5,10 +5,11 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/wt-tool/wt/core/safefile"
 )
 
 // RefValues are where a shared ref stands in the files backend: its loose
@@ -38,7 +39,7 @@ func ReadRefValues(commonDir, ref string) (RefValues, error) {
 	if !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
 		return v, errors.New("not a shared ref name: " + ref)
 	}
-	b, err := os.ReadFile(filepath.Join(commonDir, filepath.FromSlash(ref)))
+	b, err := readGitFile(filepath.Join(commonDir, filepath.FromSlash(ref)))
 	switch {
 	case err == nil:
 		s := strings.TrimRight(string(b), "\r\n")
@@ -51,7 +52,7 @@ func ReadRefValues(commonDir, ref string) (RefValues, error) {
 	default:
 		return v, err
 	}
-	f, err := os.Open(filepath.Join(commonDir, "packed-refs"))
+	f, _, err := safefile.Open(filepath.Join(commonDir, "packed-refs"), safefile.Follows)
 	if errors.Is(err, fs.ErrNotExist) {
 		return v, nil
 	}
@@ -75,12 +76,23 @@ func ReadRefValues(commonDir, ref string) (RefValues, error) {
 	return v, sc.Err()
 }
 
+// maxGitFile bounds the admin files wt reads (HEAD, gitdir, commondir, a
+// lock's reason, a loose ref): git writes a line into each.
+const maxGitFile = 64 << 10
+
+// readGitFile reads one of git's small admin files as a regular file of at
+// most maxGitFile bytes, never blocking on a FIFO planted at its path (see
+// core/safefile). git follows symlinks there, and so does wt.
+func readGitFile(p string) ([]byte, error) {
+	return safefile.Read(p, maxGitFile, safefile.Follows)
+}
+
 // RebaseHeadName returns the branch ref a rebase in progress in the checkout
 // whose git dir is gitDir works on (git keeps it in rebase-merge/head-name
 // or rebase-apply/head-name while HEAD is detached), or "".
 func RebaseHeadName(gitDir string) string {
 	for _, d := range []string{"rebase-merge", "rebase-apply"} {
-		b, err := os.ReadFile(filepath.Join(gitDir, d, "head-name"))
+		b, err := readGitFile(filepath.Join(gitDir, d, "head-name"))
 		if err == nil {
 			return strings.TrimSpace(string(b))
 		}

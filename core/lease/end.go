@@ -94,11 +94,22 @@ func Release(r *alloc.Repo, g Grant, scan func() (Evidence, error)) (Released, e
 		if err != nil {
 			return err
 		}
-		if !ok && !g.Started {
-			// The child never started, so the lease was never written:
-			// only git's lock is left to lift.
-			_, err := gitrepo.RemoveLock(g.commonDir, g.key, Reason(g.Lease))
-			return err
+		if !ok && !g.leaseWritten {
+			// The lease was never written (the child never started, or it
+			// was stopped because the write failed): lift git's lock and
+			// give the generation back, so nothing names a lease that
+			// never existed.
+			if _, err := gitrepo.RemoveLock(g.commonDir, g.key, Reason(g.Lease)); err != nil {
+				return err
+			}
+			if g.Owned && a.LeaseGeneration == g.Lease.Generation {
+				a.LeaseGeneration--
+				a.UpdatedAt = stamp(time.Now())
+				if err := tx.PutAllocationRuntime(&a); err != nil {
+					return err
+				}
+			}
+			return logEvent(tx, "writer_lease_grant_undone", a, nil, map[string]any{"lease_id": g.Lease.LeaseID, "generation": g.Lease.Generation, "child_started": g.Started})
 		}
 		if !ok || l.LeaseID != g.Lease.LeaseID || !l.Holder.Same(g.Lease.Holder) {
 			res.Kept = "the lease was ended or handed over by someone else meanwhile"

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -82,6 +83,11 @@ type Grant struct {
 	Cleared []string `json:"cleared_bindings"`
 	// Started is true once start returned a child.
 	Started bool `json:"-"`
+	// undo gives back, in reverse order, what the section wrote, for a
+	// grant that fails before its child starts.
+	undo []func() error
+	// leaseWritten is true once the lease file holds this grant.
+	leaseWritten bool
 
 	commonDir, key string
 }
@@ -134,11 +140,28 @@ func Acquire(r *alloc.Repo, c gitrepo.Checkout, req Request, scan func() (Eviden
 	}
 	var g Grant
 	err := r.Store.Write(func(tx *store.Tx) error {
+		// Nothing is granted that cannot be recorded: the event log must
+		// take lines before the section writes anything or starts a child.
+		if err := tx.PrepareEvents(); err != nil {
+			return err
+		}
 		t, err := r.ResolveCheckout(tx, c)
 		if err != nil {
 			return err
 		}
 		g, err = decide(tx, r.Store.CommonDir(), c, t, req, sync.OnceValues(scan), start)
+		if err != nil && !g.Started && len(g.undo) > 0 {
+			// The child never started: give back everything the failed
+			// grant wrote (the allocation's binding and generation, git's
+			// lock), in this same section, so nothing names a lease that
+			// never existed.
+			for i := len(g.undo) - 1; i >= 0; i-- {
+				if uerr := g.undo[i](); uerr != nil {
+					return errors.Join(err, fmt.Errorf("undo the failed grant: %w", uerr))
+				}
+			}
+			g.undo, g.Applicable, g.Owned, g.Binding = nil, false, false, ""
+		}
 		return err
 	})
 	return g, err
@@ -270,15 +293,31 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 	// environment (the child, from its first instruction), which fences the
 	// worktree until it ends.
 	if changed {
+		before := t.Allocation
 		a.UpdatedAt = stamp(now)
 		if err := tx.PutAllocationRuntime(&a); err != nil {
 			return g, err
 		}
+		g.undo = append(g.undo, func() error {
+			before.RecordVersion = a.RecordVersion
+			return tx.PutAllocationRuntime(&before)
+		})
 	}
 	g.Allocation = a
+	prevReason, prevLocked, err := gitrepo.ReadLock(commonDir, c.Key)
+	if err != nil {
+		return g, decision.Wrap(decision.InvalidTarget, err, "worktree %s", c.TopLevel)
+	}
 	if err := placeLock(commonDir, c.Key, l); err != nil {
 		return g, err
 	}
+	g.undo = append(g.undo, func() error {
+		if prevLocked {
+			return gitrepo.ReplaceLock(commonDir, c.Key, prevReason)
+		}
+		_, err := gitrepo.RemoveLock(commonDir, c.Key, Reason(l))
+		return err
+	})
 	for _, s := range stale {
 		if err := logEvent(tx, "runtime_binding_cleared", a, nil, map[string]any{"binding": s, "why": "its holder and process group are gone"}); err != nil {
 			return g, err
@@ -308,6 +347,7 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 	if err := tx.PutLease(&l); err != nil {
 		return g, err
 	}
+	g.leaseWritten = true
 	g.Lease = l
 	detail := map[string]any{"generation": l.Generation, "expires_at": l.ExpiresAt, "kind": req.Kind, "code": g.Code, "child": l.Child}
 	if g.Previous != nil {

@@ -3,10 +3,9 @@ package lease
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -16,7 +15,9 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/core/strictjson"
 )
 
 // Entry is one writer lease in `wt-admin lease list`: a current one, or
@@ -99,10 +100,17 @@ func List(r *alloc.Repo, all bool) ([]Entry, error) {
 // line without its newline (a power loss can cut it) is skipped; any other
 // line that does not decode is INVALID_METADATA.
 func endedLeases(path string, current []Entry) ([]Entry, error) {
-	data, err := os.ReadFile(path)
+	// events.jsonl grows without bound, so it is not capped like a record;
+	// it is still read only as a regular file, never through a symlink.
+	f, _, err := safefile.Open(path, safefile.NoFollow)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, decision.Wrap(decision.InvalidMetadata, err, "read %s", path)
+	}
+	defer f.Close() // Best effort: read only.
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, decision.Wrap(decision.InvalidMetadata, err, "read %s", path)
 	}
@@ -119,7 +127,7 @@ func endedLeases(path string, current []Entry) ([]Entry, error) {
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for n := 1; sc.Scan(); n++ {
 		var ev store.Event
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+		if err := strictjson.Decode(sc.Bytes(), &ev); err != nil {
 			return nil, decision.Wrap(decision.InvalidMetadata, err, "%s line %d", path, n)
 		}
 		if ev.LeaseID == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -141,7 +142,7 @@ func planBackfill(ctx context.Context, r *alloc.Repo, tx *store.Tx) (BackfillRes
 	}
 	wts, err := r.Git.Inventory(ctx)
 	if err != nil {
-		return res, decision.Wrap(decision.GitFailed, err, "list worktrees")
+		return res, gitrepo.ListFailed(err)
 	}
 	live := map[string]gitrepo.Worktree{}
 	for _, w := range wts {
@@ -204,7 +205,7 @@ func evaluate(ctx context.Context, r *alloc.Repo, item gitrepo.Worktree, a store
 	if _, err := os.Lstat(filepath.Join(admin, store.MarkerName)); !errors.Is(err, fs.ErrNotExist) {
 		blockers = append(blockers, decision.StaleRegistrationMarker)
 	}
-	pointer, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+	pointer, err := safefile.Read(filepath.Join(admin, "gitdir"), 64<<10, safefile.Follows)
 	p := strings.TrimRight(string(pointer), "\r\n")
 	if err != nil || p != filepath.Join(item.Path, ".git") || item.Path != a.WorktreePath {
 		blockers = append(blockers, decision.GitPointerMismatch)

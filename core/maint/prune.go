@@ -20,6 +20,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/core/strictjson"
 )
 
 // PruneContract names the prune plan's shape.
@@ -234,9 +235,7 @@ func applyPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner,
 // its binding not handed to anything else.
 func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, item *gitrepo.Worktree, owner, apply string) (pruneJournal, error) {
 	var p pruneJournal
-	dec := json.NewDecoder(bytes.NewReader(j.Payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil || p.Plan.Contract != PruneContract || p.Plan.TargetPath != j.Target {
+	if err := strictjson.Decode(j.Payload, &p); err != nil || p.Plan.Contract != PruneContract || p.Plan.TargetPath != j.Target {
 		return p, decision.New(decision.InvalidMetadata, "journal %s does not hold a %s plan for %s", j.TransactionID, PruneContract, j.Target).
 			WithHint("look at %s by hand; wt never overwrites what it cannot read", "journal/"+j.TransactionID+".json")
 	}
@@ -496,7 +495,7 @@ func fenced(others []store.Journal, allocationID string) error {
 
 func journalPlanID(j store.Journal) string {
 	var p pruneJournal
-	if json.Unmarshal(j.Payload, &p) != nil || p.PlanID == "" {
+	if strictjson.Decode(j.Payload, &p) != nil || p.PlanID == "" {
 		return "PLAN_ID"
 	}
 	return p.PlanID
@@ -506,7 +505,7 @@ func journalPlanID(j store.Journal) string {
 func findWorktree(ctx context.Context, r *alloc.Repo, target string) (*gitrepo.Worktree, error) {
 	wts, err := r.Git.Inventory(ctx)
 	if err != nil {
-		return nil, decision.Wrap(decision.GitFailed, err, "list worktrees")
+		return nil, gitrepo.ListFailed(err)
 	}
 	for i := range wts {
 		if wts[i].Path == target {
@@ -559,7 +558,7 @@ func removeRegistration(ctx context.Context, r *alloc.Repo, plan PrunePlan, key 
 func fingerprint(ctx context.Context, r *alloc.Repo, key string) (string, error) {
 	wts, err := r.Git.Inventory(ctx)
 	if err != nil {
-		return "", decision.Wrap(decision.GitFailed, err, "list worktrees")
+		return "", gitrepo.ListFailed(err)
 	}
 	var rows []string
 	for _, w := range wts {

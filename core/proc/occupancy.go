@@ -1,15 +1,14 @@
 package proc
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/strictjson"
 )
 
 // RuntimeBindingPrefix marks an external binding that records runtime
@@ -61,25 +60,8 @@ func DecodeRuntimeBinding(value string) (b RuntimeBinding, ok bool, err error) {
 
 func decodeRuntime(data []byte) (RuntimeBinding, error) {
 	var b RuntimeBinding
-	if err := exactKeys(data, []string{"holder", "lease_id", "kind"}); err != nil {
+	if err := strictjson.Decode(data, &b); err != nil {
 		return b, err
-	}
-	var raw struct {
-		Holder json.RawMessage `json:"holder"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return b, err
-	}
-	if err := exactKeys(raw.Holder, []string{"client_id", "pid", "boot_id", "start_ticks", "session_id", "run_id"}); err != nil {
-		return b, fmt.Errorf("holder: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		return b, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return b, fmt.Errorf("trailing data after the object")
 	}
 	h := b.Holder
 	if !occupancyKinds[b.Kind] {
@@ -105,48 +87,4 @@ func decodeRuntime(data []byte) (RuntimeBinding, error) {
 		}
 	}
 	return b, nil
-}
-
-// exactKeys checks that data is one JSON object whose keys are exactly want,
-// each once. encoding/json keeps the last of duplicate keys silently, so
-// duplicates are found by walking the tokens.
-func exactKeys(data []byte, want []string) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := t.(json.Delim); !ok || d != '{' {
-		return fmt.Errorf("not a JSON object")
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		k, _ := t.(string)
-		if seen[k] {
-			return fmt.Errorf("duplicate key %q", k)
-		}
-		seen[k] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return err
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return err
-	}
-	for _, k := range want {
-		if !seen[k] {
-			return fmt.Errorf("missing key %q", k)
-		}
-		delete(seen, k)
-	}
-	for k := range seen {
-		return fmt.Errorf("unknown key %q", k)
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/safefile"
 )
 
 // Directory and file names under <common-dir>/wt.
@@ -39,6 +41,17 @@ var subdirs = []string{allocationsDir, bindingsDir, registrationsDir, leasesDir,
 type Store struct {
 	commonDir string
 	root      string
+	// ctx ends a wait for the lock (see WithContext).
+	ctx context.Context
+}
+
+// WithContext returns the store with ctx bounding every wait for its lock:
+// when ctx ends (wt-exec cancels it at a signal that arrives before its
+// command starts), the wait ends with INTERRUPTED and nothing is done.
+func (s *Store) WithContext(ctx context.Context) *Store {
+	c := *s
+	c.ctx = ctx
+	return &c
 }
 
 // ErrNotFound is returned (wrapped) when a record does not exist.
@@ -152,25 +165,25 @@ func (s *Store) with(exclusive bool, fn func(*Tx) error) error {
 	}
 	lp := filepath.Join(s.root, lockName)
 	l := flock.New(lp, flock.SetFlag(os.O_RDONLY))
-	var err error
-	if exclusive {
-		err = l.Lock()
-	} else {
-		err = l.RLock()
-	}
-	if err != nil {
-		return invalid(lp, fmt.Errorf("lock: %w", err))
-	}
 	defer l.Close() // Best effort: closing the fd drops the lock.
+	ctx := s.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := lock(ctx, l, exclusive); err != nil {
+		return err
+	}
 	// The lock is only worth something on the file that is really there: a
-	// swap between our check and our open would leave us locking another inode.
+	// swap between our check and our open would leave us locking another
+	// inode (or a FIFO put there, which the open did not block on only
+	// because checkLockFile saw a regular file a moment before).
 	held, err1 := l.Stat()
 	now, err2 := os.Lstat(lp)
-	if err1 != nil || err2 != nil || !os.SameFile(held, now) {
+	if err1 != nil || err2 != nil || !held.Mode().IsRegular() || !os.SameFile(held, now) {
 		return invalid(lp, errors.New("the store lock changed while it was taken"))
 	}
 	tx := &Tx{s: s, exclusive: exclusive}
-	err = fn(tx)
+	err := fn(tx)
 	if cerr := tx.closeEvents(); err == nil {
 		err = cerr
 	}
@@ -208,45 +221,16 @@ func readRecord(path string, rec Record) (ok bool, err error) {
 	return true, nil
 }
 
-// readNoFollow reads a file, refusing to follow a symlink at its last element.
-// It uses four system calls (open, fstat, read, close): the buffer is one byte
-// larger than the file, so a read that returns less than the buffer is the
-// whole file and no second read is needed to see EOF.
+// MaxRecord is the largest record file wt reads (records are a few KiB): a
+// larger one, a sparse 1 TiB policy.json say, is INVALID_METADATA before a
+// byte of it is read.
+const MaxRecord = 1 << 20
+
+// readNoFollow reads a record file: a regular file of at most MaxRecord
+// bytes, never through a symlink at its last element, never blocking on a
+// FIFO planted there (see core/safefile).
 func readNoFollow(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil, fs.ErrNotExist
-		}
-		if errors.Is(err, unix.ELOOP) {
-			return nil, errors.New("a symlink where a file must be")
-		}
-		return nil, err
-	}
-	defer unix.Close(fd) // Best effort: read only.
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, errors.New("not a regular file")
-	}
-	buf := make([]byte, st.Size+1)
-	n := 0
-	for {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		n += m
-		if m == 0 || n < len(buf) {
-			return buf[:n], nil
-		}
-		buf = append(buf, make([]byte, len(buf))...) // it grew since fstat
-	}
+	return safefile.Read(path, MaxRecord, safefile.NoFollow)
 }
 
 func (tx *Tx) mustWrite() {
@@ -321,7 +305,7 @@ func writeAtomic(path string, data []byte, d durability) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return notWritable(path, fmt.Errorf("write %s: %w", path, err))
 	}
 	tmp := f.Name()
 	ok := false
@@ -344,7 +328,7 @@ func writeAtomic(path string, data []byte, d durability) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", path, err)
+		return notWritable(path, fmt.Errorf("rename %s: %w", path, err))
 	}
 	ok = true
 	if d == runtime {

@@ -472,17 +472,39 @@ func (tx *Tx) AppendEvent(e Event) error {
 	if err != nil {
 		return err
 	}
-	p := tx.path(eventsName)
-	if tx.events == nil {
-		fd, err := unix.Open(p, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-		if err != nil {
-			return invalid(p, err)
-		}
-		tx.events = os.NewFile(uintptr(fd), p)
+	if err := tx.PrepareEvents(); err != nil {
+		return err
 	}
 	if _, err := tx.events.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("append %s: %w", p, err)
+		return notWritable(tx.path(eventsName), fmt.Errorf("append: %w", err))
 	}
+	return nil
+}
+
+// PrepareEvents opens events.jsonl for the section's appends, if it is not
+// open yet. A section that must not change anything it cannot record (a
+// lease grant, whose child must never start unlogged) calls it before its
+// first write. O_NONBLOCK: a FIFO planted there fails the open (ENXIO) or
+// the regular-file check instead of blocking the section forever.
+func (tx *Tx) PrepareEvents() error {
+	tx.mustWrite()
+	if tx.events != nil {
+		return nil
+	}
+	p := tx.path(eventsName)
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		if isNotWritable(err) {
+			return notWritable(p, err)
+		}
+		return invalid(p, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd) // Best effort: already failing.
+		return invalid(p, errors.New("not a regular file"))
+	}
+	tx.events = os.NewFile(uintptr(fd), p)
 	return nil
 }
 

@@ -54,6 +54,15 @@ func Exec(args []string, stdout, stderr io.Writer) int {
 					return &ExitError{Code: ExitExecNotFound, Err: err}
 				case decision.CodeOf(err) == decision.CommandNotRunnable:
 					return &ExitError{Code: ExitExecNotExecutable, Err: err}
+				case decision.CodeOf(err) == decision.Interrupted:
+					// Stopped by a signal before the command started: the
+					// status says so as a shell would (128+N).
+					if d, ok := decision.As(err); ok {
+						if n, ok := d.Facts["signal"].(int); ok {
+							return &ExitError{Code: 128 + n, Err: err}
+						}
+					}
+					return err
 				default:
 					return err
 				}
@@ -80,7 +89,7 @@ func Exec(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case child >= 0:
 		return child
-	case code == ExitExecNotFound || code == ExitExecNotExecutable:
+	case code == ExitExecNotFound || code == ExitExecNotExecutable || code > 128:
 		return code
 	case code == ExitOK:
 		return ExitOK // --help, --version

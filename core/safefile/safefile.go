@@ -1,0 +1,95 @@
+// Package safefile reads the small files wt keeps, and git's admin files,
+// so that nothing planted at their paths can hang, mislead or exhaust the
+// reader: a FIFO or device is never opened for a blocking read (O_NONBLOCK,
+// then fstat), anything but a regular file is refused, a file larger than
+// the caller's limit is refused before it is read, and, where asked, a
+// symlink at the last element is refused instead of followed (O_NOFOLLOW).
+package safefile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Errors a caller may branch on. fs.ErrNotExist is returned for a missing
+// file.
+var (
+	ErrNotRegular = errors.New("not a regular file (a FIFO, device, socket or directory)")
+	ErrSymlink    = errors.New("a symlink where a file must be")
+	ErrTooLarge   = errors.New("larger than any file wt writes there")
+)
+
+// Follow says whether a symlink at the last element is followed.
+type Follow bool
+
+// Symlink policies.
+const (
+	NoFollow Follow = false // wt's own store: a symlink is refused
+	Follows  Follow = true  // git's admin files: git follows them too
+)
+
+// Open opens path for reading as a regular file (see the package doc) and
+// returns it with its size. The caller closes it.
+func Open(path string, follow Follow) (*os.File, int64, error) {
+	flags := unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC
+	if follow == NoFollow {
+		flags |= unix.O_NOFOLLOW
+	}
+	fd, err := unix.Open(path, flags, 0)
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+			return nil, 0, fs.ErrNotExist
+		case errors.Is(err, unix.ELOOP) && follow == NoFollow:
+			return nil, 0, ErrSymlink
+		}
+		return nil, 0, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd) // Best effort: already failing.
+		return nil, 0, &fs.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd) // Best effort: already failing.
+		return nil, 0, ErrNotRegular
+	}
+	return os.NewFile(uintptr(fd), path), st.Size, nil
+}
+
+// Read reads the whole of path, a regular file of at most limit bytes. It
+// uses four system calls (open, fstat, read, close) for a file that does not
+// grow while it is read: the buffer is one byte larger than the file, so a
+// short read is the whole file. A file that grows past limit while it is
+// read is refused too.
+func Read(path string, limit int64, follow Follow) ([]byte, error) {
+	f, size, err := Open(path, follow)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // Best effort: read only.
+	if size > limit {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, size, limit)
+	}
+	buf := make([]byte, size+1)
+	n := 0
+	for {
+		m, err := f.Read(buf[n:])
+		n += m
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if err != nil || n < len(buf) {
+			return buf[:n], nil
+		}
+		if int64(len(buf)) > limit {
+			return nil, fmt.Errorf("%w: it grew past %d bytes while read", ErrTooLarge, limit)
+		}
+		buf = append(buf, make([]byte, len(buf))...) // it grew since fstat
+	}
+}

@@ -1,0 +1,108 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/safefile"
+)
+
+// DefaultLockWait bounds how long a command waits for the store's lock.
+// Sections hold it for microseconds to milliseconds (nothing slow, no git
+// and no network, runs under it), so a longer wait means a stuck or
+// stopped process; $WT_LOCK_WAIT (a Go duration) overrides it.
+const DefaultLockWait = 10 * time.Second
+
+func lockWait() time.Duration {
+	if v := os.Getenv("WT_LOCK_WAIT"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+			return d
+		}
+	}
+	return DefaultLockWait
+}
+
+// lock takes the store's flock(2), shared or exclusive, without ever
+// blocking in the kernel: gofrs/flock tries at once and then every 2 ms
+// until it gets it, ctx ends (INTERRUPTED: a signal told the command to
+// stop) or the bound passes (STORE_BUSY, naming the process that holds the
+// lock, from /proc/locks).
+func lock(ctx context.Context, l *flock.Flock, exclusive bool) error {
+	wait, cancel := context.WithTimeout(ctx, lockWait())
+	defer cancel()
+	try := l.TryRLockContext
+	if exclusive {
+		try = l.TryLockContext
+	}
+	ok, err := try(wait, 2*time.Millisecond)
+	if ok {
+		return nil
+	}
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return invalid(l.Path(), fmt.Errorf("lock: %w", err))
+	}
+	if ctx.Err() != nil {
+		return decision.New(decision.Interrupted, "stopped while waiting for wt's store lock %s (held by %s)", l.Path(), lockHolder(l.Path())).
+			WithHint("nothing was changed; run the command again")
+	}
+	return decision.New(decision.StoreBusy, "wt's store lock %s has been held for more than %s by %s", l.Path(), lockWait(), lockHolder(l.Path())).
+		WithHint("see what that process does: ps -o pid,stat,args -p PID; if it is stopped (T), continue or end it, then run the command again")
+}
+
+// lockHolder names the processes that hold a lock on the file at path, from
+// /proc/locks ("N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF").
+func lockHolder(path string) string {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return "a process wt cannot name"
+	}
+	f, _, err := safefile.Open("/proc/locks", safefile.Follows)
+	if err != nil {
+		return "a process wt cannot name"
+	}
+	defer f.Close() // Best effort: read only.
+	var who []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fl := strings.Fields(sc.Text())
+		if len(fl) < 6 || fl[1] != "FLOCK" {
+			continue
+		}
+		dev := strings.Split(fl[5], ":")
+		if len(dev) != 3 {
+			continue
+		}
+		if ino, err := strconv.ParseUint(dev[2], 10, 64); err != nil || ino != st.Ino {
+			continue
+		}
+		pid, _ := strconv.Atoi(fl[4])
+		who = append(who, fmt.Sprintf("pid %d (%s, %s)", pid, processName(pid), strings.ToLower(fl[3])))
+	}
+	if len(who) == 0 {
+		return "a process wt cannot name"
+	}
+	return strings.Join(who, ", ")
+}
+
+// processName is a process's command line, short, or "?" when unreadable.
+func processName(pid int) string {
+	b, err := safefile.Read("/proc/"+strconv.Itoa(pid)+"/cmdline", 1<<16, safefile.Follows)
+	if err != nil || len(b) == 0 {
+		return "?"
+	}
+	s := strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ")
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	return strconv.Quote(s)
+}
