@@ -167,24 +167,23 @@ func ReadLock(commonDir, key string) (reason string, locked bool, err error) {
 var ErrLocked = errors.New("worktree lock changed")
 
 // CreateLock writes git's lock file for worktree key with reason, only if
-// none exists: O_CREAT|O_EXCL fails when the name exists, so a concurrent
-// `git worktree lock` is never overwritten (ErrLocked). Between the create
-// and the write a reader may see the lock without its reason; git counts
-// the file's existence as the lock.
+// none exists, and whole: the reason is written to a temporary file that is
+// then hard-linked to the lock's name. link(2) fails when the name exists,
+// so a concurrent `git worktree lock` is never overwritten (ErrLocked), and
+// no reader, and no crash, ever sees the lock without its reason (a crash
+// after the link leaves the lock whole; before it, no lock at all).
 //
 // The lock mirrors a lease for git's sake; it is not fsynced, since the
 // lease, not the lock, is the truth.
 func CreateLock(commonDir, key, reason string) error {
-	f, err := os.OpenFile(LockFile(commonDir, key), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return ErrLocked
-	}
+	tmp, err := writeTemp(commonDir, key, reason)
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(reason + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	defer os.Remove(tmp) // Best effort: the lock, if made, is the link.
+	err = os.Link(tmp, LockFile(commonDir, key))
+	if errors.Is(err, fs.ErrExist) {
+		return ErrLocked
 	}
 	return err
 }

@@ -437,7 +437,7 @@ func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string) (Ended
 		if err := tx.PutAllocationRuntime(&a); err != nil {
 			return err
 		}
-		if err := placeLock(r.Git.CommonDir, a.WorktreeKey, nl); err != nil {
+		if err := placeLock(r.Git.CommonDir, a.WorktreeKey, nl, false); err != nil {
 			return err
 		}
 		if err := tx.PutLease(&nl); err != nil {

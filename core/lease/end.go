@@ -171,7 +171,7 @@ func survivors(ev Evidence, l store.Lease, skip ...int) string {
 // placeLock makes git's lock file of the worktree carry the lease's reason:
 // created if absent, replaced if it carries another wt lease's reason (a
 // stale one, or the lease just taken over), left alone if already right.
-func placeLock(commonDir, key string, l store.Lease) error {
+func placeLock(commonDir, key string, l store.Lease, tornOwn bool) error {
 	want := Reason(l)
 	reason, locked, err := gitrepo.ReadLock(commonDir, key)
 	if err != nil {
@@ -180,7 +180,7 @@ func placeLock(commonDir, key string, l store.Lease) error {
 	switch {
 	case locked && reason == want:
 		return nil
-	case locked && !isWtReason(reason):
+	case locked && !isWtReason(reason) && !(reason == "" && tornOwn):
 		return decision.New(decision.InvalidTarget, "worktree %s was locked by someone else (reason %q)", l.WorktreePath, reason)
 	case locked:
 		err = gitrepo.ReplaceLock(commonDir, key, want)

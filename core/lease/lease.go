@@ -205,7 +205,12 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 		return g, decision.New(decision.InvalidRole, "the allocation of %s (task %s) has role %q, which wt does not know: it takes no writer, and runs nothing unleased", c.TopLevel, a.TaskKey, a.Role).
 			WithHint("inspect it with wt-admin status --json; roles are %s", strings.Join(store.Roles, ", "))
 	}
-	if err := checkTarget(commonDir, c, a); err != nil {
+	existing, has, err := tx.Lease(a.AllocationID)
+	if err != nil {
+		return g, err
+	}
+	tornOwn := grantUnfinished(a, existing, has)
+	if err := checkTarget(commonDir, c, a, tornOwn); err != nil {
 		return g, err
 	}
 	if req.Owner != "" && req.Owner != a.Owner {
@@ -214,10 +219,6 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 	}
 	if a.Role != store.RoleFeature {
 		return notApplicable(g, start)
-	}
-	existing, has, err := tx.Lease(a.AllocationID)
-	if err != nil {
-		return g, err
 	}
 	var current *store.Lease
 	if has {
@@ -303,12 +304,13 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 			return tx.PutAllocationRuntime(&before)
 		})
 	}
+	crashpoint.Here("exec:binding-written")
 	g.Allocation = a
 	prevReason, prevLocked, err := gitrepo.ReadLock(commonDir, c.Key)
 	if err != nil {
 		return g, decision.Wrap(decision.InvalidTarget, err, "worktree %s", c.TopLevel)
 	}
-	if err := placeLock(commonDir, c.Key, l); err != nil {
+	if err := placeLock(commonDir, c.Key, l, tornOwn); err != nil {
 		return g, err
 	}
 	g.undo = append(g.undo, func() error {
@@ -369,9 +371,26 @@ func notApplicable(g Grant, start Start) (Grant, error) {
 	return g, nil
 }
 
-// checkTarget refuses a checkout that is detached, not at the allocation's
-// recorded path, or locked by anything but wt.
-func checkTarget(commonDir string, c gitrepo.Checkout, a store.Allocation) error {
+// grantUnfinished reports whether the allocation carries the runtime
+// binding of a lease that was never written: a wt-exec died inside its
+// grant, between the binding and the lease. An empty git lock file found
+// then is that grant's, torn by the same death (older wt wrote the file and
+// its reason in two steps), not a person's `git worktree lock` without a
+// reason.
+func grantUnfinished(a store.Allocation, l store.Lease, has bool) bool {
+	for _, v := range a.ExternalBindings {
+		b, ok, err := proc.DecodeRuntimeBinding(v)
+		if err == nil && ok && b.LeaseID != nil && (!has || *b.LeaseID != l.LeaseID) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTarget refuses a checkout that is off its branch, not at the
+// allocation's recorded path, or locked by anything but wt. An empty lock
+// is wt's own torn one when tornOwn (see grantUnfinished).
+func checkTarget(commonDir string, c gitrepo.Checkout, a store.Allocation, tornOwn bool) error {
 	if a.Role == store.RoleFeature && a.Branch != nil {
 		onBranch := !c.Detached && c.Branch == *a.Branch
 		rebasing := c.Detached && gitrepo.RebaseHeadName(c.GitDir) == "refs/heads/"+*a.Branch
@@ -396,9 +415,9 @@ func checkTarget(commonDir string, c gitrepo.Checkout, a store.Allocation) error
 	if err != nil {
 		return decision.Wrap(decision.InvalidTarget, err, "worktree %s", c.TopLevel)
 	}
-	if locked && !isWtReason(reason) {
+	if locked && !isWtReason(reason) && !(reason == "" && tornOwn) {
 		return decision.New(decision.InvalidTarget, "worktree %s is locked by someone else (reason %q)", c.TopLevel, reason).
-			WithHint("ask whoever locked it; git worktree unlock %s lifts it", c.TopLevel)
+			WithHint("ask whoever locked it; git worktree unlock %s lifts it", alloc.ShellWord(c.TopLevel))
 	}
 	return nil
 }

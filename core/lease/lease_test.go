@@ -55,12 +55,19 @@ func (m *memRecords) AppendEvent(e store.Event) error { m.events = append(m.even
 // fakeEvidence: live identities, group members by leader, path users,
 // carriers of an environment variable.
 type fakeEvidence struct {
+	bootErr  error
 	live     map[proc.Identity]bool
 	groups   map[int][]int
 	users    []proc.Use
 	carriers map[string][]int
 }
 
+func (f *fakeEvidence) BootID() (string, error) {
+	if f.bootErr != nil {
+		return "", f.bootErr
+	}
+	return proc.BootID()
+}
 func (f *fakeEvidence) IsLive(id proc.Identity) bool            { return f.live[id] }
 func (f *fakeEvidence) GroupMembers(leader int, _ uint64) []int { return f.groups[leader] }
 func (f *fakeEvidence) PathsInUse(string) ([]proc.Use, error)   { return f.users, nil }
@@ -223,6 +230,10 @@ func TestAcquireTakeover(t *testing.T) {
 		{"path user is the new holder", func(f *fixture, l store.Lease) {
 			f.ev.users = []proc.Use{{PID: f.me.PID, Command: "me", Why: proc.WhyCwd, Path: f.c.TopLevel}}
 		}, ""},
+		// Evidence that cannot be read is never evidence of death.
+		{"boot id unreadable", func(f *fixture, l store.Lease) {
+			f.ev.bootErr = errors.New("permission denied")
+		}, "boot id cannot be read"},
 		{"another boot's group", func(f *fixture, l store.Lease) {
 			l.Holder.BootID = "00000000-0000-4000-8000-000000000000"
 			f.recs.leases[f.a.AllocationID] = l

@@ -53,6 +53,8 @@ func Freshness(s Evidence, l store.Lease, now time.Time) string {
 // Evidence is one reading of the processes on this machine. *proc.Scan
 // implements it; unit tests use a fake.
 type Evidence interface {
+	// BootID is this boot's id, as the reading saw it.
+	BootID() (string, error)
 	IsLive(proc.Identity) bool
 	GroupMembers(leader int, leaderTicks uint64) []int
 	PathsInUse(dir string) ([]proc.Use, error)
@@ -77,9 +79,17 @@ func Carriers(ev Evidence, leaseID string) string {
 // has none: the holder itself runs, or a process remains in the group the
 // holder led or in the child group (SPEC §4). A group that a reused pid
 // started later is not evidence (see proc.Scan.GroupMembers), and nothing
-// of another boot is.
+// of another boot is. When this boot's id cannot be read, nothing is proven
+// dead.
 func Alive(ev Evidence, h proc.Holder, child *store.ChildGroup) string {
-	if boot, err := proc.BootID(); err != nil || h.BootID != boot {
+	boot, err := ev.BootID()
+	if err != nil {
+		// Evidence that cannot be read is never evidence of death: without
+		// this boot's id, a holder of this boot cannot be told from one of
+		// another.
+		return "this machine's boot id cannot be read (" + err.Error() + "), so the holder cannot be proven dead"
+	}
+	if h.BootID != boot {
 		return ""
 	}
 	if ev.IsLive(h.Identity()) {

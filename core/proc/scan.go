@@ -321,6 +321,9 @@ func (rr *refReader) refs(pid int) []ref {
 	return out
 }
 
+// BootID is this boot's id (see the package-level BootID).
+func (s *Scan) BootID() (string, error) { return BootID() }
+
 // CarryingEnv returns the running processes (other than the asking process
 // and its ancestors) whose initial environment holds name=value, read from
 // /proc/<pid>/environ. The environment is set at execve, so a child started

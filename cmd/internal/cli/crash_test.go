@@ -15,10 +15,13 @@ import (
 // buildCrashAdmin builds wt-admin with the wt_crashpoints tag: a binary that
 // kills itself with SIGKILL at the journal point named by WT_TEST_CRASH_AT.
 // The shipped binary has no such switch (core/crashpoint).
-func buildCrashAdmin(t *testing.T) string {
+func buildCrashAdmin(t *testing.T) string { return buildCrash(t, "wt-admin") }
+
+// buildCrash builds the named binary with the wt_crashpoints tag.
+func buildCrash(t *testing.T, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "wt-admin-crash")
-	out, err := exec.Command("go", "build", "-tags", "wt_crashpoints", "-o", bin, "github.com/wt-tool/wt/cmd/wt-admin").CombinedOutput()
+	bin := filepath.Join(t.TempDir(), name+"-crash")
+	out, err := exec.Command("go", "build", "-tags", "wt_crashpoints", "-o", bin, "github.com/wt-tool/wt/cmd/"+name).CombinedOutput()
 	if err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}

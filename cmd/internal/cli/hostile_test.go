@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/wt-tool/wt/core/gitrepo"
@@ -69,5 +70,42 @@ func TestStoreNotWritable(t *testing.T) {
 	r = readOnly(t, repo, "exec wt-admin allocate --task T-9 --owner a ../w9", store)
 	if r.code != 1 || !strings.Contains(r.stderr, "STORE_NOT_WRITABLE") || strings.Contains(r.stderr, "INTERNAL_ERROR") {
 		t.Errorf("wt-admin allocate: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestTornLockRecognised: a wt-exec killed inside its grant, after the
+// runtime binding and before the lease, left (in older versions, which
+// created git's lock and wrote its reason in two steps) an empty lock file
+// that refused every later wt-exec forever. Such a lock is now recognised
+// as wt's own by the unfinished grant beside it and replaced; an empty lock
+// with no such evidence is a person's `git worktree lock` and is kept.
+func TestTornLockRecognised(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	bin := buildCrash(t, "wt-exec")
+	_, repo, wts := governed(t, 1)
+	cmd, out, errb := command(wts[0], bin, "--", "true")
+	cmd.Env = append(cmd.Env, "WT_TEST_CRASH_AT=exec:binding-written")
+	if r := resultOf(cmd, cmd.Run(), out, errb); r.code != -int(syscall.SIGKILL) {
+		t.Fatalf("wt-exec did not die at exec:binding-written: %d %s", r.code, r.stderr)
+	}
+	lock := gitrepo.LockFile(filepath.Join(repo, ".git"), "w0")
+	if exists(lock) {
+		t.Fatal("a lock exists before the grant placed it")
+	}
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, wts[0], "wt-exec", "--", "true").ok(t)
+	if exists(lock) {
+		t.Error("the torn lock was not replaced and lifted")
+	}
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, wts[0], "wt-exec", "--", "true").refused(t, "INVALID_TARGET")
+	if !strings.Contains(r.stderr, `locked by someone else (reason "")`) {
+		t.Errorf("a person's empty lock: %s", r.stderr)
 	}
 }
