@@ -24,6 +24,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/install"
 )
@@ -62,14 +63,14 @@ func Run(ctx context.Context, dir string) (Report, error) {
 	case "":
 	case decision.NotInitialized:
 		rep.Findings = append(rep.Findings, Finding{Check: "store", Subject: dir, Problem: "the repository is not set up for wt",
-			Fix: fmt.Sprintf("wt-admin --repo %s init", alloc.ShellWord(dir))})
+			Fix: fmt.Sprintf("wt-admin --repo %s init", shell.Word(dir))})
 		return rep, nil
 	default:
 		return rep, err
 	}
 	rep.Repository = r.Git.TopLevel
 	var pol store.Policy
-	repo := alloc.ShellWord(r.Git.TopLevel)
+	repo := shell.Word(r.Git.TopLevel)
 	inv, invErr := r.Git.Inventory(ctx)
 	if invErr != nil {
 		rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: "git worktree list", Problem: invErr.Error(), Hint: "run git worktree list in the repository"})
@@ -118,7 +119,7 @@ func (rep *Report) checkFleet(ctx context.Context, r *alloc.Repo, pol store.Poli
 	if err != nil {
 		rep.Findings = append(rep.Findings, Finding{Check: "fleet", Subject: "remote " + pol.FleetRemoteName(),
 			Problem: "fleet mode names the task keys after remote " + pol.FleetRemoteName() + ", which this repository lacks",
-			Fix:     fmt.Sprintf("git -C %s remote add %s URL", alloc.ShellWord(r.Git.TopLevel), pol.FleetRemoteName())})
+			Fix:     fmt.Sprintf("git -C %s remote add %s URL", shell.Word(r.Git.TopLevel), pol.FleetRemoteName())})
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -171,7 +172,7 @@ func (rep *Report) checkHooks(ctx context.Context, r *alloc.Repo, repo, dir stri
 			continue
 		}
 		seen[hooksDir] = true
-		fix := fmt.Sprintf("(cd %s && wt-hook install)", alloc.ShellWord(at))
+		fix := fmt.Sprintf("(cd %s && wt-hook install)", shell.Word(at))
 		if i == 0 {
 			fix = fmt.Sprintf("(cd %s && wt-hook install)", repo)
 		}
@@ -264,7 +265,7 @@ func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDi
 			}
 		}
 		p := lease.Assess(ev, l, now, lease.Caller{})
-		path := alloc.ShellWord(l.WorktreePath)
+		path := shell.Word(l.WorktreePath)
 		f := Finding{Check: "leases", Subject: l.WorktreePath}
 		at, atErr := gitrepo.CheckoutOf(commonDir, a.WorktreeKey)
 		switch {
@@ -272,7 +273,7 @@ func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDi
 			// Moved (git worktree move): every lease command refuses the
 			// mismatch, so the fix is to move it back.
 			f.Problem = fmt.Sprintf("the worktree of lease %s (client %s) was moved to %s; the lease and the allocation record %s", l.LeaseID, l.Holder.ClientID, at, l.WorktreePath)
-			f.Fix = fmt.Sprintf("git -C %s worktree move %s %s", repo, alloc.ShellWord(at), path)
+			f.Fix = fmt.Sprintf("git -C %s worktree move %s %s", repo, shell.Word(at), path)
 		case p.HolderLive:
 			continue // a live holder's lease, expired or not, is its own business
 		case !p.NoLiveMutationRisk:
@@ -328,6 +329,6 @@ func (rep *Report) checkPrunable(allocs []store.Allocation, repo string) {
 		}
 		rep.Findings = append(rep.Findings, Finding{Check: "prune", Subject: a.WorktreePath,
 			Problem: fmt.Sprintf("retained audit worktree of task %s is gone; its registration can be pruned", a.TaskKey),
-			Fix:     fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repo, alloc.ShellWord(a.WorktreePath), alloc.ShellWord(a.Owner))})
+			Fix:     fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repo, shell.Word(a.WorktreePath), shell.Word(a.Owner))})
 	}
 }

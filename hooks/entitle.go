@@ -10,6 +10,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -330,7 +331,7 @@ func headOffBranch(c gitrepo.Checkout, a store.Allocation) *decision.Error {
 		on = "branch " + c.Branch
 	}
 	return decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree, whose writer works on branch %s, but it is on %s", c.TopLevel, a.TaskKey, want, on).
-		WithHint("switch it back: git -C %s switch %s", alloc.ShellWord(c.TopLevel), alloc.ShellWord(want)).
+		WithHint("switch it back: git -C %s switch %s", shell.Word(c.TopLevel), shell.Word(want)).
 		WithFact("branch", want)
 }
 
@@ -360,7 +361,7 @@ func foreignBindings(a store.Allocation, l store.Lease) *decision.Error {
 // worktree itself (own), whose path the lease must record, or the
 // allocation's recorded path for a write to its branch from elsewhere.
 func judgeLease(path string, own bool, a store.Allocation, repo store.Repository, l store.Lease, ok bool, pid int) *decision.Error {
-	take := fmt.Sprintf("run the write under wt-exec: wt-exec -C %s -- git commit ...", alloc.ShellWord(path))
+	take := fmt.Sprintf("run the write under wt-exec: wt-exec -C %s -- git commit ...", shell.Word(path))
 	if !ok {
 		return decision.New(decision.WriterLeaseRequired, "no live writer holds %s (task %s): writes need its writer lease", path, a.TaskKey).
 			WithHint("%s", take)

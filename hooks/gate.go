@@ -12,6 +12,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -197,7 +198,7 @@ func (g *gate) headRetarget(wt gitrepo.Checkout, target string) (Verdict, bool, 
 			return done(v), false, nil
 		}
 		v.Refusal = decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree: its HEAD stays on branch %s, not %s", wt.TopLevel, a.TaskKey, *a.Branch, target).
-			WithHint("work on %s here; for other work allocate a worktree: wt-admin allocate --task KEY --owner NAME PATH", *a.Branch)
+			WithHint("work on %s here; for other work allocate a worktree: wt-admin allocate --task KEY --owner NAME PATH", shell.Word(*a.Branch))
 		return done(v), true, nil
 	}
 	if err != nil && decision.CodeOf(err) != decision.UnregisteredWorktree {

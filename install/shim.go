@@ -3,6 +3,7 @@ package install
 import (
 	"embed"
 	"fmt"
+	"github.com/wt-tool/wt/core/shell"
 	"strings"
 )
 
@@ -39,7 +40,7 @@ func Render(hook, bin string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.Replace(t, binMark, shellQuote(bin), 1), nil
+	return strings.Replace(t, binMark, shell.Quote(bin), 1), nil
 }
 
 // Recognize reports whether content is a wt shim for hook, of any shipped
@@ -55,29 +56,9 @@ func Recognize(hook string, content []byte) (version int, bin string, ok bool) {
 		if !found || !strings.HasPrefix(s, pre) || !strings.HasSuffix(s, post) || len(s) < len(pre)+len(post) {
 			continue
 		}
-		if b, ok := shellUnquote(s[len(pre) : len(s)-len(post)]); ok {
+		if b, ok := shell.Unquote(s[len(pre) : len(s)-len(post)]); ok {
 			return v, b, true
 		}
 	}
 	return 0, "", false
-}
-
-// shellQuote quotes s for sh: in single quotes, each single quote in s
-// written as close quote, backslash and quote, open quote.
-// Nothing inside single quotes is special to sh ($, `, \, spaces, ").
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// shellUnquote inverts shellQuote exactly; anything else is not a quoted
-// path this tool wrote.
-func shellUnquote(q string) (string, bool) {
-	if len(q) < 2 || q[0] != '\'' || q[len(q)-1] != '\'' {
-		return "", false
-	}
-	s := strings.ReplaceAll(q[1:len(q)-1], `'\''`, "'")
-	if shellQuote(s) != q {
-		return "", false
-	}
-	return s, true
 }

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"github.com/wt-tool/wt/core/shell"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,17 +12,17 @@ import (
 // TestShellQuote: every path comes back exactly from the shell.
 func TestShellQuote(t *testing.T) {
 	for _, p := range []string{"/usr/bin/wt-hook", "/a b/c", "/it's/$HOME/`x`/\\n/\"q\"", "/''/'"} {
-		out, err := exec.Command("sh", "-c", "printf %s "+shellQuote(p)).Output()
+		out, err := exec.Command("sh", "-c", "printf %s "+shell.Quote(p)).Output()
 		if err != nil || string(out) != p {
 			t.Errorf("%q: sh printed %q (%v)", p, out, err)
 		}
-		if back, ok := shellUnquote(shellQuote(p)); !ok || back != p {
-			t.Errorf("unquote(%q) = %q %v", shellQuote(p), back, ok)
+		if back, ok := shell.Unquote(shell.Quote(p)); !ok || back != p {
+			t.Errorf("unquote(%q) = %q %v", shell.Quote(p), back, ok)
 		}
 	}
 	for _, bad := range []string{"", "'", "abc", "'a'b'", "'a'\\''"} {
-		if _, ok := shellUnquote(bad); ok {
-			t.Errorf("shellUnquote(%q) accepted", bad)
+		if _, ok := shell.Unquote(bad); ok {
+			t.Errorf("shell.Unquote(%q) accepted", bad)
 		}
 	}
 }
@@ -59,7 +60,7 @@ func TestRecognizeOld(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := strings.Replace(tpl, binMark, shellQuote("/usr/bin/wt-hook"), 1)
+			s := strings.Replace(tpl, binMark, shell.Quote("/usr/bin/wt-hook"), 1)
 			if got, bin, ok := Recognize(h, []byte(s)); !ok || got != v || bin != "/usr/bin/wt-hook" {
 				t.Errorf("%s v%d: %v %q %v", h, v, got, bin, ok)
 			}

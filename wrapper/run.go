@@ -17,6 +17,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -186,7 +187,7 @@ func lookPath(name, dir string, environ []string) (string, error) {
 			return "", decision.Wrap(decision.CommandNotRunnable, err, "%s", name)
 		case fi.IsDir() || fi.Mode()&0o111 == 0:
 			return "", decision.New(decision.CommandNotRunnable, "%s is not executable", name).
-				WithHint("chmod +x %s, or run it through its interpreter", name)
+				WithHint("chmod +x %s, or run it through its interpreter", shell.Word(name))
 		}
 		return name, nil
 	}

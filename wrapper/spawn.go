@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/shell"
 )
 
 // start forks and execs the child in its own process group: with a pty as
@@ -144,5 +145,5 @@ func execError(path string, err error) error {
 		return decision.Wrap(decision.CommandNotFound, err, "%s", path)
 	}
 	return decision.Wrap(decision.CommandNotRunnable, err, "%s", path).
-		WithHint("check that %s is an executable file with a valid #! line", path)
+		WithHint("check that %s is an executable file with a valid #! line", shell.Word(path))
 }

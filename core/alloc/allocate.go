@@ -16,6 +16,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/core/strictjson"
 )
@@ -70,6 +71,12 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 	}
 	if req.Path == "" {
 		return res, decision.New(decision.Usage, "allocate needs a PATH").WithHint("wt-admin allocate --task KEY --owner NAME PATH")
+	}
+	if err := ValidText("path", req.Path); err != nil {
+		return res, err
+	}
+	if err := ValidText("branch", req.Branch); err != nil {
+		return res, err
 	}
 	path, err := proc.Canonical(req.Path)
 	if err != nil {
@@ -230,18 +237,9 @@ func (r *Repo) checkTaskAndBudget(tx *store.Tx, task, skip string, pol store.Pol
 
 func taskInUseHint(a store.Allocation) string {
 	if a.Lifecycle == store.Retained {
-		return fmt.Sprintf("resume it with wt-admin resume %s --owner %s, or choose another task key", quoteArg(a.WorktreePath), quoteArg(a.Owner))
+		return fmt.Sprintf("resume it with wt-admin resume %s --owner %s, or choose another task key", shell.Word(a.WorktreePath), shell.Word(a.Owner))
 	}
-	return fmt.Sprintf("work in %s, or choose another task key", a.WorktreePath)
-}
-
-func quoteArg(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return fmt.Sprintf("work in %s, or choose another task key", shell.Word(a.WorktreePath))
 }
 
 // pendingAllocations are the allocations planned by allocate journals still

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -78,7 +80,7 @@ func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, err
 			}
 			if !ok {
 				return decision.New(decision.InvalidMetadata, "policy.json is missing").
-					WithHint("restore it, or remove %s/repository.json and run wt-admin init again", s.Root())
+					WithHint("restore it, or remove %s and run wt-admin init again", shell.Word(filepath.Join(s.Root(), "repository.json")))
 			}
 			_, diffs, err := r.applyPolicy(ctx, pol, change)
 			if err != nil {
@@ -86,7 +88,7 @@ func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, err
 			}
 			if len(diffs) > 0 {
 				return decision.New(decision.PolicyConflict, "wt is already set up here with another policy (%s)", diffs[0].Field).
-					WithHint("change the policy with wt-admin policy --%s %s", flagName(diffs[0].Field), diffs[0].To)
+					WithHint("change the policy with wt-admin policy --%s %s", flagName(diffs[0].Field), shell.Word(diffs[0].To))
 			}
 			res = InitResult{Code: decision.StoreAlreadyInitialized, StoreDir: s.Root(), RepositoryID: repo.RepositoryID, Policy: pol}
 			return nil

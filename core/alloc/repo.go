@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -13,6 +15,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -92,39 +95,43 @@ func ValidRole(role string) error {
 		WithHint("pass --role feature (the default) or one of %s", strings.Join(store.Roles, ", "))
 }
 
-// ValidTaskKey refuses an empty task key, one with whitespace or control
-// characters, and one longer than 128 bytes. The default branch wt/<KEY> must
-// also be a valid ref name; Allocate checks that with git.
+// Task keys and owners have a character set (docs/decisions.md,
+// "Allocation"): a letter or digit, then letters, digits and . _ - (task
+// keys also /, owners also @ +), 128 bytes at most. Nothing in them can
+// break a command line, a table or a terminal.
+var (
+	taskKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`)
+	ownerPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$`)
+)
+
+// ValidTaskKey refuses a task key outside its character set. The default
+// branch wt/<KEY> must also be a valid ref name; Allocate checks that with
+// git.
 func ValidTaskKey(key string) error {
-	if strings.TrimSpace(key) == "" {
-		return decision.New(decision.InvalidTaskKey, "task key is empty").
+	if !taskKeyPattern.MatchString(key) {
+		return decision.New(decision.InvalidTaskKey, "task key %s is not a letter or digit followed by up to 127 letters, digits and . _ / -", strconv.QuoteToASCII(key)).
 			WithHint("pass --task KEY, e.g. --task T-12")
-	}
-	if len(key) > 128 {
-		return decision.New(decision.InvalidTaskKey, "task key is longer than 128 bytes")
-	}
-	for _, r := range key {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return decision.New(decision.InvalidTaskKey, "task key %q holds whitespace or a control character", key).
-				WithHint("use letters, digits and - _ . / in task keys")
-		}
 	}
 	return nil
 }
 
-// ValidOwner refuses an empty owner, one with control characters, and one
-// longer than 128 bytes.
+// ValidOwner refuses an owner outside its character set.
 func ValidOwner(owner string) error {
-	if strings.TrimSpace(owner) == "" {
-		return decision.New(decision.InvalidOwner, "owner is empty").WithHint("pass --owner NAME")
+	if !ownerPattern.MatchString(owner) {
+		return decision.New(decision.InvalidOwner, "owner %s is not a letter or digit followed by up to 127 letters, digits and . _ @ + -", strconv.QuoteToASCII(owner)).
+			WithHint("pass --owner NAME, e.g. --owner alice")
 	}
-	if len(owner) > 128 {
-		return decision.New(decision.InvalidOwner, "owner is longer than 128 bytes")
-	}
-	for _, r := range owner {
+	return nil
+}
+
+// ValidText refuses free text wt stores (a path, a reason) that holds a
+// control character: a newline would forge lines in wt's output and an
+// escape sequence would reach the terminal.
+func ValidText(what, s string) error {
+	for _, r := range s {
 		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return decision.New(decision.InvalidOwner, "owner %q holds a control character", owner).
-				WithHint("pass --owner with printable characters only")
+			return decision.New(decision.Usage, "%s %s holds a control character", what, strconv.QuoteToASCII(s)).
+				WithHint("give a %s of printable characters", what)
 		}
 	}
 	return nil
@@ -201,7 +208,7 @@ func (r *Repo) resolveKey(tx *store.Tx, key, abs string) (Target, error) {
 	a, err := tx.Allocation(b.AllocationID)
 	if errors.Is(err, store.ErrNotFound) {
 		return Target{}, decision.New(decision.InvalidMetadata, "binding %s names allocation %s, which has no record", key, b.AllocationID).
-			WithHint("inspect %s by hand", filepath.Join(r.Store.Root(), "bindings", key+".json"))
+			WithHint("inspect %s by hand", shell.Word(filepath.Join(r.Store.Root(), "bindings", key+".json")))
 	}
 	if err != nil {
 		return Target{}, err
@@ -234,7 +241,7 @@ func (r *Repo) RegisteredAllocation(tx *store.Tx, key string) (*store.Allocation
 func requireOwner(a store.Allocation, owner string) error {
 	if a.Owner != owner {
 		return decision.New(decision.OwnerMismatch, "allocation of task %s is owned by %q, not %q", a.TaskKey, a.Owner, owner).
-			WithHint("pass --owner %q", a.Owner)
+			WithHint("pass --owner %s", shell.Word(a.Owner))
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -82,7 +82,7 @@ func GateOf(a store.Allocation) string {
 // checked out.
 func GateProblems(tx *store.Tx, repoArg string, wt gitrepo.Worktree, gitDir string, a *store.Allocation) ([]Problem, error) {
 	var out []Problem
-	path := ShellWord(wt.Path)
+	path := shell.Word(wt.Path)
 	if a != nil && a.Role == store.RoleFeature && a.Branch != nil {
 		onBranch := !wt.Detached && wt.Branch == *a.Branch
 		if !onBranch && !(wt.Detached && gitrepo.RebaseHeadName(gitDir) == "refs/heads/"+*a.Branch) {
@@ -92,7 +92,7 @@ func GateProblems(tx *store.Tx, repoArg string, wt gitrepo.Worktree, gitDir stri
 			}
 			out = append(out, Problem{Code: decision.HeadOffTaskBranch,
 				Message: fmt.Sprintf("task %s's worktree is on %s, not its branch %s: its commits are refused and wt-exec refuses it", a.TaskKey, on, *a.Branch),
-				Fix:     fmt.Sprintf("git -C %s switch %s", path, ShellWord(*a.Branch))})
+				Fix:     fmt.Sprintf("git -C %s switch %s", path, shell.Word(*a.Branch))})
 		}
 	}
 	if wt.Detached || wt.Branch == "" {
@@ -167,7 +167,7 @@ func (r *Repo) Status(ctx context.Context) (StatusResult, error) {
 // between the freshness of the leases and the processes it lists.
 func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (StatusResult, error) {
 	res := StatusResult{Code: decision.StatusShown, Rows: []Row{}, Pending: []Pending{}, Next: []Next{}}
-	repoArg := ShellWord(r.Git.TopLevel)
+	repoArg := shell.Word(r.Git.TopLevel)
 	inv, err := r.Git.Inventory(ctx)
 	if err != nil {
 		return res, gitrepo.ListFailed(err)
@@ -218,7 +218,7 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 						registeredTo = &a
 						if a.Role == store.RoleAudit && a.Lifecycle == store.Retained && wt.Prunable {
 							res.Next = append(res.Next, Next{Path: wt.Path, Why: "retained audit whose checkout is gone: its registration can be pruned",
-								Command: fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repoArg, ShellWord(wt.Path), ShellWord(a.Owner))})
+								Command: fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repoArg, shell.Word(wt.Path), shell.Word(a.Owner))})
 						}
 					} else if _, _, hasDoc, err := tx.Registration(wt.Key); err != nil {
 						return err
@@ -413,15 +413,4 @@ func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
 		}
 	}
 	return nil
-}
-
-// ShellWord quotes s for a command line a person copies, when it needs it.
-func ShellWord(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '+' || r == ',' || r == '@' ||
-			r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

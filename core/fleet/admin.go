@@ -3,9 +3,11 @@ package fleet
 import (
 	"context"
 	"strings"
+	"unicode"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 )
 
 // Find returns the entry of one task key, or FLEET_NO_LEASE.
@@ -29,6 +31,11 @@ func Find(ctx context.Context, co Coordinator, key string) (Entry, error) {
 // reason; a holder that runs on this machine, in this boot, is never
 // abandoned (FLEET_LEASE_HELD): its wt-exec releases it.
 func Abandon(ctx context.Context, co Coordinator, key, reason string, operator bool) (Entry, error) {
+	for _, r := range reason {
+		if unicode.IsControl(r) {
+			return Entry{}, decision.New(decision.Usage, "--reason holds a control character").WithHint("give a reason of printable characters")
+		}
+	}
 	if strings.TrimSpace(reason) == "" {
 		return Entry{}, decision.New(decision.Usage, "--reason must say why the fleet lease is abandoned").
 			WithHint(`e.g. --reason "host build-7 was decommissioned"`)
@@ -46,7 +53,7 @@ func Abandon(ctx context.Context, co Coordinator, key, reason string, operator b
 	}
 	if !operator {
 		return e, decision.New(decision.OperatorRequired, "task %s is held by %s; wt cannot see whether that machine is gone", e.TaskKey, h.Describe()).
-			WithHint("if it is, say so: wt-admin fleet abandon %s --reason TEXT --operator", e.TaskKey)
+			WithHint("if it is, say so: wt-admin fleet abandon %s --reason TEXT --operator", shell.Word(e.TaskKey))
 	}
 	return co.Revoke(ctx, key)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -331,7 +332,7 @@ func KeySpace(ctx context.Context, g *gitrepo.Repo, pol store.Policy) (string, e
 	out, err := g.Git(ctx, true, "remote", "get-url", "--end-of-options", remote)
 	if err != nil {
 		return "", decision.Wrap(decision.InvalidPolicy, err, "fleet mode names the key space after remote %q, which this repository lacks", remote).
-			WithHint("add it (git remote add %s URL) or name another: wt-admin policy --fleet-remote NAME", remote)
+			WithHint("add it (git remote add %s URL) or name another: wt-admin policy --fleet-remote NAME", shell.Word(remote))
 	}
 	return RemoteID(strings.TrimSpace(string(out))), nil
 }

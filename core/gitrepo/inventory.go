@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/shell"
 )
 
 // Worktree is one entry of the repository's worktree inventory.
@@ -225,7 +226,7 @@ func checkAdminFiles(commonDir string) error {
 			fi, err := os.Stat(p)
 			if err == nil && !fi.Mode().IsRegular() && bad == nil {
 				bad = decision.New(decision.InvalidMetadata, "%s is not a regular file (%s): git would block reading it", p, fi.Mode().Type()).
-					WithHint("look at it and remove it by hand (git worktree repair can rewrite gitdir; a lock is only a file): ls -l %s", p).
+					WithHint("look at it and remove it by hand (git worktree repair can rewrite gitdir; a lock is only a file): ls -l %s", shell.Word(p)).
 					WithFact("file", p)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -142,7 +143,7 @@ func leaseAt(r *alloc.Repo, tx *store.Tx, path string) (found, error) {
 	}
 	if !ok {
 		return found{}, decision.New(decision.NoWriterLease, "%s (task %s) has no writer lease", t.Path, t.Allocation.TaskKey).
-			WithHint("nothing to end; a writer takes one with wt-exec -C %s -- COMMAND", alloc.ShellWord(t.Path))
+			WithHint("nothing to end; a writer takes one with wt-exec -C %s -- COMMAND", shell.Word(t.Path))
 	}
 	return found{t, l}, nil
 }
@@ -196,7 +197,7 @@ func Inspect(r *alloc.Repo, path string, caller Caller) (Inspection, error) {
 //     the holder is dead and the worktree missing).
 func (in *Inspection) decide(mismatch string) {
 	p, l := in.Proof, in.Lease
-	path := alloc.ShellWord(in.Path)
+	path := shell.Word(in.Path)
 	expiry := ""
 	if p.Expired {
 		expiry = fmt.Sprintf("; it expired at %s, so its holder may not commit until it renews", deref(l.ExpiresAt))
@@ -310,7 +311,7 @@ func operate(r *alloc.Repo, path string, caller Caller, fn func(tx *store.Tx, f 
 		}
 		if m := f.mismatch(); m != "" {
 			return decision.New(decision.WriterLeaseMismatch, "%s", m).
-				WithHint("inspect it with wt-admin lease inspect %s; move the worktree back to where the lease says", alloc.ShellWord(f.t.Path))
+				WithHint("inspect it with wt-admin lease inspect %s; move the worktree back to where the lease says", shell.Word(f.t.Path))
 		}
 		ev, err := proc.NewScan()
 		if err != nil {
@@ -345,7 +346,7 @@ func ReleaseDead(r *alloc.Repo, path, leaseID string) (Ended, error) {
 		p := out.Proof
 		if f.l.LeaseID != leaseID {
 			return decision.New(decision.WriterLeaseMismatch, "the lease of %s is %s, not %s", f.t.Path, f.l.LeaseID, leaseID).
-				WithHint("release only the lease you mean: check it with wt-admin lease inspect %s", alloc.ShellWord(f.t.Path)).
+				WithHint("release only the lease you mean: check it with wt-admin lease inspect %s", shell.Word(f.t.Path)).
 				WithFact("lease_id", f.l.LeaseID)
 		}
 		if !p.NoLiveMutationRisk {
@@ -363,6 +364,9 @@ func ReleaseDead(r *alloc.Repo, path, leaseID string) (Ended, error) {
 // event.
 func Abandon(r *alloc.Repo, path, reason string, operator bool, caller Caller) (Ended, error) {
 	reason = strings.TrimSpace(reason)
+	if err := alloc.ValidText("reason", reason); err != nil {
+		return Ended{}, err
+	}
 	if reason == "" {
 		return Ended{}, decision.New(decision.Usage, "--reason must say why the lease is abandoned").
 			WithHint("e.g. --reason \"agent crashed; its work is kept on the branch\"")
@@ -376,7 +380,7 @@ func Abandon(r *alloc.Repo, path, reason string, operator bool, caller Caller) (
 				code = decision.OperatorRequired
 			}
 			return decision.New(code, "the lease of %s (client %s, pid %d) cannot be abandoned: %s", f.t.Path, f.l.Holder.ClientID, f.l.Holder.PID, why).
-				WithHint("see what keeps it with wt-admin lease inspect %s", alloc.ShellWord(f.t.Path)).
+				WithHint("see what keeps it with wt-admin lease inspect %s", shell.Word(f.t.Path)).
 				WithFact("proof", p)
 		}
 		detail := map[string]any{"generation": f.l.Generation, "acquired_at": f.l.AcquiredAt, "reason": reason, "operator": operator, "proof": p}
@@ -397,15 +401,18 @@ func Abandon(r *alloc.Repo, path, reason string, operator bool, caller Caller) (
 // and its descendants may already be in the worktree.
 func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string) (Ended, error) {
 	reason = strings.TrimSpace(reason)
+	if err := alloc.ValidText("reason", reason); err != nil {
+		return Ended{}, err
+	}
 	return operate(r, path, Caller{ClientID: holder.ClientID, SessionID: holder.SessionID}, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
 		a, p := f.t.Allocation, out.Proof
 		if a.Role != store.RoleFeature || a.Lifecycle != store.Active {
 			return decision.New(decision.InvalidLifecycle, "allocation of task %s is a %s %s allocation; only ACTIVE feature allocations take a writer", a.TaskKey, a.Lifecycle, a.Role).
-				WithHint("resume it first: wt-admin resume %s --owner %s", alloc.ShellWord(f.t.Path), a.Owner)
+				WithHint("resume it first: wt-admin resume %s --owner %s", shell.Word(f.t.Path), a.Owner)
 		}
 		if p.MissingWorktree {
 			return decision.New(decision.InvalidTarget, "the worktree %s is gone; nobody can write there", f.l.WorktreePath).
-				WithHint("abandon the lease instead: wt-admin lease abandon %s --reason TEXT", alloc.ShellWord(f.t.Path))
+				WithHint("abandon the lease instead: wt-admin lease abandon %s --reason TEXT", shell.Word(f.t.Path))
 		}
 		// The adopter and what it started are not evidence against it.
 		skip := []int{holder.PID}

@@ -17,6 +17,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -215,7 +216,7 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 	}
 	if req.Owner != "" && req.Owner != a.Owner {
 		return g, decision.New(decision.OwnerMismatch, "allocation of task %s is owned by %q, not %q", a.TaskKey, a.Owner, req.Owner).
-			WithHint("pass --owner %q, or leave --owner out", a.Owner)
+			WithHint("pass --owner %s, or leave --owner out", shell.Word(a.Owner))
 	}
 	if a.Role != store.RoleFeature {
 		return notApplicable(g, start)
@@ -230,7 +231,7 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 	}
 	if a.Lifecycle != store.Active {
 		return g, decision.New(decision.InvalidLifecycle, "allocation of task %s is %s; only ACTIVE allocations take a writer", a.TaskKey, a.Lifecycle).
-			WithHint("resume it first: wt-admin resume %s --owner %s", c.TopLevel, a.Owner).
+			WithHint("resume it first: %s", shell.Words("wt-admin", "resume", c.TopLevel, "--owner", a.Owner)).
 			WithFact("lifecycle", a.Lifecycle)
 	}
 	repo, err := tx.Repository()
@@ -400,12 +401,12 @@ func checkTarget(commonDir string, c gitrepo.Checkout, a store.Allocation, tornO
 				on = "branch " + c.Branch
 			}
 			return decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree, whose writer works on branch %s, but it is on %s", c.TopLevel, a.TaskKey, *a.Branch, on).
-				WithHint("switch it back: git -C %s switch %s", alloc.ShellWord(c.TopLevel), alloc.ShellWord(*a.Branch)).
+				WithHint("switch it back: git -C %s switch %s", shell.Word(c.TopLevel), shell.Word(*a.Branch)).
 				WithFact("branch", *a.Branch)
 		}
 	} else if c.Detached {
 		return decision.New(decision.InvalidTarget, "%s has a detached HEAD; a writer works on a branch", c.TopLevel).
-			WithHint("check out the allocation's branch in it: git -C %s switch %s", alloc.ShellWord(c.TopLevel), alloc.ShellWord(deref(a.Branch)))
+			WithHint("check out the allocation's branch in it: git -C %s switch %s", shell.Word(c.TopLevel), shell.Word(deref(a.Branch)))
 	}
 	if canon, err := proc.Canonical(a.WorktreePath); err != nil || canon != c.TopLevel {
 		return decision.New(decision.InvalidTarget, "the checkout is at %s but its allocation records %s", c.TopLevel, a.WorktreePath).
@@ -417,7 +418,7 @@ func checkTarget(commonDir string, c gitrepo.Checkout, a store.Allocation, tornO
 	}
 	if locked && !isWtReason(reason) && !(reason == "" && tornOwn) {
 		return decision.New(decision.InvalidTarget, "worktree %s is locked by someone else (reason %q)", c.TopLevel, reason).
-			WithHint("ask whoever locked it; git worktree unlock %s lifts it", alloc.ShellWord(c.TopLevel))
+			WithHint("ask whoever locked it; git worktree unlock %s lifts it", shell.Word(c.TopLevel))
 	}
 	return nil
 }

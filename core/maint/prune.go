@@ -19,6 +19,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/core/strictjson"
 )
@@ -113,7 +114,7 @@ func planPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner s
 	}
 	if j != nil {
 		return PruneResult{}, decision.New(decision.InterruptedTx, "an apply of prune on %s was interrupted in phase %s", target, j.Phase).
-			WithHint("finish it: wt-admin prune %s --owner %s --apply %s", target, owner, journalPlanID(*j))
+			WithHint("finish it: %s", shell.Words("wt-admin", "prune", target, "--owner", owner, "--apply", journalPlanID(*j)))
 	}
 	item, err := findWorktree(ctx, r, target)
 	if err != nil {
@@ -241,14 +242,14 @@ func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, i
 	}
 	drift := func(format string, args ...any) error {
 		return decision.New(decision.GCPlanDrift, "interrupted prune %s: "+format, append([]any{j.TransactionID}, args...)...).
-			WithHint("run the dry run (wt-admin prune %s --owner OWNER) and look at what changed", j.Target)
+			WithHint("run the dry run (wt-admin prune %s --owner OWNER) and look at what changed", shell.Word(j.Target))
 	}
 	if p.PlanID != apply {
 		return p, drift("it applies plan %s, not %s", p.PlanID, apply)
 	}
 	if p.Plan.Owner != owner {
 		return p, decision.New(decision.ActiveOwner, "interrupted prune %s was authorized by %q, not %q", j.TransactionID, p.Plan.Owner, owner).
-			WithHint("finish it with --owner %s", p.Plan.Owner)
+			WithHint("finish it with --owner %s", shell.Word(p.Plan.Owner))
 	}
 	switch j.Phase {
 	case PhasePrepared, PhaseRemoved, PhaseReleased:
@@ -323,7 +324,7 @@ func buildPlan(ctx context.Context, r *alloc.Repo, tx *store.Tx, item gitrepo.Wo
 			WithHint("prune removes only the registration of a checkout that is gone; retain it with wt-admin retain instead")
 	case item.Locked:
 		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s is locked (%s)", item.Path, item.LockReason).
-			WithHint("whoever locked it decides: git worktree unlock %s", item.Path)
+			WithHint("whoever locked it decides: git worktree unlock %s", shell.Word(item.Path))
 	case !item.Detached || item.Branch != "":
 		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s has branch %s checked out; only a detached audit qualifies", item.Path, item.Branch).
 			WithHint("a branch may hold task work: recover the checkout (git worktree repair) and look")
@@ -349,10 +350,10 @@ func buildPlan(ctx context.Context, r *alloc.Repo, tx *store.Tx, item gitrepo.Wo
 	switch {
 	case a.Role != store.RoleAudit || a.Lifecycle != store.Retained:
 		return PrunePlan{}, decision.New(decision.LifecycleNotReleasable, "allocation of task %s is a %s %s allocation; only a RETAINED audit is pruned", a.TaskKey, a.Lifecycle, a.Role).
-			WithHint("retain it first: wt-admin retain %s --owner %s", item.Path, a.Owner).WithFact("lifecycle", a.Lifecycle)
+			WithHint("retain it first: %s", shell.Words("wt-admin", "retain", item.Path, "--owner", a.Owner)).WithFact("lifecycle", a.Lifecycle)
 	case owner != a.Owner:
 		return PrunePlan{}, decision.New(decision.ActiveOwner, "allocation of task %s is owned by %q; %q cannot authorize its prune", a.TaskKey, a.Owner, owner).
-			WithHint("its owner prunes it: --owner %s", a.Owner)
+			WithHint("its owner prunes it: --owner %s", shell.Word(a.Owner))
 	case item.Head != a.BaseCommit:
 		return PrunePlan{}, decision.New(decision.TaskEvidencePresent, "the audit's HEAD %s moved from its base %s: it may hold work", item.Head, a.BaseCommit).
 			WithHint("recover the checkout (git worktree repair) and keep what it holds")
@@ -367,7 +368,7 @@ func buildPlan(ctx context.Context, r *alloc.Repo, tx *store.Tx, item gitrepo.Wo
 		return PrunePlan{}, err
 	} else if ok {
 		return PrunePlan{}, decision.New(decision.LeasePresent, "allocation of task %s has a writer lease", a.TaskKey).
-			WithHint("see it with wt-admin lease inspect %s", item.Path)
+			WithHint("see it with wt-admin lease inspect %s", shell.Word(item.Path))
 	}
 	repo, err := tx.Repository()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/wt-tool/wt/core/decision"
 )
@@ -35,8 +36,8 @@ func Resolve(selector string, n Names) (Holder, error) {
 		return Holder{}, err
 	}
 	for _, s := range []*string{n.SessionID, n.RunID} {
-		if s != nil && (*s == "" || strings.ContainsRune(*s, 0)) {
-			return Holder{}, decision.New(decision.InvalidHolder, "session and run ids must be non-empty and hold no NUL byte")
+		if s != nil && (*s == "" || strings.IndexFunc(*s, unicode.IsControl) >= 0) {
+			return Holder{}, decision.New(decision.InvalidHolder, "session and run ids must be non-empty and hold no control character")
 		}
 	}
 	var id Identity

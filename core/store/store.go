@@ -16,6 +16,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/safefile"
+	"github.com/wt-tool/wt/core/shell"
 )
 
 // Directory and file names under <common-dir>/wt.
@@ -97,7 +98,7 @@ func (s *Store) checkLockFile() error {
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return invalid(p, errors.New("the store lock is missing")).
-			WithHint("the store is damaged; recreate the empty file with: touch %s", p)
+			WithHint("the store is damaged; recreate the empty file with: touch %s", shell.Word(p))
 	}
 	if err != nil {
 		return invalid(p, err)

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/strictjson"
 )
 
@@ -49,6 +50,6 @@ func notWritable(path string, err error) error {
 		return err
 	}
 	return decision.Wrap(decision.StoreNotWritable, err, "wt's store cannot be written at %s", path).
-		WithHint("make it writable for this user (see: ls -ld %s; mount | grep ' ro,'), then run the command again", filepath.Dir(path)).
+		WithHint("make it writable for this user (see: ls -ld %s; mount | grep ' ro,'), then run the command again", shell.Word(filepath.Dir(path))).
 		WithFact("file", path)
 }

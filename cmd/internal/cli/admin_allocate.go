@@ -8,6 +8,7 @@ import (
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/install"
 )
@@ -53,7 +54,7 @@ func (e *env) allocateCommand() *ucli.Command {
 			}
 			reason := fmt.Sprintf("task %s allocated at %s (%s at %.12s, role %s, owner %s)", a.TaskKey, a.WorktreePath, where, a.BaseCommit, a.Role, a.Owner)
 			return e.success(res.Code, reason, res, warnings, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, reason)
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
 			})
 		}),
 	}
@@ -77,9 +78,9 @@ func ungatedWarnings(c *ucli.Context, a store.Allocation) []string {
 	}
 	problems, err := install.Check(dir)
 	if err != nil || len(problems) > 0 {
-		fix := fmt.Sprintf("(cd %s && wt-hook install)", alloc.ShellWord(a.WorktreePath))
+		fix := fmt.Sprintf("(cd %s && wt-hook install)", shell.Word(a.WorktreePath))
 		if inTree {
-			fix = fmt.Sprintf("(cd %s && wt-hook install --force)", alloc.ShellWord(a.WorktreePath))
+			fix = fmt.Sprintf("(cd %s && wt-hook install --force)", shell.Word(a.WorktreePath))
 		}
 		what := fmt.Sprintf("%d of wt's hooks are not in place", len(problems))
 		if err != nil {

@@ -23,23 +23,23 @@ func (e *env) doctorCommand() *ucli.Command {
 			}
 			if !e.json {
 				for _, n := range rep.Notes {
-					fmt.Fprintf(e.stdout, "note: [%s] %s\n   %s\n", n.Check, n.Subject, n.Problem)
+					fmt.Fprintf(e.stdout, "note: [%s] %s\n   %s\n", n.Check, clean(n.Subject), clean(n.Problem))
 				}
 			}
 			if len(rep.Findings) == 0 {
 				reason := "nothing needs action (checked " + strings.Join(rep.Checked, ", ") + ")"
 				return e.success(decision.DoctorOK, reason, rep, nil, func(w io.Writer) {
-					fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.DoctorOK, reason)
+					fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.DoctorOK, clean(reason))
 				})
 			}
 			if !e.json {
 				for i, f := range rep.Findings {
-					fmt.Fprintf(e.stdout, "%d. [%s] %s\n   %s\n", i+1, f.Check, f.Subject, f.Problem)
+					fmt.Fprintf(e.stdout, "%d. [%s] %s\n   %s\n", i+1, f.Check, clean(f.Subject), clean(f.Problem))
 					if f.Fix != "" {
-						fmt.Fprintf(e.stdout, "   fix: %s\n", f.Fix)
+						fmt.Fprintf(e.stdout, "   fix: %s\n", clean(f.Fix))
 					}
 					if f.Hint != "" {
-						fmt.Fprintf(e.stdout, "   hint: %s\n", f.Hint)
+						fmt.Fprintf(e.stdout, "   hint: %s\n", clean(f.Hint))
 					}
 				}
 			}

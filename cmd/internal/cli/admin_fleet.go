@@ -67,7 +67,7 @@ func (e *env) fleetCommand() *ucli.Command {
 					res := map[string]any{"remote_id": remote, "prefix": fleet.Prefix(remote), "tasks": es}
 					reason := fmt.Sprintf("%d task(s) held in the fleet under %s", len(es), fleet.Prefix(remote))
 					return e.success(decision.FleetStatusShown, reason, res, nil, func(w io.Writer) {
-						fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.FleetStatusShown, reason)
+						fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.FleetStatusShown, clean(reason))
 						tw := table(w)
 						fmt.Fprintln(tw, "TASK\tHOST\tCLIENT\tPID\tSINCE\tREVISION\tTTL")
 						for _, x := range es {
@@ -111,7 +111,7 @@ func (e *env) fleetCommand() *ucli.Command {
 					}
 					reason := fmt.Sprintf("revoked the fleet lease of task %s held by %s (revision %d)", task, x.Holder.Describe(), x.Revision)
 					return e.success(decision.FleetLeaseAbandoned, reason, x, nil, func(w io.Writer) {
-						fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.FleetLeaseAbandoned, reason)
+						fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.FleetLeaseAbandoned, clean(reason))
 					})
 				}),
 			},

@@ -48,7 +48,7 @@ func (e *env) initCommand() *ucli.Command {
 				reason = "wt was already set up here; nothing changed"
 			}
 			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, reason)
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
 				printPolicy(w, res.Policy)
 			})
 		}),
@@ -75,7 +75,7 @@ func (e *env) policyCommand() *ucli.Command {
 				decision.PolicyUpdated:   fmt.Sprintf("%d field(s) changed", len(res.Changes))}[res.Code]
 			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
 				if res.Code != decision.PolicyShown {
-					fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, reason)
+					fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
 				}
 				for _, d := range res.Changes {
 					fmt.Fprintf(w, "  %s: %s -> %s\n", d.Field, d.From, d.To)

@@ -46,7 +46,7 @@ func (e *env) leaseCommand() *ucli.Command {
 							if l.Fleet != nil {
 								state += fmt.Sprintf(" (fleet rev %d)", l.Fleet.Revision)
 							}
-							fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", dash(l.TaskKey), dash(l.WorktreePath), l.Holder.ClientID, l.Holder.PID, l.Generation, l.From, dash(l.To), state)
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", clean(dash(l.TaskKey)), clean(dash(l.WorktreePath)), l.Holder.ClientID, l.Holder.PID, l.Generation, l.From, dash(l.To), state)
 						}
 						tw.Flush()
 					})
@@ -129,18 +129,18 @@ func (e *env) leaseInspectCommand() *ucli.Command {
 			}
 			reason := fmt.Sprintf("%s (task %s): %s; safe next action %s", in.Path, in.TaskKey, in.Freshness, in.SafeNextAction)
 			return e.success(decision.LeaseInspected, reason, in, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.LeaseInspected, reason)
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.LeaseInspected, clean(reason))
 				tw := table(w)
 				printLease(tw, in.Lease)
 				fmt.Fprintf(tw, "  evidence\t%s\n", evidence(in.Proof))
 				for _, why := range in.Reasons {
-					fmt.Fprintf(tw, "  why\t%s\n", why)
+					fmt.Fprintf(tw, "  why\t%s\n", clean(why))
 				}
 				if len(in.AlsoAllowed) > 0 {
 					fmt.Fprintf(tw, "  also allowed\t%s\n", strings.Join(in.AlsoAllowed, ", "))
 				}
 				if in.Next != "" {
-					fmt.Fprintf(tw, "  next\t%s\n", in.Next)
+					fmt.Fprintf(tw, "  next\t%s\n", clean(in.Next))
 				}
 				tw.Flush()
 			})
@@ -191,7 +191,7 @@ func (e *env) ended(code, verb string, res lease.Ended) error {
 		reason += fmt.Sprintf(": now lease %s, generation %d, client %s, pid %d", res.Adopted.LeaseID, res.Adopted.Generation, res.Adopted.Holder.ClientID, res.Adopted.Holder.PID)
 	}
 	return e.success(code, reason, res, nil, func(w io.Writer) {
-		fmt.Fprintf(w, "%s: %s: %s\n", e.bin, code, reason)
+		fmt.Fprintf(w, "%s: %s: %s\n", e.bin, code, clean(reason))
 		fmt.Fprintf(w, "  evidence: %s\n", evidence(res.Proof))
 	})
 }
@@ -239,12 +239,12 @@ func (e *env) leaseExpireCommand() *ucli.Command {
 			}
 			reason := fmt.Sprintf("%d lease(s) expired, %d past expiry kept", len(res.Expired), len(res.Kept))
 			return e.success(decision.LeasesExpired, reason, res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.LeasesExpired, reason)
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.LeasesExpired, clean(reason))
 				for _, x := range res.Expired {
-					fmt.Fprintf(w, "  expired  %s (task %s): lease %s of client %s, pid %d, expired at %s\n", x.Path, x.TaskKey, x.Lease.LeaseID, x.Lease.Holder.ClientID, x.Lease.Holder.PID, *x.Lease.ExpiresAt)
+					fmt.Fprintf(w, "  expired  %s (task %s): lease %s of client %s, pid %d, expired at %s\n", clean(x.Path), clean(x.TaskKey), x.Lease.LeaseID, x.Lease.Holder.ClientID, x.Lease.Holder.PID, *x.Lease.ExpiresAt)
 				}
 				for _, k := range res.Kept {
-					fmt.Fprintf(w, "  kept     %s: lease %s: %s\n", k.Path, k.LeaseID, k.Why)
+					fmt.Fprintf(w, "  kept     %s: lease %s: %s\n", clean(k.Path), k.LeaseID, clean(k.Why))
 				}
 			})
 		}),

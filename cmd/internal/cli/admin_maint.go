@@ -7,8 +7,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/maint"
+	"github.com/wt-tool/wt/core/shell"
 )
 
 var applyFlag = &ucli.StringFlag{Name: "apply", Usage: "apply the plan with this plan_id (from the dry run); without it, a dry run"}
@@ -32,7 +32,7 @@ func (e *env) backfillCommand() *ucli.Command {
 				reason = fmt.Sprintf("%d registration(s) written, %d refused, %d already registered", res.Written, len(res.Refused), res.AlreadyRegistered)
 			}
 			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, reason)
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
 				tw := table(w)
 				for _, c := range res.Candidates {
 					fmt.Fprintf(tw, "  candidate\t%s\t%s\tallocation %s\n", c.WorktreeKey, c.Path, c.AllocationID)
@@ -42,7 +42,7 @@ func (e *env) backfillCommand() *ucli.Command {
 				}
 				tw.Flush()
 				if res.DryRun && len(res.Candidates) > 0 {
-					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin --repo %s backfill --apply %s\n", res.PlanID, alloc.ShellWord(r.Git.TopLevel), res.PlanID)
+					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin --repo %s backfill --apply %s\n", res.PlanID, shell.Word(r.Git.TopLevel), res.PlanID)
 				}
 			})
 		}),
@@ -77,10 +77,10 @@ func (e *env) pruneCommand() *ucli.Command {
 				}
 			}
 			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, reason)
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
 				if res.DryRun {
-					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin --repo %s prune %s --owner %s --apply %s\n", res.PlanID, alloc.ShellWord(r.Git.TopLevel),
-						alloc.ShellWord(p.TargetPath), alloc.ShellWord(p.Owner), res.PlanID)
+					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin --repo %s prune %s --owner %s --apply %s\n", res.PlanID, shell.Word(r.Git.TopLevel),
+						shell.Word(p.TargetPath), shell.Word(p.Owner), res.PlanID)
 				}
 			})
 		}),

@@ -32,7 +32,7 @@ func (e *env) psCommand() *ucli.Command {
 						holder = fmt.Sprintf("lease of %s pid %d, %s", l.Holder.ClientID, l.Holder.PID, l.Freshness)
 					}
 					if len(row.Processes) == 0 {
-						fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\tnobody (%s)\n", row.Path, row.TaskKey, holder)
+						fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\tnobody (%s)\n", clean(row.Path), clean(row.TaskKey), holder)
 						continue
 					}
 					for _, p := range row.Processes {
@@ -40,7 +40,7 @@ func (e *env) psCommand() *ucli.Command {
 						if p.Path != "" {
 							why += " " + p.Path
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", row.Path, row.TaskKey, p.PID, p.Relation, dash(why), p.Command)
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", clean(row.Path), clean(row.TaskKey), p.PID, p.Relation, clean(dash(why)), clean(p.Command))
 					}
 				}
 				tw.Flush()

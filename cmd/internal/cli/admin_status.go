@@ -62,17 +62,17 @@ func (e *env) statusCommand() *ucli.Command {
 					if branch == "" && row.Head != "" {
 						branch = fmt.Sprintf("(detached %.8s)", row.Head)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Path, dash(row.Key), dash(row.TaskKey),
-						dash(row.Role), dash(row.Owner), lifecycle, dash(branch), holder, fresh, dash(row.Gate))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clean(row.Path), clean(dash(row.Key)), clean(dash(row.TaskKey)),
+						clean(dash(row.Role)), clean(dash(row.Owner)), lifecycle, clean(dash(branch)), clean(holder), fresh, dash(row.Gate))
 				}
 				tw.Flush()
 				for _, row := range res.Rows {
 					for _, p := range row.Problems {
-						fmt.Fprintf(w, "problem: %s: %s: %s\n", row.Path, p.Code, p.Message)
+						fmt.Fprintf(w, "problem: %s: %s: %s\n", clean(row.Path), p.Code, clean(p.Message))
 						if p.Fix != "" {
-							fmt.Fprintf(w, "  fix: %s\n", p.Fix)
+							fmt.Fprintf(w, "  fix: %s\n", clean(p.Fix))
 						} else if p.Hint != "" {
-							fmt.Fprintf(w, "  hint: %s\n", p.Hint)
+							fmt.Fprintf(w, "  hint: %s\n", clean(p.Hint))
 						}
 					}
 				}
@@ -81,10 +81,10 @@ func (e *env) statusCommand() *ucli.Command {
 					if !p.ActorLive {
 						state = "interrupted"
 					}
-					fmt.Fprintf(w, "pending: %s %s of %s (%s, pid %d)\n", p.Operation, state, p.Target, p.Phase, p.Actor.PID)
+					fmt.Fprintf(w, "pending: %s %s of %s (%s, pid %d)\n", p.Operation, state, clean(p.Target), p.Phase, p.Actor.PID)
 				}
 				for _, n := range res.Next {
-					fmt.Fprintf(w, "next: %s: %s\n  %s\n", n.Path, n.Why, n.Command)
+					fmt.Fprintf(w, "next: %s: %s\n  %s\n", clean(n.Path), n.Why, clean(n.Command))
 				}
 			})
 		}),
@@ -119,7 +119,7 @@ func lifecycleCommand(e *env, name, usage string, run func(r *alloc.Repo, c *ucl
 				reason += "; its work is kept and no writer may take a lease until it is resumed"
 			}
 			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, reason)
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
 			})
 		}),
 	}

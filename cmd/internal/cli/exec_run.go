@@ -102,7 +102,7 @@ func execOptions(c *ucli.Context, e *env) (wrapper.Options, error) {
 		Dir: c.String("C"), ClientID: c.String("client-id"), Holder: c.String("holder"),
 		Owner: c.String("owner"), Kind: c.String("kind"), TTL: c.Duration("ttl"), Grace: c.Duration("grace"),
 		Args: c.Args().Slice(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ(),
-		Notify: func(msg string) { fmt.Fprintf(e.stderr, "wt-exec: warning: %s\n", msg) },
+		Notify: func(msg string) { fmt.Fprintf(e.stderr, "wt-exec: warning: %s\n", clean(msg)) },
 	}
 	if c.IsSet("session-id") {
 		v := c.String("session-id")

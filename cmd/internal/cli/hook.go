@@ -191,7 +191,7 @@ func (e *env) verdict(v hooks.Verdict, err error, show bool) error {
 		return nil
 	}
 	return e.success(v.Code, v.Reason, v, warnings, func(w io.Writer) {
-		fmt.Fprintf(w, "%s: %s: %s\n", e.bin, v.Code, v.Reason)
+		fmt.Fprintf(w, "%s: %s: %s\n", e.bin, v.Code, clean(v.Reason))
 	})
 }
 

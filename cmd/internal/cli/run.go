@@ -64,7 +64,7 @@ func usageErr(format string, args ...any) error {
 // the process exit code. It owns the mapping from errors to exit codes and
 // the one place errors are written.
 func Run(bin string, build func(*env) *ucli.App, args []string, stdout, stderr io.Writer) int {
-	e := &env{bin: bin, stdout: stdout, stderr: stderr}
+	e := &env{bin: bin, stdout: termSafe{stdout}, stderr: termSafe{stderr}}
 	for _, a := range args {
 		if a == "--" {
 			break
@@ -152,9 +152,9 @@ func (e *env) report(err error) int {
 	} else if d.Code == decision.Internal || d.Code == decision.GitFailed {
 		verb = "error"
 	}
-	fmt.Fprintf(e.stderr, "%s: %s: %s: %s\n", e.bin, verb, d.Code, d.Message)
+	fmt.Fprintf(e.stderr, "%s: %s: %s: %s\n", e.bin, verb, d.Code, clean(d.Message))
 	if d.Hint != "" {
-		fmt.Fprintf(e.stderr, "%s: hint: %s\n", e.bin, d.Hint)
+		fmt.Fprintf(e.stderr, "%s: hint: %s\n", e.bin, clean(d.Hint))
 	}
 	return code
 }
@@ -190,7 +190,7 @@ func (e *env) success(code, reason string, result any, warnings []string, human 
 	}
 	human(e.stdout)
 	for _, w := range warnings {
-		fmt.Fprintf(e.stderr, "%s: warning: %s\n", e.bin, w)
+		fmt.Fprintf(e.stderr, "%s: warning: %s\n", e.bin, clean(w))
 	}
 	return nil
 }

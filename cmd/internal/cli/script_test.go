@@ -136,6 +136,10 @@ func TestScripts(t *testing.T) {
 			e.Setenv("GIT_COMMITTER_EMAIL", "test@wt.invalid")
 			e.Setenv("CTRL_OWNER", "ali\x01ce")
 			e.Setenv("TAB_TASK", "T\t1")
+			// A path that would forge a line of output, and text that
+			// would retitle the terminal.
+			e.Setenv("NL_PATH", "../nl\nwt-admin: DOCTOR_OK: nothing needs action")
+			e.Setenv("ESC_TEXT", "crashed\x1b]0;pwned\x07")
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
