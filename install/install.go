@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/safefile"
@@ -108,7 +110,16 @@ func Install(dir, bin string) (Result, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, decision.Wrap(decision.Internal, err, "create %s", dir)
 	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	for _, h := range Hooks {
+		unchained, err := unchainShim(dir, h)
+		if err != nil {
+			return res, err
+		}
 		st, err := stateOf(dir, h)
 		if err != nil {
 			return res, err
@@ -142,6 +153,9 @@ func Install(dir, bin string) (Result, error) {
 			}
 		}
 		st.State, st.ShimVersion, st.Binary = "wt", Version, bin
+		if unchained {
+			st.Changed += "; removed a wt shim kept as " + h + ChainSuffix
+		}
 		res.Hooks = append(res.Hooks, st)
 	}
 	return res, nil
@@ -152,7 +166,18 @@ func Install(dir, bin string) (Result, error) {
 // replace are left alone.
 func Uninstall(dir string) (Result, error) {
 	res := Result{HooksDir: dir}
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return Status(dir)
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	for _, h := range Hooks {
+		if _, err := unchainShim(dir, h); err != nil {
+			return res, err
+		}
 		st, err := stateOf(dir, h)
 		if err != nil {
 			return res, err
@@ -218,6 +243,13 @@ func Check(dir string) ([]Problem, error) {
 	var out []Problem
 	for _, h := range st.Hooks {
 		p := Problem{Hook: h.Hook, Path: h.Path}
+		if h.Chained != "" {
+			if b, err := safefile.Read(h.Chained, 1<<20, safefile.NoFollow); err == nil {
+				if _, _, ok := Recognize(h.Hook, b); ok {
+					out = append(out, Problem{Hook: h.Hook, Path: h.Chained, Message: "a wt shim is kept as the foreign hook " + filepath.Base(h.Chained) + ": it would run itself on every call"})
+				}
+			}
+		}
 		switch {
 		case h.State == "missing":
 			p.Message = "the " + h.Hook + " hook is not installed: nothing gates writes"
@@ -234,4 +266,45 @@ func Check(dir string) ([]Problem, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// lockDir takes an exclusive flock(2) on the hooks directory itself (no file
+// is added to it: it may be a tracked .githooks/) for the whole of an
+// install or uninstall. Without it, installs and uninstalls racing each
+// other could each rename the other's half-done state, losing the user's
+// hook or chaining a wt shim to itself.
+func lockDir(dir string) (func(), error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, decision.Wrap(decision.Internal, err, "open %s", dir)
+	}
+	for {
+		err = unix.Flock(fd, unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		unix.Close(fd) // Best effort: already failing.
+		return nil, decision.Wrap(decision.Internal, err, "lock %s", dir)
+	}
+	return func() { unix.Close(fd) }, nil // Closing drops the lock.
+}
+
+// unchainShim removes a wt shim found kept as HOOK.wt-chained: it would run
+// itself on every call (a race of older versions left such files). Only an
+// exact wt shim is removed; anything else there is the user's.
+func unchainShim(dir, hook string) (bool, error) {
+	p := filepath.Join(dir, hook+ChainSuffix)
+	b, err := safefile.Read(p, 1<<20, safefile.NoFollow)
+	if err != nil {
+		return false, nil // absent, or not something wt wrote
+	}
+	if _, _, ok := Recognize(hook, b); !ok {
+		return false, nil
+	}
+	if err := os.Remove(p); err != nil {
+		return false, decision.Wrap(decision.Internal, err, "remove the wt shim kept as %s", p)
+	}
+	return true, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -105,5 +106,54 @@ func TestInstallUninstall(t *testing.T) {
 	fi, _ := os.Stat(filepath.Join(dir, "pre-push"))
 	if string(b) != foreign || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("foreign hook changed: %q %v", b, fi.Mode())
+	}
+}
+
+// TestInstallUninstallRace: installs racing uninstalls never lose the
+// user's hook and never keep a wt shim as the chained hook (which would run
+// itself); the directory ends in one of the two whole states.
+func TestInstallUninstallRace(t *testing.T) {
+	foreign := "#!/bin/sh\necho mine\n"
+	for trial := 0; trial < 20; trial++ {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "pre-commit"), []byte(foreign), 0o755)
+		var wg sync.WaitGroup
+		for i := 0; i < 10; i++ {
+			wg.Add(2)
+			go func() { defer wg.Done(); Install(dir, "/bin/wt-hook") }()
+			go func() { defer wg.Done(); Uninstall(dir) }()
+		}
+		wg.Wait()
+		main, _ := os.ReadFile(filepath.Join(dir, "pre-commit"))
+		chained, chainErr := os.ReadFile(filepath.Join(dir, "pre-commit"+ChainSuffix))
+		_, _, mainIsShim := Recognize("pre-commit", main)
+		switch {
+		case mainIsShim && chainErr == nil && string(chained) == foreign:
+		case string(main) == foreign && os.IsNotExist(chainErr):
+		default:
+			t.Fatalf("trial %d: pre-commit %q, chained %q (%v)", trial, main, chained, chainErr)
+		}
+	}
+}
+
+// TestInstallRemovesChainedShim: a wt shim left as HOOK.wt-chained (by a
+// race of older versions) is removed by install and reported by Check.
+func TestInstallRemovesChainedShim(t *testing.T) {
+	dir := t.TempDir()
+	shim, _ := Render("pre-commit", "/bin/wt-hook")
+	os.WriteFile(filepath.Join(dir, "pre-commit"), []byte(shim), 0o755)
+	os.WriteFile(filepath.Join(dir, "pre-commit"+ChainSuffix), []byte(shim), 0o755)
+	if ps, _ := Check(dir); len(ps) == 0 || !strings.Contains(ps[0].Message, "would run itself") {
+		t.Fatalf("Check: %+v", ps)
+	}
+	res, err := Install(dir, "/bin/wt-hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pre-commit"+ChainSuffix)); !os.IsNotExist(err) {
+		t.Fatal("the chained shim is still there")
+	}
+	if !strings.Contains(res.Hooks[0].Changed, "removed a wt shim kept as pre-commit.wt-chained") {
+		t.Errorf("install did not say so: %+v", res.Hooks[0])
 	}
 }
