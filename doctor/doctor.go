@@ -57,7 +57,7 @@ type Report struct {
 // at all is a finding, not an error: doctor is what a person runs when
 // something is wrong.
 func Run(ctx context.Context, dir string) (Report, error) {
-	rep := Report{Checked: []string{"store", "hooks", "leases", "registrations", "prune", "gates"}, Findings: []Finding{}, Notes: []Finding{}}
+	rep := Report{Checked: []string{"store", "hooks", "leases", "registrations", "prune", "journals", "gates"}, Findings: []Finding{}, Notes: []Finding{}}
 	r, err := alloc.Open(ctx, dir)
 	switch decision.CodeOf(err) {
 	case "":
@@ -95,6 +95,7 @@ func Run(ctx context.Context, dir string) (Report, error) {
 		rep.checkLeases(tx, allocs, r.Git.CommonDir, repo)
 		rep.checkRegistrations(tx, repo)
 		rep.checkPrunable(allocs, repo)
+		rep.checkJournals(tx, repo)
 		if invErr == nil {
 			rep.checkGates(tx, r, inv, allocs, repo)
 		}
@@ -313,6 +314,32 @@ func (rep *Report) checkRegistrations(tx *store.Tx, repo string) {
 				Problem: "binding " + key + " has no registration: its worktree reads as unmanaged",
 				Fix:     fmt.Sprintf("wt-admin --repo %s backfill", repo)})
 		}
+	}
+}
+
+// checkJournals: every multi-step operation that was interrupted (its
+// actor is gone), with the command that finishes or undoes it. One whose
+// actor still runs is in flight, not a finding.
+func (rep *Report) checkJournals(tx *store.Tx, repo string) {
+	js, err := tx.Journals()
+	if err != nil {
+		rep.store(err)
+		return
+	}
+	pr := proc.NewReader()
+	for _, j := range js {
+		if live, err := proc.IsLive(pr, j.Actor); err != nil || live {
+			continue
+		}
+		f := Finding{Check: "journals", Subject: j.Target,
+			Problem: fmt.Sprintf("a %s of %s was interrupted (transaction %s, phase %s, by pid %d, gone)", j.Operation, j.Target, j.TransactionID, j.Phase, j.Actor.PID)}
+		switch j.Operation {
+		case "allocate":
+			f.Fix = fmt.Sprintf("wt-admin --repo %s recover", repo)
+		default:
+			f.Hint = fmt.Sprintf("run the same apply again, which finishes it: wt-admin --repo %s %s %s --owner OWNER --apply PLAN_ID (its dry run names the plan)", repo, j.Operation, shell.Word(j.Target))
+		}
+		rep.Findings = append(rep.Findings, f)
 	}
 }
 

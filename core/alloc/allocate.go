@@ -43,7 +43,7 @@ type Recovery struct {
 	TransactionID string `json:"transaction_id"`
 	Path          string `json:"path"`
 	TaskKey       string `json:"task_key"`
-	Outcome       string `json:"outcome"` // finished, rolled_back, or blocked
+	Outcome       string `json:"outcome"` // finished, rolled_back, blocked, or in_flight
 	Detail        string `json:"detail"`
 }
 
@@ -170,7 +170,7 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 	if branch != nil {
 		b = *branch
 	}
-	gitErr := r.Git.AddWorktree(ctx, path, b, planned.BaseCommit)
+	gitErr := r.Git.AddWorktree(ctx, path, b, planned.BaseCommit, JournalEnv+"="+j.TransactionID)
 	crashpoint.Here("allocate:worktree-added")
 
 	// Phase 3, under the lock: record it, or undo the plan if git failed.
@@ -322,22 +322,63 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 	return a, tx.FinishJournal(j, how, out, Now())
 }
 
+// JournalEnv names the environment variable that marks the git a journaled
+// operation runs, with the journal's transaction id as its value.
+const JournalEnv = "WT_JOURNAL"
+
 // recover finishes or undoes every allocate journal whose actor is gone. It
 // never fails the caller: what it cannot decide stays journaled, is reported
 // as blocked, and keeps holding its task key.
 func (r *Repo) recover(ctx context.Context, tx *store.Tx) []Recovery {
+	return r.recoverAll(ctx, tx, false)
+}
+
+// Recover is `wt-admin recover`: it finishes or undoes every interrupted
+// allocate, as the next allocate would, and also lists those still in
+// flight (their wt-admin, or the git it started, still runs).
+func (r *Repo) Recover(ctx context.Context) ([]Recovery, error) {
+	var out []Recovery
+	err := r.Store.Write(func(tx *store.Tx) error {
+		out = r.recoverAll(ctx, tx, true)
+		return nil
+	})
+	return out, err
+}
+
+func (r *Repo) recoverAll(ctx context.Context, tx *store.Tx, inFlight bool) []Recovery {
 	out := []Recovery{}
 	js, err := tx.Journals()
 	if err != nil {
 		return out
 	}
 	pr := proc.NewReader()
+	var scan *proc.Scan
 	for _, j := range js {
 		if j.Operation != opAllocate {
 			continue
 		}
+		flight := Recovery{TransactionID: j.TransactionID, Path: j.Target, Outcome: "in_flight"}
 		if live, err := proc.IsLive(pr, j.Actor); err != nil || live {
-			continue // still running (or unknowable): in flight, not ours to touch
+			// Still running (or unknowable): in flight, not ours to touch.
+			if inFlight {
+				flight.Detail = fmt.Sprintf("wt-admin pid %d still runs it", j.Actor.PID)
+				out = append(out, flight)
+			}
+			continue
+		}
+		// Its git may outlive it: never judge a journal while a process
+		// of it (carrying its transaction id) runs.
+		if scan == nil {
+			if scan, err = proc.NewScan(); err != nil {
+				return out
+			}
+		}
+		if pids := scan.CarryingEnv(JournalEnv, j.TransactionID); len(pids) > 0 {
+			if inFlight {
+				flight.Detail = fmt.Sprintf("its wt-admin is gone but the git it started (pid %d) still runs", pids[0])
+				out = append(out, flight)
+			}
+			continue
 		}
 		planned, err := plannedOf(tx, j)
 		rec := Recovery{TransactionID: j.TransactionID, Path: j.Target, TaskKey: planned.TaskKey}
@@ -352,7 +393,142 @@ func (r *Repo) recover(ctx context.Context, tx *store.Tx) []Recovery {
 	return out
 }
 
+// gitInitializing is the reason git writes into a new worktree's lock
+// while `git worktree add` is still checking it out; git removes the lock
+// when it is done.
+const gitInitializing = "initializing"
+
+// completeAdd finishes a `git worktree add` that died while checking the
+// worktree out (git's "initializing" lock still there), and returns why it
+// cannot, or "". It proceeds only when the checkout holds nothing but
+// files not yet written (git status shows deletions only): restoring them
+// loses nothing. Then it lifts git's lock.
+func (r *Repo) completeAdd(ctx context.Context, wt gitrepo.Worktree) string {
+	in := &gitrepo.Repo{TopLevel: wt.Path}
+	// The git that died may have left its lock files (index.lock,
+	// HEAD.lock...) in the new worktree's admin dir: no process of the
+	// journal runs (recover checked), so they are nobody's.
+	admin := gitrepo.AdminDir(r.Git.CommonDir, wt.Key)
+	locks, _ := filepath.Glob(filepath.Join(admin, "*.lock"))
+	if wt.Branch != "" {
+		locks = append(locks, filepath.Join(r.Git.CommonDir, "refs", "heads", filepath.FromSlash(wt.Branch)+".lock"))
+	}
+	for _, l := range locks {
+		os.Remove(l) // Best effort: git says which one it still meets.
+	}
+	// The index may not be written yet: rebuild it from HEAD (a mixed
+	// reset never touches the working tree's files). Hooks are off: this
+	// runs under the store's lock, which wt's own hook would wait for.
+	if _, err := in.GitUnhooked(ctx, "reset", "-q"); err != nil {
+		return "rebuild the half-made worktree's index: " + err.Error()
+	}
+	st, err := in.Git(ctx, true, "status", "--porcelain", "--untracked-files=all")
+	if err != nil {
+		return "the half-made worktree's state cannot be read: " + err.Error()
+	}
+	missing := false
+	for _, line := range strings.Split(strings.TrimRight(string(st), "\n"), "\n") {
+		if line != "" && !strings.HasPrefix(line, " D ") {
+			return fmt.Sprintf("git worktree add of %s died half-way and the checkout holds changes (%q): look at it, then move it away and run wt-admin allocate again", wt.Path, line)
+		}
+		missing = missing || line != ""
+	}
+	if missing {
+		if _, err := in.GitUnhooked(ctx, "checkout", "-q", "--", "."); err != nil {
+			return "complete the half-made checkout: " + err.Error()
+		}
+	}
+	if _, err := r.Git.GitUnhooked(ctx, "worktree", "unlock", wt.Path); err != nil {
+		return "lift git's initializing lock: " + err.Error()
+	}
+	return ""
+}
+
+// discardHalfAdmin removes what a `git worktree add` of planned made before
+// it died while writing the new worktree's admin dir, before its checkout
+// had begun: an admin dir still locked "initializing" whose files git
+// writes before the checkout (gitdir, commondir, HEAD) are not all there,
+// or whose HEAD is still the null object name.
+// git cannot list worktrees at all while such a dir exists ("failed to
+// read commondir"). Only such a dir that names the planned path (or, with
+// no gitdir yet, carries its name and nothing else) is removed, with the
+// planned checkout's .git file that points at it and the then empty
+// directory. It reports what it did, "" when nothing.
+func (r *Repo) discardHalfAdmin(planned store.Allocation) string {
+	ents, err := os.ReadDir(filepath.Join(r.Git.CommonDir, "worktrees"))
+	if err != nil {
+		return ""
+	}
+	base := filepath.Base(planned.WorktreePath)
+	for _, e := range ents {
+		admin := gitrepo.AdminDir(r.Git.CommonDir, e.Name())
+		lock, err := os.ReadFile(filepath.Join(admin, "locked"))
+		if err != nil || strings.TrimSpace(string(lock)) != gitInitializing {
+			continue
+		}
+		complete := true
+		for _, f := range []string{"gitdir", "commondir", "HEAD"} {
+			if b, err := os.ReadFile(filepath.Join(admin, f)); err != nil || len(b) == 0 {
+				complete = false
+			}
+		}
+		// git writes HEAD as the null object name first and points it at
+		// the branch or commit only before the checkout.
+		if head, err := os.ReadFile(filepath.Join(admin, "HEAD")); err == nil && strings.Trim(strings.TrimSpace(string(head)), "0") == "" {
+			complete = false
+		}
+		if complete {
+			continue // listed by git: completeAdd's case
+		}
+		names, _ := os.ReadDir(admin)
+		gd, gdErr := os.ReadFile(filepath.Join(admin, "gitdir"))
+		ours := gdErr == nil && filepath.Clean(strings.TrimSpace(string(gd))) == filepath.Join(planned.WorktreePath, ".git")
+		if !ours && (errors.Is(gdErr, fs.ErrNotExist) || gdErr == nil && len(gd) == 0) && len(names) <= 2 && strings.HasPrefix(e.Name(), base) {
+			ours = true // only git's "initializing" lock, under the planned name
+		}
+		if !ours {
+			continue
+		}
+		if err := os.RemoveAll(admin); err != nil {
+			return ""
+		}
+		removeOrphanDotGit(r.Git.CommonDir, planned.WorktreePath)
+		os.Remove(planned.WorktreePath) // Best effort: only an empty directory goes.
+		return "git died writing its admin dir " + admin + ", which is removed"
+	}
+	return ""
+}
+
+// removeOrphanDotGit removes the .git file of a checkout directory that
+// holds nothing else, when the file is empty (git died writing it) or
+// names an admin dir of commonDir that does not exist: it is the first
+// thing `git worktree add` writes, and with nothing else beside it there
+// is no work to lose.
+func removeOrphanDotGit(commonDir, dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) != 1 || ents[0].Name() != ".git" || !ents[0].Type().IsRegular() {
+		return
+	}
+	dotgit := filepath.Join(dir, ".git")
+	b, err := os.ReadFile(dotgit)
+	if err != nil {
+		return
+	}
+	target, isGitdir := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	switch {
+	case len(b) == 0:
+	case isGitdir && filepath.Dir(filepath.Clean(target)) == filepath.Join(commonDir, "worktrees"):
+		if _, err := os.Stat(target); !errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+	default:
+		return
+	}
+	os.Remove(dotgit) // Best effort: what is left is reported.
+}
+
 func (r *Repo) recoverOne(ctx context.Context, tx *store.Tx, j store.Journal, planned store.Allocation) (string, string) {
+	halfAdmin := r.discardHalfAdmin(planned)
 	inv, err := r.Git.Inventory(ctx)
 	if err != nil {
 		return "blocked", "list worktrees: " + err.Error()
@@ -366,15 +542,31 @@ func (r *Repo) recoverOne(ctx context.Context, tx *store.Tx, j store.Journal, pl
 		if !ours || wt.Key == "" || wt.Key == gitrepo.MainKey {
 			return "blocked", fmt.Sprintf("a worktree at %s is not the one planned (branch %q, head %s)", wt.Path, wt.Branch, wt.Head)
 		}
+		if wt.Locked && wt.LockReason == gitInitializing {
+			if why := r.completeAdd(ctx, wt); why != "" {
+				return "blocked", why
+			}
+		}
 		if _, err := r.finish(ctx, tx, j, planned, "allocation_recovered"); err != nil {
 			return "blocked", err.Error()
 		}
 		return "finished", "the worktree was added before the crash; its records are now written"
 	}
 	if _, err := os.Lstat(planned.WorktreePath); !errors.Is(err, fs.ErrNotExist) {
-		return "blocked", fmt.Sprintf("%s exists but git does not list it as a worktree; move it away after checking its content, then run wt-admin allocate again", planned.WorktreePath)
+		// git makes the directory first, then its .git file: an empty
+		// directory, or one with nothing but a .git file that is empty or
+		// names an admin dir that does not exist, is all a git that died
+		// did, and holds nothing to lose (rmdir removes only an empty
+		// directory).
+		removeOrphanDotGit(r.Git.CommonDir, planned.WorktreePath)
+		if os.Remove(planned.WorktreePath) != nil {
+			return "blocked", fmt.Sprintf("%s exists but git does not list it as a worktree; move it away after checking its content, then run wt-admin allocate again", planned.WorktreePath)
+		}
 	}
 	detail := "the worktree was never added; the plan is dropped"
+	if halfAdmin != "" {
+		detail += " (" + halfAdmin + ")"
+	}
 	if planned.Branch != nil {
 		b := *planned.Branch
 		if sha, ok, err := r.Git.ResolveCommit(ctx, "refs/heads/"+b); err == nil && ok {

@@ -291,7 +291,7 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 			res.Pending = append(res.Pending, Pending{TransactionID: j.TransactionID, Operation: j.Operation,
 				Phase: j.Phase, Target: j.Target, Actor: j.Actor, ActorLive: live})
 			if !live && j.Operation == opAllocate {
-				res.Warnings = append(res.Warnings, "an allocate of "+j.Target+" was interrupted; the next wt-admin allocate finishes or undoes it")
+				res.Warnings = append(res.Warnings, "an allocate of "+j.Target+" was interrupted; wt-admin recover (or the next allocate) finishes or undoes it")
 			}
 		}
 		return nil

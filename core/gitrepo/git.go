@@ -69,3 +69,28 @@ func run(ctx context.Context, dir string, readOnly bool, args ...string) ([]byte
 	}
 	return out.Bytes(), nil
 }
+
+// runDetached runs git -C dir args... with marker added to its environment,
+// its stdin and stdout on /dev/null and its stderr in a temporary file: no
+// pipe ties git's life to the caller's.
+func runDetached(ctx context.Context, dir, marker string, args ...string) error {
+	errf, err := os.CreateTemp("", "wt-git-stderr-*")
+	if err != nil {
+		return fmt.Errorf("run git %s: %w", strings.Join(args, " "), err)
+	}
+	defer os.Remove(errf.Name()) // Best effort: a temporary file.
+	defer errf.Close()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(gitEnv(false), marker)
+	cmd.Stderr = errf
+	err = cmd.Run()
+	if err == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		b, _ := os.ReadFile(errf.Name())
+		return &Error{Args: args, ExitCode: ee.ExitCode(), Stderr: string(b)}
+	}
+	return fmt.Errorf("run git %s: %w", strings.Join(args, " "), err)
+}

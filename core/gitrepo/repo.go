@@ -63,6 +63,14 @@ func (r *Repo) Git(ctx context.Context, readOnly bool, args ...string) ([]byte, 
 	return run(ctx, r.TopLevel, readOnly, args...)
 }
 
+// GitUnhooked runs a git command as Git does, with git's hooks off
+// (core.hooksPath=/dev/null), for the few ref updates wt makes itself while
+// it holds its store's exclusive lock (recovering an interrupted allocate):
+// wt's own reference-transaction hook would wait for that lock.
+func (r *Repo) GitUnhooked(ctx context.Context, args ...string) ([]byte, error) {
+	return run(ctx, r.TopLevel, false, append([]string{"-c", "core.hooksPath=/dev/null"}, args...)...)
+}
+
 // ResolveCommit returns the full object name of the commit rev names, or
 // false when rev names no commit.
 func (r *Repo) ResolveCommit(ctx context.Context, rev string) (string, bool, error) {
@@ -108,21 +116,27 @@ func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 
 // AddWorktree runs `git worktree add`: on a new branch created at base
 // without upstream tracking, or detached at base when branch is "".
-func (r *Repo) AddWorktree(ctx context.Context, path, branch, base string) error {
+//
+// marker ("NAME=VALUE") goes into git's environment, so that whoever finds
+// the operation interrupted can tell whether this git still runs (see
+// proc.Scan.CarryingEnv): a git outlives a killed caller. Its stderr goes
+// to a temporary file, not a pipe, so a caller's death does not kill git
+// with SIGPIPE half-way (git then removes what it had made, after the
+// caller's journal may already have been judged).
+func (r *Repo) AddWorktree(ctx context.Context, path, branch, base, marker string) error {
 	args := []string{"worktree", "add", "--quiet"}
 	if branch == "" {
 		args = append(args, "--detach", path, base)
 	} else {
 		args = append(args, "--no-track", "-b", branch, path, base)
 	}
-	_, err := r.Git(ctx, false, args...)
-	return err
+	return runDetached(ctx, r.TopLevel, marker, args...)
 }
 
 // DeleteBranchAt deletes refs/heads/name only if it still points at commit
 // (git's compare-and-delete), so a branch that gained work is never touched.
 func (r *Repo) DeleteBranchAt(ctx context.Context, name, commit string) error {
-	_, err := r.Git(ctx, false, "update-ref", "-d", "refs/heads/"+name, commit)
+	_, err := r.GitUnhooked(ctx, "update-ref", "-d", "refs/heads/"+name, commit)
 	return err
 }
 

@@ -90,3 +90,28 @@ func ungatedWarnings(c *ucli.Context, a store.Allocation) []string {
 	}
 	return out
 }
+
+func (e *env) recoverCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "recover",
+		Usage: "finish or undo every interrupted allocate now, as the next allocate would (and list those still in flight)",
+		Flags: []ucli.Flag{jsonFlag},
+		Action: e.action("recover", 0, func(c *ucli.Context) error {
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			recs, err := r.Recover(c.Context)
+			if err != nil {
+				return err
+			}
+			reason := fmt.Sprintf("%d interrupted allocate(s)", len(recs))
+			return e.success(decision.AllocationRecovered, reason, map[string]any{"recovered": recs}, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.AllocationRecovered, reason)
+				for _, rec := range recs {
+					fmt.Fprintf(w, "  %s  %s (task %s): %s\n", rec.Outcome, clean(rec.Path), clean(rec.TaskKey), clean(rec.Detail))
+				}
+			})
+		}),
+	}
+}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestAllocateKilledAnywhere kills wt-admin allocate at random moments,
+// alone (its git lives on, as after a crash of the caller) or with its whole
+// process group (git dies half-way too), many times. After each kill,
+// wt-admin recover converges: it waits while the orphaned git still runs,
+// then the task is either allocated with its worktree or not allocated at
+// all (no directory, no branch), nothing pending, never "blocked".
+func TestAllocateKilledAnywhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills many real processes")
+	}
+	top, repo, _ := governed(t, 0)
+	run(t, repo, "wt-hook", "install").ok(t)
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	t.Logf("seed %d", seed)
+	kills := 16
+	if n, err := strconv.Atoi(os.Getenv("WT_TEST_KILLS")); err == nil && n > 0 {
+		kills = n // more, for a longer hunt: WT_TEST_KILLS=500 go test -run KilledAnywhere
+	}
+	outcomes := map[string]int{}
+	for i := 0; i < kills; i++ {
+		task, path := fmt.Sprintf("K-%d", i), filepath.Join(top, fmt.Sprintf("k%d", i))
+		cmd, _, _ := command(repo, "wt-admin", "allocate", "--task", task, "--owner", "alice", path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The moment is the point of the test: anywhere from before the
+		// journal to after the records.
+		time.Sleep(time.Duration(rng.Intn(60)) * time.Millisecond)
+		group := i%2 == 1
+		if group {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		} else {
+			cmd.Process.Kill()
+		}
+		cmd.Wait()
+		outcomes[converge(t, repo, path, task)]++
+	}
+	t.Logf("%d kills (half with the whole process group): %v", kills, outcomes)
+}
+
+// converge runs wt-admin recover until nothing is in flight, then checks
+// that the task is wholly allocated or wholly absent; it returns which.
+func converge(t *testing.T, repo, path, task string) string {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		r := run(t, repo, "wt-admin", "recover", "--json").ok(t)
+		var out struct {
+			Decision struct {
+				Recovered []struct{ Outcome, Path, Detail string }
+			}
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("recover: %v\n%s", err, r.stdout)
+		}
+		flying := false
+		for _, rec := range out.Decision.Recovered {
+			switch rec.Outcome {
+			case "blocked":
+				ls, _ := exec.Command("sh", "-c", "ls -la '"+rec.Path+"'; cat '"+rec.Path+"/.git'; ls -la '"+repo+"/.git/worktrees/'*").CombinedOutput()
+				t.Fatalf("recovery of %s is blocked: %s\n%s", rec.Path, rec.Detail, ls)
+			case "in_flight":
+				flying = true
+			}
+		}
+		if !flying {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still in flight after a minute: %s", r.stdout)
+		}
+	}
+	st := run(t, repo, "wt-admin", "status", "--json").ok(t)
+	var status struct {
+		Decision struct {
+			Worktrees []struct {
+				Path     string `json:"path"`
+				TaskKey  string `json:"task_key"`
+				GitState string `json:"git_state"`
+			}
+			Pending []any
+		}
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &status); err != nil {
+		t.Fatal(err)
+	}
+	if len(status.Decision.Pending) != 0 {
+		t.Fatalf("pending after recovery: %s", st.stdout)
+	}
+	allocated := false
+	for _, w := range status.Decision.Worktrees {
+		if w.TaskKey == task {
+			allocated = true
+			if w.Path != path || w.GitState != "present" {
+				t.Fatalf("task %s is allocated but its worktree is %s (%s)", task, w.GitState, w.Path)
+			}
+		}
+	}
+	_, statErr := os.Stat(path)
+	branch := exec.Command("git", "-C", repo, "rev-parse", "--verify", "-q", "refs/heads/wt/"+task).Run() == nil
+	switch {
+	case allocated:
+		if statErr != nil || !branch {
+			t.Fatalf("task %s is allocated without its checkout (%v) or branch (%v)", task, statErr, branch)
+		}
+		return "allocated"
+	case statErr == nil || branch:
+		wl, _ := exec.Command("git", "-C", repo, "worktree", "list").CombinedOutput()
+		ls, _ := exec.Command("ls", "-la", path, filepath.Join(repo, ".git", "wt", "journal")).CombinedOutput()
+		t.Fatalf("task %s is not allocated but left a directory (%v) or a branch (%v)\nstatus: %s\nworktrees:\n%s\n%s", task, statErr == nil, branch, st.stdout, wl, ls)
+	}
+	return "absent"
+}
