@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -308,9 +309,26 @@ func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, i
 			return p, err
 		}
 	} else if _, err := os.Lstat(p.Plan.AdminPath); !errors.Is(err, fs.ErrNotExist) {
-		return p, drift("git lists no worktree at %s but its admin dir %s remains", j.Target, p.Plan.AdminPath)
+		if !removalTorn(p.Plan.AdminPath) {
+			return p, drift("git lists no worktree at %s but its admin dir %s remains", j.Target, p.Plan.AdminPath)
+		}
+		// A git worktree remove that died half-way: finish it.
+		if err := os.RemoveAll(p.Plan.AdminPath); err != nil {
+			return p, decision.Wrap(decision.Internal, err, "finish the interrupted removal of %s", p.Plan.AdminPath)
+		}
 	}
 	return p, nil
+}
+
+// removalTorn reports whether an admin dir is what a `git worktree remove`
+// killed half-way leaves of the planned worktree: git deletes the admin dir
+// file by file, and once its gitdir file is gone no worktree can use it (git
+// does not even list it), so what remains (HEAD, index, logs) belongs to
+// nothing. Finishing the removal loses nothing: the checkout itself was
+// already gone, which the plan proved.
+func removalTorn(admin string) bool {
+	_, err := os.Lstat(filepath.Join(admin, "gitdir"))
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // buildPlan checks every precondition of SPEC §5.3, in the seed's order,

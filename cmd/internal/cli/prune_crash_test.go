@@ -152,3 +152,38 @@ func TestPruneRace(t *testing.T) {
 		t.Fatalf("state after the race:\n%s", got)
 	}
 }
+
+// TestPruneRemovalTorn: git killed part-way through `git worktree remove`
+// leaves the planned admin dir with HEAD and index but no gitdir. Running
+// the same apply again finishes the removal (it answered GC_PLAN_DRIFT for
+// ever before), and the state is an uninterrupted prune's.
+func TestPruneRemovalTorn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	bin := buildCrashAdmin(t)
+	top0, repo0, plan0 := pruneSetup(t, bin)
+	if out, code := admin(t, bin, repo0, "", "prune", filepath.Join(top0, "r1"), "--owner", "rev", "--apply", plan0); code != 0 {
+		t.Fatalf("reference apply: %d %s", code, out)
+	}
+	want := pruneState(t, repo0)
+
+	top, repo, plan := pruneSetup(t, bin)
+	if _, code := admin(t, bin, repo, "prune:prepared", "prune", filepath.Join(top, "r1"), "--owner", "rev", "--apply", plan); code != -int(syscall.SIGKILL) {
+		t.Fatalf("apply did not die at prune:prepared: %d", code)
+	}
+	adminDir := filepath.Join(repo, ".git", "worktrees", "r1")
+	if err := os.Remove(filepath.Join(adminDir, "gitdir")); err != nil {
+		t.Fatal(err)
+	}
+	out, code := admin(t, bin, repo, "", "prune", filepath.Join(top, "r1"), "--owner", "rev", "--apply", plan)
+	if code != 0 || !strings.Contains(out, "REGISTRATION_PRUNED") {
+		t.Fatalf("apply after a torn removal: %d %s", code, out)
+	}
+	if exists(adminDir) {
+		t.Error("the torn admin dir is still there")
+	}
+	if got := pruneState(t, repo); got != want {
+		t.Errorf("state:\n%s\n\nwant (uninterrupted):\n%s", got, want)
+	}
+}
