@@ -50,11 +50,12 @@ type Request struct {
 	TTL time.Duration
 	// Kind is the runtime occupancy kind recorded while the child runs.
 	Kind string
-	// Fence, when set, is called for a grant this call owns (acquired or
-	// taken over) before the child starts, with the policy: in fleet mode
-	// it takes the fleet lease and returns it, to be recorded in the
-	// lease; otherwise it returns nil. Its error refuses the grant (the
-	// child never starts).
+	// Fence, when set, is called in fleet mode for a grant this call owns
+	// (acquired or taken over), after the grant is reserved and with the
+	// store's lock free (it talks to etcd), before the child starts: it
+	// takes the fleet lease and returns it, to be recorded in the lease.
+	// Its error refuses the grant (the child never starts) and gives back
+	// the reservation.
 	Fence func(g Grant, pol store.Policy) (*store.FleetLease, error)
 }
 
@@ -84,9 +85,11 @@ type Grant struct {
 	Cleared []string `json:"cleared_bindings"`
 	// Started is true once start returned a child.
 	Started bool `json:"-"`
-	// undo gives back, in reverse order, what the section wrote, for a
-	// grant that fails before its child starts.
-	undo []func() error
+	// res is what the section wrote for this grant, to give back if it
+	// fails before its child starts.
+	res reservation
+	// pending is set when the grant waits for the fleet (see Acquire).
+	pending *pendingGrant
 	// leaseWritten is true once the lease file holds this grant.
 	leaseWritten bool
 
@@ -151,21 +154,126 @@ func Acquire(r *alloc.Repo, c gitrepo.Checkout, req Request, scan func() (Eviden
 			return err
 		}
 		g, err = decide(tx, r.Store.CommonDir(), c, t, req, sync.OnceValues(scan), start)
-		if err != nil && !g.Started && len(g.undo) > 0 {
-			// The child never started: give back everything the failed
-			// grant wrote (the allocation's binding and generation, git's
-			// lock), in this same section, so nothing names a lease that
-			// never existed.
-			for i := len(g.undo) - 1; i >= 0; i-- {
-				if uerr := g.undo[i](); uerr != nil {
-					return errors.Join(err, fmt.Errorf("undo the failed grant: %w", uerr))
-				}
-			}
-			g.undo, g.Applicable, g.Owned, g.Binding = nil, false, false, ""
+		return g.failed(tx, err)
+	})
+	if err != nil || g.pending == nil {
+		return g, err
+	}
+	// Fleet mode: the grant is reserved (binding, generation, git's lock:
+	// no other wt-exec can take it meanwhile), and the store's lock is
+	// free while etcd is asked, so no commit gate and no other wt command
+	// waits on the network. Then the grant is confirmed under the lock.
+	fl, ferr := req.Fence(g, g.pending.pol)
+	err = r.Store.Write(func(tx *store.Tx) error {
+		if err := tx.PrepareEvents(); err != nil {
+			return err
 		}
-		return err
+		if err := g.pending.stillReserved(tx); err != nil {
+			return err
+		}
+		if ferr != nil {
+			return g.failed(tx, ferr)
+		}
+		p := g.pending
+		g.pending = nil
+		p.lease.Fleet, g.Lease.Fleet = fl, fl
+		g, err = finishGrant(tx, g, p.lease, p.alloc, req, start)
+		return g.failed(tx, err)
 	})
 	return g, err
+}
+
+// failed gives back what a grant that failed before its child started
+// wrote (the allocation's binding and generation, git's lock), in the same
+// section, so that nothing names a lease that never existed; it returns
+// err. A grant whose child started is stopped and released by the caller.
+func (g *Grant) failed(tx Records, err error) error {
+	if err == nil || g.Started || !g.res.wrote() {
+		return err
+	}
+	if uerr := g.res.giveBack(tx); uerr != nil {
+		return errors.Join(err, fmt.Errorf("undo the failed grant: %w", uerr))
+	}
+	g.res, g.pending = reservation{}, nil
+	g.Applicable, g.Owned, g.Binding = false, false, ""
+	return err
+}
+
+// reservation is what a grant wrote before its child starts.
+type reservation struct {
+	// before is the allocation as it was, when the grant rewrote it.
+	before *store.Allocation
+	// lockPlaced is set once git's lock carries the grant's reason;
+	// prevReason and prevLocked are the lock as it was.
+	lockPlaced           bool
+	prevReason           string
+	prevLocked           bool
+	commonDir, key, want string
+}
+
+func (r reservation) wrote() bool { return r.before != nil || r.lockPlaced }
+
+// giveBack restores the allocation and git's lock as they were.
+func (r reservation) giveBack(tx Records) error {
+	if r.before != nil {
+		cur, err := tx.Allocation(r.before.AllocationID)
+		if err != nil {
+			return err
+		}
+		b := *r.before
+		b.RecordVersion = cur.RecordVersion
+		if err := tx.PutAllocationRuntime(&b); err != nil {
+			return err
+		}
+	}
+	if !r.lockPlaced {
+		return nil
+	}
+	if r.prevLocked {
+		return gitrepo.ReplaceLock(r.commonDir, r.key, r.prevReason)
+	}
+	_, err := gitrepo.RemoveLock(r.commonDir, r.key, r.want)
+	return err
+}
+
+// pendingGrant is a grant reserved under the store's lock and waiting for
+// the fleet lease, asked outside it.
+type pendingGrant struct {
+	pol   store.Policy
+	lease store.Lease
+	alloc store.Allocation
+	// prevLeaseID is the lease file's lease when the grant was reserved
+	// ("" when there was none).
+	prevLeaseID string
+	commonDir   string
+	key         string
+}
+
+// stillReserved checks, in the confirming section, that nothing changed
+// the reservation while the lock was free: the allocation is as the grant
+// left it and the lease file as it was.
+func (p *pendingGrant) stillReserved(tx Records) error {
+	a, err := tx.Allocation(p.alloc.AllocationID)
+	if err != nil {
+		return err
+	}
+	l, has, err := tx.Lease(p.alloc.AllocationID)
+	if err != nil {
+		return err
+	}
+	cur := ""
+	if has {
+		cur = l.LeaseID
+	}
+	reason, _, err := gitrepo.ReadLock(p.commonDir, p.key)
+	if err != nil {
+		return decision.Wrap(decision.InvalidTarget, err, "worktree %s", p.lease.WorktreePath)
+	}
+	if a.RecordVersion != p.alloc.RecordVersion || a.LeaseGeneration != p.lease.Generation || cur != p.prevLeaseID || reason != Reason(p.lease) {
+		return decision.New(decision.WriterLeaseHeld, "the grant of %s changed while the fleet was asked (someone ended or took it)", p.lease.WorktreePath).
+			WithHint("see who is there: wt-admin status; then run wt-exec again")
+	}
+	return nil
 }
 
 func validate(req Request) error {
@@ -300,10 +408,7 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 		if err := tx.PutAllocationRuntime(&a); err != nil {
 			return g, err
 		}
-		g.undo = append(g.undo, func() error {
-			before.RecordVersion = a.RecordVersion
-			return tx.PutAllocationRuntime(&before)
-		})
+		g.res.before = &before
 	}
 	crashpoint.Here("exec:binding-written")
 	g.Allocation = a
@@ -314,13 +419,8 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 	if err := placeLock(commonDir, c.Key, l, tornOwn); err != nil {
 		return g, err
 	}
-	g.undo = append(g.undo, func() error {
-		if prevLocked {
-			return gitrepo.ReplaceLock(commonDir, c.Key, prevReason)
-		}
-		_, err := gitrepo.RemoveLock(commonDir, c.Key, Reason(l))
-		return err
-	})
+	g.res.lockPlaced, g.res.prevReason, g.res.prevLocked = true, prevReason, prevLocked
+	g.res.commonDir, g.res.key, g.res.want = commonDir, c.Key, Reason(l)
 	for _, s := range stale {
 		if err := logEvent(tx, "runtime_binding_cleared", a, nil, map[string]any{"binding": s, "why": "its holder and process group are gone"}); err != nil {
 			return g, err
@@ -331,11 +431,22 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 		if err != nil {
 			return g, err
 		}
-		if l.Fleet, err = req.Fence(g, pol); err != nil {
-			return g, err
+		if pol.FleetOn() {
+			// Reserved; Acquire asks the fleet outside the lock.
+			prev := ""
+			if has {
+				prev = existing.LeaseID
+			}
+			g.pending = &pendingGrant{pol: pol, lease: l, alloc: a, prevLeaseID: prev, commonDir: commonDir, key: c.Key}
+			return g, nil
 		}
-		g.Lease.Fleet = l.Fleet
 	}
+	return finishGrant(tx, g, l, a, req, start)
+}
+
+// finishGrant starts the child of a grant whose records are in place, then
+// writes the lease naming the child's group, and the event.
+func finishGrant(tx Records, g Grant, l store.Lease, a store.Allocation, req Request, start Start) (Grant, error) {
 	child, err := start(g)
 	if err != nil {
 		return g, err

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +36,26 @@ func TestMain(m *testing.M) {
 		// agentloop DIR stands for an agent that runs under wt-exec and
 		// does what the script asks, when it asks (see the agent command).
 		"agentloop": agentLoop,
+		// blackhole FILE listens on a loopback port, writes it to FILE,
+		// accepts every connection and never answers: an etcd that hangs.
+		"blackhole": blackhole,
 	})
+}
+
+func blackhole() {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil || len(os.Args) != 2 {
+		os.Exit(2)
+	}
+	os.WriteFile(os.Args[1], []byte(strconv.Itoa(l.Addr().(*net.TCPAddr).Port)), 0o644)
+	var held []net.Conn
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		held = append(held, c) // never read, never closed
+	}
 }
 
 // agentLoop is a long-running agent: it writes DIR/wtexec.pid (its
