@@ -156,7 +156,9 @@ func TestCommandsKilledAnywhere(t *testing.T) {
 		func(i int) (string, []string) {
 			return repo, []string{"wt-admin", "allocate", "--task", fmt.Sprintf("C-%d", i), "--owner", "alice", filepath.Join(top, fmt.Sprintf("c%d", i))}
 		},
-		func(int) (string, []string) { return wts[0], []string{"wt-exec", "--client-id", "agent-k", "--", "true"} },
+		func(int) (string, []string) {
+			return wts[0], []string{"wt-exec", "--client-id", "agent-k", "--", "true"}
+		},
 		func(int) (string, []string) { return wts[1], []string{"wt-exec", "--", "sh", "-c", "exit 0"} },
 		func(int) (string, []string) { return repo, []string{"wt-admin", "retain", wts[1], "--owner", "alice"} },
 		func(int) (string, []string) { return repo, []string{"wt-admin", "resume", wts[1], "--owner", "alice"} },
