@@ -23,6 +23,7 @@ import (
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/maint"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -95,7 +96,7 @@ func Run(ctx context.Context, dir string) (Report, error) {
 		rep.checkLeases(tx, allocs, r.Git.CommonDir, repo)
 		rep.checkRegistrations(tx, repo)
 		rep.checkPrunable(allocs, repo)
-		rep.checkJournals(tx, repo)
+		rep.checkJournals(tx, repo, r.Git.TopLevel)
 		if invErr == nil {
 			rep.checkGates(tx, r, inv, allocs, repo)
 		}
@@ -320,7 +321,7 @@ func (rep *Report) checkRegistrations(tx *store.Tx, repo string) {
 // checkJournals: every multi-step operation that was interrupted (its
 // actor is gone), with the command that finishes or undoes it. One whose
 // actor still runs is in flight, not a finding.
-func (rep *Report) checkJournals(tx *store.Tx, repo string) {
+func (rep *Report) checkJournals(tx *store.Tx, repo, repoPath string) {
 	js, err := tx.Journals()
 	if err != nil {
 		rep.store(err)
@@ -333,11 +334,12 @@ func (rep *Report) checkJournals(tx *store.Tx, repo string) {
 		}
 		f := Finding{Check: "journals", Subject: j.Target,
 			Problem: fmt.Sprintf("a %s of %s was interrupted (transaction %s, phase %s, by pid %d, gone)", j.Operation, j.Target, j.TransactionID, j.Phase, j.Actor.PID)}
-		switch j.Operation {
-		case "allocate":
+		if j.Operation == "allocate" {
 			f.Fix = fmt.Sprintf("wt-admin --repo %s recover", repo)
-		default:
-			f.Hint = fmt.Sprintf("run the same apply again, which finishes it: wt-admin --repo %s %s %s --owner OWNER --apply PLAN_ID (its dry run names the plan)", repo, j.Operation, shell.Word(j.Target))
+		} else if cmd, ok := maint.ResumeCommand(repoPath, j); ok {
+			f.Fix = cmd
+		} else {
+			f.Hint = fmt.Sprintf("look at %s by hand; wt never overwrites what it cannot read", shell.Word(filepath.Join(tx.EventsPath(), "..", "journal", j.TransactionID+".json")))
 		}
 		rep.Findings = append(rep.Findings, f)
 	}

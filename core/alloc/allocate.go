@@ -462,8 +462,10 @@ func (r *Repo) discardHalfAdmin(planned store.Allocation) string {
 	base := filepath.Base(planned.WorktreePath)
 	for _, e := range ents {
 		admin := gitrepo.AdminDir(r.Git.CommonDir, e.Name())
+		// git's "initializing" lock, or the empty file of a git killed
+		// while writing it (it is the first file git writes there).
 		lock, err := os.ReadFile(filepath.Join(admin, "locked"))
-		if err != nil || strings.TrimSpace(string(lock)) != gitInitializing {
+		if reason := strings.TrimSpace(string(lock)); err != nil || reason != gitInitializing && reason != "" {
 			continue
 		}
 		complete := true

@@ -512,6 +512,17 @@ func fenced(others []store.Journal, allocationID string) error {
 	return nil
 }
 
+// ResumeCommand is the command that finishes an interrupted prune journal
+// (the same apply, run again), for repository repo; ok is false when the
+// journal holds no prune plan wt can read.
+func ResumeCommand(repo string, j store.Journal) (string, bool) {
+	var p pruneJournal
+	if j.Operation != opPrune || strictjson.Decode(j.Payload, &p) != nil || p.PlanID == "" {
+		return "", false
+	}
+	return shell.Words("wt-admin", "--repo", repo, "prune", j.Target, "--owner", p.Plan.Owner, "--apply", p.PlanID), true
+}
+
 func journalPlanID(j store.Journal) string {
 	var p pruneJournal
 	if strictjson.Decode(j.Payload, &p) != nil || p.PlanID == "" {

@@ -130,8 +130,8 @@ func converge(t *testing.T, repo, path, task string) string {
 }
 
 // TestCommandsKilledAnywhere runs state-changing commands one after another
-// (allocate, wt-exec grant and release, retain, resume, hook install and
-// uninstall) and kills each at a random moment, alone or with its process
+// (allocate, wt-exec grant and release, retain, resume, lease abandon,
+// prune apply, hook install and uninstall) and kills each at a random moment, alone or with its process
 // group. After every kill, doctor's printed fixes, run as printed, reach
 // DOCTOR_OK within a few rounds; and then every allocation has its
 // worktree, no git lock of a worktree is empty, and the user's own hook is
@@ -162,6 +162,25 @@ func TestCommandsKilledAnywhere(t *testing.T) {
 		func(int) (string, []string) { return wts[1], []string{"wt-exec", "--", "sh", "-c", "exit 0"} },
 		func(int) (string, []string) { return repo, []string{"wt-admin", "retain", wts[1], "--owner", "alice"} },
 		func(int) (string, []string) { return repo, []string{"wt-admin", "resume", wts[1], "--owner", "alice"} },
+		func(int) (string, []string) {
+			return repo, []string{"wt-admin", "lease", "abandon", wts[0], "--reason", "killed in a test", "--operator"}
+		},
+		func(i int) (string, []string) {
+			// A retained audit whose checkout is gone, then its prune's
+			// apply (the one that is killed).
+			r := filepath.Join(top, fmt.Sprintf("r%d", i))
+			run(t, repo, "wt-admin", "allocate", "--task", fmt.Sprintf("R-%d", i), "--owner", "rev", "--role", "audit", r).ok(t)
+			run(t, repo, "wt-admin", "retain", r, "--owner", "rev").ok(t)
+			os.RemoveAll(r)
+			dry := run(t, repo, "wt-admin", "prune", r, "--owner", "rev", "--json").ok(t)
+			var env struct {
+				Decision struct {
+					PlanID string `json:"plan_id"`
+				} `json:"decision"`
+			}
+			json.Unmarshal([]byte(dry.stdout), &env)
+			return repo, []string{"wt-admin", "prune", r, "--owner", "rev", "--apply", env.Decision.PlanID}
+		},
 		func(int) (string, []string) { return repo, []string{"wt-hook", "uninstall"} },
 		func(int) (string, []string) { return repo, []string{"wt-hook", "install"} },
 	}
@@ -187,8 +206,9 @@ func TestCommandsKilledAnywhere(t *testing.T) {
 	t.Logf("%d kills: %v", kills, names)
 }
 
-// followDoctor runs doctor's printed fixes, as printed, until it says
-// DOCTOR_OK; a finding without a fix, or more than five rounds, fails.
+// followDoctor runs doctor's printed fixes, as printed (and the next: step
+// a dry-run fix prints), until it says DOCTOR_OK; a finding without a fix,
+// or more than five rounds, fails.
 func followDoctor(t *testing.T, repo string) {
 	t.Helper()
 	for round := 0; ; round++ {
@@ -215,7 +235,15 @@ func followDoctor(t *testing.T, repo string) {
 			t.Fatalf("doctor finds something with no fix:\n%s", r.stdout)
 		}
 		for _, f := range fixes {
-			run(t, repo, "sh", "-c", f) // a fix that fails shows in the next round
+			// A fix that fails shows in the next round. A dry run's fix
+			// (prune) prints the apply as its next: step; that is part
+			// of following it.
+			out := run(t, repo, "sh", "-c", f).stdout
+			for _, line := range strings.Split(out, "\n") {
+				if next, ok := strings.CutPrefix(line, "next: "); ok {
+					run(t, repo, "sh", "-c", next)
+				}
+			}
 		}
 	}
 }
