@@ -131,7 +131,7 @@ func converge(t *testing.T, repo, path, task string) string {
 
 // TestCommandsKilledAnywhere runs state-changing commands one after another
 // (allocate, wt-exec grant and release, retain, resume, lease abandon,
-// prune apply, hook install and uninstall) and kills each at a random moment, alone or with its process
+// prune apply, backfill apply, hook install and uninstall) and kills each at a random moment, alone or with its process
 // group. After every kill, doctor's printed fixes, run as printed, reach
 // DOCTOR_OK within a few rounds; and then every allocation has its
 // worktree, no git lock of a worktree is empty, and the user's own hook is
@@ -180,6 +180,23 @@ func TestCommandsKilledAnywhere(t *testing.T) {
 			}
 			json.Unmarshal([]byte(dry.stdout), &env)
 			return repo, []string{"wt-admin", "prune", r, "--owner", "rev", "--apply", env.Decision.PlanID}
+		},
+		func(i int) (string, []string) {
+			// A binding as an older wt wrote it (no registration), then
+			// the backfill's apply (the one that is killed).
+			w := filepath.Join(top, fmt.Sprintf("b%d", i))
+			run(t, repo, "wt-admin", "allocate", "--task", fmt.Sprintf("B-%d", i), "--owner", "alice", w).ok(t)
+			key := filepath.Base(w)
+			os.Remove(filepath.Join(repo, ".git", "wt", "registrations", key+".json"))
+			os.Remove(filepath.Join(repo, ".git", "worktrees", key, "wt-registration"))
+			dry := run(t, repo, "wt-admin", "backfill", "--json")
+			var env struct {
+				Decision struct {
+					PlanID string `json:"plan_id"`
+				} `json:"decision"`
+			}
+			json.Unmarshal([]byte(dry.stdout), &env)
+			return repo, []string{"wt-admin", "backfill", "--apply", env.Decision.PlanID}
 		},
 		func(int) (string, []string) { return repo, []string{"wt-hook", "uninstall"} },
 		func(int) (string, []string) { return repo, []string{"wt-hook", "install"} },
