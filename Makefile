@@ -26,9 +26,12 @@ install: build
 demo: install
 	PATH="$(DESTDIR)$(BINDIR):$$PATH" bash scripts/demo.sh
 
+# -timeout: the end-to-end package runs real processes under the race
+# detector for several minutes; go test's default 10-minute limit is too
+# close for a slow day.
 test:
 	$(GO) vet ./...
-	$(GO) test -race ./...
+	$(GO) test -race -timeout 30m ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -25,13 +25,14 @@ func TestAllocateKilledAnywhere(t *testing.T) {
 		t.Skip("kills many real processes")
 	}
 	top, repo, _ := governed(t, 0)
+	t.Parallel() // after governed: wt-admin ran in this process there
 	run(t, repo, "wt-hook", "install").ok(t)
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewSource(seed))
 	t.Logf("seed %d", seed)
-	kills := 16
+	kills := 8 // make test's share; for a longer hunt: WT_TEST_KILLS=500 go test -run KilledAnywhere
 	if n, err := strconv.Atoi(os.Getenv("WT_TEST_KILLS")); err == nil && n > 0 {
-		kills = n // more, for a longer hunt: WT_TEST_KILLS=500 go test -run KilledAnywhere
+		kills = n
 	}
 	outcomes := map[string]int{}
 	for i := 0; i < kills; i++ {
@@ -141,6 +142,7 @@ func TestCommandsKilledAnywhere(t *testing.T) {
 		t.Skip("kills many real processes")
 	}
 	top, repo, wts := governed(t, 2)
+	t.Parallel() // after governed: wt-admin ran in this process there
 	hooksDir := filepath.Join(repo, ".git", "hooks")
 	foreign := "#!/bin/sh\necho the user's own hook >/dev/null\n"
 	os.WriteFile(filepath.Join(hooksDir, "pre-commit"), []byte(foreign), 0o755)
@@ -148,7 +150,7 @@ func TestCommandsKilledAnywhere(t *testing.T) {
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewSource(seed))
 	t.Logf("seed %d", seed)
-	kills := 24
+	kills := 12 // make test's share; WT_TEST_KILLS=500 for a longer hunt
 	if n, err := strconv.Atoi(os.Getenv("WT_TEST_KILLS")); err == nil && n > 0 {
 		kills = n
 	}
