@@ -65,6 +65,11 @@ type Options struct {
 	// Environ is the environment the child inherits (WT_* lease variables
 	// are replaced).
 	Environ []string
+	// Granted, when set, is called with the grant just before the child
+	// starts (inside the lease section): the caller tells the person
+	// what was granted (a takeover, --verbose) before a command that may
+	// run for hours, not after it exits. It must not block.
+	Granted func(lease.Grant)
 	// Notify reports what happens after the child started: renewals that
 	// failed, leftovers stopped, a lease left in place. The caller prints.
 	Notify func(string)
@@ -128,6 +133,12 @@ func Run(opts Options) (Result, error) {
 	repo.Store = repo.Store.WithContext(s.startCtx)
 	req := lease.Request{Holder: holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind, Fence: s.fence}
 	res.Grant, err = lease.Acquire(repo, c, req, scan, func(g lease.Grant) (*store.ChildGroup, error) {
+		if s.startCtx != nil && s.startCtx.Err() != nil {
+			return nil, s.stopped()
+		}
+		if opts.Granted != nil {
+			opts.Granted(g)
+		}
 		return s.launch(path, childEnv(opts.Environ, g))
 	})
 	endWatch()

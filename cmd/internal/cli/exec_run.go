@@ -8,6 +8,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/wrapper"
 )
 
@@ -47,6 +48,7 @@ func Exec(args []string, stdout, stderr io.Writer) int {
 				if err != nil {
 					return err
 				}
+				opts.Granted = func(g lease.Grant) { e.tellGrant(g, c.Bool("verbose")) }
 				res, err := wrapper.Run(opts)
 				switch {
 				case err == nil:
@@ -65,21 +67,6 @@ func Exec(args []string, stdout, stderr io.Writer) int {
 					return err
 				default:
 					return err
-				}
-				g := res.Grant
-				switch {
-				case g.Previous != nil:
-					fmt.Fprintf(e.stderr, "wt-exec: %s: lease %s (generation %d) of dead holder client %s pid %d taken over by %s\n",
-						g.Code, g.Previous.LeaseID, g.Previous.Generation, g.Previous.Holder.ClientID, g.Previous.Holder.PID, g.Lease.LeaseID)
-				case c.Bool("verbose") && g.Applicable:
-					fmt.Fprintf(e.stderr, "wt-exec: %s: lease %s generation %d client %s pid %d\n",
-						g.Code, g.Lease.LeaseID, g.Lease.Generation, g.Lease.Holder.ClientID, g.Lease.Holder.PID)
-				case c.Bool("verbose"):
-					fmt.Fprintf(e.stderr, "wt-exec: %s: role %s takes no writer lease (%s)\n", g.Code, g.Role, decision.DedicatedRoleGate)
-				}
-				if f := g.Lease.Fleet; f != nil && c.Bool("verbose") {
-					fmt.Fprintf(e.stderr, "wt-exec: %s: task %s was held in the fleet (key %s, revision %d, TTL %s)\n",
-						decision.FleetLeaseAcquired, g.Allocation.TaskKey, f.Key, f.Revision, f.TTL)
 				}
 				child = res.Status
 				return nil
@@ -131,4 +118,23 @@ func execOptions(c *ucli.Context, e *env) (wrapper.Options, error) {
 		return opts, usageErr("no command given: wt-exec [OPTIONS] -- COMMAND [ARG...]")
 	}
 	return opts, nil
+}
+
+// tellGrant prints, before the command starts, a takeover (always) and,
+// with --verbose, the grant and its fleet lease.
+func (e *env) tellGrant(g lease.Grant, verbose bool) {
+	switch {
+	case g.Previous != nil:
+		fmt.Fprintf(e.stderr, "wt-exec: %s: lease %s (generation %d) of dead holder client %s pid %d taken over by %s\n",
+			g.Code, g.Previous.LeaseID, g.Previous.Generation, g.Previous.Holder.ClientID, g.Previous.Holder.PID, g.Lease.LeaseID)
+	case verbose && g.Applicable:
+		fmt.Fprintf(e.stderr, "wt-exec: %s: lease %s generation %d client %s pid %d\n",
+			g.Code, g.Lease.LeaseID, g.Lease.Generation, g.Lease.Holder.ClientID, g.Lease.Holder.PID)
+	case verbose:
+		fmt.Fprintf(e.stderr, "wt-exec: %s: role %s takes no writer lease (%s)\n", g.Code, g.Role, decision.DedicatedRoleGate)
+	}
+	if f := g.Lease.Fleet; f != nil && verbose {
+		fmt.Fprintf(e.stderr, "wt-exec: %s: task %s was held in the fleet (key %s, revision %d, TTL %s)\n",
+			decision.FleetLeaseAcquired, g.Allocation.TaskKey, f.Key, f.Revision, f.TTL)
+	}
 }
