@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
@@ -78,9 +80,20 @@ type Options struct {
 // Result is how a run ended.
 type Result struct {
 	Grant lease.Grant
-	// Status is wt-exec's exit status (SPEC §6.7): the child's, or 128+N
-	// when it died of signal N.
-	Status   int
+	// Status is wt-exec's exit status: the child's, or 128+N when it died
+	// of signal N.
+	Status int
+	// Died is the signal the child died of, 0 when it exited: wt-exec
+	// then ends by the same signal (DieBy), so that a calling shell sees a
+	// signal death (a loop of wt-exec runs stops at the first Ctrl-C).
+	Died unix.Signal
+	// ToGroup is set when Died is a terminal's interrupt (SIGINT, SIGQUIT)
+	// and wt-exec runs in the terminal's foreground group: the key reached
+	// the command alone (wt-exec's raw pty relay, or the command's group
+	// in the foreground), where a terminal would have signalled the whole
+	// foreground group, so DieBy signals that group, the calling shell
+	// included, as the terminal would have.
+	ToGroup  bool
 	Released lease.Released
 }
 
@@ -162,6 +175,10 @@ func Run(opts Options) (Result, error) {
 		return res, err
 	}
 	res.Status = s.supervise()
+	res.Died = s.died
+	if (s.died == unix.SIGINT || s.died == unix.SIGQUIT) && opts.Stdin != nil && isTerminal(opts.Stdin) {
+		res.ToGroup = isForeground(int(opts.Stdin.Fd()))
+	}
 	res.Released, err = lease.Release(repo, res.Grant, scan)
 	if err != nil {
 		opts.Notify("releasing the lease failed: " + err.Error())

@@ -32,9 +32,10 @@ type supervisor struct {
 	sigs    chan os.Signal
 	restore func() // gives the terminal back its settings
 
-	pid    int      // the child, leader of its own group (or session, with a pty)
-	status int      // its exit status once reaped, -1 before
-	ptmx   *os.File // the pty's controlling side, nil without a pty
+	pid    int         // the child, leader of its own group (or session, with a pty)
+	status int         // its exit status once reaped, -1 before
+	died   unix.Signal // the signal that killed it, 0 if it exited
+	ptmx   *os.File    // the pty's controlling side, nil without a pty
 	// outDone is closed when the relay from the pty to stdout has ended.
 	outDone chan struct{}
 	// fgTTY is the terminal whose foreground group was handed to the child
@@ -179,6 +180,9 @@ func (s *supervisor) reap() (none bool) {
 			return false
 		case pid == s.pid:
 			s.status = exitStatus(ws)
+			if ws.Signaled() {
+				s.died = ws.Signal()
+			}
 		}
 	}
 }

@@ -5,6 +5,11 @@ import (
 	"os"
 
 	"github.com/wt-tool/wt/cmd/internal/cli"
+	"github.com/wt-tool/wt/wrapper"
 )
 
-func main() { os.Exit(cli.Exec(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	code, died, toGroup := cli.ExecDying(os.Args[1:], os.Stdout, os.Stderr)
+	wrapper.DieBy(died, toGroup) // the child died of a signal: so does wt-exec
+	os.Exit(code)
+}

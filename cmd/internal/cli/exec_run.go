@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"os"
 
@@ -24,7 +25,18 @@ const (
 // before the child started, 126 when the command is not executable and 127
 // when it is not found.
 func Exec(args []string, stdout, stderr io.Writer) int {
+	code, _, _ := ExecDying(args, stdout, stderr)
+	return code
+}
+
+// ExecDying is Exec that also returns the signal the child died of (0 when
+// it exited) and whether it is to go to the whole process group (see
+// wrapper.Result.ToGroup): main ends wt-exec by it (wrapper.DieBy) before
+// it exits with the status.
+func ExecDying(args []string, stdout, stderr io.Writer) (int, unix.Signal, bool) {
 	child := -1
+	var died unix.Signal
+	var toGroup bool
 	code := Run("wt-exec", func(e *env) *ucli.App {
 		return &ucli.App{
 			Usage:     "run a command as the live writer of a governed worktree",
@@ -68,20 +80,20 @@ func Exec(args []string, stdout, stderr io.Writer) int {
 				default:
 					return err
 				}
-				child = res.Status
+				child, died, toGroup = res.Status, res.Died, res.ToGroup
 				return nil
 			},
 		}
 	}, args, stdout, stderr)
 	switch {
 	case child >= 0:
-		return child
+		return child, died, toGroup
 	case code == ExitExecNotFound || code == ExitExecNotExecutable || code > 128:
-		return code
+		return code, 0, false
 	case code == ExitOK:
-		return ExitOK // --help, --version
+		return ExitOK, 0, false // --help, --version
 	}
-	return ExitExecRefused
+	return ExitExecRefused, 0, false
 }
 
 func execOptions(c *ucli.Context, e *env) (wrapper.Options, error) {

@@ -444,8 +444,8 @@ func TestExecDaemon(t *testing.T) {
 }
 
 // TestExecSignals: SIGINT and SIGTERM sent to wt-exec reach the child; a
-// child killed by them makes wt-exec exit 130 and 143, and one that traps
-// them exits with its own status.
+// child killed by them makes wt-exec die by the same signal (a shell shows
+// 130 and 143), and one that traps them exits with its own status.
 func TestExecSignals(t *testing.T) {
 	top, repo, wts := governed(t, 1)
 	for _, tc := range []struct {
@@ -453,8 +453,8 @@ func TestExecSignals(t *testing.T) {
 		script string
 		want   int
 	}{
-		{syscall.SIGINT, `echo ready > "$1"; exec sleep 600`, 130},
-		{syscall.SIGTERM, `echo ready > "$1"; exec sleep 600`, 143},
+		{syscall.SIGINT, `echo ready > "$1"; exec sleep 600`, -int(syscall.SIGINT)},
+		{syscall.SIGTERM, `echo ready > "$1"; exec sleep 600`, -int(syscall.SIGTERM)},
 		{syscall.SIGTERM, `trap 'exit 7' TERM; echo ready > "$1"; while :; do sleep 0.02; done`, 7},
 		{syscall.SIGUSR1, `trap 'exit 11' USR1; echo ready > "$1"; while :; do sleep 0.02; done`, 11},
 		{syscall.SIGHUP, `trap 'exit 12' HUP; echo ready > "$1"; while :; do sleep 0.02; done`, 12},
@@ -678,4 +678,30 @@ wt-exec --verbose -- true`
 		t.Fatalf("%d renewals logged:\n%s", n, b)
 	}
 	storeValid(t, repo, allocID(t, repo, "w0"))
+}
+
+// TestExecCtrlCLoop: in a terminal, one Ctrl-C stops a shell loop of
+// wt-exec runs, as it stops a loop of plain commands. wt-exec exited 130
+// when its command died of SIGINT, so the shell took the interrupt as
+// handled and went on with the loop; it now dies by SIGINT itself.
+func TestExecCtrlCLoop(t *testing.T) {
+	top, _, wts := governed(t, 1)
+	ready := filepath.Join(top, "sleeping")
+	loop := `for i in 1 2 3; do wt-exec -C "$1" -- sh -c 'touch "$0"; exec sleep 600' "$2"; echo "next $i"; done; echo loop-ended`
+	term := onTerminal(t, nil, "bash", "-c", loop, "bash", wts[0], ready)
+	waitFor(t, "the first command", func() bool { return exists(ready) })
+	waitFor(t, "the lease naming the command", func() bool { l, ok := readLease(t, wts[0]); return ok && l.Child != nil })
+	t.Cleanup(func() { term.cmd.Process.Kill() })
+	term.ptmx.Write([]byte{3}) // Ctrl-C: SIGINT to the terminal's foreground group
+	waitFor(t, "the loop to end", func() bool {
+		select {
+		case <-term.done:
+			return true
+		default:
+			return strings.Contains(term.output(), "next 1")
+		}
+	})
+	if out := term.output(); strings.Contains(out, "next 1") || strings.Contains(out, "loop-ended") {
+		t.Fatalf("the loop went on after one Ctrl-C:\n%s", out)
+	}
 }

@@ -17,13 +17,18 @@ import (
 
 	"github.com/wt-tool/wt/cmd/internal/fleetcli"
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
+	"github.com/wt-tool/wt/wrapper"
 )
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"wt-admin": func() { os.Exit(Admin(os.Args[1:], os.Stdout, os.Stderr)) },
-		"wt-exec":  func() { os.Exit(Exec(os.Args[1:], os.Stdout, os.Stderr)) },
-		"wt-hook":  func() { os.Exit(Hook(os.Args[1:], os.Stdout, os.Stderr)) },
+		"wt-exec": func() {
+			code, died, toGroup := ExecDying(os.Args[1:], os.Stdout, os.Stderr)
+			wrapper.DieBy(died, toGroup)
+			os.Exit(code)
+		},
+		"wt-hook": func() { os.Exit(Hook(os.Args[1:], os.Stdout, os.Stderr)) },
 		// agentsh stands for an agent program that runs commands: a named
 		// ancestor for --holder ancestor:agentsh. It runs its arguments as
 		// a child and exits with the child's status.
