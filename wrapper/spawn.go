@@ -47,11 +47,23 @@ func (s *supervisor) start(path string, env []string) (restore func(), err error
 		if isForeground(int(in.Fd())) {
 			old, err := makeRaw(int(in.Fd()))
 			if err == nil {
-				restore = func() { _ = unix.IoctlSetTermios(int(in.Fd()), unix.TCSETS, old) } // Best effort: nothing else to do.
+				s.raw = true
+				restore = func() {
+					_ = unix.IoctlSetTermios(int(in.Fd()), unix.TCSETS, old) // Best effort: nothing else to do.
+					s.raw = false
+					s.flushNotices()
+				}
 			}
 		}
 	}
-	attr.Files = []uintptr{tty.Fd(), tty.Fd(), tty.Fd()}
+	// stderr goes straight through when it is not a terminal (2>err.log,
+	// a pipe to a logger): a pty has one output stream, which would mix
+	// the command's errors into its screen output and leave err.log empty.
+	errFd := tty.Fd()
+	if !isTerminal(s.opts.Stderr) {
+		errFd = s.opts.Stderr.Fd()
+	}
+	attr.Files = []uintptr{tty.Fd(), tty.Fd(), errFd}
 	// Setsid + Setctty: the child leads a new session whose controlling
 	// terminal is the pty (fd 0 in the child). Its group is its pid, so no
 	// Setpgid, which would conflict with Setsid.

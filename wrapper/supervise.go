@@ -44,6 +44,11 @@ type supervisor struct {
 	ownPgrp int
 	// fleet is the fleet lease wt-exec holds (fleet mode only).
 	fleet fleet.Session
+	// raw is set while the terminal is in raw mode (pty relay): notices
+	// wait in held until it is restored, so that they are not printed as
+	// a staircase (a raw terminal does not return the carriage at \n).
+	raw  bool
+	held []string
 	// startCtx ends at a stop signal before the child starts (watchStart);
 	// stopSig is that signal.
 	startCtx context.Context
@@ -91,6 +96,25 @@ func (s *supervisor) watchStart() func() {
 		signal.Stop(ch)
 		close(done)
 		cancel()
+	}
+}
+
+// notify reports what happens while the child runs (Options.Notify): at
+// once, or, while the terminal is raw, once it is restored.
+func (s *supervisor) notify(msg string) {
+	if s.raw {
+		s.held = append(s.held, msg)
+		return
+	}
+	s.opts.Notify(msg)
+}
+
+// flushNotices prints the notices held while the terminal was raw.
+func (s *supervisor) flushNotices() {
+	held := s.held
+	s.held = nil
+	for _, m := range held {
+		s.opts.Notify(m)
 	}
 }
 
@@ -152,7 +176,7 @@ func (s *supervisor) supervise() int {
 			}
 		case <-renew:
 			if err := lease.Renew(s.repo, s.grant, s.opts.TTL); err != nil {
-				s.opts.Notify("renewing the lease failed: " + err.Error())
+				s.notify("renewing the lease failed: " + err.Error())
 			}
 		}
 	}
@@ -222,7 +246,7 @@ func (s *supervisor) cleanup() {
 		return
 	}
 	n := s.terminate(unix.SIGTERM)
-	s.opts.Notify(fmt.Sprintf("the command exited; stopping %d leftover process(es), SIGKILL in %s", n, s.opts.Grace))
+	s.notify(fmt.Sprintf("the command exited; stopping %d leftover process(es), SIGKILL in %s", n, s.opts.Grace))
 	grace := time.NewTimer(max(s.opts.Grace, 0))
 	defer grace.Stop()
 	// A SIGCHLD lost to a full channel must not stall the end: poll too.
@@ -238,7 +262,7 @@ func (s *supervisor) cleanup() {
 		case <-grace.C:
 			killing = true
 			n := s.terminate(unix.SIGKILL)
-			s.opts.Notify(fmt.Sprintf("killed %d leftover process(es) after the grace period", n))
+			s.notify(fmt.Sprintf("killed %d leftover process(es) after the grace period", n))
 		case <-poll.C:
 			if killing {
 				s.terminate(unix.SIGKILL) // what forked since the last round

@@ -705,3 +705,48 @@ func TestExecCtrlCLoop(t *testing.T) {
 		t.Fatalf("the loop went on after one Ctrl-C:\n%s", out)
 	}
 }
+
+// TestExecPTYStderrAndNotices: in pty mode, the command's stderr goes
+// straight to a stderr that is not a terminal (2>err.log kept it empty
+// before, showing ERR on the screen), and wt-exec's own notices about
+// leftovers come after the terminal is restored, each on a line of its own
+// (they were printed raw, as a staircase).
+func TestExecPTYStderrAndNotices(t *testing.T) {
+	top, _, wts := governed(t, 1)
+	errLog := filepath.Join(top, "err.log")
+	// The command: print to both streams, leave a process behind that
+	// ignores the hangup its session gets when the command exits, and
+	// exit once it has started.
+	cmdFile := filepath.Join(top, "cmd.sh")
+	os.WriteFile(cmdFile, []byte(`echo OUT; echo ERR >&2
+nohup sh -c 'touch "$0"; exec sleep 600' "$1" >/dev/null 2>&1 &
+while [ ! -e "$1" ]; do sleep 0.01; done
+`), 0o755)
+	script := `wt-exec -C "$1" --grace 100ms -- sh "$2" "$3" 2>"$4"; echo; echo exited`
+	term := onTerminal(t, nil, "bash", "-c", script, "bash", wts[0], cmdFile, filepath.Join(top, "left1"), errLog)
+	t.Cleanup(func() { term.cmd.Process.Kill() })
+	waitFor(t, "the run to end", func() bool { return strings.Contains(term.output(), "exited") })
+	out := term.output()
+	b, _ := os.ReadFile(errLog)
+	if !strings.Contains(string(b), "ERR") || strings.Contains(out, "ERR") {
+		t.Errorf("stderr: err.log %q, screen %q", b, out)
+	}
+	if !strings.Contains(string(b), "wt-exec: warning: the command exited; stopping 1 leftover process(es)") {
+		t.Errorf("the leftover notice is missing from stderr: %q", b)
+	}
+	// Again with stderr on the terminal, to see the notices' line ends.
+	script = `wt-exec -C "$1" --grace 100ms -- sh "$2" "$3"; echo exited`
+	term = onTerminal(t, nil, "bash", "-c", script, "bash", wts[0], cmdFile, filepath.Join(top, "left2"))
+	t.Cleanup(func() { term.cmd.Process.Kill() })
+	waitFor(t, "the second run to end", func() bool { return strings.Contains(term.output(), "exited") })
+	out = term.output()
+	i := strings.Index(out, "wt-exec: warning")
+	if i < 0 {
+		t.Fatalf("no notice on the terminal: %q", out)
+	}
+	for j := i; j < len(out); j++ {
+		if out[j] == '\n' && out[j-1] != '\r' {
+			t.Fatalf("a notice printed while the terminal was raw (no carriage return): %q", out[i:])
+		}
+	}
+}
