@@ -381,7 +381,8 @@ func judgeLease(path string, own bool, a store.Allocation, repo store.Repository
 	}
 	if !live {
 		return decision.New(decision.WriterLeaseRequired, "the writer of %s (client %s, pid %d, since %s) has exited: its lease gives nobody entitlement", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt).
-			WithHint("%s", take)
+			WithHint("if its command still runs (wt-admin ps %s), hand the lease to it: wt-admin lease adopt %s --client-id %s --holder PID; else %s",
+				shell.Word(path), shell.Word(path), shell.Word(l.Holder.ClientID), take)
 	}
 	anc, err := r.HasAncestor(pid, l.Holder.Identity())
 	if err != nil && !errors.Is(err, proc.ErrNoProcess) {

@@ -221,6 +221,11 @@ func (in *Inspection) decide(mismatch string) {
 		in.AlsoAllowed = []string{OwnerResume, AbandonAllowed}
 		in.Reasons = []string{fmt.Sprintf("the lease is yours, its holder (pid %d) exited and nothing of it runs: release it, or adopt it to go on", l.Holder.PID)}
 		in.Next = fmt.Sprintf("wt-admin lease release %s --lease-id %s", path, l.LeaseID)
+	case !p.NoLiveMutationRisk && !p.HolderLive:
+		in.SafeNextAction, in.Block = WaitForeignActive, true
+		in.Reasons = []string{fmt.Sprintf("the lease is orphaned: the wt-exec of client %s (pid %d) is gone but %s; see them with wt-admin ps %s, and hand the lease to the one that goes on writing with wt-admin lease adopt %s --client-id %s --holder PID",
+			l.Holder.ClientID, l.Holder.PID, p.Risk, path, path, shell.Word(l.Holder.ClientID))}
+		in.Next = "wt-admin ps " + path
 	case !p.NoLiveMutationRisk:
 		in.SafeNextAction, in.Block = WaitForeignActive, true
 		in.Reasons = []string{fmt.Sprintf("client %s holds it and %s%s: do not take it (fail closed)", l.Holder.ClientID, p.Risk, expiry)}

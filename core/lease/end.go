@@ -150,12 +150,15 @@ func holderExited(l store.Lease) (bool, error) {
 }
 
 // survivors says what still keeps an exited holder's lease, or "": its
-// groups, or another process in the worktree (other than those in skip).
+// groups, a carrier of its lease, or another process in the worktree; the
+// processes in skip (an adopter and what it started, which may be those
+// very survivors: the orphaned command adopting its own lease) are not
+// evidence.
 func survivors(ev Evidence, l store.Lease, skip ...int) string {
-	if why := liveness.Alive(ev, l.Holder, l.Child); why != "" {
+	if why := liveness.Alive(ev, l.Holder, l.Child, skip...); why != "" {
 		return why
 	}
-	if why := liveness.Carriers(ev, l.LeaseID); why != "" {
+	if why := liveness.Carriers(ev, l.LeaseID, skip...); why != "" {
 		return why
 	}
 	uses, err := liveness.Users(ev, l.WorktreePath, skip...)

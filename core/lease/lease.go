@@ -369,7 +369,7 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 			return g, err
 		}
 		if why := occupied(ev, existing, req.Holder); why != "" {
-			return g, held(existing, c.TopLevel, why)
+			return g, heldOrOrphaned(ev, existing, c.TopLevel, why)
 		}
 		prev := existing
 		g.Previous = &prev
@@ -596,7 +596,7 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 		case why == "":
 			stale = append(stale, v)
 		case sameLease:
-			return nil, nil, held(*current, a.WorktreePath, fmt.Sprintf("%s (its %s occupancy by client %s)", why, b.Kind, b.Holder.ClientID))
+			return nil, nil, heldOrOrphaned(ev, *current, a.WorktreePath, fmt.Sprintf("%s (its %s occupancy by client %s)", why, b.Kind, b.Holder.ClientID))
 		default:
 			return nil, nil, decision.New(decision.ExternalBinding, "a live %s process of client %s occupies %s (%s): %s", b.Kind, b.Holder.ClientID, a.WorktreePath, b.Holder.Identity(), why).
 				WithHint("wait for it to end; see who is there with wt-admin status").
@@ -631,7 +631,19 @@ func occupied(ev Evidence, l store.Lease, newHolder proc.Holder) string {
 	return ""
 }
 
-func held(l store.Lease, path, why string) error {
+// heldOrOrphaned is held, with the way out when the lease is orphaned (its
+// holder, the wt-exec, is gone while its command runs): see it, and hand
+// the lease to it.
+func heldOrOrphaned(ev Evidence, l store.Lease, path, why string) *decision.Error {
+	d := held(l, path, why)
+	if ev.IsLive(l.Holder.Identity()) {
+		return d
+	}
+	return d.WithHint("its wt-exec is gone but its command runs: see it with wt-admin ps %s, and let it go on writing with wt-admin lease adopt %s --client-id %s --holder PID",
+		shell.Word(path), shell.Word(path), shell.Word(l.Holder.ClientID))
+}
+
+func held(l store.Lease, path, why string) *decision.Error {
 	return decision.New(decision.WriterLeaseHeld, "%s is held by client %s, pid %d, since %s: %s", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt, why).
 		WithHint("wait for it to finish; see who is in the worktree with wt-admin status").
 		WithFact("holder", l.Holder).WithFact("lease_id", l.LeaseID)

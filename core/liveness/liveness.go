@@ -19,9 +19,12 @@ import (
 
 // Freshness values (SPEC §5.1).
 const (
-	FreshActive          = "active"
-	FreshExpired         = "expired"
-	FreshDeadProcess     = "stale_dead_process"
+	FreshActive      = "active"
+	FreshExpired     = "expired"
+	FreshDeadProcess = "stale_dead_process"
+	// FreshOrphaned: the holder (its wt-exec) is gone but its command, or
+	// a process of its groups or carrying its lease, still runs.
+	FreshOrphaned        = "orphaned"
 	FreshMissingWorktree = "stale_missing_worktree"
 )
 
@@ -42,6 +45,9 @@ func Freshness(s Evidence, l store.Lease, now time.Time) string {
 		return FreshMissingWorktree
 	}
 	if !s.IsLive(l.Holder.Identity()) {
+		if Alive(s, l.Holder, l.Child) != "" || Carriers(s, l.LeaseID) != "" {
+			return FreshOrphaned
+		}
 		return FreshDeadProcess
 	}
 	if Expired(l, now) {
@@ -67,8 +73,8 @@ const LeaseEnv = "WT_LEASE_ID"
 // Carriers says which processes still carry the lease in their environment
 // (WT_LEASE_ID), or "": wt-exec's child from its first instruction, and what
 // it started without scrubbing its environment.
-func Carriers(ev Evidence, leaseID string) string {
-	pids := ev.CarryingEnv(LeaseEnv, leaseID)
+func Carriers(ev Evidence, leaseID string, skip ...int) string {
+	pids := without(ev.CarryingEnv(LeaseEnv, leaseID), skip)
 	if len(pids) == 0 {
 		return ""
 	}
@@ -80,8 +86,8 @@ func Carriers(ev Evidence, leaseID string) string {
 // holder led or in the child group (SPEC §4). A group that a reused pid
 // started later is not evidence (see proc.Scan.GroupMembers), and nothing
 // of another boot is. When this boot's id cannot be read, nothing is proven
-// dead.
-func Alive(ev Evidence, h proc.Holder, child *store.ChildGroup) string {
+// dead. Processes in skip are not evidence (an adopter and its own).
+func Alive(ev Evidence, h proc.Holder, child *store.ChildGroup, skip ...int) string {
 	boot, err := ev.BootID()
 	if err != nil {
 		// Evidence that cannot be read is never evidence of death: without
@@ -95,15 +101,30 @@ func Alive(ev Evidence, h proc.Holder, child *store.ChildGroup) string {
 	if ev.IsLive(h.Identity()) {
 		return "its holder is running"
 	}
-	if n := len(ev.GroupMembers(h.PID, h.StartTicks)); n > 0 {
+	if n := len(without(ev.GroupMembers(h.PID, h.StartTicks), skip)); n > 0 {
 		return fmt.Sprintf("%d process(es) remain in its holder's process group", n)
 	}
 	if child != nil {
-		if n := len(ev.GroupMembers(child.PID, child.StartTicks)); n > 0 {
+		if n := len(without(ev.GroupMembers(child.PID, child.StartTicks), skip)); n > 0 {
 			return fmt.Sprintf("%d process(es) remain in its child's process group (leader pid %d)", n, child.PID)
 		}
 	}
 	return ""
+}
+
+// without is pids less those in skip (processes that are not evidence
+// against the asker: an adopter and what it started).
+func without(pids, skip []int) []int {
+	if len(skip) == 0 {
+		return pids
+	}
+	out := pids[:0:0]
+	for _, p := range pids {
+		if !slices.Contains(skip, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Occupied reports whether a lease has any live process behind it: the holder,

@@ -31,7 +31,15 @@ type Names struct {
 //     never matched (a shell's "-c 'claude ...'" is not a claude process). Each
 //     candidate is read consistently: its start ticks before and after reading
 //     argv[0] and exe must be equal, or the process changed under us.
-func Resolve(selector string, n Names) (Holder, error) {
+func Resolve(selector string, n Names) (Holder, error) { return resolve(selector, n, true) }
+
+// ResolveAdopter is Resolve for `wt-admin lease adopt`, which hands a dead
+// holder's lease to a live process that need not be wt-admin's ancestor
+// (the orphaned command of a killed wt-exec, typically): "PID" may name any
+// running process but init.
+func ResolveAdopter(selector string, n Names) (Holder, error) { return resolve(selector, n, false) }
+
+func resolve(selector string, n Names, lineage bool) (Holder, error) {
 	if err := ValidateClientID(n.ClientID); err != nil {
 		return Holder{}, err
 	}
@@ -54,7 +62,12 @@ func Resolve(selector string, n Names) (Holder, error) {
 				WithHint("use --holder self, --holder PID or --holder ancestor:NAME")
 		}
 		if id, err = Describe(pid); err == nil {
-			err = callerLineage(id)
+			if lineage {
+				err = callerLineage(id)
+			} else if id.PID == 1 {
+				err = decision.New(decision.InvalidHolder, "holder pid 1 (init) would entitle every process on the machine").
+					WithHint("name the process that is to hold the lease")
+			}
 		}
 	}
 	if err != nil {

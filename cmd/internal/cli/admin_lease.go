@@ -292,7 +292,7 @@ func (e *env) leaseAdoptCommand() *ucli.Command {
 			case "":
 				sel = strconv.Itoa(os.Getppid())
 			}
-			holder, err := proc.Resolve(sel, proc.Names{ClientID: c.String("client-id"), SessionID: optString(c, "session-id")})
+			holder, err := proc.ResolveAdopter(sel, proc.Names{ClientID: c.String("client-id"), SessionID: optString(c, "session-id")})
 			if err != nil {
 				return err
 			}

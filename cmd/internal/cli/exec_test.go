@@ -750,3 +750,59 @@ while [ ! -e "$1" ]; do sleep 0.01; done
 		}
 	}
 }
+
+// agentDo has the agentloop serving dir run argv and returns how it ended
+// (see the agent command of the scripts).
+func agentDo(t *testing.T, dir string, argv ...string) result {
+	t.Helper()
+	os.Remove(filepath.Join(dir, "rc"))
+	os.WriteFile(filepath.Join(dir, "cmd"), []byte(strings.Join(argv, "\x00")), 0o644)
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	waitFor(t, "the agent", func() bool { return exists(filepath.Join(dir, "rc")) })
+	rc, _ := os.ReadFile(filepath.Join(dir, "rc"))
+	out, _ := os.ReadFile(filepath.Join(dir, "stdout"))
+	errOut, _ := os.ReadFile(filepath.Join(dir, "stderr"))
+	code, _ := strconv.Atoi(string(rc))
+	return result{stdout: string(out), stderr: string(errOut), code: code}
+}
+
+// TestOrphanAdopt: an agent whose wt-exec was killed goes on running. Its
+// lease reads orphaned (not stale_dead_process), the refusals point at
+// wt-admin ps and adopt, adopting it with --holder naming the agent (a
+// survivor of the lease's own groups) is allowed, and the agent's commits
+// pass afterwards; a stranger's are still refused.
+func TestOrphanAdopt(t *testing.T) {
+	top, repo, wts := governed(t, 1)
+	run(t, repo, "wt-hook", "install").ok(t)
+	dir := filepath.Join(top, "agent")
+	os.Mkdir(dir, 0o755)
+	// No pipes: the agent outlives its wt-exec and must not hold ours.
+	cmd := exec.Command("wt-exec", "-C", wts[0], "--client-id", "agent-7", "--", "agentloop", dir)
+	cmd.Env = append(os.Environ(), "WT_CLIENT_ID=", "WT_HOLDER_PID=", "WT_LEASE_ID=")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644) })
+	waitFor(t, "the agent's lease", func() bool { l, ok := readLease(t, wts[0]); return ok && l.Child != nil })
+	agentDo(t, dir, "git", "commit", "-q", "--allow-empty", "-m", "before").ok(t)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if r := run(t, repo, "wt-admin", "lease", "list").ok(t); !strings.Contains(r.stdout, "orphaned") {
+		t.Errorf("lease list: %s", r.stdout)
+	}
+	r := agentDo(t, dir, "git", "commit", "-q", "--allow-empty", "-m", "refused")
+	if r.code == 0 || !strings.Contains(r.stderr, "wt-admin lease adopt") {
+		t.Errorf("the orphaned agent's commit: %d %s", r.code, r.stderr)
+	}
+	if r := run(t, wts[0], "wt-exec", "--", "true"); r.code != ExitExecRefused || !strings.Contains(r.stderr, "wt-admin lease adopt") {
+		t.Errorf("wt-exec on the orphaned lease: %d %s", r.code, r.stderr)
+	}
+	pid, _ := os.ReadFile(filepath.Join(dir, "pid"))
+	if r := run(t, repo, "wt-admin", "lease", "adopt", wts[0], "--client-id", "agent-7", "--holder", string(pid)); r.code != 0 {
+		t.Fatalf("adopt by the agent: %d %s", r.code, r.stderr)
+	}
+	agentDo(t, dir, "git", "commit", "-q", "--allow-empty", "-m", "after").ok(t)
+	if r := run(t, wts[0], "git", "commit", "-q", "--allow-empty", "-m", "rogue"); r.code == 0 {
+		t.Error("a stranger's commit passed after the adoption")
+	}
+}

@@ -64,7 +64,7 @@ func blackhole() {
 }
 
 // agentLoop is a long-running agent: it writes DIR/wtexec.pid (its
-// parent, the wt-exec that runs it) and DIR/ready, then runs each command
+// parent, the wt-exec that runs it), DIR/pid (its own) and DIR/ready, then runs each command
 // the agent command hands it (DIR/cmd, arguments NUL-separated, announced
 // by DIR/go) and leaves its stdout, stderr and exit code in DIR/stdout,
 // DIR/stderr and DIR/rc. It exits when DIR/stop appears.
@@ -74,6 +74,7 @@ func agentLoop() {
 	}
 	dir := os.Args[1]
 	os.WriteFile(filepath.Join(dir, "wtexec.pid"), []byte(strconv.Itoa(os.Getppid())), 0o644)
+	os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(os.Getpid())), 0o644)
 	os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644)
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "stop")); err == nil {
