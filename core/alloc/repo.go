@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -99,16 +98,29 @@ func ValidRole(role string) error {
 // "Allocation"): a letter or digit, then letters, digits and . _ - (task
 // keys also /, owners also @ +), 128 bytes at most. Nothing in them can
 // break a command line, a table or a terminal.
-var (
-	taskKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`)
-	ownerPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$`)
-)
+//
+// They are checked by hand, not with a regexp: compiling `{0,127}` at
+// package init cost every wt binary 0.6 ms at every start (a commit's gate
+// included).
+func inSet(s, extra string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || strings.IndexByte(extra, c) < 0) {
+			return false
+		}
+	}
+	return true
+}
 
 // ValidTaskKey refuses a task key outside its character set. The default
 // branch wt/<KEY> must also be a valid ref name; Allocate checks that with
 // git.
 func ValidTaskKey(key string) error {
-	if !taskKeyPattern.MatchString(key) {
+	if !inSet(key, "._/-") {
 		return decision.New(decision.InvalidTaskKey, "task key %s is not a letter or digit followed by up to 127 letters, digits and . _ / -", strconv.QuoteToASCII(key)).
 			WithHint("pass --task KEY, e.g. --task T-12")
 	}
@@ -117,7 +129,7 @@ func ValidTaskKey(key string) error {
 
 // ValidOwner refuses an owner outside its character set.
 func ValidOwner(owner string) error {
-	if !ownerPattern.MatchString(owner) {
+	if !inSet(owner, "._@+-") {
 		return decision.New(decision.InvalidOwner, "owner %s is not a letter or digit followed by up to 127 letters, digits and . _ @ + -", strconv.QuoteToASCII(owner)).
 			WithHint("pass --owner NAME, e.g. --owner alice")
 	}
