@@ -37,7 +37,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# Benchmarks: medians come from BENCHCOUNT runs; compare with ../shared/BASELINE.md.
+# Benchmarks: medians come from BENCHCOUNT runs; docs/performance.md has the peers to compare with.
 # wt-exec is measured beside flock(1) and tini, wt-admin ps beside fuser -m
 # (psmisc); they are installed if missing.
 # git commit is measured beside a shell hook and lefthook (installed into

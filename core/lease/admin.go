@@ -49,8 +49,9 @@ func (c Caller) owns(h proc.Holder) bool {
 		(c.SessionID == nil) == (h.SessionID == nil) && (c.SessionID == nil || *c.SessionID == *h.SessionID)
 }
 
-// Proof is the live evidence about one lease at one moment, in the seed's
-// vocabulary. Abandon stores it in its event.
+// Proof is the live evidence about one lease at one moment, in the terms
+// of docs/decisions.md ("The lease lifecycle"). Abandon stores it in its
+// event.
 type Proof struct {
 	HolderLive      bool `json:"holder_live"`
 	DeadProcess     bool `json:"dead_process"`
@@ -180,9 +181,8 @@ func Inspect(r *alloc.Repo, path string, caller Caller) (Inspection, error) {
 	return in, err
 }
 
-// decide sets the safe next action from the proof (SPEC §5.1, the seed's
-// decide_safe_next_action, with SPEC §4's rule that expiry alone never
-// makes a lease dead):
+// decide sets the safe next action from the proof (docs/decisions.md,
+// "The lease lifecycle"; expiry alone never makes a lease dead):
 //
 //   - a worktree mismatch: inspect_only;
 //   - the caller's own lease whose holder runs (even expired): owner_resume;
@@ -341,7 +341,7 @@ func ValidLeaseID(id string) error {
 
 // ReleaseDead is `wt-admin lease release`: it ends the lease of the worktree
 // at path, named by its exact id, whose holder has exited, when nothing of
-// it survives (the seed's release rule). A running holder releases its own
+// it survives (the release rule of docs/decisions.md). A running holder releases its own
 // lease when its wt-exec ends.
 func ReleaseDead(r *alloc.Repo, path, leaseID string) (Ended, error) {
 	if err := ValidLeaseID(leaseID); err != nil {

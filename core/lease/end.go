@@ -66,9 +66,9 @@ type Released struct {
 // or took it over) and the lease is still g's — removes the lease and git's
 // worktree lock. A renewal leaves the lease to the holder that acquired it.
 //
-// A holder that has exited is released only with no survivor (SPEC §3, the
-// seed's release rule): nothing left in its process group and no other
-// process using the worktree. Otherwise the lease stays, to be taken over
+// A holder that has exited is released only with no survivor (the release
+// rule of docs/decisions.md): nothing left in its process group and no
+// other process using the worktree. Otherwise the lease stays, to be taken over
 // once it is dead, and Kept says why.
 func Release(r *alloc.Repo, g Grant, scan func() (Evidence, error)) (Released, error) {
 	var res Released

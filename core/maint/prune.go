@@ -231,7 +231,7 @@ func applyPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner,
 }
 
 // resume validates an interrupted apply's journal against the live state
-// (the seed's _validate_recovery): the same plan id and owner, the target
+// (docs/decisions.md, "Registration maintenance"): the same plan id and owner, the target
 // still absent, the allocation either untouched or released by this very
 // plan, the audit HEAD still kept by the publication branch, no lease, and
 // its binding not handed to anything else.
@@ -331,7 +331,7 @@ func removalTorn(admin string) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// buildPlan checks every precondition of SPEC §5.3, in the seed's order,
+// buildPlan checks every precondition of a prune (docs/decisions.md), in order,
 // and returns the plan.
 func buildPlan(ctx context.Context, r *alloc.Repo, tx *store.Tx, item gitrepo.Worktree, owner string) (PrunePlan, error) {
 	switch {

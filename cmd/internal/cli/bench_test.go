@@ -81,7 +81,7 @@ func runOnce(b *testing.B, name string, args ...string) {
 // in a store of 10 and of 10,000 allocations (coordinator none), and in
 // fleet mode against a real etcd in this process (the fleet lease taken
 // and revoked through wt-fleet). Each op is one whole process run. Compare
-// the ns/op differences to true's (see ../shared/BASELINE.md).
+// the ns/op differences to true's (peers: docs/performance.md).
 func BenchmarkExecWrap(b *testing.B) {
 	wtexec := shippedExec(b)
 	_, small := benchRepo(b, 1, 9)
