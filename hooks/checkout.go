@@ -39,7 +39,7 @@ func PostCheckout(dir string) (d *decision.Error, warn bool, err error) {
 		if c.Key == gitrepo.MainKey || t.Allocation.Role != store.RoleFeature {
 			return nil
 		}
-		if d = headOffBranch(c, t.Allocation); d != nil {
+		if d = alloc.HeadOffTaskBranch(c, t.Allocation); d != nil {
 			a = t.Allocation
 			pol, _, err := tx.Policy()
 			warn = err == nil && pol.Enforcement == store.EnforcementWarn

@@ -276,7 +276,7 @@ func (g *gate) judge(v *Verdict, a store.Allocation, own *gitrepo.Checkout) {
 	path := a.WorktreePath
 	if own != nil {
 		path = own.TopLevel
-		if d := headOffBranch(*own, a); d != nil {
+		if d := alloc.HeadOffTaskBranch(*own, a); d != nil {
 			v.Refusal = d
 			return
 		}
@@ -309,30 +309,6 @@ func asDecision(err error) *decision.Error {
 		return d
 	}
 	return decision.Wrap(decision.Internal, err, "judge the writer")
-}
-
-// headOffBranch refuses a feature worktree whose HEAD is not on its
-// allocation's branch. A rebase of that branch in progress (HEAD detached,
-// git's head-name naming the branch) counts as on it, so the writer can
-// finish the rebase.
-func headOffBranch(c gitrepo.Checkout, a store.Allocation) *decision.Error {
-	if a.Branch == nil {
-		return nil
-	}
-	want := *a.Branch
-	if !c.Detached && c.Branch == want {
-		return nil
-	}
-	if c.Detached && gitrepo.RebaseHeadName(c.GitDir) == "refs/heads/"+want {
-		return nil
-	}
-	on := "a detached HEAD"
-	if !c.Detached {
-		on = "branch " + c.Branch
-	}
-	return decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree, whose writer works on branch %s, but it is on %s", c.TopLevel, a.TaskKey, want, on).
-		WithHint("switch it back: git -C %s switch %s", shell.Word(c.TopLevel), shell.Word(want)).
-		WithFact("branch", want)
 }
 
 // foreignBindings refuses a write while the allocation carries an external

@@ -26,6 +26,11 @@ func hookCheckout(dir string) (gitrepo.Checkout, error) {
 	if gd == "" {
 		return c, err
 	}
+	// The usual case (git sets GIT_DIR to the checkout's own git dir for
+	// hooks in linked worktrees) is settled without reading anything more.
+	if err == nil && filepath.IsAbs(gd) && filepath.Clean(gd) == c.GitDir {
+		return c, nil
+	}
 	cwd, aerr := filepath.Abs(dir)
 	if aerr != nil {
 		return c, decision.Wrap(decision.NotAGitRepository, aerr, "%s", dir)
@@ -259,9 +264,13 @@ func PrePush(dir string, stdin io.Reader, pid int) (Verdict, error) {
 	if !v.own {
 		return pushElsewhere(dir, v, updates, pid)
 	}
+	c, err := gitrepo.Locate(dir)
+	if err != nil {
+		return v, err
+	}
 	own := "refs/heads/" + v.Branch
 	for _, u := range updates {
-		if d := ownPushLine(dir, v, own, u); d != nil {
+		if d := ownPushLine(c, v, own, u); d != nil {
 			v.refuse(d)
 			return v, nil
 		}
@@ -275,7 +284,7 @@ func PrePush(dir string, stdin io.Reader, pid int) (Verdict, error) {
 }
 
 // ownPushLine checks one line of a push from the task's own worktree.
-func ownPushLine(dir string, v Verdict, own string, u PushUpdate) *decision.Error {
+func ownPushLine(c gitrepo.Checkout, v Verdict, own string, u PushUpdate) *decision.Error {
 	hint := "push the task's branch only: git push <remote> HEAD:" + v.Branch
 	if u.RemoteRef != own {
 		return decision.New(decision.PushRefNotOwned, "this push updates %s from %s; worktree %s (task %s) may push only to %s", u.RemoteRef, u.LocalRef, v.Path, v.TaskKey, own).
@@ -284,10 +293,6 @@ func ownPushLine(dir string, v Verdict, own string, u PushUpdate) *decision.Erro
 	if u.Deletes() || isZeroOID(u.LocalOID) {
 		return decision.New(decision.PushRefNotOwned, "this push deletes %s on the remote; worktree %s (task %s) may only publish its work there", u.RemoteRef, v.Path, v.TaskKey).
 			WithHint("%s", hint)
-	}
-	c, err := gitrepo.Locate(dir)
-	if err != nil {
-		return asDecision(err)
 	}
 	tip, err := gitrepo.ReadRefValues(c.CommonDir, own)
 	if err != nil {

@@ -74,10 +74,10 @@ func (s *supervisor) prepare() error {
 
 // watchStart makes the context that a stop signal (SIGINT, SIGTERM,
 // SIGHUP, SIGQUIT) cancels before the child starts: it ends a wait for the
-// store's lock, and launch refuses to start the child once it is done, so
-// a signal sent before the child exists means the child never exists. The
-// signal also waits in s.sigs, as every signal does, for supervise. The
-// returned function ends the watch.
+// store's lock, and Run's start callback refuses to launch the child once
+// it is done, so a signal sent before the child exists means the child
+// never exists. The signal also waits in s.sigs, as every signal does, for
+// supervise. The returned function ends the watch.
 func (s *supervisor) watchStart() func() {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
@@ -131,9 +131,6 @@ func (s *supervisor) stopped() error {
 // reaped, even an exited child's /proc entry is there, and nothing reaps
 // before supervise.
 func (s *supervisor) launch(path string, env []string) (*store.ChildGroup, error) {
-	if s.startCtx != nil && s.startCtx.Err() != nil {
-		return nil, s.stopped()
-	}
 	restore, err := s.start(path, env)
 	s.restore = restore
 	if err != nil {

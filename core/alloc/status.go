@@ -75,6 +75,22 @@ func GateOf(a store.Allocation) string {
 	return GateRefused + " (INVALID_ROLE " + a.Role + ")"
 }
 
+// HeadOffTaskBranch refuses a writer in the checkout c of feature
+// allocation a whose HEAD is not on a's branch (see gitrepo.OnBranch), or
+// returns nil. The commit gate and wt-exec both use it.
+func HeadOffTaskBranch(c gitrepo.Checkout, a store.Allocation) *decision.Error {
+	if a.Branch == nil || gitrepo.OnBranch(c.Detached, c.Branch, c.GitDir, *a.Branch) {
+		return nil
+	}
+	on := "a detached HEAD"
+	if !c.Detached {
+		on = "branch " + c.Branch
+	}
+	return decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree, whose writer works on branch %s, but it is on %s", c.TopLevel, a.TaskKey, *a.Branch, on).
+		WithHint("switch it back: git -C %s switch %s", shell.Word(c.TopLevel), shell.Word(*a.Branch)).
+		WithFact("branch", *a.Branch)
+}
+
 // GateProblems are the gate problems of checkout wt, registered to
 // allocation a (nil when it is not a registered worktree), on a repository
 // whose task branches are looked up with guarded: a feature worktree whose
@@ -84,8 +100,7 @@ func GateProblems(tx *store.Tx, repoArg string, wt gitrepo.Worktree, gitDir stri
 	var out []Problem
 	path := shell.Word(wt.Path)
 	if a != nil && a.Role == store.RoleFeature && a.Branch != nil {
-		onBranch := !wt.Detached && wt.Branch == *a.Branch
-		if !onBranch && !(wt.Detached && gitrepo.RebaseHeadName(gitDir) == "refs/heads/"+*a.Branch) {
+		if !gitrepo.OnBranch(wt.Detached, wt.Branch, gitDir, *a.Branch) {
 			on := "a detached HEAD"
 			if !wt.Detached {
 				on = "branch " + wt.Branch

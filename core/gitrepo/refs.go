@@ -87,6 +87,17 @@ func readGitFile(p string) ([]byte, error) {
 	return safefile.Read(p, maxGitFile, safefile.Follows)
 }
 
+// OnBranch reports whether a checkout (detached or on branch, with git dir
+// gitDir) counts as on branch want: checked out, or detached by a rebase of
+// it in progress (git's head-name names it), so that its writer can finish
+// the rebase.
+func OnBranch(detached bool, branch, gitDir, want string) bool {
+	if !detached {
+		return branch == want
+	}
+	return RebaseHeadName(gitDir) == "refs/heads/"+want
+}
+
 // RebaseHeadName returns the branch ref a rebase in progress in the checkout
 // whose git dir is gitDir works on (git keeps it in rebase-merge/head-name
 // or rebase-apply/head-name while HEAD is detached), or "".

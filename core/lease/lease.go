@@ -504,16 +504,8 @@ func grantUnfinished(a store.Allocation, l store.Lease, has bool) bool {
 // is wt's own torn one when tornOwn (see grantUnfinished).
 func checkTarget(commonDir string, c gitrepo.Checkout, a store.Allocation, tornOwn bool) error {
 	if a.Role == store.RoleFeature && a.Branch != nil {
-		onBranch := !c.Detached && c.Branch == *a.Branch
-		rebasing := c.Detached && gitrepo.RebaseHeadName(c.GitDir) == "refs/heads/"+*a.Branch
-		if !onBranch && !rebasing {
-			on := "a detached HEAD"
-			if !c.Detached {
-				on = "branch " + c.Branch
-			}
-			return decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree, whose writer works on branch %s, but it is on %s", c.TopLevel, a.TaskKey, *a.Branch, on).
-				WithHint("switch it back: git -C %s switch %s", shell.Word(c.TopLevel), shell.Word(*a.Branch)).
-				WithFact("branch", *a.Branch)
+		if d := alloc.HeadOffTaskBranch(c, a); d != nil {
+			return d
 		}
 	} else if c.Detached {
 		return decision.New(decision.InvalidTarget, "%s has a detached HEAD; a writer works on a branch", c.TopLevel).

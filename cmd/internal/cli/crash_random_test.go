@@ -88,22 +88,9 @@ func converge(t *testing.T, repo, path, task string) string {
 			t.Fatalf("still in flight after a minute: %s", r.stdout)
 		}
 	}
-	st := run(t, repo, "wt-admin", "status", "--json").ok(t)
-	var status struct {
-		Decision struct {
-			Worktrees []struct {
-				Path     string `json:"path"`
-				TaskKey  string `json:"task_key"`
-				GitState string `json:"git_state"`
-			}
-			Pending []any
-		}
-	}
-	if err := json.Unmarshal([]byte(st.stdout), &status); err != nil {
-		t.Fatal(err)
-	}
+	status, raw := readStatus(t, repo)
 	if len(status.Decision.Pending) != 0 {
-		t.Fatalf("pending after recovery: %s", st.stdout)
+		t.Fatalf("pending after recovery: %s", raw)
 	}
 	allocated := false
 	for _, w := range status.Decision.Worktrees {
@@ -125,7 +112,7 @@ func converge(t *testing.T, repo, path, task string) string {
 	case statErr == nil || branch:
 		wl, _ := exec.Command("git", "-C", repo, "worktree", "list").CombinedOutput()
 		ls, _ := exec.Command("ls", "-la", path, filepath.Join(repo, ".git", "wt", "journal")).CombinedOutput()
-		t.Fatalf("task %s is not allocated but left a directory (%v) or a branch (%v)\nstatus: %s\nworktrees:\n%s\n%s", task, statErr == nil, branch, st.stdout, wl, ls)
+		t.Fatalf("task %s is not allocated but left a directory (%v) or a branch (%v)\nstatus: %s\nworktrees:\n%s\n%s", task, statErr == nil, branch, raw, wl, ls)
 	}
 	return "absent"
 }
@@ -269,19 +256,7 @@ func followDoctor(t *testing.T, repo string) {
 
 func checkInvariants(t *testing.T, repo, hooksDir, foreign string) {
 	t.Helper()
-	st := run(t, repo, "wt-admin", "status", "--json").ok(t)
-	var status struct {
-		Decision struct {
-			Worktrees []struct {
-				Path     string `json:"path"`
-				TaskKey  string `json:"task_key"`
-				GitState string `json:"git_state"`
-			} `json:"worktrees"`
-		} `json:"decision"`
-	}
-	if err := json.Unmarshal([]byte(st.stdout), &status); err != nil {
-		t.Fatal(err)
-	}
+	status, _ := readStatus(t, repo)
 	for _, w := range status.Decision.Worktrees {
 		if w.TaskKey != "" && w.GitState != "present" && w.GitState != "locked" {
 			t.Fatalf("task %s has no worktree (%s at %s)", w.TaskKey, w.GitState, w.Path)
@@ -298,4 +273,27 @@ func checkInvariants(t *testing.T, repo, hooksDir, foreign string) {
 	if string(main) != foreign && string(chained) != foreign {
 		t.Fatalf("the user's hook is lost: pre-commit %q, chained %q", main, chained)
 	}
+}
+
+// statusView is what the crash tests read of wt-admin status --json.
+type statusView struct {
+	Decision struct {
+		Worktrees []struct {
+			Path     string `json:"path"`
+			TaskKey  string `json:"task_key"`
+			GitState string `json:"git_state"`
+		} `json:"worktrees"`
+		Pending []any `json:"pending"`
+	} `json:"decision"`
+}
+
+// readStatus runs wt-admin status --json, and returns it decoded and raw.
+func readStatus(t *testing.T, repo string) (statusView, string) {
+	t.Helper()
+	st := run(t, repo, "wt-admin", "status", "--json").ok(t)
+	var v statusView
+	if err := json.Unmarshal([]byte(st.stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v, st.stdout
 }
