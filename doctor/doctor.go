@@ -228,6 +228,12 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 			continue
 		}
 		seen[a.AllocationID] = true
+		if wt.Prunable && a.Role != store.RoleAudit && a.Lifecycle != store.Released {
+			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
+				Problem: fmt.Sprintf("%s: the checkout of task %s (%s) was deleted; its task key is stuck until the task is finished", decision.CheckoutMissing, a.TaskKey, a.Lifecycle),
+				Fix:     alloc.FinishCommand(repo, *a),
+				Hint:    "the dry run shows what finishing keeps; --archive keeps unmerged commits under refs/wt/archive/"})
+		}
 		if _, ungated := alloc.RoleGate[a.Role]; ungated && a.Lifecycle != store.Released {
 			rep.Notes = append(rep.Notes, Finding{Check: "gates", Subject: wt.Path,
 				Problem: fmt.Sprintf("%s: task %s has role %s, whose writes wt does not gate: the role expects %s", decision.UngatedRole, a.TaskKey, a.Role, alloc.RoleGate[a.Role])})
@@ -242,8 +248,9 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 			continue
 		}
 		rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: a.WorktreePath,
-			Problem: fmt.Sprintf("%s: task %s is %s but has no registered worktree at %s (removed, or re-created by git): nobody can take its lease, and its branch stays guarded", decision.UnregisteredWorktree, a.TaskKey, a.Lifecycle, a.WorktreePath),
-			Hint:    fmt.Sprintf("see what git has there: git -C %s worktree list", repo)})
+			Problem: fmt.Sprintf("%s: task %s is %s but has no registered worktree at %s (removed, or re-created by git): nobody can take its lease, its branch stays guarded, and its task key is stuck until it is finished", decision.UnregisteredWorktree, a.TaskKey, a.Lifecycle, a.WorktreePath),
+			Fix:     alloc.FinishCommand(repo, a),
+			Hint:    "the dry run shows what finishing keeps; --archive keeps unmerged commits under refs/wt/archive/"})
 	}
 }
 

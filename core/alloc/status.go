@@ -231,6 +231,10 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 						row.fill(a)
 						seen[a.AllocationID] = true
 						registeredTo = &a
+						if a.Role != store.RoleAudit && wt.Prunable {
+							res.Next = append(res.Next, Next{Path: wt.Path, Why: "task " + a.TaskKey + "'s checkout is gone: finishing it frees the task key",
+								Command: FinishCommand(repoArg, a)})
+						}
 						if a.Role == store.RoleAudit && a.Lifecycle == store.Retained && wt.Prunable {
 							res.Next = append(res.Next, Next{Path: wt.Path, Why: "retained audit whose checkout is gone: its registration can be pruned",
 								Command: fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repoArg, shell.Word(wt.Path), shell.Word(a.Owner))})
@@ -269,9 +273,11 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 				row.GitState = "unlisted"
 			}
 			row.fill(a)
+			finish := FinishCommand(repoArg, a)
 			row.Problems = append(row.Problems, Problem{Code: decision.UnregisteredWorktree,
 				Message: fmt.Sprintf("task %s is %s but wt has no registered worktree for it at %s (removed, or re-created by git): nobody can take its lease, and its branch stays guarded", a.TaskKey, a.Lifecycle, a.WorktreePath),
-				Hint:    "see what git has there: git worktree list"})
+				Hint:    "finish the task (its dry run shows what it keeps): " + finish})
+			res.Next = append(res.Next, Next{Path: a.WorktreePath, Why: "task " + a.TaskKey + " has no worktree any more: finishing it frees the task key", Command: finish})
 			res.Rows = append(res.Rows, row)
 		}
 		for i := range res.Rows {
@@ -312,6 +318,12 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 		return nil
 	})
 	return res, err
+}
+
+// FinishCommand is the dry run of finishing allocation a, in repository
+// repoArg (a shell word).
+func FinishCommand(repoArg string, a store.Allocation) string {
+	return fmt.Sprintf("wt-admin --repo %s finish --task %s --owner %s", repoArg, shell.Word(a.TaskKey), shell.Word(a.Owner))
 }
 
 func (row *Row) fill(a store.Allocation) {

@@ -164,6 +164,20 @@ var (
 	BlockDrift             = code("BLOCK_DRIFT")
 )
 
+// Finishing a task (wt-admin finish): plan, apply, and what refuses it.
+var (
+	FinishReady  = code("TASK_FINISH_READY")
+	TaskFinished = code("TASK_FINISHED")
+	// WorktreeDirty: the worktree has uncommitted or untracked changes.
+	WorktreeDirty = code("WORKTREE_DIRTY")
+	// UnmergedCommits: the task holds commits the publication branch does
+	// not contain, and --archive was not given.
+	UnmergedCommits = code("UNMERGED_COMMITS")
+	// WorktreeInUse: processes other than the caller have their cwd, open
+	// files or mappings inside the worktree.
+	WorktreeInUse = code("WORKTREE_IN_USE")
+)
+
 // Fleet mode (SPEC §10).
 var (
 	FleetLeaseHeld     = code("FLEET_LEASE_HELD")

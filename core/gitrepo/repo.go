@@ -162,3 +162,51 @@ func (r *Repo) RemoveWorktree(ctx context.Context, path string) error {
 	_, err := r.Git(ctx, false, "worktree", "remove", "--end-of-options", path)
 	return err
 }
+
+// Changes lists what `git status` reports in the worktree at dir: modified,
+// staged, deleted and untracked files (ignored files are not listed; git
+// worktree remove deletes them with the checkout).
+func (r *Repo) Changes(ctx context.Context, dir string) ([]string, error) {
+	out, err := run(ctx, dir, true, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")
+	if err != nil {
+		return nil, err
+	}
+	var changes []string
+	fields := strings.Split(string(out), "\x00")
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if len(f) < 4 {
+			continue
+		}
+		changes = append(changes, f)
+		if f[0] == 'R' || f[0] == 'C' {
+			i++ // a rename's or copy's source path follows
+		}
+	}
+	return changes, nil
+}
+
+// CreateRef creates ref at commit, only if ref does not exist yet (git's
+// compare-and-swap against the null object), with hooks off: wt writes its
+// own refs under its store's exclusive lock.
+func (r *Repo) CreateRef(ctx context.Context, ref, commit string) error {
+	_, err := r.GitUnhooked(ctx, "update-ref", "--no-deref", "-m", "wt: archive", ref, commit, strings.Repeat("0", len(commit)))
+	return err
+}
+
+// CountOnly counts the commits reachable from tip and not from other.
+func (r *Repo) CountOnly(ctx context.Context, tip, other string) (int, error) {
+	out, err := r.Git(ctx, true, "rev-list", "--count", tip, "--not", other)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	_, err = fmt.Sscanf(strings.TrimSpace(string(out)), "%d", &n)
+	return n, err
+}
+
+// ValidRefName reports whether name is a well-formed full ref name.
+func (r *Repo) ValidRefName(ctx context.Context, name string) bool {
+	_, err := r.Git(ctx, true, "check-ref-format", name)
+	return err == nil
+}

@@ -200,7 +200,10 @@ func applyPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner,
 	}
 	res.Plan, res.TransactionID = p.Plan, j.TransactionID
 	if item != nil {
-		if err := removeRegistration(ctx, r, p.Plan, item.Key); err != nil {
+		if err := absent(p.Plan.TargetPath); err != nil {
+			return res, err
+		}
+		if err := removeRegistration(ctx, r, "prune", p.Plan.TargetPath, item.Key); err != nil {
 			return res, err
 		}
 		if err := advance(tx, j, PhaseRemoved); err != nil {
@@ -213,7 +216,7 @@ func applyPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner,
 			return res, err
 		}
 	}
-	if err := release(tx, p.Plan); err != nil {
+	if err := release(tx, "prune", p.Plan.AllocationID, p.Plan.ExpectedRecordVersion, p.Plan.Owner, p.Plan.WorktreeKey); err != nil {
 		return res, err
 	}
 	if err := advance(tx, j, PhaseReleased); err != nil {
@@ -338,14 +341,14 @@ func buildPlan(ctx context.Context, r *alloc.Repo, tx *store.Tx, item gitrepo.Wo
 	case item.Key == gitrepo.MainKey || item.Key == "":
 		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s is the canonical checkout", item.Path)
 	case !item.Prunable:
-		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s is not prunable: its checkout is still there", item.Path).
-			WithHint("prune removes only the registration of a checkout that is gone; retain it with wt-admin retain instead")
+		return PrunePlan{}, withFinishHint(tx, item, decision.New(decision.PrunableStateInvalid, "%s is not prunable: its checkout is still there", item.Path).
+			WithHint("prune removes only the registration of a retained audit whose checkout is gone"))
 	case item.Locked:
 		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s is locked (%s)", item.Path, item.LockReason).
 			WithHint("whoever locked it decides: git worktree unlock %s", shell.Word(item.Path))
 	case !item.Detached || item.Branch != "":
-		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s has branch %s checked out; only a detached audit qualifies", item.Path, item.Branch).
-			WithHint("a branch may hold task work: recover the checkout (git worktree repair) and look")
+		return PrunePlan{}, withFinishHint(tx, item, decision.New(decision.PrunableStateInvalid, "%s has branch %s checked out; only a detached audit qualifies", item.Path, item.Branch).
+			WithHint("its branch may hold work; git worktree list shows it"))
 	}
 	if err := absent(item.Path); err != nil {
 		return PrunePlan{}, err
@@ -413,6 +416,22 @@ func buildPlan(ctx context.Context, r *alloc.Repo, tx *store.Tx, item gitrepo.Wo
 		ExpectedHead: item.Head, ExpectedRecordVersion: a.RecordVersion, PreservingRef: ref, PreservingOID: oid}, nil
 }
 
+// withFinishHint points a prune refusal at finish when the worktree is a
+// task's (not an audit's): finish is how a task ends, with or without its
+// checkout.
+func withFinishHint(tx *store.Tx, item gitrepo.Worktree, e *decision.Error) *decision.Error {
+	b, ok, err := tx.Binding(item.Key)
+	if err != nil || !ok {
+		return e
+	}
+	a, err := tx.Allocation(b.AllocationID)
+	if err != nil || a.Role == store.RoleAudit || a.Lifecycle == store.Released {
+		return e
+	}
+	return e.WithHint("task %s is ended with finish, which keeps its work: %s", a.TaskKey,
+		shell.Words("wt-admin", "finish", "--task", a.TaskKey, "--owner", a.Owner))
+}
+
 // retained refuses unless commit head is contained in ref.
 func retained(ctx context.Context, r *alloc.Repo, head, ref string) error {
 	ok, err := r.Git.IsAncestor(ctx, head, ref)
@@ -477,27 +496,31 @@ func samePlan(plan PrunePlan, apply string) error {
 // journalFor returns the prune journal for target (at most one) and every
 // other journal in flight.
 func journalFor(tx *store.Tx, target string) (*store.Journal, []store.Journal, error) {
+	return journalMatching(tx, "prune", func(j store.Journal) bool { return j.Operation == opPrune && j.Target == target })
+}
+
+// journalMatching returns the one journal in flight that mine matches (nil
+// when none does) and every other; two matches are an interrupted
+// operation's mess that a person looks at.
+func journalMatching(tx *store.Tx, what string, mine func(store.Journal) bool) (*store.Journal, []store.Journal, error) {
 	js, err := tx.Journals()
 	if err != nil {
 		return nil, nil, err
 	}
-	var mine []store.Journal
+	var found *store.Journal
 	var others []store.Journal
-	for _, j := range js {
-		if j.Operation == opPrune && j.Target == target {
-			mine = append(mine, j)
-		} else {
+	for i, j := range js {
+		switch {
+		case !mine(j):
 			others = append(others, j)
+		case found != nil:
+			return nil, nil, decision.New(decision.InterruptedTx, "%s journals %s and %s name the same target %s", what, found.TransactionID, j.TransactionID, j.Target).
+				WithHint("look at the journal dir of the store by hand")
+		default:
+			found = &js[i]
 		}
 	}
-	if len(mine) > 1 {
-		return nil, nil, decision.New(decision.InterruptedTx, "%d prune journals name %s", len(mine), target).
-			WithHint("look at the journal dir of the store by hand")
-	}
-	if len(mine) == 0 {
-		return nil, others, nil
-	}
-	return &mine[0], others, nil
+	return found, others, nil
 }
 
 // fenced refuses when another journal in flight touches the allocation: a
@@ -512,16 +535,29 @@ func fenced(others []store.Journal, allocationID string) error {
 	return nil
 }
 
-// ResumeCommand is the command that finishes an interrupted prune journal
-// (the same apply, run again), for repository repo; ok is false when the
-// journal holds no prune plan wt can read.
+// ResumeCommand is the command that finishes an interrupted prune or finish
+// journal (the same apply, run again), for repository repo; ok is false
+// when the journal holds no plan wt can read.
 func ResumeCommand(repo string, j store.Journal) (string, bool) {
-	var p pruneJournal
-	if j.Operation != opPrune || strictjson.Decode(j.Payload, &p) != nil || p.PlanID == "" {
-		return "", false
+	switch j.Operation {
+	case opPrune:
+		var p pruneJournal
+		if strictjson.Decode(j.Payload, &p) != nil || p.PlanID == "" {
+			return "", false
+		}
+		return shell.Words("wt-admin", "--repo", repo, "prune", j.Target, "--owner", p.Plan.Owner, "--apply", p.PlanID), true
+	case opFinish:
+		var p finishJournal
+		if strictjson.Decode(j.Payload, &p) != nil || p.PlanID == "" {
+			return "", false
+		}
+		return shell.Words("wt-admin", "--repo", repo, "finish", j.Target, "--owner", p.Plan.Owner, "--apply", p.PlanID), true
 	}
-	return shell.Words("wt-admin", "--repo", repo, "prune", j.Target, "--owner", p.Plan.Owner, "--apply", p.PlanID), true
+	return "", false
 }
+
+// short abbreviates an object name for messages.
+func short(oid string) string { return oid[:min(12, len(oid))] }
 
 func journalPlanID(j store.Journal) string {
 	var p pruneJournal
@@ -546,9 +582,9 @@ func findWorktree(ctx context.Context, r *alloc.Repo, target string) (*gitrepo.W
 }
 
 // removeRegistration runs `git worktree remove` (never --force) on the
-// target and proves it touched nothing else: every ref and every other
+// target (for op, which names its crash point) and proves it touched nothing else: every ref and every other
 // worktree's registration are the same after it as before (BLOCK_DRIFT).
-func removeRegistration(ctx context.Context, r *alloc.Repo, plan PrunePlan, key string) error {
+func removeRegistration(ctx context.Context, r *alloc.Repo, op, target, key string) error {
 	refsBefore, err := r.Git.Refs(ctx)
 	if err != nil {
 		return decision.Wrap(decision.GitFailed, err, "list refs")
@@ -557,14 +593,11 @@ func removeRegistration(ctx context.Context, r *alloc.Repo, plan PrunePlan, key 
 	if err != nil {
 		return err
 	}
-	if err := absent(plan.TargetPath); err != nil {
-		return err
-	}
-	if err := r.Git.RemoveWorktree(ctx, plan.TargetPath); err != nil {
-		return decision.Wrap(decision.GitFailed, err, "git worktree remove %s", plan.TargetPath).
+	if err := r.Git.RemoveWorktree(ctx, target); err != nil {
+		return decision.Wrap(decision.GitFailed, err, "git worktree remove %s", target).
 			WithHint("nothing was forced; look at git worktree list")
 	}
-	crashpoint.Here("prune:git-removed")
+	crashpoint.Here(op + ":git-removed")
 	refsAfter, err := r.Git.Refs(ctx)
 	if err != nil {
 		return decision.Wrap(decision.GitFailed, err, "list refs")
@@ -573,11 +606,11 @@ func removeRegistration(ctx context.Context, r *alloc.Repo, plan PrunePlan, key 
 	if err != nil {
 		return err
 	}
-	if item, err := findWorktree(ctx, r, plan.TargetPath); err != nil || item != nil {
-		return decision.New(decision.BlockDrift, "git still lists %s after removing it", plan.TargetPath)
+	if item, err := findWorktree(ctx, r, target); err != nil || item != nil {
+		return decision.New(decision.BlockDrift, "git still lists %s after removing it", target)
 	}
 	if !maps.Equal(refsBefore, refsAfter) || before != after {
-		return decision.New(decision.BlockDrift, "refs or other worktrees changed while %s was removed", plan.TargetPath).
+		return decision.New(decision.BlockDrift, "refs or other worktrees changed while %s was removed", target).
 			WithHint("look at what moved (another process may have committed meanwhile); then apply the same plan id again to finish")
 	}
 	return nil
@@ -611,33 +644,40 @@ func advance(tx *store.Tx, j *store.Journal, phase string) error {
 }
 
 // release marks the allocation RELEASED with owner unassigned (once: a
-// resumed run finds it done), then removes its binding and registration.
-func release(tx *store.Tx, plan PrunePlan) error {
-	a, err := tx.Allocation(plan.AllocationID)
+// resumed run finds it done), then removes its binding and registration,
+// for operation by (prune, finish), which names its crash point.
+func release(tx *store.Tx, by, id string, version int, owner, key string) error {
+	a, err := tx.Allocation(id)
 	if err != nil {
 		return err
 	}
-	if a.RecordVersion == plan.ExpectedRecordVersion {
+	if a.RecordVersion == version {
 		a.Lifecycle, a.Owner, a.UpdatedAt = store.Released, unassignedOwner, alloc.Now()
 		if err := tx.PutAllocation(&a); err != nil {
 			return err
 		}
-		if err := alloc.LogEvent(tx, "allocation_released", a.AllocationID, map[string]any{"by": "prune", "previous_owner": plan.Owner, "task_key": a.TaskKey}); err != nil {
+		if err := alloc.LogEvent(tx, "allocation_released", a.AllocationID, map[string]any{"by": by, "previous_owner": owner, "task_key": a.TaskKey}); err != nil {
 			return err
 		}
 	}
-	crashpoint.Here("prune:record-released")
-	b, ok, err := tx.Binding(plan.WorktreeKey)
+	crashpoint.Here(by + ":record-released")
+	if key == "" {
+		return nil
+	}
+	b, ok, err := tx.Binding(key)
 	if err != nil {
 		return err
 	}
-	if ok && b.AllocationID != plan.AllocationID {
-		return decision.New(decision.BindingDrift, "worktree key %s now binds allocation %s", plan.WorktreeKey, b.AllocationID)
+	if ok && b.AllocationID != id {
+		return decision.New(decision.BindingDrift, "worktree key %s now binds allocation %s", key, b.AllocationID)
 	}
 	if ok {
-		if err := tx.RemoveBinding(plan.WorktreeKey); err != nil {
+		if err := tx.RemoveBinding(key); err != nil {
 			return err
 		}
 	}
-	return tx.RemoveRegistration(plan.WorktreeKey)
+	if reg, _, ok, err := tx.Registration(key); err != nil || !ok || reg.AllocationID != id {
+		return err
+	}
+	return tx.RemoveRegistration(key)
 }

@@ -93,3 +93,73 @@ func short(oid string) string {
 	}
 	return oid
 }
+
+func (e *env) finishCommand() *ucli.Command {
+	return &ucli.Command{
+		Name: "finish",
+		Usage: "end a task whose work is safe: remove its worktree (never forced), delete its merged or archived branch, " +
+			"release its allocation so the task key is free (dry run unless --apply PLAN_ID)",
+		ArgsUsage: "[PATH]",
+		Flags: []ucli.Flag{jsonFlag, applyFlag,
+			&ucli.StringFlag{Name: "owner", Usage: "the allocation's recorded owner, who authorizes it"},
+			&ucli.StringFlag{Name: "task", Usage: "name the task by its key instead of its worktree's PATH"},
+			&ucli.BoolFlag{Name: "archive", Usage: "keep commits the publication branch lacks under refs/wt/archive/TASK/N, then finish"},
+		},
+		Action: e.action("finish", 1, func(c *ucli.Context) error {
+			if !c.IsSet("owner") {
+				return usageErr("finish needs --owner")
+			}
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := maint.Finish(c.Context, r, maint.FinishRequest{Path: c.Args().First(), Task: c.String("task"),
+				Owner: c.String("owner"), Archive: c.Bool("archive"), Apply: c.String("apply")})
+			if err != nil {
+				return err
+			}
+			p := res.Plan
+			steps := finishSteps(p)
+			reason := fmt.Sprintf("task %s at %s can be finished: %s", p.TaskKey, p.TargetPath, strings.Join(steps, "; "))
+			if !res.DryRun {
+				reason = fmt.Sprintf("finished task %s: %s; task key %s is free; receipt %s", p.TaskKey, strings.Join(steps, "; "), p.TaskKey, res.TransactionID)
+				if res.ResumedFrom != "" {
+					reason += "; resumed from phase " + res.ResumedFrom
+				}
+			}
+			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
+				if res.DryRun {
+					args := []string{"wt-admin", "--repo", r.Git.TopLevel, "finish", p.TargetPath, "--owner", p.Owner}
+					// Whether it archives is in the plan id: apply needs no --archive.
+					fmt.Fprintf(w, "plan_id %s\nnext: %s --apply %s\n", res.PlanID, shell.Words(args...), res.PlanID)
+				}
+			})
+		}),
+	}
+}
+
+// finishSteps says what a finish plan does, in order.
+func finishSteps(p maint.FinishPlan) []string {
+	var steps []string
+	for _, a := range p.Archive {
+		steps = append(steps, fmt.Sprintf("keep %d unmerged commit(s) at %s under %s", a.Commits, short(a.OID), a.Ref))
+	}
+	switch p.Checkout {
+	case maint.CheckoutPresent:
+		steps = append(steps, "git worktree remove "+p.TargetPath)
+	case maint.CheckoutMissing:
+		steps = append(steps, "remove the registration of the deleted checkout "+p.TargetPath)
+	default:
+		steps = append(steps, "the worktree was already removed")
+	}
+	switch {
+	case p.DeleteBranch && len(p.Archive) == 0:
+		steps = append(steps, fmt.Sprintf("delete branch %s (merged into %s)", p.Branch, strings.TrimPrefix(p.PublicationRef, "refs/heads/")))
+	case p.DeleteBranch:
+		steps = append(steps, fmt.Sprintf("delete branch %s (archived)", p.Branch))
+	case p.Branch != "":
+		steps = append(steps, fmt.Sprintf("branch %s is already gone", p.Branch))
+	}
+	return append(steps, "release allocation "+p.AllocationID)
+}

@@ -28,9 +28,15 @@ func pruneSetup(t *testing.T, bin string) (top, repo, plan string) {
 	if err := os.RemoveAll(filepath.Join(top, "r1")); err != nil {
 		t.Fatal(err)
 	}
-	out, code := admin(t, bin, repo, "", "prune", filepath.Join(top, "r1"), "--owner", "rev", "--json")
+	return top, repo, dryRunPlan(t, bin, repo, "prune", filepath.Join(top, "r1"), "--owner", "rev")
+}
+
+// dryRunPlan runs a plan-then-apply command's dry run and returns its plan id.
+func dryRunPlan(t *testing.T, bin, repo string, args ...string) string {
+	t.Helper()
+	out, code := admin(t, bin, repo, "", append(args, "--json")...)
 	if code != 0 {
-		t.Fatalf("dry run: %d %s", code, out)
+		t.Fatalf("dry run %v: %d %s", args, code, out)
 	}
 	var env struct {
 		Decision struct {
@@ -40,7 +46,7 @@ func pruneSetup(t *testing.T, bin string) (top, repo, plan string) {
 	if err := json.Unmarshal([]byte(out), &env); err != nil || len(env.Decision.PlanID) != 64 {
 		t.Fatalf("dry run output: %v %s", err, out)
 	}
-	return top, repo, env.Decision.PlanID
+	return env.Decision.PlanID
 }
 
 // pruneState is what prune leaves: every record (ids, times and payloads

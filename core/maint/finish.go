@@ -1,0 +1,704 @@
+package maint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/crashpoint"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/liveness"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/core/strictjson"
+)
+
+// FinishContract names the finish plan's shape.
+const FinishContract = "task-finish/v1"
+
+// The finish journal's operation and the phases it adds to prune's.
+const (
+	opFinish           = "task-finish"
+	PhaseArchived      = "ARCHIVED"
+	PhaseBranchDeleted = "BRANCH_DELETED"
+	// ArchivePrefix is where finish --archive keeps a task's unmerged
+	// commits: refs/wt/archive/<task>/<n>.
+	ArchivePrefix = "refs/wt/archive/"
+)
+
+// Checkout states in a finish plan.
+const (
+	// CheckoutPresent: git lists the worktree and its directory is there.
+	CheckoutPresent = "present"
+	// CheckoutMissing: git lists the worktree but its directory is gone.
+	CheckoutMissing = "missing"
+	// CheckoutRemoved: git no longer lists it (removed by hand).
+	CheckoutRemoved = "removed"
+)
+
+// ArchivedRef is one ref finish creates to keep unmerged commits.
+type ArchivedRef struct {
+	Ref string `json:"ref"`
+	OID string `json:"oid"`
+	// Commits is how many commits it keeps that the publication branch lacks.
+	Commits int `json:"commits"`
+}
+
+// FinishPlan is everything finish proved about a task; the plan id covers
+// all of it.
+type FinishPlan struct {
+	Contract              string        `json:"contract"`
+	RepositoryID          string        `json:"repository_id"`
+	AllocationID          string        `json:"allocation_id"`
+	TaskKey               string        `json:"task_key"`
+	Owner                 string        `json:"owner"`
+	Role                  string        `json:"role"`
+	Lifecycle             string        `json:"lifecycle"`
+	TargetPath            string        `json:"target_path"`
+	WorktreeKey           string        `json:"worktree_key"`
+	AdminPath             string        `json:"admin_path"`
+	Checkout              string        `json:"checkout"`
+	Head                  string        `json:"head"`
+	Branch                string        `json:"branch"`
+	BranchOID             string        `json:"branch_oid"`
+	PublicationRef        string        `json:"publication_ref"`
+	PublicationOID        string        `json:"publication_oid"`
+	Archive               []ArchivedRef `json:"archive"`
+	DeleteBranch          bool          `json:"delete_branch"`
+	ExpectedRecordVersion int           `json:"expected_record_version"`
+}
+
+// FinishRequest names the task to finish: by its worktree's path or by its
+// task key (one of the two), on its owner's word.
+type FinishRequest struct {
+	Path    string
+	Task    string
+	Owner   string
+	Archive bool
+	Apply   string
+}
+
+// FinishResult is a finish plan, or what apply did.
+type FinishResult struct {
+	Code          string     `json:"-"`
+	Plan          FinishPlan `json:"plan"`
+	PlanID        string     `json:"plan_id"`
+	DryRun        bool       `json:"dry_run"`
+	TransactionID string     `json:"transaction_id,omitempty"`
+	ResumedFrom   string     `json:"resumed_from,omitempty"`
+}
+
+// finishReceiptPayload is what a finished finish's receipt holds.
+type finishReceiptPayload struct {
+	Contract              string     `json:"contract"`
+	Plan                  FinishPlan `json:"plan"`
+	PlanID                string     `json:"plan_id"`
+	ReleasedRecordVersion int        `json:"released_record_version"`
+	Result                string     `json:"result"`
+}
+
+type finishJournal struct {
+	Plan   FinishPlan `json:"plan"`
+	PlanID string     `json:"plan_id"`
+}
+
+// Finish plans (req.Apply "") or applies the end of a task whose work is
+// safe: its worktree is clean and nobody uses it, no lease is held, and
+// every commit of its branch and HEAD is in the publication branch or, with
+// --archive, kept under refs/wt/archive/<task>/<n>. Apply is journaled
+// PREPARED → ARCHIVED → WORKTREE_REMOVED → BRANCH_DELETED →
+// RELEASED_RECORDED: it creates the archive refs, runs `git worktree
+// remove` (never --force), deletes the task branch only at the commit the
+// plan proved safe, and releases the allocation, so that the task key is
+// free again. Run again with the same plan id after a crash anywhere, it
+// finishes; once finished it answers GC_ALREADY_APPLIED. A task whose
+// worktree was already removed by hand is finished the same way.
+func Finish(ctx context.Context, r *alloc.Repo, req FinishRequest) (FinishResult, error) {
+	var res FinishResult
+	if err := alloc.ValidOwner(req.Owner); err != nil {
+		return res, err
+	}
+	if (req.Path == "") == (req.Task == "") {
+		return res, decision.New(decision.Usage, "finish takes a worktree PATH or --task KEY (one of them)").
+			WithHint("wt-admin finish PATH --owner NAME")
+	}
+	if req.Task != "" {
+		if err := alloc.ValidTaskKey(req.Task); err != nil {
+			return res, err
+		}
+	}
+	target := ""
+	if req.Path != "" {
+		t, err := proc.Canonical(req.Path)
+		if err != nil {
+			return res, decision.Wrap(decision.PathStateUnknown, err, "path %s", req.Path)
+		}
+		target = t
+	}
+	if req.Apply != "" {
+		if err := ValidPlanID("--apply", req.Apply); err != nil {
+			return res, err
+		}
+		err := r.Store.Write(func(tx *store.Tx) error {
+			var err error
+			res, err = applyFinish(ctx, r, tx, target, req)
+			return err
+		})
+		return res, err
+	}
+	err := r.Store.Read(func(tx *store.Tx) error {
+		j, _, err := finishJournalFor(tx, target, req.Task)
+		if err != nil {
+			return err
+		}
+		if j != nil {
+			cmd, _ := ResumeCommand(r.Git.TopLevel, *j)
+			return decision.New(decision.InterruptedTx, "an apply of finish on %s was interrupted in phase %s", j.Target, j.Phase).
+				WithHint("finish it: %s", cmd)
+		}
+		a, err := liveAllocation(tx, target, req.Task)
+		if err != nil {
+			return err
+		}
+		plan, err := planFinish(ctx, r, tx, a, req.Owner, req.Archive)
+		if err != nil {
+			return err
+		}
+		id, err := PlanID(plan)
+		res = FinishResult{Code: decision.FinishReady, Plan: plan, PlanID: id, DryRun: true}
+		return err
+	})
+	return res, err
+}
+
+// liveAllocation is the ACTIVE or RETAINED allocation at target (a
+// canonical path) or of task.
+func liveAllocation(tx *store.Tx, target, task string) (store.Allocation, error) {
+	all, err := tx.Allocations()
+	if err != nil {
+		return store.Allocation{}, err
+	}
+	var found []store.Allocation
+	for _, a := range all {
+		if a.Lifecycle == store.Released {
+			continue
+		}
+		if target != "" && gitrepo.SameFile(a.WorktreePath, target) || a.WorktreePath == target || task != "" && a.TaskKey == task {
+			found = append(found, a)
+		}
+	}
+	what := "at " + target
+	if task != "" {
+		what = "of task " + task
+	}
+	switch len(found) {
+	case 1:
+		if found[0].Role == store.RoleCanonical {
+			return found[0], decision.New(decision.InvalidTarget, "the allocation %s is the canonical checkout's", what)
+		}
+		return found[0], nil
+	case 0:
+		if rc, ok, err := finishReceipt(tx, target, task); err != nil {
+			return store.Allocation{}, err
+		} else if ok {
+			return store.Allocation{}, decision.New(decision.GCAlreadyApplied, "the task %s was finished at %s (receipt %s)", what, rc.FinishedAt, rc.TransactionID).
+				WithHint("nothing to do; see it in wt-admin status").WithFact("receipt_id", rc.TransactionID)
+		}
+		return store.Allocation{}, decision.New(decision.InvalidTarget, "no ACTIVE or RETAINED allocation %s", what).
+			WithHint("list the tasks with wt-admin status")
+	default:
+		ids := make([]string, len(found))
+		for i, a := range found {
+			ids[i] = a.AllocationID
+		}
+		return store.Allocation{}, decision.New(decision.InvalidMetadata, "%d live allocations %s: %s", len(found), what, strings.Join(ids, ", ")).
+			WithHint("look at their records with wt-admin status --json")
+	}
+}
+
+// finishReceipt finds the receipt of a finished finish of target or task.
+func finishReceipt(tx *store.Tx, target, task string) (store.Receipt, bool, error) {
+	receipts, err := tx.Receipts()
+	if err != nil {
+		return store.Receipt{}, false, err
+	}
+	var best *store.Receipt
+	for i, rc := range receipts {
+		if rc.Operation != opFinish || rc.Outcome != decision.TaskFinished {
+			continue
+		}
+		var p finishReceiptPayload
+		if strictjson.Decode(rc.Payload, &p) != nil {
+			continue
+		}
+		if target != "" && rc.Target == target || task != "" && p.Plan.TaskKey == task {
+			if best == nil || rc.FinishedAt > best.FinishedAt {
+				best = &receipts[i]
+			}
+		}
+	}
+	if best == nil {
+		return store.Receipt{}, false, nil
+	}
+	return *best, true, nil
+}
+
+// planFinish checks every precondition of finishing allocation a, in
+// order, and returns the plan.
+func planFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, a store.Allocation, owner string, archive bool) (FinishPlan, error) {
+	path := shell.Word(a.WorktreePath)
+	if owner != a.Owner {
+		return FinishPlan{}, decision.New(decision.OwnerMismatch, "task %s is owned by %q; %q cannot finish it", a.TaskKey, a.Owner, owner).
+			WithHint("its owner finishes it: wt-admin finish %s --owner %s", path, shell.Word(a.Owner))
+	}
+	if l, ok, err := tx.Lease(a.AllocationID); err != nil {
+		return FinishPlan{}, err
+	} else if ok {
+		return FinishPlan{}, decision.New(decision.LeasePresent, "task %s has a writer lease (client %s, pid %d): a writer may still be at work", a.TaskKey, l.Holder.ClientID, l.Holder.PID).
+			WithHint("wait for it to end, or see it with wt-admin lease inspect %s", path).WithFact("lease_id", l.LeaseID)
+	}
+	for _, v := range a.ExternalBindings {
+		what := strconv.QuoteToASCII(v)
+		if b, ok, err := proc.DecodeRuntimeBinding(v); err == nil && ok {
+			what = fmt.Sprintf("a %s process of client %s (pid %d)", b.Kind, b.Holder.ClientID, b.Holder.PID)
+		}
+		return FinishPlan{}, decision.New(decision.ExternalBinding, "task %s is still bound to %s", a.TaskKey, what).
+			WithHint("see who with wt-admin ps %s; finish when it has ended", path)
+	}
+	if b, ok, err := tx.Binding(a.WorktreeKey); err != nil {
+		return FinishPlan{}, err
+	} else if ok && b.AllocationID != a.AllocationID {
+		return FinishPlan{}, decision.New(decision.BindingDrift, "worktree key %s binds allocation %s, not task %s's %s", a.WorktreeKey, b.AllocationID, a.TaskKey, a.AllocationID).
+			WithHint("inspect the bindings in the store by hand")
+	}
+	repo, err := tx.Repository()
+	if err != nil {
+		return FinishPlan{}, decision.Wrap(decision.BlockDrift, err, "repository metadata")
+	}
+	pol, ok, err := tx.Policy()
+	if err != nil || !ok {
+		return FinishPlan{}, decision.New(decision.BlockDrift, "the policy cannot be read (%v)", err)
+	}
+	plan := FinishPlan{Contract: FinishContract, RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID, TaskKey: a.TaskKey,
+		Owner: a.Owner, Role: a.Role, Lifecycle: a.Lifecycle, TargetPath: a.WorktreePath, WorktreeKey: a.WorktreeKey,
+		AdminPath: gitrepo.AdminDir(r.Git.CommonDir, a.WorktreeKey), Checkout: CheckoutRemoved,
+		PublicationRef: preservingPrefix + pol.PublicationBranch, ExpectedRecordVersion: a.RecordVersion, Archive: []ArchivedRef{}}
+	if a.Branch != nil {
+		plan.Branch = *a.Branch
+	}
+	inv, err := r.Git.Inventory(ctx)
+	if err != nil {
+		return FinishPlan{}, gitrepo.ListFailed(err)
+	}
+	for _, wt := range inv {
+		if plan.Branch != "" && wt.Branch == plan.Branch && wt.Key != a.WorktreeKey {
+			return FinishPlan{}, decision.New(decision.WorktreeInUse, "the task branch %s is checked out at %s: deleting it would leave that checkout on no branch", plan.Branch, wt.Path).
+				WithHint("switch that checkout away first: git -C %s switch %s", shell.Word(wt.Path), shell.Word(pol.PublicationBranch))
+		}
+		if wt.Key != a.WorktreeKey || a.WorktreeKey == "" {
+			continue
+		}
+		if !gitrepo.SameFile(wt.Path, a.WorktreePath) && wt.Path != a.WorktreePath {
+			return FinishPlan{}, decision.New(decision.BindingDrift, "the worktree of task %s was moved to %s; its allocation records %s", a.TaskKey, wt.Path, a.WorktreePath).
+				WithHint("move it back: git worktree move %s %s", shell.Word(wt.Path), path)
+		}
+		if reg, registered, err := tx.Registered(wt.Key); err != nil {
+			return FinishPlan{}, err
+		} else if !registered || reg.AllocationID != a.AllocationID {
+			return FinishPlan{}, decision.New(decision.UnregisteredWorktree, "the worktree at %s (key %s) is not the one task %s was allocated: git re-created it", wt.Path, wt.Key, a.TaskKey).
+				WithHint("look at it (git -C %s status) and move it away; then run finish again", shell.Word(wt.Path))
+		}
+		if wt.Locked {
+			return FinishPlan{}, decision.New(decision.WorktreeInUse, "the worktree at %s is locked (%s)", wt.Path, wt.LockReason).
+				WithHint("whoever locked it decides: git worktree unlock %s", shell.Word(wt.Path))
+		}
+		plan.Head = wt.Head
+		plan.Checkout = CheckoutPresent
+		if wt.Prunable {
+			plan.Checkout = CheckoutMissing
+		}
+	}
+	if plan.Checkout == CheckoutPresent {
+		if err := unused(ctx, r, a.WorktreePath); err != nil {
+			return FinishPlan{}, err
+		}
+	}
+	refs, err := r.Git.Refs(ctx)
+	if err != nil {
+		return FinishPlan{}, decision.Wrap(decision.GitFailed, err, "list refs")
+	}
+	plan.PublicationOID = refs[plan.PublicationRef]
+	if plan.PublicationOID == "" {
+		return FinishPlan{}, decision.New(decision.MissingRetainedRef, "the publication branch %s does not exist, so nothing proves the task's work is kept", plan.PublicationRef).
+			WithHint("create it, or set another with wt-admin policy --publication-branch NAME")
+	}
+	if plan.Branch != "" {
+		plan.BranchOID = refs[preservingPrefix+plan.Branch]
+		plan.DeleteBranch = plan.BranchOID != ""
+	}
+	if err := planArchive(ctx, r, &plan, refs, archive); err != nil {
+		return FinishPlan{}, err
+	}
+	return plan, nil
+}
+
+// unused refuses a worktree with changes git would lose, or that a process
+// uses (its cwd, an open file or a mapping there).
+func unused(ctx context.Context, r *alloc.Repo, path string) error {
+	changes, err := r.Git.Changes(ctx, path)
+	if err != nil {
+		return decision.Wrap(decision.GitFailed, err, "git status in %s", path)
+	}
+	if len(changes) > 0 {
+		shown := changes[:min(len(changes), 20)]
+		more := ""
+		if len(changes) > len(shown) {
+			more = fmt.Sprintf(" (and %d more)", len(changes)-len(shown))
+		}
+		return decision.New(decision.WorktreeDirty, "%s has %s: %s%s", path, plural(len(changes), "uncommitted or untracked change", "uncommitted or untracked changes"),
+			strings.Join(quoted(shown), ", "), more).
+			WithHint("commit them on the task branch, or remove them; see them with git -C %s status", shell.Word(path)).WithFact("changes", changes)
+	}
+	s, err := proc.NewScan()
+	if err != nil {
+		return decision.Wrap(decision.PathStateUnknown, err, "read /proc")
+	}
+	users, err := liveness.Users(s, path)
+	if err != nil {
+		return decision.Wrap(decision.PathStateUnknown, err, "find the processes in %s", path)
+	}
+	if len(users) > 0 {
+		var who []string
+		for _, u := range users {
+			who = append(who, fmt.Sprintf("pid %d (%s, %s)", u.PID, u.Command, u.Why))
+		}
+		return decision.New(decision.WorktreeInUse, "%d process(es) use %s: %s", len(users), path, strings.Join(who, ", ")).
+			WithHint("see them with wt-admin ps %s; finish when they are gone", shell.Word(path))
+	}
+	return nil
+}
+
+func quoted(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.QuoteToASCII(s)
+	}
+	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// planArchive finds the commits the task holds that the publication branch
+// lacks (the tips of its branch and of its HEAD, one of them when it
+// contains the other) and, with archive, names a new ref for each under
+// refs/wt/archive/<task>/; without archive, such commits refuse.
+func planArchive(ctx context.Context, r *alloc.Repo, plan *FinishPlan, refs map[string]string, archive bool) error {
+	var tips []string
+	for _, oid := range []string{plan.BranchOID, plan.Head} {
+		if oid == "" || (len(tips) > 0 && tips[0] == oid) {
+			continue
+		}
+		merged, err := r.Git.IsAncestor(ctx, oid, plan.PublicationOID)
+		if err != nil {
+			return decision.Wrap(decision.GitFailed, err, "compare %s with %s", oid, plan.PublicationRef)
+		}
+		if !merged {
+			tips = append(tips, oid)
+		}
+	}
+	if len(tips) == 2 {
+		// HEAD behind the branch tip (or the other way round) needs one ref.
+		if in, err := r.Git.IsAncestor(ctx, tips[1], tips[0]); err == nil && in {
+			tips = tips[:1]
+		} else if in, err := r.Git.IsAncestor(ctx, tips[0], tips[1]); err == nil && in {
+			tips = tips[1:]
+		}
+	}
+	if len(tips) == 0 {
+		return nil
+	}
+	counts := make([]int, len(tips))
+	var what []string
+	for i, tip := range tips {
+		n, err := r.Git.CountOnly(ctx, tip, plan.PublicationOID)
+		if err != nil {
+			return decision.Wrap(decision.GitFailed, err, "count the commits of %s", tip)
+		}
+		counts[i] = n
+		what = append(what, fmt.Sprintf("%s at %s", plural(n, "commit", "commits"), short(tip)))
+	}
+	if !archive {
+		path := shell.Word(plan.TargetPath)
+		return decision.New(decision.UnmergedCommits, "task %s holds work that %s does not contain: %s", plan.TaskKey, plan.PublicationRef, strings.Join(what, ", ")).
+			WithHint("merge it first, or keep it under %s%s/N and finish: wt-admin finish %s --owner %s --archive", ArchivePrefix, plan.TaskKey, path, shell.Word(plan.Owner)).
+			WithFact("unmerged", tips)
+	}
+	base := ArchivePrefix + plan.TaskKey + "/"
+	if !r.Git.ValidRefName(ctx, base+"1") {
+		base = ArchivePrefix + plan.AllocationID + "/"
+	}
+	next := 1
+	for ref := range refs {
+		if rest, ok := strings.CutPrefix(ref, base); ok {
+			if n, err := strconv.Atoi(rest); err == nil && n >= next {
+				next = n + 1
+			}
+		}
+	}
+	for i, tip := range tips {
+		plan.Archive = append(plan.Archive, ArchivedRef{Ref: base + strconv.Itoa(next+i), OID: tip, Commits: counts[i]})
+	}
+	return nil
+}
+
+func applyFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, target string, req FinishRequest) (FinishResult, error) {
+	res := FinishResult{Code: decision.TaskFinished, PlanID: req.Apply}
+	j, others, err := finishJournalFor(tx, target, req.Task)
+	if err != nil {
+		return res, err
+	}
+	var p finishJournal
+	if j == nil {
+		a, err := liveAllocation(tx, target, req.Task)
+		if err != nil {
+			return res, err
+		}
+		// The plan id says whether the dry run archived: an archiving plan
+		// of merged work archives nothing, so apply never needs --archive.
+		plan, err := planFinish(ctx, r, tx, a, req.Owner, true)
+		if err != nil {
+			return res, err
+		}
+		id, err := PlanID(plan)
+		if err != nil {
+			return res, err
+		}
+		if id != req.Apply {
+			return res, decision.New(decision.GCPlanDrift, "the finish plan for task %s is now %s, not %s: something changed since the dry run", plan.TaskKey, id, req.Apply).
+				WithHint("run the dry run again, check it, and apply its plan_id").WithFact("plan_id", id)
+		}
+		if err := fenced(others, plan.AllocationID); err != nil {
+			return res, err
+		}
+		p = finishJournal{Plan: plan, PlanID: id}
+		payload, err := json.Marshal(p)
+		if err != nil {
+			return res, err
+		}
+		now := alloc.Now()
+		j = &store.Journal{TransactionID: uuid.NewString(), Operation: opFinish, Phase: PhasePrepared, Actor: alloc.Actor(),
+			Target: plan.TargetPath, Payload: payload, CreatedAt: now, UpdatedAt: now}
+		if err := tx.PutJournal(j); err != nil {
+			return res, err
+		}
+		crashpoint.Here("finish:prepared")
+	} else {
+		res.ResumedFrom = j.Phase
+		if p, err = resumeFinish(tx, *j, req); err != nil {
+			return res, err
+		}
+		if err := fenced(others, p.Plan.AllocationID); err != nil {
+			return res, err
+		}
+	}
+	plan := p.Plan
+	res.Plan, res.TransactionID = plan, j.TransactionID
+	steps := []struct {
+		phase string
+		do    func() error
+	}{
+		{PhaseArchived, func() error { return archiveRefs(ctx, r, plan) }},
+		{PhaseRemoved, func() error { return removeCheckout(ctx, r, plan) }},
+		{PhaseBranchDeleted, func() error { return deleteBranch(ctx, r, plan) }},
+		{PhaseReleased, func() error {
+			return release(tx, "finish", plan.AllocationID, plan.ExpectedRecordVersion, plan.Owner, plan.WorktreeKey)
+		}},
+	}
+	for _, s := range steps {
+		if finishOrder[j.Phase] >= finishOrder[s.phase] {
+			continue
+		}
+		if err := s.do(); err != nil {
+			return res, err
+		}
+		j.Phase, j.UpdatedAt = s.phase, alloc.Now()
+		if err := tx.PutJournal(j); err != nil {
+			return res, err
+		}
+		crashpoint.Here("finish:" + strings.ToLower(strings.ReplaceAll(s.phase, "_", "-")))
+	}
+	receipt, _ := json.Marshal(finishReceiptPayload{Contract: FinishContract, Plan: plan, PlanID: p.PlanID,
+		ReleasedRecordVersion: plan.ExpectedRecordVersion + 1, Result: decision.TaskFinished})
+	if err := alloc.LogEvent(tx, "task_finished", plan.AllocationID, map[string]any{
+		"plan_id": p.PlanID, "task_key": plan.TaskKey, "target_path": plan.TargetPath, "owner": plan.Owner,
+		"archive": plan.Archive, "branch": plan.Branch, "branch_deleted": plan.DeleteBranch, "transaction_id": j.TransactionID}); err != nil {
+		return res, err
+	}
+	return res, tx.FinishJournal(*j, decision.TaskFinished, receipt, alloc.Now())
+}
+
+var finishOrder = map[string]int{PhasePrepared: 0, PhaseArchived: 1, PhaseRemoved: 2, PhaseBranchDeleted: 3, PhaseReleased: 4}
+
+// resumeFinish validates an interrupted finish's journal: the same plan id
+// and owner, a phase it knows, and the allocation either untouched since the
+// plan or released by this very plan, with no lease and no external
+// binding. Each step then checks the live state it acts on.
+func resumeFinish(tx *store.Tx, j store.Journal, req FinishRequest) (finishJournal, error) {
+	var p finishJournal
+	if err := strictjson.Decode(j.Payload, &p); err != nil || p.Plan.Contract != FinishContract || p.Plan.TargetPath != j.Target {
+		return p, decision.New(decision.InvalidMetadata, "journal %s does not hold a %s plan for %s", j.TransactionID, FinishContract, j.Target).
+			WithHint("look at %s by hand; wt never overwrites what it cannot read", "journal/"+j.TransactionID+".json")
+	}
+	drift := func(format string, args ...any) error {
+		return decision.New(decision.GCPlanDrift, "interrupted finish %s: "+format, append([]any{j.TransactionID}, args...)...).
+			WithHint("look at what changed: wt-admin status; the journal is %s", "journal/"+j.TransactionID+".json")
+	}
+	if p.PlanID != req.Apply {
+		return p, drift("it applies plan %s, not %s", p.PlanID, req.Apply)
+	}
+	if p.Plan.Owner != req.Owner {
+		return p, decision.New(decision.OwnerMismatch, "interrupted finish %s was authorized by %q, not %q", j.TransactionID, p.Plan.Owner, req.Owner).
+			WithHint("finish it with --owner %s", shell.Word(p.Plan.Owner))
+	}
+	if _, ok := finishOrder[j.Phase]; !ok {
+		return p, drift("unknown phase %q", j.Phase)
+	}
+	a, err := tx.Allocation(p.Plan.AllocationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return p, drift("allocation %s is gone", p.Plan.AllocationID)
+	}
+	if err != nil {
+		return p, err
+	}
+	switch {
+	case a.RecordVersion == p.Plan.ExpectedRecordVersion:
+		if a.Lifecycle != p.Plan.Lifecycle || a.Owner != p.Plan.Owner || len(a.ExternalBindings) > 0 {
+			return p, drift("allocation %s changed since the plan (%s, owner %s)", a.AllocationID, a.Lifecycle, a.Owner)
+		}
+	case a.RecordVersion == p.Plan.ExpectedRecordVersion+1 && a.Lifecycle == store.Released && a.Owner == unassignedOwner:
+	default:
+		return p, drift("allocation %s is at record version %d (%s, owner %s); the plan expected %d", a.AllocationID, a.RecordVersion, a.Lifecycle, a.Owner, p.Plan.ExpectedRecordVersion)
+	}
+	if _, ok, err := tx.Lease(a.AllocationID); err != nil {
+		return p, err
+	} else if ok {
+		return p, decision.New(decision.LeasePresent, "a writer lease appeared on task %s during the finish", a.TaskKey).
+			WithHint("see it with wt-admin lease inspect %s", shell.Word(p.Plan.TargetPath))
+	}
+	return p, nil
+}
+
+// archiveRefs creates each archive ref at its commit; one already there
+// from an interrupted run is fine, one pointing elsewhere is drift.
+func archiveRefs(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
+	if len(plan.Archive) == 0 {
+		return nil
+	}
+	refs, err := r.Git.Refs(ctx)
+	if err != nil {
+		return decision.Wrap(decision.GitFailed, err, "list refs")
+	}
+	for _, a := range plan.Archive {
+		switch refs[a.Ref] {
+		case a.OID:
+			continue
+		case "":
+			if err := r.Git.CreateRef(ctx, a.Ref, a.OID); err != nil {
+				return decision.Wrap(decision.GitFailed, err, "create %s at %s", a.Ref, a.OID).
+					WithHint("nothing was removed yet; look at git for-each-ref %s", ArchivePrefix)
+			}
+		default:
+			return decision.New(decision.GCPlanDrift, "%s already exists at %s, not at %s", a.Ref, refs[a.Ref], a.OID).
+				WithHint("run the dry run again: it picks the next free archive ref")
+		}
+	}
+	return nil
+}
+
+// removeCheckout removes the worktree's registration and checkout with
+// `git worktree remove` (git refuses changes it would lose; nothing is
+// forced), or finishes a removal git left half-done. A worktree git no
+// longer lists needs nothing.
+func removeCheckout(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
+	if plan.Checkout == CheckoutRemoved {
+		return nil
+	}
+	item, err := findWorktree(ctx, r, plan.TargetPath)
+	if err != nil {
+		return err
+	}
+	if item == nil || item.Key != plan.WorktreeKey {
+		if _, err := os.Lstat(plan.AdminPath); err == nil {
+			if !removalTorn(plan.AdminPath) {
+				return decision.New(decision.GCPlanDrift, "git lists no worktree at %s but its admin dir %s remains", plan.TargetPath, plan.AdminPath).
+					WithHint("look at git worktree list")
+			}
+			if err := os.RemoveAll(plan.AdminPath); err != nil {
+				return decision.Wrap(decision.Internal, err, "finish the interrupted removal of %s", plan.AdminPath)
+			}
+		}
+		return nil
+	}
+	if item.Head != plan.Head {
+		return decision.New(decision.GCPlanDrift, "the HEAD of %s moved from %s to %s since the plan", plan.TargetPath, short(plan.Head), short(item.Head)).
+			WithHint("run the dry run again and apply its plan")
+	}
+	if !item.Prunable {
+		if err := unused(ctx, r, plan.TargetPath); err != nil {
+			return err
+		}
+	}
+	return removeRegistration(ctx, r, "finish", plan.TargetPath, item.Key)
+}
+
+// deleteBranch deletes the task branch at the commit the plan proved kept
+// (merged or archived); gone already is fine, moved is drift.
+func deleteBranch(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
+	if !plan.DeleteBranch {
+		return nil
+	}
+	ref := preservingPrefix + plan.Branch
+	refs, err := r.Git.Refs(ctx)
+	if err != nil {
+		return decision.Wrap(decision.GitFailed, err, "list refs")
+	}
+	switch refs[ref] {
+	case "":
+		return nil
+	case plan.BranchOID:
+		if err := r.Git.DeleteBranchAt(ctx, plan.Branch, plan.BranchOID); err != nil {
+			return decision.Wrap(decision.GitFailed, err, "delete %s at %s", ref, plan.BranchOID)
+		}
+		return nil
+	default:
+		return decision.New(decision.GCPlanDrift, "%s moved from %s to %s since the plan: it holds new work", ref, short(plan.BranchOID), short(refs[ref])).
+			WithHint("look at it (git log %s); the worktree is already removed, so keep the branch or archive it by hand", shell.Word(plan.Branch))
+	}
+}
+
+// finishJournalFor returns the finish journal for target or task (at most
+// one) and every other journal in flight.
+func finishJournalFor(tx *store.Tx, target, task string) (*store.Journal, []store.Journal, error) {
+	return journalMatching(tx, "finish", func(j store.Journal) bool {
+		if j.Operation != opFinish {
+			return false
+		}
+		var p finishJournal
+		_ = strictjson.Decode(j.Payload, &p) // An unreadable plan matches by target only; resume refuses it.
+		return target != "" && j.Target == target || task != "" && p.Plan.TaskKey == task
+	})
+}
