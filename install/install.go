@@ -14,6 +14,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/safefile"
+	"github.com/wt-tool/wt/core/shell"
 )
 
 // ChainSuffix names a foreign hook kept beside wt's shim and run by it.
@@ -307,4 +308,49 @@ func unchainShim(dir, hook string) (bool, error) {
 		return false, decision.Wrap(decision.Internal, err, "remove the wt shim kept as %s", p)
 	}
 	return true, nil
+}
+
+// HookBinaryBeside is the wt-hook binary installed beside the running wt
+// binary (wt-admin, wt-exec): the one `make install` or a package put in
+// the same directory. It is not looked up on PATH, so what gets recorded in
+// the shims does not depend on the caller's environment.
+func HookBinaryBeside() (string, error) {
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
+	}
+	if err != nil {
+		return "", decision.Wrap(decision.HooksMissing, err, "find this binary's directory")
+	}
+	bin := filepath.Join(filepath.Dir(self), "wt-hook")
+	if fi, err := os.Stat(bin); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return "", decision.New(decision.HooksMissing, "no wt-hook binary beside %s", self).
+			WithHint("install wt whole (make install), or install the hooks with the wt-hook you have: wt-hook install")
+	}
+	return bin, nil
+}
+
+// Ensure installs wt's shims in the hooks dir git uses for the worktree at
+// dir unless every one is already in place, recording bin. A hooks dir
+// inside the working tree is left alone (wt-hook install --force decides
+// that); installed reports whether anything was written.
+func Ensure(ctx context.Context, dir, bin string) (res Result, installed bool, err error) {
+	hooksDir, inTree, err := HooksDir(ctx, dir)
+	if err != nil {
+		return res, false, err
+	}
+	problems, err := Check(hooksDir)
+	if err != nil {
+		return res, false, err
+	}
+	if len(problems) == 0 {
+		res, err := Status(hooksDir)
+		return res, false, err
+	}
+	if inTree {
+		return Result{HooksDir: hooksDir}, false, decision.New(decision.HooksDirInWorktree, "git's hooks dir %s lies inside the working tree (core.hooksPath); wt installs there only when told to", hooksDir).
+			WithHint("(cd %s && wt-hook install --force)", shell.Word(dir))
+	}
+	res, err = Install(hooksDir, bin)
+	return res, err == nil, err
 }

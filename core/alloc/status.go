@@ -441,3 +441,23 @@ func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
 	}
 	return nil
 }
+
+// TaskAllocation returns the ACTIVE or RETAINED allocation of task, or nil
+// when the task has none.
+func (r *Repo) TaskAllocation(task string) (*store.Allocation, error) {
+	var found *store.Allocation
+	err := r.Store.Read(func(tx *store.Tx) error {
+		all, err := tx.Allocations()
+		if err != nil {
+			return err
+		}
+		for i, a := range all {
+			if a.TaskKey == task && a.Lifecycle != store.Released {
+				found = &all[i]
+				return nil
+			}
+		}
+		return nil
+	})
+	return found, err
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/install"
 )
 
 func policyFlags() []ucli.Flag {
@@ -37,7 +39,8 @@ func (e *env) initCommand() *ucli.Command {
 		Name:      "init",
 		Usage:     "set wt up in this repository (idempotent)",
 		UsageText: "wt-admin init [--publication-branch B] [--enforcement enforce|warn] [--unmanaged allow|refuse] [--max-active N]",
-		Flags:     append(policyFlags(), jsonFlag),
+		Flags: append(policyFlags(), jsonFlag,
+			&ucli.BoolFlag{Name: "no-hooks", Usage: "do not install wt's git hooks (then nothing gates commits until wt-hook install)"}),
 		Action: e.action("init", 0, func(c *ucli.Context) error {
 			res, err := alloc.Init(c.Context, repoDir(c), policyChange(c))
 			if err != nil {
@@ -47,9 +50,25 @@ func (e *env) initCommand() *ucli.Command {
 			if res.Code == decision.StoreAlreadyInitialized {
 				reason = "wt was already set up here; nothing changed"
 			}
-			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
+			var warnings []string
+			hooks := "not installed (--no-hooks): commits are not gated until wt-hook install"
+			if !c.Bool("no-hooks") {
+				var installed bool
+				installed, hooks, err = ensureHooks(c.Context, repoDir(c))
+				if err != nil {
+					warnings = append(warnings, hookWarning(err))
+				} else if installed && res.Code == decision.StoreAlreadyInitialized {
+					reason = "wt was already set up here; its hooks were installed"
+				}
+			}
+			out := struct {
+				alloc.InitResult
+				Hooks string `json:"hooks"`
+			}{res, hooks}
+			return e.success(res.Code, reason, out, warnings, func(w io.Writer) {
 				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
 				printPolicy(w, res.Policy)
+				fmt.Fprintf(w, "%-19s %s\n", "hooks", clean(hooks))
 			})
 		}),
 	}
@@ -103,4 +122,35 @@ func printPolicy(w io.Writer, p store.Policy) {
 		fmt.Fprintf(tw, "coordinator\tnone\n")
 	}
 	tw.Flush()
+}
+
+// ensureHooks installs wt's shims for the repository at dir, recording the
+// wt-hook installed beside this binary, unless they are all in place. It
+// says where they are.
+func ensureHooks(ctx context.Context, dir string) (installed bool, where string, err error) {
+	bin, err := install.HookBinaryBeside()
+	if err != nil {
+		return false, "not installed", err
+	}
+	res, installed, err := install.Ensure(ctx, dir, bin)
+	if err != nil {
+		return false, "not installed", err
+	}
+	if installed {
+		return true, "installed in " + res.HooksDir, nil
+	}
+	return false, "in place in " + res.HooksDir, nil
+}
+
+// hookWarning turns a failed hook installation into a warning that names
+// its code and the command that fixes it.
+func hookWarning(err error) string {
+	if d, ok := decision.As(err); ok {
+		w := fmt.Sprintf("%s: commits are not gated: %s", d.Code, d.Message)
+		if d.Hint != "" {
+			w += "; hint: " + d.Hint
+		}
+		return w
+	}
+	return fmt.Sprintf("%s: commits are not gated: %v; hint: wt-hook install", decision.HooksMissing, err)
 }

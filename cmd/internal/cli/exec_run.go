@@ -40,8 +40,8 @@ func ExecDying(args []string, stdout, stderr io.Writer) (int, unix.Signal, bool)
 	code := Run("wt-exec", func(e *env) *ucli.App {
 		return &ucli.App{
 			Usage:     "run a command as the live writer of a governed worktree",
-			UsageText: "wt-exec [-C DIR] [--client-id ID] [--session-id ID] [--run-id ID] [--holder SELECTOR]\n   [--owner NAME] [--kind KIND] [--ttl DURATION] [--grace DURATION] [--pty | --no-pty] -- COMMAND [ARG...]",
-			Flags: []ucli.Flag{
+			UsageText: "wt-exec [-C DIR] [--task KEY [--base REV] [--path PATH]] [--client-id ID] [--session-id ID] [--run-id ID]\n   [--holder SELECTOR] [--owner NAME] [--kind KIND] [--ttl DURATION] [--grace DURATION] [--pty | --no-pty]\n   [--wait [--timeout DURATION]] -- COMMAND [ARG...]",
+			Flags: append([]ucli.Flag{
 				&ucli.StringFlag{Name: "C", Usage: "run in `DIR` (a directory of the governed worktree)"},
 				&ucli.StringFlag{Name: "client-id", Usage: "the writer's client `ID` (default $WT_CLIENT_ID, else the command's name)"},
 				&ucli.StringFlag{Name: "session-id", Usage: "the writer's session `ID` (default $WT_SESSION_ID)"},
@@ -54,11 +54,18 @@ func ExecDying(args []string, stdout, stderr io.Writer) (int, unix.Signal, bool)
 				&ucli.BoolFlag{Name: "pty", Usage: "give the command a new pty (default when stdin and stdout are terminals)"},
 				&ucli.BoolFlag{Name: "no-pty", Usage: "no pty: the command's group takes the terminal's foreground"},
 				&ucli.BoolFlag{Name: "verbose", Usage: "print the lease decision on stderr"},
-			},
+			}, taskFlags()...),
 			Action: func(c *ucli.Context) error {
 				opts, err := execOptions(c, e)
 				if err != nil {
 					return err
+				}
+				if c.IsSet("task") {
+					if opts.Dir, err = e.taskWorktree(c); err != nil {
+						return err
+					}
+				} else if c.IsSet("base") || c.IsSet("path") {
+					return usageErr("--base and --path go with --task")
 				}
 				opts.Granted = func(g lease.Grant) { e.tellGrant(g, c.Bool("verbose")) }
 				res, err := wrapper.Run(opts)
