@@ -72,6 +72,13 @@ type Options struct {
 	// what was granted (a takeover, --verbose) before a command that may
 	// run for hours, not after it exits. It must not block.
 	Granted func(lease.Grant)
+	// Wait makes a refusal because the lease is held (WRITER_LEASE_HELD,
+	// FLEET_LEASE_HELD) a wait, in line with other waiters, until the lease
+	// can be taken or Timeout (0: none) has passed.
+	Wait    bool
+	Timeout time.Duration
+	// Waiting, when set, is told once whom a --wait run waits on.
+	Waiting func(string)
 	// Notify reports what happens after the child started: renewals that
 	// failed, leftovers stopped, a lease left in place. The caller prints.
 	Notify func(string)
@@ -145,15 +152,24 @@ func Run(opts Options) (Result, error) {
 	endWatch := s.watchStart()
 	repo.Store = repo.Store.WithContext(s.startCtx)
 	req := lease.Request{Holder: holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind, Fence: s.fence}
-	res.Grant, err = lease.Acquire(repo, c, req, scan, func(g lease.Grant) (*store.ChildGroup, error) {
-		if s.startCtx != nil && s.startCtx.Err() != nil {
-			return nil, s.stopped()
-		}
-		if opts.Granted != nil {
-			opts.Granted(g)
-		}
-		return s.launch(path, childEnv(opts.Environ, g))
-	})
+	acquire := func() error {
+		var err error
+		res.Grant, err = lease.Acquire(repo, c, req, scan, func(g lease.Grant) (*store.ChildGroup, error) {
+			if s.startCtx != nil && s.startCtx.Err() != nil {
+				return nil, s.stopped()
+			}
+			if opts.Granted != nil {
+				opts.Granted(g)
+			}
+			return s.launch(path, childEnv(opts.Environ, g))
+		})
+		return err
+	}
+	if opts.Wait {
+		err = s.waitAndAcquire(repo.Store.Root(), c, acquire)
+	} else {
+		err = acquire()
+	}
 	endWatch()
 	repo.Store = repo.Store.WithContext(context.Background())
 	if err != nil {

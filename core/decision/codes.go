@@ -67,8 +67,11 @@ var (
 	WriterLeaseExpired  = code("WRITER_LEASE_EXPIRED")
 	WriterLeaseMismatch = code("WRITER_LEASE_MISMATCH")
 	WriterLeaseRequired = code("WRITER_LEASE_REQUIRED")
-	CommandNotFound     = code("COMMAND_NOT_FOUND")
-	CommandNotRunnable  = code("COMMAND_NOT_EXECUTABLE")
+	// WriterLeaseWaitTimeout: wt-exec --wait --timeout D waited D and the
+	// lease was still held (exit 125).
+	WriterLeaseWaitTimeout = code("WRITER_LEASE_WAIT_TIMEOUT")
+	CommandNotFound        = code("COMMAND_NOT_FOUND")
+	CommandNotRunnable     = code("COMMAND_NOT_EXECUTABLE")
 
 	WriterLeaseAcquired  = code("WRITER_LEASE_ACQUIRED")
 	WriterLeaseRenewed   = code("WRITER_LEASE_RENEWED")

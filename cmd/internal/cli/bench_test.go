@@ -430,3 +430,65 @@ func fleetWorktree(b *testing.B) string {
 	}
 	return wts[0]
 }
+
+// BenchmarkWaitersIdle measures what ten `wt-exec --wait` runs cost while a
+// live writer holds the lease: each op is 10 ms of wall time, and the
+// metric waiter-cpu-% is the CPU time the ten waiters used over the whole
+// run, per waiter, as a share of the elapsed time (utime+stime from /proc,
+// in clock ticks). Waiters sleep on inotify and wake at most once per
+// WaitRecheck on their own, so this stays near zero.
+func BenchmarkWaitersIdle(b *testing.B) {
+	bin := shippedExec(b)
+	repo, wts := benchRepo(b, 1, 0)
+	holder := exec.Command(bin, "-C", wts[0], "--client-id", "holder", "--", "sleep", "3600")
+	if err := holder.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { holder.Process.Signal(syscall.SIGTERM); holder.Wait() }()
+	queue := filepath.Join(repo, ".git", "wt", "waiters", "w0")
+	var waiters []*exec.Cmd
+	for i := 0; i < 10; i++ {
+		w := exec.Command(bin, "-C", wts[0], "--wait", "--", "true")
+		if err := w.Start(); err != nil {
+			b.Fatal(err)
+		}
+		waiters = append(waiters, w)
+	}
+	defer func() {
+		for _, w := range waiters {
+			w.Process.Signal(syscall.SIGTERM)
+			w.Wait()
+		}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if ents, _ := os.ReadDir(queue); len(ents) == len(waiters) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the waiters did not queue")
+		}
+	}
+	ticks := func() int {
+		total := 0
+		for _, w := range waiters {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", w.Process.Pid))
+			if err != nil {
+				b.Fatal(err)
+			}
+			f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+			var u, s int
+			fmt.Sscan(f[11], &u)
+			fmt.Sscan(f[12], &s)
+			total += u + s
+		}
+		return total
+	}
+	before, t0 := ticks(), time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.StopTimer()
+	used := float64(ticks()-before) / 100 // USER_HZ is 100 on Linux
+	b.ReportMetric(100*used/time.Since(t0).Seconds()/float64(len(waiters)), "waiter-cpu-%")
+}

@@ -54,6 +54,8 @@ func ExecDying(args []string, stdout, stderr io.Writer) (int, unix.Signal, bool)
 				&ucli.BoolFlag{Name: "pty", Usage: "give the command a new pty (default when stdin and stdout are terminals)"},
 				&ucli.BoolFlag{Name: "no-pty", Usage: "no pty: the command's group takes the terminal's foreground"},
 				&ucli.BoolFlag{Name: "verbose", Usage: "print the lease decision on stderr"},
+				&ucli.BoolFlag{Name: "wait", Usage: "when a live writer holds the lease, wait for it (in line with other waiters) instead of exiting 125"},
+				&ucli.DurationFlag{Name: "timeout", Usage: "with --wait, give up after `DURATION` (exit 125, WRITER_LEASE_WAIT_TIMEOUT)"},
 			}, taskFlags()...),
 			Action: func(c *ucli.Context) error {
 				opts, err := execOptions(c, e)
@@ -121,6 +123,11 @@ func execOptions(c *ucli.Context, e *env) (wrapper.Options, error) {
 	if c.IsSet("ttl") && opts.TTL <= 0 {
 		return opts, decision.New(decision.InvalidHolder, "--ttl %s: a lease ttl must be positive", opts.TTL).
 			WithHint("pass --ttl with a positive duration, e.g. --ttl 10m, or leave it out for no expiry")
+	}
+	opts.Wait, opts.Timeout = c.Bool("wait"), c.Duration("timeout")
+	opts.Waiting = func(msg string) { fmt.Fprintf(e.stderr, "wt-exec: waiting: %s\n", clean(msg)) }
+	if c.IsSet("timeout") && (!opts.Wait || opts.Timeout <= 0) {
+		return opts, usageErr("--timeout takes a positive duration and goes with --wait")
 	}
 	if c.IsSet("grace") && opts.Grace <= 0 {
 		return opts, usageErr("--grace %s must be positive", opts.Grace)
