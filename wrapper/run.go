@@ -77,6 +77,9 @@ type Options struct {
 	// can be taken or Timeout (0: none) has passed.
 	Wait    bool
 	Timeout time.Duration
+	// Started, when set, is called with the grant once the child runs and
+	// the lease section is over (it may block: no lock is held).
+	Started func(lease.Grant)
 	// Waiting, when set, is told once whom a --wait run waits on.
 	Waiting func(string)
 	// Notify reports what happens after the child started: renewals that
@@ -189,6 +192,9 @@ func Run(opts Options) (Result, error) {
 		}
 		s.releaseFleet()
 		return res, err
+	}
+	if opts.Started != nil {
+		opts.Started(res.Grant)
 	}
 	res.Status = s.supervise()
 	res.Died = s.died

@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
 	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -54,13 +58,25 @@ func ExecDying(args []string, stdout, stderr io.Writer) (int, unix.Signal, bool)
 				&ucli.BoolFlag{Name: "pty", Usage: "give the command a new pty (default when stdin and stdout are terminals)"},
 				&ucli.BoolFlag{Name: "no-pty", Usage: "no pty: the command's group takes the terminal's foreground"},
 				&ucli.BoolFlag{Name: "verbose", Usage: "print the lease decision on stderr"},
+				&ucli.StringFlag{Name: "json", Usage: "write the grant (once the command runs) or the refusal as one JSON object to `DEST`: a path, or fd:N for an open file descriptor"},
 				&ucli.BoolFlag{Name: "wait", Usage: "when a live writer holds the lease, wait for it (in line with other waiters) instead of exiting 125"},
 				&ucli.DurationFlag{Name: "timeout", Usage: "with --wait, give up after `DURATION` (exit 125, WRITER_LEASE_WAIT_TIMEOUT)"},
 			}, taskFlags()...),
 			Action: func(c *ucli.Context) error {
+				e.command = "wt-exec"
+				if c.IsSet("json") {
+					out, err := openJSONOut(c.String("json"))
+					if err != nil {
+						return err
+					}
+					e.jsonOut = out
+				}
 				opts, err := execOptions(c, e)
 				if err != nil {
 					return err
+				}
+				if e.jsonOut != nil {
+					opts.Started = e.grantJSON
 				}
 				if c.IsSet("task") {
 					if opts.Dir, err = e.taskWorktree(c); err != nil {
@@ -163,4 +179,49 @@ func (e *env) tellGrant(g lease.Grant, verbose bool) {
 		fmt.Fprintf(e.stderr, "wt-exec: %s: task %s was held in the fleet (key %s, revision %d, TTL %s)\n",
 			decision.FleetLeaseAcquired, g.Allocation.TaskKey, f.Key, f.Revision, f.TTL)
 	}
+}
+
+// openJSONOut opens wt-exec's --json destination: fd:N (a descriptor the
+// caller opened for writing) or a path (created or truncated).
+func openJSONOut(dest string) (io.WriteCloser, error) {
+	if n, ok := strings.CutPrefix(dest, "fd:"); ok {
+		fd, err := strconv.Atoi(n)
+		if err != nil || fd < 3 {
+			return nil, usageErr("--json %s: fd:N names an open descriptor above 2 (stdout and stderr belong to the command)", dest)
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+		if err != nil || flags&unix.O_ACCMODE == unix.O_RDONLY {
+			return nil, usageErr("--json %s: descriptor %d is not open for writing", dest, fd)
+		}
+		unix.CloseOnExec(fd) // the command does not inherit it
+		return os.NewFile(uintptr(fd), dest), nil
+	}
+	if dest == "" {
+		return nil, usageErr("--json needs a DEST: a path, or fd:N")
+	}
+	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, decision.Wrap(decision.Usage, err, "--json %s", dest).WithHint("name a file wt-exec can write, or fd:N")
+	}
+	return f, nil
+}
+
+// grantJSON writes the grant as wt-admin's envelope to the --json
+// destination, once the command runs.
+func (e *env) grantJSON(g lease.Grant) {
+	b, err := json.Marshal(g)
+	dec := map[string]any{}
+	if err == nil {
+		err = json.Unmarshal(b, &dec)
+	}
+	if err != nil {
+		dec = map[string]any{}
+	}
+	reason := fmt.Sprintf("lease %s generation %d held by client %s pid %d", g.Lease.LeaseID, g.Lease.Generation, g.Lease.Holder.ClientID, g.Lease.Holder.PID)
+	if !g.Applicable {
+		reason = fmt.Sprintf("role %s takes no writer lease (%s)", g.Role, decision.DedicatedRoleGate)
+	}
+	dec["code"], dec["reason"] = g.Code, reason
+	e.writeJSONOut(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version,
+		"command": "wt-exec", "ok": true, "decision": dec, "warnings": []string{}})
 }

@@ -54,6 +54,8 @@ type env struct {
 	stderr  io.Writer
 	json    bool
 	command string
+	// jsonOut is where wt-exec --json DEST writes its one envelope.
+	jsonOut io.WriteCloser
 }
 
 func usageErr(format string, args ...any) error {
@@ -69,7 +71,7 @@ func Run(bin string, build func(*env) *ucli.App, args []string, stdout, stderr i
 		if a == "--" {
 			break
 		}
-		if a == "--json" {
+		if a == "--json" && bin != "wt-exec" { // wt-exec's --json names a destination
 			e.json = true
 		}
 	}
@@ -135,16 +137,21 @@ func (e *env) report(err error) int {
 	if d.Code == decision.Usage {
 		code = ExitUsage
 	}
-	if e.json {
+	if e.json || e.jsonOut != nil {
 		errObj := map[string]any{"code": d.Code, "message": d.Message, "hint": d.Hint}
 		for k, v := range d.Facts {
 			if _, taken := errObj[k]; !taken {
 				errObj[k] = v
 			}
 		}
-		e.writeJSON(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version,
-			"command": e.command, "ok": false, "error": errObj, "warnings": []string{}})
-		return code
+		env := map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version,
+			"command": e.command, "ok": false, "error": errObj, "warnings": []string{}}
+		if e.jsonOut != nil {
+			e.writeJSONOut(env)
+		} else {
+			e.writeJSON(env)
+			return code
+		}
 	}
 	verb := "refused"
 	if code == ExitUsage {
@@ -157,6 +164,19 @@ func (e *env) report(err error) int {
 		fmt.Fprintf(e.stderr, "%s: hint: %s\n", e.bin, clean(d.Hint))
 	}
 	return code
+}
+
+// writeJSONOut writes wt-exec's one envelope to its --json destination
+// and closes it, so that a reader of a pipe sees the end.
+func (e *env) writeJSONOut(env map[string]any) {
+	if e.jsonOut == nil {
+		return
+	}
+	enc := json.NewEncoder(e.jsonOut)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(env) // Best effort: a destination closed by its reader has nobody to tell.
+	e.jsonOut.Close()
+	e.jsonOut = nil
 }
 
 func (e *env) writeJSON(v any) {
