@@ -1,6 +1,9 @@
 # wt — writer governance for git worktrees. See README.md.
 GO      ?= go
-PREFIX  ?= /usr/local
+# PREFIX defaults to /usr/local where this user may write there (root), else
+# to ~/.local (a non-root user needs no sudo); install says where, and how to
+# put it on PATH when it is not.
+PREFIX  ?= $(shell if [ -w /usr/local/bin ] || { [ ! -e /usr/local/bin ] && [ -w /usr/local ]; }; then echo /usr/local; else echo "$$HOME/.local"; fi)
 BINDIR  ?= $(PREFIX)/bin
 BINS    := wt-exec wt-hook wt-admin wt-fleet
 BENCHCOUNT ?= 5
@@ -18,11 +21,15 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -o bin/ ./cmd/wt-exec ./cmd/wt-hook ./cmd/wt-admin ./cmd/wt-fleet
 
 install: build
-	install -d $(DESTDIR)$(BINDIR)
-	install -m 0755 $(addprefix bin/,$(BINS)) $(DESTDIR)$(BINDIR)/
+	@install -d "$(DESTDIR)$(BINDIR)" 2>/dev/null && [ -w "$(DESTDIR)$(BINDIR)" ] || { \
+		echo "make install: cannot write $(DESTDIR)$(BINDIR)" >&2; \
+		echo "hint: make install PREFIX=\$$HOME/.local   (or run it as root for /usr/local)" >&2; exit 1; }
+	install -m 0755 $(addprefix bin/,$(BINS)) "$(DESTDIR)$(BINDIR)/"
+	@echo "installed $(BINS) into $(DESTDIR)$(BINDIR)"
+	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "note: $(BINDIR) is not on your PATH; add it: export PATH=\"$(BINDIR):\$$PATH\"";; esac
 
-# Builds, installs into $(PREFIX) (default /usr/local), and runs a short real
-# demonstration on a temporary repository.
+# Builds, installs into $(PREFIX) (/usr/local for root, else ~/.local), and
+# runs a short real demonstration on a temporary repository.
 demo: install
 	PATH="$(DESTDIR)$(BINDIR):$$PATH" bash scripts/demo.sh
 

@@ -91,7 +91,8 @@ run wt-admin prune ../review-1 --owner carol --apply "$plan"
 
 echo
 echo "# wt-hook gates commits: only the live writer of a worktree may commit in it."
-run wt-hook install
+echo "# (wt-admin init installed the hooks; wt-admin init --no-hooks would not have.)"
+run wt-hook status
 cd ../agent-1
 refused git commit -q --allow-empty -m "rogue commit from a plain shell"
 refused git commit -q --allow-empty --no-verify -m "rogue commit, hooks skipped"

@@ -216,6 +216,26 @@ func TestScripts(t *testing.T) {
 				}
 				ts.Check(os.WriteFile(p, bytes.Replace(b, []byte(args[1]), []byte(args[2]), 1), 0o644))
 			},
+			// recipe NAME FILE: write the code block that follows
+			// "<!-- recipe: NAME -->" in docs/launchers.md to FILE, so that
+			// the page's recipes run exactly as written.
+			"recipe": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: recipe NAME FILE")
+				}
+				page, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "launchers.md"))
+				ts.Check(err)
+				_, rest, ok := strings.Cut(string(page), "<!-- recipe: "+args[0]+" -->\n")
+				if !ok {
+					ts.Fatalf("docs/launchers.md has no recipe %s", args[0])
+				}
+				_, rest, _ = strings.Cut(rest, "\n") // the opening fence
+				block, _, ok := strings.Cut(rest, "\n```")
+				if !ok {
+					ts.Fatalf("recipe %s has no closing fence", args[0])
+				}
+				ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(block+"\n"), 0o644))
+			},
 			// waitfile FILE: wait (at most a minute) until FILE exists, e.g.
 			// one a background command creates when it is ready.
 			"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {
