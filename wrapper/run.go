@@ -72,6 +72,15 @@ type Options struct {
 	// what was granted (a takeover, --verbose) before a command that may
 	// run for hours, not after it exits. It must not block.
 	Granted func(lease.Grant)
+	// Confine, when set, overrides the policy's confinement mode for this
+	// run (--confine: require; --no-confine: off). AllowWrite adds
+	// directories a confined command may write beneath.
+	Confine    *ConfineMode
+	AllowWrite []string
+	// Nested runs the command under a lease an ancestor holds, without
+	// touching the store: a wt-exec inside a confined command (which may
+	// not write the store), once its caller proved the entitlement.
+	Nested bool
 	// Wait makes a refusal because the lease is held (WRITER_LEASE_HELD,
 	// FLEET_LEASE_HELD) a wait, in line with other waiters, until the lease
 	// can be taken or Timeout (0: none) has passed.
@@ -153,18 +162,28 @@ func Run(opts Options) (Result, error) {
 		return res, err
 	}
 	endWatch := s.watchStart()
+	if opts.Nested {
+		return s.runNested(path, endWatch)
+	}
 	repo.Store = repo.Store.WithContext(s.startCtx)
-	req := lease.Request{Holder: holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind, Fence: s.fence}
+	req := lease.Request{Holder: holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind, Fence: s.fence, Confined: &store.Confinement{}}
 	acquire := func() error {
 		var err error
 		res.Grant, err = lease.Acquire(repo, c, req, scan, func(g lease.Grant) (*store.ChildGroup, error) {
 			if s.startCtx != nil && s.startCtx.Err() != nil {
 				return nil, s.stopped()
 			}
+			conf, err := s.confinement(c, g.Policy)
+			if err != nil {
+				return nil, err
+			}
+			if conf != nil {
+				*req.Confined = *conf.Record()
+			}
 			if opts.Granted != nil {
 				opts.Granted(g)
 			}
-			return s.launch(path, childEnv(opts.Environ, g))
+			return s.launch(path, childEnv(opts.Environ, g), conf)
 		})
 		return err
 	}
@@ -191,16 +210,13 @@ func Run(opts Options) (Result, error) {
 			}
 		}
 		s.releaseFleet()
+		s.removeTempDir()
 		return res, err
 	}
 	if opts.Started != nil {
 		opts.Started(res.Grant)
 	}
-	res.Status = s.supervise()
-	res.Died = s.died
-	if (s.died == unix.SIGINT || s.died == unix.SIGQUIT) && opts.Stdin != nil && isTerminal(opts.Stdin) {
-		res.ToGroup = isForeground(int(opts.Stdin.Fd()))
-	}
+	s.superviseInto(&res)
 	res.Released, err = lease.Release(repo, res.Grant, scan)
 	if err != nil {
 		opts.Notify("releasing the lease failed: " + err.Error())
@@ -208,6 +224,7 @@ func Run(opts Options) (Result, error) {
 		opts.Notify("the lease was left in place: " + res.Released.Kept)
 	}
 	s.releaseFleet()
+	s.removeTempDir()
 	return res, nil
 }
 
@@ -335,4 +352,37 @@ func childEnv(environ []string, g lease.Grant) []string {
 		}
 	}
 	return append(out, g.Env()...)
+}
+
+// runNested runs the command of a wt-exec nested in a confined command:
+// the lease is its ancestor's (the caller proved the entitlement), the
+// confinement is inherited by the kernel, and nothing is written to the
+// store, which the confinement makes read-only. It still gives the command
+// its own process group, forwards signals and reaps all of it.
+func (s *supervisor) runNested(path string, endWatch func()) (Result, error) {
+	var res Result
+	if s.startCtx.Err() != nil {
+		endWatch()
+		s.restore()
+		signal.Stop(s.sigs)
+		return res, s.stopped()
+	}
+	_, err := s.launch(path, s.opts.Environ, nil)
+	endWatch()
+	if err != nil {
+		s.restore()
+		signal.Stop(s.sigs)
+		return res, err
+	}
+	s.superviseInto(&res)
+	return res, nil
+}
+
+// superviseInto supervises the child to its end and records how it ended.
+func (s *supervisor) superviseInto(res *Result) {
+	res.Status = s.supervise()
+	res.Died = s.died
+	if (s.died == unix.SIGINT || s.died == unix.SIGQUIT) && s.opts.Stdin != nil && isTerminal(s.opts.Stdin) {
+		res.ToGroup = isForeground(int(s.opts.Stdin.Fd()))
+	}
 }

@@ -18,7 +18,7 @@ import (
 // the leader of a new session on it, without one in a new group that takes
 // over the terminal's foreground when wt-exec has it. The returned function
 // restores the terminal.
-func (s *supervisor) start(path string, env []string) (restore func(), err error) {
+func (s *supervisor) start(path string, argv, env []string) (restore func(), err error) {
 	restore = func() {}
 	s.fgTTY = -1
 	in, out := s.opts.Stdin, s.opts.Stdout
@@ -29,7 +29,7 @@ func (s *supervisor) start(path string, env []string) (restore func(), err error
 		// Setpgid: the child leads a new group, so signals reach all of it
 		// with kill(-pid) and the terminal can be handed to it alone.
 		attr.Sys = &syscall.SysProcAttr{Setpgid: true}
-		pid, err := syscall.ForkExec(path, s.opts.Args, attr)
+		pid, err := syscall.ForkExec(path, argv, attr)
 		if err != nil {
 			return restore, execError(path, err)
 		}
@@ -68,7 +68,7 @@ func (s *supervisor) start(path string, env []string) (restore func(), err error
 	// terminal is the pty (fd 0 in the child). Its group is its pid, so no
 	// Setpgid, which would conflict with Setsid.
 	attr.Sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	pid, err := syscall.ForkExec(path, s.opts.Args, attr)
+	pid, err := syscall.ForkExec(path, argv, attr)
 	tty.Close() // Best effort: only the child needs its side now; EIO on ptmx then means every holder is gone.
 	if err != nil {
 		ptmx.Close() // Best effort: unused.

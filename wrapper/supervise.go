@@ -28,6 +28,8 @@ type supervisor struct {
 	opts  Options
 	repo  *alloc.Repo
 	grant *lease.Grant
+	// tmpDir is a confined command's private TMPDIR ("" when unconfined).
+	tmpDir string
 
 	sigs    chan os.Signal
 	restore func() // gives the terminal back its settings
@@ -130,8 +132,18 @@ func (s *supervisor) stopped() error {
 // process group. The child's start ticks are read at once: until it is
 // reaped, even an exited child's /proc entry is there, and nothing reaps
 // before supervise.
-func (s *supervisor) launch(path string, env []string) (*store.ChildGroup, error) {
-	restore, err := s.start(path, env)
+func (s *supervisor) launch(path string, env []string, conf *Confinement) (*store.ChildGroup, error) {
+	argv := s.opts.Args
+	if conf != nil {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "find wt-exec's own binary for the confining stage")
+		}
+		if path, argv, env, err = conf.stage(self, path, argv, env); err != nil {
+			return nil, decision.Wrap(decision.Internal, err, "prepare the confining stage")
+		}
+	}
+	restore, err := s.start(path, argv, env)
 	s.restore = restore
 	if err != nil {
 		return nil, err

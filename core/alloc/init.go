@@ -27,11 +27,15 @@ type PolicyChange struct {
 	// Fleet mode: Coordinator none or etcd; EtcdEndpoints comma-separated
 	// URLs; FleetTTL a duration; FleetRemote a git remote name.
 	Coordinator, EtcdEndpoints, FleetTTL, FleetRemote *string
+	// Confine is off, auto or require; ConfineAllow comma-separated
+	// absolute directories ("" clears the list).
+	Confine, ConfineAllow *string
 }
 
 func (c PolicyChange) empty() bool {
 	return c.PublicationBranch == nil && c.Enforcement == nil && c.Unmanaged == nil && c.MaxActive == nil &&
-		c.Coordinator == nil && c.EtcdEndpoints == nil && c.FleetTTL == nil && c.FleetRemote == nil
+		c.Coordinator == nil && c.EtcdEndpoints == nil && c.FleetTTL == nil && c.FleetRemote == nil &&
+		c.Confine == nil && c.ConfineAllow == nil
 }
 
 // InitResult is what init did.
@@ -216,6 +220,28 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 	if v := c.FleetRemote; v != nil {
 		next.FleetRemote = *v
 	}
+	if v := c.Confine; v != nil {
+		switch *v {
+		case store.ConfineOff, store.ConfineAuto, store.ConfineRequire:
+			next.Confine = *v
+		default:
+			return pol, nil, decision.New(decision.InvalidPolicy, "confine %q is not off, auto or require", *v).
+				WithHint("pass --confine off, --confine auto or --confine require")
+		}
+	}
+	if v := c.ConfineAllow; v != nil {
+		next.ConfineAllow = nil
+		for _, p := range strings.Split(*v, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			if !filepath.IsAbs(p) || ValidText("path", p) != nil {
+				return pol, nil, decision.New(decision.InvalidPolicy, "confine-allow %q is not an absolute path", p).
+					WithHint("pass --confine-allow /ABS/DIR[,/ABS/DIR]")
+			}
+			next.ConfineAllow = append(next.ConfineAllow, filepath.Clean(p))
+		}
+	}
 	if err := next.ValidateFleet(); err != nil {
 		return pol, nil, decision.New(decision.InvalidPolicy, "%v", err).
 			WithHint("fleet mode: wt-admin policy --coordinator etcd --etcd-endpoints http://HOST:2379[,...] [--fleet-ttl 10s] [--fleet-remote origin]; --coordinator none turns it off")
@@ -243,6 +269,8 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 	add("enforcement", pol.Enforcement, next.Enforcement)
 	add("unmanaged", pol.Unmanaged, next.Unmanaged)
 	add("max_active", maxActiveText(pol.MaxActive), maxActiveText(next.MaxActive))
+	add("confine", pol.ConfineMode(), next.ConfineMode())
+	add("confine_allow", strings.Join(pol.ConfineAllow, ","), strings.Join(next.ConfineAllow, ","))
 	return next, diffs, nil
 }
 

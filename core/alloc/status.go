@@ -140,6 +140,8 @@ type LeaseView struct {
 	Child      *store.ChildGroup `json:"child"`
 	// Fleet is the fleet side (fleet mode): task key and revision.
 	Fleet *store.FleetLease `json:"fleet,omitempty"`
+	// Confined is the Landlock confinement of its command, if any.
+	Confined *store.Confinement `json:"confined,omitempty"`
 }
 
 // Pending is an operation in flight or interrupted.
@@ -300,7 +302,7 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 				return err
 			}
 			row.Lease = &LeaseView{LeaseID: l.LeaseID, Holder: l.Holder, Generation: l.Generation,
-				Freshness: liveness.Freshness(s, l, now), ExpiresAt: l.ExpiresAt, Child: l.Child, Fleet: l.Fleet}
+				Freshness: liveness.Freshness(s, l, now), ExpiresAt: l.ExpiresAt, Child: l.Child, Fleet: l.Fleet, Confined: l.Confined}
 		}
 		js, err := tx.Journals()
 		if err != nil {

@@ -70,8 +70,15 @@ var (
 	// WriterLeaseWaitTimeout: wt-exec --wait --timeout D waited D and the
 	// lease was still held (exit 125).
 	WriterLeaseWaitTimeout = code("WRITER_LEASE_WAIT_TIMEOUT")
-	CommandNotFound        = code("COMMAND_NOT_FOUND")
-	CommandNotRunnable     = code("COMMAND_NOT_EXECUTABLE")
+	// ConfinementUnavailable: wt-exec was to confine its command
+	// (--confine, or the policy's require) and cannot: no Landlock, an
+	// ABI too old, or the canonical checkout (exit 125).
+	ConfinementUnavailable = code("CONFINEMENT_UNAVAILABLE")
+	// ConfinementConflict: a directory to be writable to a confined
+	// command holds or lies in another worktree or the git dir.
+	ConfinementConflict = code("CONFINEMENT_CONFLICT")
+	CommandNotFound     = code("COMMAND_NOT_FOUND")
+	CommandNotRunnable  = code("COMMAND_NOT_EXECUTABLE")
 
 	WriterLeaseAcquired  = code("WRITER_LEASE_ACQUIRED")
 	WriterLeaseRenewed   = code("WRITER_LEASE_RENEWED")

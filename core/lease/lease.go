@@ -57,6 +57,10 @@ type Request struct {
 	// Its error refuses the grant (the child never starts) and gives back
 	// the reservation.
 	Fence func(g Grant, pol store.Policy) (*store.FleetLease, error)
+	// Confined, when set, is recorded in a lease this call creates, as
+	// start left it (start fills it in when it confines the command; an
+	// ABI of 0 means it did not).
+	Confined *store.Confinement
 }
 
 // Start starts the child for a grant and returns its process group (leader
@@ -85,6 +89,9 @@ type Grant struct {
 	Cleared []string `json:"cleared_bindings"`
 	// Started is true once start returned a child.
 	Started bool `json:"-"`
+	// Policy is the repository's policy as the grant read it (for the
+	// start function: confinement).
+	Policy store.Policy `json:"-"`
 	// res is what the section wrote for this grant, to give back if it
 	// fails before its child starts.
 	res reservation
@@ -426,11 +433,12 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 			return g, err
 		}
 	}
+	pol, _, err := tx.Policy()
+	if err != nil {
+		return g, err
+	}
+	g.Policy = pol
 	if g.Owned && req.Fence != nil {
-		pol, _, err := tx.Policy()
-		if err != nil {
-			return g, err
-		}
 		if pol.FleetOn() {
 			// Reserved; Acquire asks the fleet outside the lock.
 			prev := ""
@@ -457,6 +465,9 @@ func finishGrant(tx Records, g Grant, l store.Lease, a store.Allocation, req Req
 	// lease: that group, not ours, is the evidence it lives.
 	if g.Owned {
 		l.Child = child
+		if req.Confined != nil && req.Confined.ABI > 0 {
+			l.Confined = req.Confined
+		}
 	}
 	if err := tx.PutLease(&l); err != nil {
 		return g, err

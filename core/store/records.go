@@ -75,6 +75,26 @@ type Policy struct {
 	// FleetRemote is the git remote whose URL names the key space
 	// (default origin).
 	FleetRemote string `json:"fleet_remote,omitempty"`
+	// Confine is wt-exec's Landlock confinement of its command: off (or
+	// absent), auto or require. ConfineAllow lists more directories a
+	// confined command may write beneath (absolute paths).
+	Confine      string   `json:"confine,omitempty"`
+	ConfineAllow []string `json:"confine_allow,omitempty"`
+}
+
+// Confinement modes.
+const (
+	ConfineOff     = "off"
+	ConfineAuto    = "auto"
+	ConfineRequire = "require"
+)
+
+// ConfineMode is the policy's confinement mode (off when unset).
+func (p Policy) ConfineMode() string {
+	if p.Confine == "" {
+		return ConfineOff
+	}
+	return p.Confine
 }
 
 // Coordinators.
@@ -145,6 +165,21 @@ type Lease struct {
 	ExpiresAt    *string     `json:"expires_at"`
 	// Fleet is the fleet lease taken with it (fleet mode only).
 	Fleet *FleetLease `json:"fleet,omitempty"`
+	// Confined is the Landlock confinement its command runs under, when
+	// wt-exec confined it.
+	Confined *Confinement `json:"confined,omitempty"`
+}
+
+// Confinement is what a confined command may do: write only beneath Write
+// (and to the device files in Devices), read everywhere, and, when
+// SignalsScoped, signal only processes of its own Landlock domain.
+type Confinement struct {
+	ABI           int      `json:"abi"`
+	Write         []string `json:"write"`
+	Devices       []string `json:"devices"`
+	SignalsScoped bool     `json:"signals_scoped"`
+	// TempDir is its private TMPDIR, removed when the command has ended.
+	TempDir string `json:"tmpdir"`
 }
 
 // FleetLease is the fleet side of a writer lease: the task key in etcd and

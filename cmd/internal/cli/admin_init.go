@@ -24,6 +24,8 @@ func policyFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "etcd-endpoints", Usage: "fleet mode: etcd client URLs, comma-separated"},
 		&ucli.StringFlag{Name: "fleet-ttl", Usage: "fleet mode: TTL of a task's fleet lease (default 10s)"},
 		&ucli.StringFlag{Name: "fleet-remote", Usage: "fleet mode: the git remote whose URL names the task keys (default origin)"},
+		&ucli.StringFlag{Name: "confine", Usage: "wt-exec confines its command with Landlock: off, auto (where the kernel can) or require"},
+		&ucli.StringFlag{Name: "confine-allow", Usage: "more directories a confined command may write beneath: /ABS/DIR[,/ABS/DIR] (\"\" clears)"},
 	}
 }
 
@@ -31,7 +33,8 @@ func policyChange(c *ucli.Context) alloc.PolicyChange {
 	return alloc.PolicyChange{PublicationBranch: optString(c, "publication-branch"),
 		Enforcement: optString(c, "enforcement"), Unmanaged: optString(c, "unmanaged"), MaxActive: optString(c, "max-active"),
 		Coordinator: optString(c, "coordinator"), EtcdEndpoints: optString(c, "etcd-endpoints"),
-		FleetTTL: optString(c, "fleet-ttl"), FleetRemote: optString(c, "fleet-remote")}
+		FleetTTL: optString(c, "fleet-ttl"), FleetRemote: optString(c, "fleet-remote"),
+		Confine: optString(c, "confine"), ConfineAllow: optString(c, "confine-allow")}
 }
 
 func (e *env) initCommand() *ucli.Command {
@@ -121,6 +124,11 @@ func printPolicy(w io.Writer, p store.Policy) {
 	} else {
 		fmt.Fprintf(tw, "coordinator\tnone\n")
 	}
+	confine := p.ConfineMode()
+	if len(p.ConfineAllow) > 0 {
+		confine += " (also writable: " + strings.Join(p.ConfineAllow, ", ") + ")"
+	}
+	fmt.Fprintf(tw, "confine\t%s\n", confine)
 	tw.Flush()
 }
 

@@ -157,6 +157,18 @@ func printLease(w io.Writer, l store.Lease) {
 	if f := l.Fleet; f != nil {
 		fmt.Fprintf(w, "  fleet\tkey %s, revision %d (etcd at %s, TTL %s)\n", f.Key, f.Revision, strings.Join(f.Endpoints, ","), f.TTL)
 	}
+	if l.Confined != nil {
+		fmt.Fprintf(w, "  confined\t%s\n", clean(confinedText(l.Confined)))
+	}
+}
+
+// confinedText says what a confined command may do.
+func confinedText(c *store.Confinement) string {
+	signals := "signals not scoped"
+	if c.SignalsScoped {
+		signals = "signals only to its own processes"
+	}
+	return fmt.Sprintf("Landlock ABI %d; writes beneath %s; %s", c.ABI, strings.Join(c.Write, ", "), signals)
 }
 
 // evidence is a proof in words.

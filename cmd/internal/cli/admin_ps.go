@@ -44,6 +44,11 @@ func (e *env) psCommand() *ucli.Command {
 					}
 				}
 				tw.Flush()
+				for _, row := range res.Rows {
+					if l := row.Lease; l != nil && l.Confined != nil {
+						fmt.Fprintf(w, "%s: its command is confined: %s\n", clean(row.Path), clean(confinedText(l.Confined)))
+					}
+				}
 			})
 		}),
 	}

@@ -18,10 +18,14 @@ import (
 func buildCrashAdmin(t *testing.T) string { return buildCrash(t, "wt-admin") }
 
 // buildCrash builds the named binary with the wt_crashpoints tag.
-func buildCrash(t *testing.T, name string) string {
+func buildCrash(t *testing.T, name string) string { return buildTagged(t, name, "wt_crashpoints") }
+
+// buildTagged builds the named binary with build tags (test seams that the
+// shipped binaries do not have).
+func buildTagged(t *testing.T, name, tags string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), name+"-crash")
-	out, err := exec.Command("go", "build", "-tags", "wt_crashpoints", "-o", bin, "github.com/wt-tool/wt/cmd/"+name).CombinedOutput()
+	bin := filepath.Join(t.TempDir(), name+"-"+strings.ReplaceAll(tags, ",", "-"))
+	out, err := exec.Command("go", "build", "-tags", tags, "-o", bin, "github.com/wt-tool/wt/cmd/"+name).CombinedOutput()
 	if err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,8 +13,11 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/hooks"
 	"github.com/wt-tool/wt/wrapper"
 )
 
@@ -58,6 +62,10 @@ func ExecDying(args []string, stdout, stderr io.Writer) (int, unix.Signal, bool)
 				&ucli.BoolFlag{Name: "pty", Usage: "give the command a new pty (default when stdin and stdout are terminals)"},
 				&ucli.BoolFlag{Name: "no-pty", Usage: "no pty: the command's group takes the terminal's foreground"},
 				&ucli.BoolFlag{Name: "verbose", Usage: "print the lease decision on stderr"},
+				&ucli.BoolFlag{Name: "confine", Usage: "confine the command with Landlock (refuse where the kernel cannot): it may write only in its worktree and what git and agents need"},
+				&ucli.BoolFlag{Name: "no-confine", Usage: "do not confine the command, whatever the policy says"},
+				&ucli.StringSliceFlag{Name: "allow-write", Usage: "with confinement, also let the command write beneath `DIR` (repeatable)"},
+				&ucli.BoolFlag{Name: "explain", Usage: "print the confinement rules this run would have, and run nothing"},
 				&ucli.StringFlag{Name: "json", Usage: "write the grant (once the command runs) or the refusal as one JSON object to `DEST`: a path, or fd:N for an open file descriptor"},
 				&ucli.BoolFlag{Name: "wait", Usage: "when a live writer holds the lease, wait for it (in line with other waiters) instead of exiting 125"},
 				&ucli.DurationFlag{Name: "timeout", Usage: "with --wait, give up after `DURATION` (exit 125, WRITER_LEASE_WAIT_TIMEOUT)"},
@@ -71,9 +79,21 @@ func ExecDying(args []string, stdout, stderr io.Writer) (int, unix.Signal, bool)
 					}
 					e.jsonOut = out
 				}
+				if c.Bool("explain") {
+					return e.explain(c)
+				}
 				opts, err := execOptions(c, e)
 				if err != nil {
 					return err
+				}
+				if os.Getenv(wrapper.ConfinedEnv) != "" && !c.IsSet("task") {
+					// Inside a confined command: the store is read-only
+					// here, so a nested wt-exec runs under its ancestor's
+					// lease once the entitlement is proved.
+					if err := nestedEntitled(opts.Dir); err != nil {
+						return err
+					}
+					opts.Nested = true
 				}
 				if e.jsonOut != nil {
 					opts.Started = e.grantJSON
@@ -156,6 +176,11 @@ func execOptions(c *ucli.Context, e *env) (wrapper.Options, error) {
 	case c.Bool("no-pty"):
 		opts.PTY = wrapper.PTYOff
 	}
+	if c.Bool("confine") && c.Bool("no-confine") {
+		return opts, usageErr("--confine and --no-confine exclude each other")
+	}
+	opts.Confine = confineFlag(c)
+	opts.AllowWrite = c.StringSlice("allow-write")
 	if len(opts.Args) == 0 {
 		return opts, usageErr("no command given: wt-exec [OPTIONS] -- COMMAND [ARG...]")
 	}
@@ -224,4 +249,67 @@ func (e *env) grantJSON(g lease.Grant) {
 	dec["code"], dec["reason"] = g.Code, reason
 	e.writeJSONOut(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version,
 		"command": "wt-exec", "ok": true, "decision": dec, "warnings": []string{}})
+}
+
+// nestedEntitled proves that this wt-exec, inside a confined command, may
+// run in dir under its ancestor's lease: its own process descends from the
+// live holder (the hook's check), as a commit of it would.
+func nestedEntitled(dir string) error {
+	if dir == "" {
+		dir = "."
+	}
+	v, err := hooks.Entitled(dir, os.Getpid())
+	if err != nil {
+		return err
+	}
+	if !v.Allowed || v.Warning {
+		if v.Refusal != nil {
+			return v.Refusal
+		}
+		return decision.New(decision.WriterLeaseRequired, "%s: %s", v.Code, v.Reason)
+	}
+	return nil
+}
+
+// explain prints the confinement a run would have, and runs nothing.
+func (e *env) explain(c *ucli.Context) error {
+	opts := wrapper.Options{Dir: c.String("C"), Environ: os.Environ(), AllowWrite: c.StringSlice("allow-write"), Confine: confineFlag(c)}
+	dir := opts.Dir
+	if dir == "" {
+		dir = "."
+	}
+	r, err := alloc.Open(context.Background(), dir)
+	if err != nil {
+		return err
+	}
+	var pol store.Policy
+	if err := r.Store.Read(func(tx *store.Tx) error {
+		pol, _, err = tx.Policy()
+		return err
+	}); err != nil {
+		return err
+	}
+	lines, err := wrapper.Explain(opts, pol)
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		fmt.Fprintf(e.stdout, "%s\n", clean(l))
+	}
+	return nil
+}
+
+// confineFlag is the confinement mode --confine (require) or --no-confine
+// (off) sets for this run; nil leaves it to the policy.
+func confineFlag(c *ucli.Context) *wrapper.ConfineMode {
+	var m wrapper.ConfineMode
+	switch {
+	case c.Bool("confine"):
+		m = wrapper.ConfineRequire
+	case c.Bool("no-confine"):
+		m = wrapper.ConfineOff
+	default:
+		return nil
+	}
+	return &m
 }

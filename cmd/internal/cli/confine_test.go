@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestConfineWithoutLandlock pretends a kernel without Landlock (and one
+// with an ABI too old) through the wt_testseams build of wt-exec, which the
+// shipped binary is not: require refuses with CONFINEMENT_UNAVAILABLE
+// (exit 125, nothing runs), auto says so once and runs the command
+// unconfined, off says nothing.
+func TestConfineWithoutLandlock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	t.Parallel()
+	bin := buildTagged(t, "wt-exec", "wt_testseams")
+	adminBin := buildTagged(t, "wt-admin", "wt_testseams")
+	top := t.TempDir()
+	repo := filepath.Join(top, "repo")
+	git(t, top, "init", "-q", "-b", "main", repo)
+	git(t, repo, "commit", "-q", "--allow-empty", "-m", "init")
+	w1 := filepath.Join(top, "w1")
+	for _, args := range [][]string{{"init", "--no-hooks"}, {"allocate", "--task", "T-1", "--owner", "alice", w1}} {
+		if out, code := admin(t, adminBin, repo, "", args...); code != 0 {
+			t.Fatalf("%v: %d %s", args, code, out)
+		}
+	}
+	run := func(abi string, args ...string) (string, int) {
+		cmd := exec.Command(bin, append([]string{"-C", w1}, args...)...)
+		cmd.Env = append(os.Environ(), "WT_TEST_LANDLOCK_ABI="+abi)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	marker := filepath.Join(top, "ran")
+	out, code := run("0", "--confine", "--", "touch", marker)
+	if code != 125 || !strings.Contains(out, "refused: CONFINEMENT_UNAVAILABLE: wt-exec cannot confine the command: this kernel has no Landlock") ||
+		!strings.Contains(out, "hint: run it unconfined with wt-exec --no-confine") {
+		t.Fatalf("require without Landlock: %d %s", code, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran although confinement was required and unavailable")
+	}
+	out, code = run("2", "--confine", "--", "true")
+	if code != 125 || !strings.Contains(out, "Landlock ABI 2 is older than 3") {
+		t.Fatalf("require with ABI 2: %d %s", code, out)
+	}
+	if out, code := admin(t, adminBin, repo, "", "policy", "--confine", "auto"); code != 0 {
+		t.Fatalf("policy: %d %s", code, out)
+	}
+	out, code = run("0", "--", "touch", marker)
+	if code != 0 || strings.Count(out, "warning: the command runs unconfined (confine auto): CONFINEMENT_UNAVAILABLE") != 1 {
+		t.Fatalf("auto without Landlock: %d %s", code, out)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("auto did not run the command")
+	}
+	out, code = run("0", "--no-confine", "--", "true")
+	if code != 0 || out != "" {
+		t.Fatalf("--no-confine without Landlock: %d %q", code, out)
+	}
+	// With the real kernel (the seam unset here means the kernel's ABI),
+	// auto confines: a write outside the worktree fails.
+	outside := filepath.Join(top, "outside")
+	out, code = run(strings.TrimSpace(abiOf(t, bin, w1)), "--", "touch", outside)
+	if code == 0 || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("auto on a Landlock kernel did not confine: %d %s", code, out)
+	}
+}
+
+// abiOf is the kernel's Landlock ABI as wt-exec --explain reports it.
+func abiOf(t *testing.T, bin, dir string) string {
+	t.Helper()
+	out, err := exec.Command(bin, "-C", dir, "--confine", "--explain").CombinedOutput()
+	if err != nil {
+		t.Fatalf("explain: %v %s", err, out)
+	}
+	_, rest, ok := strings.Cut(string(out), "(Landlock ABI ")
+	if !ok {
+		t.Skipf("this kernel cannot confine: %s", out)
+	}
+	abi, _, _ := strings.Cut(rest, ")")
+	return abi
+}

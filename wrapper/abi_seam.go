@@ -1,0 +1,19 @@
+//go:build wt_testseams
+
+package wrapper
+
+import (
+	"os"
+	"strconv"
+)
+
+// landlockABI is the kernel's Landlock ABI version, or, in this test
+// build, WT_TEST_LANDLOCK_ABI when set: tests pretend a kernel without
+// Landlock (0) or with an old ABI.
+func landlockABI() int {
+	if v, ok := os.LookupEnv("WT_TEST_LANDLOCK_ABI"); ok {
+		n, _ := strconv.Atoi(v)
+		return n
+	}
+	return kernelABI()
+}

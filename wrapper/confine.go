@@ -1,0 +1,482 @@
+package wrapper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// ConfineMode says whether wt-exec confines its command with Landlock.
+type ConfineMode int
+
+// Confinement modes (the policy's off, auto and require; --confine is
+// require for one run, --no-confine off).
+const (
+	ConfineOff ConfineMode = iota
+	// ConfineAuto confines where the kernel can, and says once when it
+	// cannot.
+	ConfineAuto
+	// ConfineRequire refuses (CONFINEMENT_UNAVAILABLE) where it cannot.
+	ConfineRequire
+)
+
+// ParseConfineMode reads a policy value.
+func ParseConfineMode(s string) ConfineMode {
+	switch s {
+	case store.ConfineAuto:
+		return ConfineAuto
+	case store.ConfineRequire:
+		return ConfineRequire
+	}
+	return ConfineOff
+}
+
+// MinConfineABI is the oldest Landlock ABI wt confines with: ABI 3 is the
+// first that stops truncate(2), without which a confined command could
+// still empty another worktree's files.
+const MinConfineABI = 3
+
+// scopeABI is the first Landlock ABI that scopes signals: a confined
+// command may signal only processes of its own domain.
+const scopeABI = 6
+
+// ConfinedEnv marks a confined command's environment: a wt-exec nested in
+// it runs its command under the outer lease (it cannot write the store).
+const ConfinedEnv = "WT_CONFINED"
+
+// stageEnv hands the confining stage its work (see ConfineStage).
+const stageEnv = "WT_CONFINE_STAGE"
+
+// defaultWritable are the directories under $HOME that agents keep their
+// own state and caches in, writable by a confined command when they exist
+// (docs/decisions.md, "Confinement"). $XDG_CACHE_HOME replaces ~/.cache.
+var defaultWritable = []string{".cache", ".claude", ".codex", ".aider", ".npm", "go/pkg/mod"}
+
+// devices are the device files a confined command may open for writing
+// (and use ioctls on): the null devices and terminals.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"}
+
+// Rule is one line of a confinement: a directory and why it is writable.
+type Rule struct {
+	Path string `json:"path"`
+	Why  string `json:"why"`
+}
+
+// Confinement is the plan for one confined run.
+type Confinement struct {
+	ABI   int    `json:"abi"`
+	Rules []Rule `json:"write"`
+	// Dropped are default directories left read-only because they hold a
+	// part of the repository a confined command must not write.
+	Dropped []Rule `json:"dropped,omitempty"`
+	Signals bool   `json:"signals_scoped"`
+	TempDir string `json:"tmpdir"`
+}
+
+// Record is the confinement as the lease records it.
+func (c *Confinement) Record() *store.Confinement {
+	r := &store.Confinement{ABI: c.ABI, Devices: devices, SignalsScoped: c.Signals, TempDir: c.TempDir}
+	for _, w := range c.Rules {
+		r.Write = append(r.Write, w.Path)
+	}
+	return r
+}
+
+// PlanConfinement works out what the command may write in checkout c:
+// beneath its worktree, its own git dir, the parts of the common dir a
+// commit, fetch or push writes (objects, refs, logs, reftable), a private
+// temporary directory (tmpDir, which becomes its TMPDIR), the agents'
+// state and cache directories under $HOME that exist, and allow (the
+// policy's list and --allow-write), and the objects, refs and logs of the
+// remotes on this machine (remotes: their git dirs; a push runs
+// git-receive-pack in the command's domain). Everything else is read-only: other
+// worktrees, the wt store, the hooks, the repository's config. A directory
+// given in allow that contains or lies in a protected place is refused
+// (CONFINEMENT_CONFLICT); a default one is dropped and listed.
+func PlanConfinement(c gitrepo.Checkout, environ, allow, remotes []string, tmpDir string, abi int) (*Confinement, error) {
+	if c.Key == gitrepo.MainKey {
+		return nil, decision.New(decision.ConfinementUnavailable, "%s is the canonical checkout, whose git dir is the repository's own: wt confines commands in linked worktrees only", c.TopLevel).
+			WithHint("run the agent in a worktree of its task: wt-exec --task KEY --owner NAME -- COMMAND")
+	}
+	conf := &Confinement{ABI: abi, Signals: abi >= scopeABI, TempDir: tmpDir}
+	conf.Rules = append(conf.Rules, Rule{c.TopLevel, "the worktree"}, Rule{c.GitDir, "its git dir: index, HEAD, its reflog"})
+	for _, d := range []struct{ name, why string }{
+		{"objects", "objects a commit or fetch adds"},
+		{"refs", "branch and remote-tracking refs (the gate still judges each update)"},
+		{"logs", "reflogs"},
+		{"reftable", "refs, in a reftable repository"},
+	} {
+		p := filepath.Join(c.CommonDir, d.name)
+		if _, err := os.Lstat(p); err == nil {
+			conf.Rules = append(conf.Rules, Rule{p, d.why})
+		}
+	}
+	conf.Rules = append(conf.Rules, Rule{tmpDir, "its private TMPDIR, removed when it ends"})
+	protected, err := protectedPlaces(c)
+	if err != nil {
+		return nil, err
+	}
+	for _, gitDir := range remotes {
+		if clash := conflict(gitDir, protected); clash != "" {
+			conf.Dropped = append(conf.Dropped, Rule{gitDir, "a remote that holds " + clash})
+			continue
+		}
+		for _, d := range []string{"objects", "refs", "logs", "reftable"} {
+			if _, err := os.Lstat(filepath.Join(gitDir, d)); err == nil {
+				conf.Rules = append(conf.Rules, Rule{filepath.Join(gitDir, d), "a push into the local remote " + gitDir})
+			}
+		}
+	}
+	home, cache := envValue(environ, "HOME"), envValue(environ, "XDG_CACHE_HOME")
+	var defaults []string
+	if home != "" && filepath.IsAbs(home) {
+		for _, d := range defaultWritable {
+			if d == ".cache" && cache != "" {
+				continue
+			}
+			defaults = append(defaults, filepath.Join(home, d))
+		}
+	}
+	if cache != "" && filepath.IsAbs(cache) {
+		defaults = append(defaults, cache)
+	}
+	for _, d := range defaults {
+		if _, err := os.Stat(d); err != nil {
+			continue
+		}
+		if clash := conflict(d, protected); clash != "" {
+			conf.Dropped = append(conf.Dropped, Rule{d, "holds " + clash})
+			continue
+		}
+		conf.Rules = append(conf.Rules, Rule{d, "an agent's state or cache"})
+	}
+	for _, d := range allow {
+		if !filepath.IsAbs(d) {
+			return nil, decision.New(decision.Usage, "--allow-write %s is not an absolute path", d).WithHint("name the directory by its absolute path")
+		}
+		d = filepath.Clean(d)
+		if clash := conflict(d, protected); clash != "" {
+			return nil, decision.New(decision.ConfinementConflict, "%s may not be writable to a confined command: it holds or lies in %s", d, clash).
+				WithHint("allow a directory that holds no worktree and nothing of the repository's git dir")
+		}
+		conf.Rules = append(conf.Rules, Rule{d, "allowed (policy or --allow-write)"})
+	}
+	return conf, nil
+}
+
+// protectedPlaces are what a confined command must not be able to write,
+// each with what it is: the common dir, the canonical checkout, and every
+// other worktree of the repository.
+func protectedPlaces(c gitrepo.Checkout) (map[string]string, error) {
+	out := map[string]string{c.CommonDir: "the repository's git dir (store, hooks, config)"}
+	if top := filepath.Dir(c.CommonDir); filepath.Base(c.CommonDir) == ".git" {
+		out[top] = "the canonical checkout " + top
+	}
+	keys, err := gitrepo.AdminKeys(c.CommonDir)
+	if err != nil {
+		return nil, decision.Wrap(decision.PathStateUnknown, err, "list the worktrees of %s", c.CommonDir)
+	}
+	for path, key := range keys {
+		if key != c.Key {
+			out[path] = "the worktree " + path
+		}
+	}
+	return out, nil
+}
+
+// conflict names the protected place that dir contains or lies in, or "".
+func conflict(dir string, protected map[string]string) string {
+	var names []string
+	for p := range protected {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		if within(p, dir) || within(dir, p) {
+			return protected[p]
+		}
+	}
+	return ""
+}
+
+// within reports whether path is dir or lies beneath it.
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
+func envValue(environ []string, name string) string {
+	for i := len(environ) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(environ[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Explain is the confinement in words, one rule a line.
+func (c *Confinement) Explain(worktree string) []string {
+	out := []string{fmt.Sprintf("confinement of %s (Landlock ABI %d)", worktree, c.ABI), "  read     everywhere"}
+	for _, r := range c.Rules {
+		out = append(out, fmt.Sprintf("  write    %s  (%s)", r.Path, r.Why))
+	}
+	out = append(out, "  devices  "+strings.Join(devices, " "))
+	for _, r := range c.Dropped {
+		out = append(out, fmt.Sprintf("  not      %s  (%s)", r.Path, r.Why))
+	}
+	if c.Signals {
+		out = append(out, "  signals  only to processes the command started")
+	} else {
+		out = append(out, fmt.Sprintf("  signals  not scoped (Landlock ABI %d < %d)", c.ABI, scopeABI))
+	}
+	return append(out, "  everything else is read-only: other worktrees, the wt store, the hooks, the repository's config")
+}
+
+// stageSpec is what wt-exec hands its confining stage.
+type stageSpec struct {
+	Path    string   `json:"path"`
+	Args    []string `json:"args"`
+	Write   []string `json:"write"`
+	Signals bool     `json:"signals"`
+}
+
+// stage returns the program, arguments and environment that run the
+// command at path with args under the confinement: wt-exec's own binary,
+// which applies it and then execs the command (ConfineStage). Go's
+// ForkExec runs no code between fork and exec, so the restriction is
+// applied by the next program instead; it costs one exec of wt-exec.
+func (c *Confinement) stage(self, path string, args, env []string) (string, []string, []string, error) {
+	spec := stageSpec{Path: path, Args: args, Signals: c.Signals}
+	for _, r := range c.Rules {
+		spec.Write = append(spec.Write, r.Path)
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	env = append(withoutVar(withoutVar(env, "TMPDIR"), ConfinedEnv), "TMPDIR="+c.TempDir, ConfinedEnv+"=1", stageEnv+"="+string(b))
+	return self, []string{"wt-exec"}, env, nil
+}
+
+func withoutVar(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// ConfineStage is the confining stage: when wt-exec was started as one
+// (WT_CONFINE_STAGE in its environment), it restricts itself with Landlock
+// and execs the command, and never returns. Otherwise it returns at once.
+// main calls it first.
+func ConfineStage() {
+	v, ok := os.LookupEnv(stageEnv)
+	if !ok {
+		return
+	}
+	var spec stageSpec
+	if err := json.Unmarshal([]byte(v), &spec); err != nil || spec.Path == "" || len(spec.Args) == 0 {
+		stageFail(125, decision.New(decision.ConfinementUnavailable, "the confining stage got no command to run"))
+	}
+	if err := restrict(spec); err != nil {
+		stageFail(125, decision.Wrap(decision.ConfinementUnavailable, err, "apply the Landlock confinement"))
+	}
+	env := withoutVar(os.Environ(), stageEnv)
+	err := unix.Exec(spec.Path, spec.Args, env)
+	code := 126
+	if errors.Is(err, fs.ErrNotExist) {
+		code = 127
+	}
+	d, _ := decision.As(execError(spec.Path, err))
+	stageFail(code, d)
+}
+
+func stageFail(code int, err *decision.Error) {
+	fmt.Fprintf(os.Stderr, "wt-exec: refused: %s: %s\n", err.Code, err.Message)
+	if err.Hint != "" {
+		fmt.Fprintf(os.Stderr, "wt-exec: hint: %s\n", err.Hint)
+	}
+	os.Exit(code)
+}
+
+// restrict applies the confinement to this process (all its threads) and
+// everything it will start: reads everywhere, writes only beneath the
+// directories given and to the device files, and signals only within the
+// domain where the kernel scopes them.
+//
+// It is one ruleset, not paths then scopes: a domain that handles no file
+// right still denies every link and rename across directories (Landlock's
+// "refer" is denied by default), which would break git's object writes.
+// Networking is not restricted, and of the IPC scopes only signals are.
+func restrict(spec stageSpec) error {
+	cfg := landlock.V7
+	cfg.HandledAccessNet = 0
+	cfg.Scoped = 0
+	if spec.Signals {
+		cfg.Scoped = landlock.ScopedSet(llsys.ScopeSignal)
+	}
+	dev := landlock.AccessFSSet(llsys.AccessFSReadFile | llsys.AccessFSWriteFile | llsys.AccessFSIoctlDev)
+	return cfg.BestEffort().Restrict(
+		landlock.RODirs("/"),
+		landlock.RWDirs(spec.Write...).WithRefer().WithIoctlDev().IgnoreIfMissing(),
+		landlock.PathAccess(dev, devices...).IgnoreIfMissing(),
+	)
+}
+
+// kernelABI is the kernel's Landlock ABI version, 0 when it has none.
+func kernelABI() int {
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
+// mkTempDir makes the private TMPDIR of a confined command.
+func mkTempDir() (string, error) {
+	d, err := os.MkdirTemp("", "wt-exec-tmp-")
+	if err != nil {
+		return "", decision.Wrap(decision.Internal, err, "make a private TMPDIR")
+	}
+	return d, nil
+}
+
+// confinementRefusal is CONFINEMENT_UNAVAILABLE for a kernel whose Landlock
+// ABI is below MinConfineABI (0: none).
+func confinementRefusal(abi int) *decision.Error {
+	why := "this kernel has no Landlock (not built in, or not enabled at boot: lsm=landlock)"
+	if abi > 0 {
+		why = fmt.Sprintf("this kernel's Landlock ABI %d is older than %d, the first that stops truncate(2)", abi, MinConfineABI)
+	}
+	return decision.New(decision.ConfinementUnavailable, "wt-exec cannot confine the command: %s", why).
+		WithHint("run it unconfined with wt-exec --no-confine, or set the policy to auto: wt-admin policy --confine auto")
+}
+
+// confinement decides whether this run's command is confined, and plans
+// it: nil when the mode (the policy's, or --confine/--no-confine) is off,
+// or auto on a kernel that cannot (said once through Notify). require on
+// such a kernel refuses.
+func (s *supervisor) confinement(c gitrepo.Checkout, pol store.Policy) (*Confinement, error) {
+	mode := ParseConfineMode(pol.ConfineMode())
+	if s.opts.Confine != nil {
+		mode = *s.opts.Confine
+	}
+	if mode == ConfineOff {
+		return nil, nil
+	}
+	abi := landlockABI()
+	if abi < MinConfineABI {
+		d := confinementRefusal(abi)
+		if mode == ConfineRequire {
+			return nil, d
+		}
+		s.opts.Notify("the command runs unconfined (confine auto): " + d.Error())
+		return nil, nil
+	}
+	if s.tmpDir == "" {
+		d, err := mkTempDir()
+		if err != nil {
+			return nil, err
+		}
+		s.tmpDir = d
+	}
+	conf, err := PlanConfinement(c, s.opts.Environ, append(append([]string{}, pol.ConfineAllow...), s.opts.AllowWrite...), localRemotes(s.repo.Git), s.tmpDir, abi)
+	if err != nil && mode == ConfineAuto && decision.CodeOf(err) == decision.ConfinementUnavailable {
+		s.opts.Notify("the command runs unconfined (confine auto): " + err.Error())
+		return nil, nil
+	}
+	return conf, err
+}
+
+// removeTempDir removes a confined command's private TMPDIR once it and
+// everything it started have ended.
+func (s *supervisor) removeTempDir() {
+	if s.tmpDir != "" {
+		if err := os.RemoveAll(s.tmpDir); err != nil {
+			s.opts.Notify("the private TMPDIR " + s.tmpDir + " could not be removed: " + err.Error())
+		}
+		s.tmpDir = ""
+	}
+}
+
+// Explain plans the confinement of a run in opts.Dir as wt-exec would,
+// without taking a lease or running anything, and says it in words. The
+// policy comes from the caller (mode and allow list).
+func Explain(opts Options, pol store.Policy) ([]string, error) {
+	dir := opts.Dir
+	if dir == "" {
+		dir = "."
+	}
+	c, err := gitrepo.Locate(dir)
+	if err != nil {
+		return nil, err
+	}
+	g, err := gitrepo.Discover(context.Background(), dir)
+	if err != nil {
+		return nil, err
+	}
+	mode := ParseConfineMode(pol.ConfineMode())
+	if opts.Confine != nil {
+		mode = *opts.Confine
+	}
+	abi := landlockABI()
+	head := []string{fmt.Sprintf("mode %s (policy %s)", [...]string{"off", "auto", "require"}[mode], pol.ConfineMode())}
+	if abi < MinConfineABI {
+		return append(head, "this kernel cannot confine: "+confinementRefusal(abi).Message), nil
+	}
+	conf, err := PlanConfinement(c, opts.Environ, append(append([]string{}, pol.ConfineAllow...), opts.AllowWrite...), localRemotes(g), filepath.Join(os.TempDir(), "wt-exec-tmp-XXXXXXXX"), abi)
+	if err != nil {
+		return nil, err
+	}
+	return append(head, conf.Explain(c.TopLevel)...), nil
+}
+
+// localRemotes are the git dirs of the repository's remotes that are on
+// this machine: a URL that is an absolute path or a file:// URL naming a
+// repository (bare, or a checkout's .git).
+func localRemotes(g *gitrepo.Repo) []string {
+	out, err := g.Git(context.Background(), true, "config", "--get-regexp", `^remote\..*\.(url|pushurl)$`)
+	if err != nil {
+		return nil // no remotes (git exits 1), or none it can read: nothing local
+	}
+	var dirs []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		_, url, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		url = strings.TrimPrefix(url, "file://")
+		if !filepath.IsAbs(url) {
+			continue
+		}
+		dir := filepath.Clean(url)
+		if _, err := os.Stat(filepath.Join(dir, "objects")); err != nil {
+			dir = filepath.Join(dir, ".git")
+			if _, err := os.Stat(filepath.Join(dir, "objects")); err != nil {
+				continue
+			}
+		}
+		if real, err := filepath.EvalSymlinks(dir); err == nil && !seen[real] {
+			seen[real] = true
+			dirs = append(dirs, real)
+		}
+	}
+	return dirs
+}
