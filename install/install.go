@@ -64,9 +64,12 @@ func HooksDir(ctx context.Context, dir string) (hooks string, inTree bool, err e
 }
 
 // Status reads the hooks in dir.
-func Status(dir string) (Result, error) {
+func Status(dir string) (Result, error) { return StatusOf(dir, Hooks) }
+
+// StatusOf reads the named hooks in dir.
+func StatusOf(dir string, hooks []string) (Result, error) {
 	res := Result{HooksDir: dir}
-	for _, h := range Hooks {
+	for _, h := range hooks {
 		st, err := stateOf(dir, h)
 		if err != nil {
 			return res, err
@@ -103,7 +106,10 @@ func stateOf(dir, hook string) (HookState, error) {
 // HOOK.wt-chained) and the shim runs it first with the same arguments and
 // stdin. A shim of any shipped version is rewritten in place. Running it
 // twice changes nothing the second time.
-func Install(dir, bin string) (Result, error) {
+func Install(dir, bin string) (Result, error) { return InstallOf(dir, bin, Hooks) }
+
+// InstallOf is Install for the named hooks (ServerHooks on a remote).
+func InstallOf(dir, bin string, hooks []string) (Result, error) {
 	res := Result{HooksDir: dir}
 	if !filepath.IsAbs(bin) {
 		return res, decision.New(decision.Usage, "the wt-hook binary path %q is not absolute", bin)
@@ -116,7 +122,7 @@ func Install(dir, bin string) (Result, error) {
 		return res, err
 	}
 	defer unlock()
-	for _, h := range Hooks {
+	for _, h := range hooks {
 		unchained, err := unchainShim(dir, h)
 		if err != nil {
 			return res, err
@@ -165,17 +171,20 @@ func Install(dir, bin string) (Result, error) {
 // Uninstall removes wt's shims and puts each kept foreign hook back under
 // its own name, byte for byte (a rename). Foreign hooks that wt did not
 // replace are left alone.
-func Uninstall(dir string) (Result, error) {
+func Uninstall(dir string) (Result, error) { return UninstallOf(dir, Hooks) }
+
+// UninstallOf is Uninstall for the named hooks.
+func UninstallOf(dir string, hooks []string) (Result, error) {
 	res := Result{HooksDir: dir}
 	if _, err := os.Stat(dir); os.IsNotExist(err) {
-		return Status(dir)
+		return StatusOf(dir, hooks)
 	}
 	unlock, err := lockDir(dir)
 	if err != nil {
 		return res, err
 	}
 	defer unlock()
-	for _, h := range Hooks {
+	for _, h := range hooks {
 		if _, err := unchainShim(dir, h); err != nil {
 			return res, err
 		}

@@ -21,6 +21,10 @@ var shims embed.FS
 // switch to reference-transaction, so it is reported after the fact.
 var Hooks = []string{"pre-commit", "pre-push", "reference-transaction", "post-checkout"}
 
+// ServerHooks are the hooks wt installs in a remote that fences task
+// branches (wt-hook install --server; shim v3 on).
+var ServerHooks = []string{"pre-receive"}
+
 // Version is the shim version install writes.
 const Version = 3
 

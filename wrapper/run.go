@@ -3,6 +3,7 @@ package wrapper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
@@ -351,7 +353,31 @@ func childEnv(environ []string, g lease.Grant) []string {
 			out = append(out, kv)
 		}
 	}
-	return append(out, g.Env()...)
+	out = append(out, g.Env()...)
+	if f := g.Lease.Fleet; f != nil && g.Policy.FleetServerFence {
+		out = withPushOption(out, fleet.FenceToken(g.Allocation.TaskKey, f.Revision))
+	}
+	return out
+}
+
+// withPushOption adds a push option to every git push of the command,
+// through git's GIT_CONFIG_COUNT/KEY/VALUE (appended to any the caller
+// set; not twice).
+func withPushOption(env []string, option string) []string {
+	n := 0
+	if v := envValue(env, "GIT_CONFIG_COUNT"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			return env // git refuses the caller's own value; do not hide that
+		}
+	}
+	for i := 0; i < n; i++ {
+		if envValue(env, fmt.Sprintf("GIT_CONFIG_KEY_%d", i)) == "push.pushOption" && envValue(env, fmt.Sprintf("GIT_CONFIG_VALUE_%d", i)) == option {
+			return env
+		}
+	}
+	env = withoutVar(env, "GIT_CONFIG_COUNT")
+	return append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=push.pushOption", n), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, option), fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+1))
 }
 
 // runNested runs the command of a wt-exec nested in a confined command:

@@ -27,6 +27,8 @@ type PolicyChange struct {
 	// Fleet mode: Coordinator none or etcd; EtcdEndpoints comma-separated
 	// URLs; FleetTTL a duration; FleetRemote a git remote name.
 	Coordinator, EtcdEndpoints, FleetTTL, FleetRemote *string
+	// FleetServerFence is on or off.
+	FleetServerFence *string
 	// Confine is off, auto or require; ConfineAllow comma-separated
 	// absolute directories ("" clears the list).
 	Confine, ConfineAllow *string
@@ -35,7 +37,7 @@ type PolicyChange struct {
 func (c PolicyChange) empty() bool {
 	return c.PublicationBranch == nil && c.Enforcement == nil && c.Unmanaged == nil && c.MaxActive == nil &&
 		c.Coordinator == nil && c.EtcdEndpoints == nil && c.FleetTTL == nil && c.FleetRemote == nil &&
-		c.Confine == nil && c.ConfineAllow == nil
+		c.Confine == nil && c.ConfineAllow == nil && c.FleetServerFence == nil
 }
 
 // InitResult is what init did.
@@ -242,13 +244,24 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 			next.ConfineAllow = append(next.ConfineAllow, filepath.Clean(p))
 		}
 	}
+	if v := c.FleetServerFence; v != nil {
+		switch *v {
+		case "on":
+			next.FleetServerFence = true
+		case "off":
+			next.FleetServerFence = false
+		default:
+			return pol, nil, decision.New(decision.InvalidPolicy, "fleet-server-fence %q is not on or off", *v).
+				WithHint("pass --fleet-server-fence on (the remote runs wt-hook install --server) or off")
+		}
+	}
 	if err := next.ValidateFleet(); err != nil {
 		return pol, nil, decision.New(decision.InvalidPolicy, "%v", err).
 			WithHint("fleet mode: wt-admin policy --coordinator etcd --etcd-endpoints http://HOST:2379[,...] [--fleet-ttl 10s] [--fleet-remote origin]; --coordinator none turns it off")
 	}
 	if next.Coordinator == store.CoordinatorNone {
 		// Off: nothing of the fleet configuration is kept.
-		next.EtcdEndpoints, next.FleetTTL, next.FleetRemote = nil, "", ""
+		next.EtcdEndpoints, next.FleetTTL, next.FleetRemote, next.FleetServerFence = nil, "", "", false
 	}
 	add := func(field, from, to string) {
 		if from != to {
@@ -265,6 +278,7 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 	add("etcd_endpoints", strings.Join(pol.EtcdEndpoints, ","), strings.Join(next.EtcdEndpoints, ","))
 	add("fleet_ttl", pol.FleetTTL, next.FleetTTL)
 	add("fleet_remote", pol.FleetRemote, next.FleetRemote)
+	add("fleet_server_fence", onOff(pol.FleetServerFence), onOff(next.FleetServerFence))
 	add("publication_branch", pol.PublicationBranch, next.PublicationBranch)
 	add("enforcement", pol.Enforcement, next.Enforcement)
 	add("unmanaged", pol.Unmanaged, next.Unmanaged)
@@ -324,4 +338,11 @@ func (r *Repo) SetPolicy(ctx context.Context, change PolicyChange) (PolicyResult
 		err = r.Store.Write(fn)
 	}
 	return res, err
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -83,6 +84,16 @@ type Entry struct {
 
 // Prefix is the key space of one remote.
 func Prefix(remoteID string) string { return "wt/" + remoteID + "/tasks/" }
+
+// FenceOption is the push option that carries a task's fencing token to a
+// remote that checks it: "wt-fence=<task>@<revision>", the create revision
+// of the task's fleet key when the pusher's wt-exec took it.
+const FenceOption = "wt-fence"
+
+// FenceToken is the push option for task at revision.
+func FenceToken(task string, revision int64) string {
+	return fmt.Sprintf("%s=%s@%d", FenceOption, task, revision)
+}
 
 // Key is the fleet key of a task.
 func Key(remoteID, taskKey string) string { return Prefix(remoteID) + taskKey }

@@ -75,6 +75,10 @@ type Policy struct {
 	// FleetRemote is the git remote whose URL names the key space
 	// (default origin).
 	FleetRemote string `json:"fleet_remote,omitempty"`
+	// FleetServerFence is set when the fleet remote checks fencing tokens
+	// itself (wt-hook install --server): wt-exec then gives every git push
+	// its command makes the task's token as a push option.
+	FleetServerFence bool `json:"fleet_server_fence,omitempty"`
 	// Confine is wt-exec's Landlock confinement of its command: off (or
 	// absent), auto or require. ConfineAllow lists more directories a
 	// confined command may write beneath (absolute paths).

@@ -24,6 +24,7 @@ func policyFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "etcd-endpoints", Usage: "fleet mode: etcd client URLs, comma-separated"},
 		&ucli.StringFlag{Name: "fleet-ttl", Usage: "fleet mode: TTL of a task's fleet lease (default 10s)"},
 		&ucli.StringFlag{Name: "fleet-remote", Usage: "fleet mode: the git remote whose URL names the task keys (default origin)"},
+		&ucli.StringFlag{Name: "fleet-server-fence", Usage: "fleet mode: on when the remote checks fencing tokens (wt-hook install --server there); every push then carries its token"},
 		&ucli.StringFlag{Name: "confine", Usage: "wt-exec confines its command with Landlock: off, auto (where the kernel can) or require"},
 		&ucli.StringFlag{Name: "confine-allow", Usage: "more directories a confined command may write beneath: /ABS/DIR[,/ABS/DIR] (\"\" clears)"},
 	}
@@ -34,7 +35,7 @@ func policyChange(c *ucli.Context) alloc.PolicyChange {
 		Enforcement: optString(c, "enforcement"), Unmanaged: optString(c, "unmanaged"), MaxActive: optString(c, "max-active"),
 		Coordinator: optString(c, "coordinator"), EtcdEndpoints: optString(c, "etcd-endpoints"),
 		FleetTTL: optString(c, "fleet-ttl"), FleetRemote: optString(c, "fleet-remote"),
-		Confine: optString(c, "confine"), ConfineAllow: optString(c, "confine-allow")}
+		Confine: optString(c, "confine"), ConfineAllow: optString(c, "confine-allow"), FleetServerFence: optString(c, "fleet-server-fence")}
 }
 
 func (e *env) initCommand() *ucli.Command {
@@ -120,7 +121,11 @@ func printPolicy(w io.Writer, p store.Policy) {
 	fmt.Fprintf(tw, "max_active\t%s\n", max)
 	if p.FleetOn() {
 		ttl, _ := p.FleetTTLDuration()
-		fmt.Fprintf(tw, "coordinator\tetcd at %s (fleet lease TTL %s, key space from remote %s)\n", strings.Join(p.EtcdEndpoints, ","), ttl, p.FleetRemoteName())
+		fence := ""
+		if p.FleetServerFence {
+			fence = "; the remote checks fencing tokens"
+		}
+		fmt.Fprintf(tw, "coordinator\tetcd at %s (fleet lease TTL %s, key space from remote %s%s)\n", strings.Join(p.EtcdEndpoints, ","), ttl, p.FleetRemoteName(), fence)
 	} else {
 		fmt.Fprintf(tw, "coordinator\tnone\n")
 	}

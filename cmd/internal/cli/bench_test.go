@@ -95,6 +95,9 @@ func BenchmarkExecWrap(b *testing.B) {
 		{"flock", []string{"flock", lockFile, "/bin/true"}},
 		{"tini", []string{"tini", "-s", "--", "/bin/true"}},
 		{"wt-exec/allocations=10", []string{wtexec, "-C", small[0], "--", "/bin/true"}},
+		// The same with Landlock confinement: one more exec (the confining
+		// stage) and the ruleset.
+		{"wt-exec/confine", []string{wtexec, "-C", small[0], "--confine", "--", "/bin/true"}},
 		{"wt-exec/allocations=10000", []string{wtexec, "-C", large[0], "--", "/bin/true"}},
 		{"wt-exec/fleet-etcd", []string{wtexec, "-C", fleetWorktree(b), "--", "/bin/true"}},
 	}
@@ -491,4 +494,54 @@ func BenchmarkWaitersIdle(b *testing.B) {
 	b.StopTimer()
 	used := float64(ticks()-before) / 100 // USER_HZ is 100 on Linux
 	b.ReportMetric(100*used/time.Since(t0).Seconds()/float64(len(waiters)), "waiter-cpu-%")
+}
+
+// BenchmarkFencedPush is `git push` of a new commit to a task branch of a
+// bare remote on this machine, side by side: a plain remote, and one with
+// wt's server fence (wt-hook install --server), whose pre-receive checks
+// the push's fencing token against a real etcd through wt-fleet. Each op
+// pushes one commit to each; the per-push times are ns/push-plain and
+// ns/push-fenced, and fenced/plain is their ratio.
+func BenchmarkFencedPush(b *testing.B) {
+	hookBin, fleetBin := shipped(b, "wt-hook"), shipped(b, "wt-fleet")
+	b.Setenv("WT_FLEET_BIN", fleetBin)
+	ep := etcdtest.Start(b)
+	top := b.TempDir()
+	plain, fenced, work := filepath.Join(top, "plain.git"), filepath.Join(top, "fenced.git"), filepath.Join(top, "work")
+	git(b, top, "init", "-q", "--bare", plain)
+	git(b, top, "init", "-q", "--bare", fenced)
+	// The plain remote takes push options too, so both pushes are the same.
+	git(b, plain, "config", "receive.advertisePushOptions", "true")
+	git(b, top, "init", "-q", "-b", "main", work)
+	git(b, work, "commit", "-q", "--allow-empty", "-m", "init")
+	install := exec.Command(hookBin, "install", "--server", "--etcd-endpoints", ep, "--key-space", "bench")
+	install.Dir = fenced
+	if out, err := install.CombinedOutput(); err != nil {
+		b.Fatalf("install --server: %v\n%s", err, out)
+	}
+	// The task's fleet key, as a wt-exec would hold it: its create
+	// revision is the token.
+	rev := etcdtest.PutKey(b, ep, "wt/bench/tasks/T-1")
+	token := fmt.Sprintf("wt-fence=T-1@%d", rev)
+	var plainNS, fencedNS time.Duration
+	push := func(remote string) time.Duration {
+		git(b, work, "commit", "-q", "--allow-empty", "-m", "work")
+		t0 := time.Now()
+		git(b, work, "push", "-q", "-o", token, remote, "HEAD:refs/heads/wt/T-1")
+		return time.Since(t0)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%2 == 0 {
+			plainNS += push(plain)
+			fencedNS += push(fenced)
+		} else {
+			fencedNS += push(fenced)
+			plainNS += push(plain)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(plainNS.Nanoseconds())/float64(b.N), "ns/push-plain")
+	b.ReportMetric(float64(fencedNS.Nanoseconds())/float64(b.N), "ns/push-fenced")
+	b.ReportMetric(float64(fencedNS)/float64(plainNS), "fenced/plain")
 }

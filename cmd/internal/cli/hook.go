@@ -18,7 +18,7 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 	return Run("wt-hook", func(e *env) *ucli.App {
 		return &ucli.App{
 			Usage:     "git hooks that admit commits and pushes only from the live writer",
-			UsageText: "wt-hook install [--force] [--binary PATH] | uninstall | status | check [PATH] | run pre-commit | run pre-push REMOTE URL | run reference-transaction STATE | run post-checkout PREV NEW FLAG",
+			UsageText: "wt-hook install [--force] [--binary PATH] | uninstall | status | check [PATH] | run pre-commit | run pre-push REMOTE URL | run reference-transaction STATE | run post-checkout PREV NEW FLAG\n   wt-hook install --server --etcd-endpoints URL[,URL] (--remote-url URL | --key-space ID) [--branch-prefix wt/] | uninstall --server | status --server",
 			Flags:     []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print one JSON object"}},
 			Commands: []*ucli.Command{
 				{
@@ -40,6 +40,11 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 					Flags: []ucli.Flag{
 						&ucli.BoolFlag{Name: "force", Usage: "install even when the hooks dir lies inside the working tree"},
 						&ucli.StringFlag{Name: "binary", Usage: "record `PATH` (absolute) as the wt-hook binary the shims run (default: this binary)"},
+						serverFlag,
+						&ucli.StringFlag{Name: "etcd-endpoints", Usage: "with --server: the fleet's etcd client URLs, comma-separated"},
+						&ucli.StringFlag{Name: "remote-url", Usage: "with --server: the URL clients use for this remote (it names the fleet's key space)"},
+						&ucli.StringFlag{Name: "key-space", Usage: "with --server: the key space itself, instead of --remote-url"},
+						&ucli.StringFlag{Name: "branch-prefix", Value: hooks.DefaultBranchPrefix, Usage: "with --server: task branches are refs/heads/PREFIX<task>"},
 					},
 					Action: e.hooksAction("install", decision.HooksInstalled, "wt's shims are in ", func(c *ucli.Context, dir string, inTree bool) (install.Result, error) {
 						if inTree && !c.Bool("force") {
@@ -56,6 +61,7 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 				{
 					Name:  "uninstall",
 					Usage: "remove wt's shims and put back the hooks that were there",
+					Flags: []ucli.Flag{serverFlag},
 					Action: e.hooksAction("uninstall", decision.HooksUninstalled, "wt's shims are gone from ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
 						return install.Uninstall(dir)
 					}),
@@ -63,6 +69,7 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 				{
 					Name:  "status",
 					Usage: "show the hooks git runs: wt's shims, foreign hooks and what they chain",
+					Flags: []ucli.Flag{serverFlag},
 					Action: e.hooksAction("status", decision.HooksShown, "hooks in ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
 						return install.Status(dir)
 					}),
@@ -110,6 +117,13 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 									return nil
 								}
 								return d
+							}),
+						},
+						{
+							Name:  "pre-receive",
+							Usage: "in a fenced remote: refuse a task branch update whose push carries no current fencing token (ref lines on stdin)",
+							Action: e.action("run pre-receive", 0, func(c *ucli.Context) error {
+								return preReceive()
 							}),
 						},
 						{
@@ -213,6 +227,9 @@ func (e *env) warnVerdict(v hooks.Verdict) {
 // dir, runs fn on it and prints the hooks it leaves.
 func (e *env) hooksAction(name, code, reason string, fn func(c *ucli.Context, dir string, inTree bool) (install.Result, error)) ucli.ActionFunc {
 	return e.action(name, 0, func(c *ucli.Context) error {
+		if c.Bool("server") {
+			return e.serverHooks(c, name, code, reason)
+		}
 		dir, inTree, err := install.HooksDir(c.Context, ".")
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@
 package etcdtest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -98,4 +100,26 @@ func Serve(dir string, clientPort, peerPort int, ready func()) error {
 	}
 	e.Close()
 	return err
+}
+
+// PutKey writes key (value "held") in the etcd at endpoint and returns its
+// create revision: a fleet key as a holder would have it, for tests and
+// benchmarks of what checks it.
+func PutKey(t testing.TB, endpoint, key string) int64 {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.Put(ctx, key, "held"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Get(ctx, key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("read back %s: %v", key, err)
+	}
+	return resp.Kvs[0].CreateRevision
 }

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/hooks"
+	"github.com/wt-tool/wt/install"
+)
+
+var serverFlag = &ucli.BoolFlag{Name: "server", Usage: "the fence of a remote repository (run inside it): a pre-receive hook that checks each task branch push's fencing token in etcd"}
+
+// serverResult is what install/uninstall/status --server show.
+type serverResult struct {
+	install.Result
+	GitDir string             `json:"git_dir"`
+	Fence  *hooks.ServerFence `json:"fence"`
+}
+
+// serverRepo finds the repository (bare or not) that holds the current
+// directory: its git dir and the hooks dir git uses there.
+func serverRepo(ctx context.Context) (gitDir, hooksDir string, err error) {
+	out, err := exec.CommandContext(ctx, "git", "rev-parse", "--absolute-git-dir", "--git-path", "hooks").Output()
+	if err != nil {
+		return "", "", decision.Wrap(decision.NotAGitRepository, err, "this directory is not in a git repository").
+			WithHint("run wt-hook install --server inside the remote repository (e.g. cd /srv/git/app.git)")
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		return "", "", decision.New(decision.GitFailed, "git rev-parse answered %q", out)
+	}
+	gitDir, hooksDir = lines[0], lines[1]
+	if !filepath.IsAbs(hooksDir) {
+		// git answers relative to the current directory.
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", "", decision.Wrap(decision.Internal, err, "find the current directory")
+		}
+		hooksDir = filepath.Join(wd, hooksDir)
+	}
+	return gitDir, hooksDir, nil
+}
+
+// readFence reads the fence configured in the repository at gitDir.
+func readFence(ctx context.Context, gitDir string) (hooks.ServerFence, bool) {
+	out, _ := exec.CommandContext(ctx, "git", "--git-dir", gitDir, "config", "--get-regexp", `^wt\.fence\.`).Output() // none configured: git exits 1
+	return hooks.ParseServerFence(string(out))
+}
+
+func gitConfig(ctx context.Context, gitDir string, args ...string) error {
+	out, err := exec.CommandContext(ctx, "git", append([]string{"--git-dir", gitDir, "config"}, args...)...).CombinedOutput()
+	if err != nil {
+		return decision.Wrap(decision.GitFailed, err, "git config %s: %s", strings.Join(args, " "), strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// serverHooks is install, uninstall and status with --server.
+func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
+	ctx := c.Context
+	gitDir, hooksDir, err := serverRepo(ctx)
+	if err != nil {
+		return err
+	}
+	var res install.Result
+	switch name {
+	case "install":
+		f, err := fenceFromFlags(c)
+		if err != nil {
+			return err
+		}
+		bin, err := hookBinary(c.String("binary"))
+		if err != nil {
+			return err
+		}
+		for _, kv := range [][2]string{{"receive.advertisePushOptions", "true"}, {hooks.FenceEndpointsKey, strings.Join(f.Endpoints, ",")},
+			{hooks.FenceKeySpaceKey, f.KeySpace}, {hooks.FencePrefixKey, f.BranchPrefix}} {
+			if err := gitConfig(ctx, gitDir, kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+		res, err = install.InstallOf(hooksDir, bin, install.ServerHooks)
+		if err != nil {
+			return err
+		}
+	case "uninstall":
+		if res, err = install.UninstallOf(hooksDir, install.ServerHooks); err != nil {
+			return err
+		}
+		if _, ok := readFence(ctx, gitDir); ok {
+			if err := gitConfig(ctx, gitDir, "--remove-section", "wt.fence"); err != nil {
+				return err
+			}
+		}
+	default:
+		if res, err = install.StatusOf(hooksDir, install.ServerHooks); err != nil {
+			return err
+		}
+	}
+	out := serverResult{Result: res, GitDir: gitDir}
+	if f, ok := readFence(ctx, gitDir); ok {
+		out.Fence = &f
+	}
+	return e.success(code, reason+hooksDir+" (server fence)", out, nil, func(w io.Writer) {
+		printHooks(w, e.bin, res)
+		if out.Fence == nil {
+			fmt.Fprintf(w, "fence: not configured in %s\n", gitDir)
+			return
+		}
+		f := out.Fence
+		fmt.Fprintf(w, "fence: task branches refs/heads/%s<task>; tokens checked against etcd at %s under %s\n", f.BranchPrefix, strings.Join(f.Endpoints, ","), fleet.Prefix(f.KeySpace))
+	})
+}
+
+// fenceFromFlags is install --server's configuration.
+func fenceFromFlags(c *ucli.Context) (hooks.ServerFence, error) {
+	f := hooks.ServerFence{BranchPrefix: c.String("branch-prefix")}
+	for _, e := range strings.Split(c.String("etcd-endpoints"), ",") {
+		if e = strings.TrimSpace(e); e == "" {
+			continue
+		}
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return f, usageErr("--etcd-endpoints %q is not an http(s)://host:port URL without credentials", e)
+		}
+		f.Endpoints = append(f.Endpoints, e)
+	}
+	if len(f.Endpoints) == 0 {
+		return f, usageErr("install --server needs --etcd-endpoints URL[,URL]")
+	}
+	switch {
+	case c.IsSet("remote-url") == c.IsSet("key-space"):
+		return f, usageErr("install --server needs one of --remote-url URL (as clients name this remote) or --key-space ID")
+	case c.IsSet("remote-url"):
+		f.KeySpace = fleet.RemoteID(c.String("remote-url"))
+	default:
+		f.KeySpace = c.String("key-space")
+	}
+	if strings.ContainsAny(f.KeySpace, "/ \t\n") || f.KeySpace == "" {
+		return f, usageErr("--key-space %q is not a key space id", f.KeySpace)
+	}
+	if strings.HasPrefix(f.BranchPrefix, "refs/") || strings.ContainsAny(f.BranchPrefix, " \t\n") {
+		return f, usageErr("--branch-prefix %q: give the part after refs/heads/, e.g. wt/", f.BranchPrefix)
+	}
+	return f, nil
+}
+
+// preReceive is the fenced remote's pre-receive hook: git runs it in the
+// remote repository with the pushed ref lines on stdin; its refusal reaches
+// the pusher as remote: lines.
+func preReceive() error {
+	f, ok := readFence(context.Background(), ".")
+	if !ok {
+		// Installed but not configured: fail closed for task branches.
+		f = hooks.ServerFence{BranchPrefix: hooks.DefaultBranchPrefix}
+		return hooks.PreReceive(f, os.Stdin, hooks.PushOptions(os.Getenv), func(context.Context, string, int64) error {
+			return decision.New(decision.FleetUnreachable, "the fence of this remote is not configured (wt.fence.endpoints, wt.fence.keyspace)").
+				WithHint("configure it: wt-hook install --server --etcd-endpoints URL --remote-url URL")
+		})
+	}
+	check, err := hooks.FenceChecker(f)
+	if err != nil {
+		return err
+	}
+	return hooks.PreReceive(f, os.Stdin, hooks.PushOptions(os.Getenv), check)
+}
