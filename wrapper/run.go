@@ -79,6 +79,9 @@ type Options struct {
 	// directories a confined command may write beneath.
 	Confine    *ConfineMode
 	AllowWrite []string
+	// Verbose reports, through Notify, what wt-exec does without (a cgroup
+	// it may not make).
+	Verbose bool
 	// Nested runs the command under a lease an ancestor holds, without
 	// touching the store: a wt-exec inside a confined command (which may
 	// not write the store), once its caller proved the entitlement.
@@ -185,6 +188,11 @@ func Run(opts Options) (Result, error) {
 			if opts.Granted != nil {
 				opts.Granted(g)
 			}
+			name := "wt-exec-" + strconv.Itoa(os.Getpid())
+			if g.Lease.LeaseID != "" {
+				name = "wt-lease-" + g.Lease.LeaseID
+			}
+			s.prepareCgroup(name)
 			return s.launch(path, childEnv(opts.Environ, g), conf)
 		})
 		return err
@@ -213,6 +221,7 @@ func Run(opts Options) (Result, error) {
 		}
 		s.releaseFleet()
 		s.removeTempDir()
+		s.dropCgroup()
 		return res, err
 	}
 	if opts.Started != nil {
@@ -227,6 +236,7 @@ func Run(opts Options) (Result, error) {
 	}
 	s.releaseFleet()
 	s.removeTempDir()
+	s.dropCgroup()
 	return res, nil
 }
 

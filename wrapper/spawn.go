@@ -29,7 +29,7 @@ func (s *supervisor) start(path string, argv, env []string) (restore func(), err
 		// Setpgid: the child leads a new group, so signals reach all of it
 		// with kill(-pid) and the terminal can be handed to it alone.
 		attr.Sys = &syscall.SysProcAttr{Setpgid: true}
-		pid, err := syscall.ForkExec(path, argv, attr)
+		pid, err := s.forkExec(path, argv, attr)
 		if err != nil {
 			return restore, execError(path, err)
 		}
@@ -68,7 +68,7 @@ func (s *supervisor) start(path string, argv, env []string) (restore func(), err
 	// terminal is the pty (fd 0 in the child). Its group is its pid, so no
 	// Setpgid, which would conflict with Setsid.
 	attr.Sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	pid, err := syscall.ForkExec(path, argv, attr)
+	pid, err := s.forkExec(path, argv, attr)
 	tty.Close() // Best effort: only the child needs its side now; EIO on ptmx then means every holder is gone.
 	if err != nil {
 		ptmx.Close() // Best effort: unused.
@@ -158,4 +158,24 @@ func execError(path string, err error) error {
 	}
 	return decision.Wrap(decision.CommandNotRunnable, err, "%s", path).
 		WithHint("check that %s is an executable file with a valid #! line", shell.Word(path))
+}
+
+// forkExec starts the child, in the command's cgroup when there is one
+// (clone3 into it: the child is never outside). A kernel that refuses the
+// cgroup gets the child without one, as before cgroups.
+func (s *supervisor) forkExec(path string, argv []string, attr *syscall.ProcAttr) (int, error) {
+	if s.cg == nil {
+		return syscall.ForkExec(path, argv, attr)
+	}
+	attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, s.cg.fd
+	pid, err := syscall.ForkExec(path, argv, attr)
+	if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) {
+		return pid, err
+	}
+	if s.opts.Verbose {
+		s.opts.Notify("no cgroup for the command: the kernel refused to start it in " + s.cg.path + ": " + err.Error())
+	}
+	s.dropCgroup()
+	attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
+	return syscall.ForkExec(path, argv, attr)
 }

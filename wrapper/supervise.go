@@ -30,6 +30,8 @@ type supervisor struct {
 	grant *lease.Grant
 	// tmpDir is a confined command's private TMPDIR ("" when unconfined).
 	tmpDir string
+	// cg is the command's cgroup (nil where wt-exec could make none).
+	cg *leaseCgroup
 
 	sigs    chan os.Signal
 	restore func() // gives the terminal back its settings
@@ -152,7 +154,11 @@ func (s *supervisor) launch(path string, env []string, conf *Confinement) (*stor
 	if err != nil {
 		return nil, nil // Gone already: there is no group to record.
 	}
-	return &store.ChildGroup{PID: s.pid, StartTicks: st.StartTicks}, nil
+	child := &store.ChildGroup{PID: s.pid, StartTicks: st.StartTicks}
+	if s.cg != nil {
+		child.Cgroup = s.cg.path
+	}
+	return child, nil
 }
 
 // abort stops a child whose lease could not be written, and reaps it.
@@ -251,6 +257,7 @@ func (s *supervisor) signal(sig os.Signal) {
 // left to reap. A second SIGINT or SIGTERM to wt-exec skips the grace.
 func (s *supervisor) cleanup() {
 	if s.reap() {
+		s.cleanupCgroup()
 		s.drainOutput()
 		return
 	}
@@ -278,6 +285,7 @@ func (s *supervisor) cleanup() {
 			}
 		}
 	}
+	s.cleanupCgroup()
 	s.drainOutput()
 }
 

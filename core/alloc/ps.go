@@ -16,6 +16,7 @@ const (
 	RelChild      = "child group"
 	RelDescendant = "descendant"
 	RelCarrier    = "carries WT_LEASE_ID"
+	RelCgroup     = "in its cgroup"
 	RelUser       = "user"
 )
 
@@ -96,6 +97,15 @@ func (r *Repo) Ps(ctx context.Context, path string) (PsResult, error) {
 			if c := l.Child; c != nil {
 				for _, m := range s.GroupMembers(c.PID, c.StartTicks) {
 					add(m, RelChild, nil)
+				}
+				if c.Cgroup != "" {
+					members, err := s.CgroupMembers(c.Cgroup)
+					if err != nil {
+						return res, decision.Wrap(decision.Internal, err, "read the cgroup %s of the lease of %s", c.Cgroup, row.Path)
+					}
+					for _, m := range members {
+						add(m, RelCgroup, nil)
+					}
 				}
 			}
 			for _, pid := range s.CarryingEnv(liveness.LeaseEnv, l.LeaseID) {

@@ -274,6 +274,7 @@ func endLease(r *alloc.Repo, tx *store.Tx, a store.Allocation, l store.Lease, na
 	if err := tx.RemoveLease(a.AllocationID); err != nil {
 		return nil, err
 	}
+	removeCgroup(l)
 	if _, err := gitrepo.RemoveLock(r.Git.CommonDir, a.WorktreeKey, Reason(l)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, decision.Wrap(decision.Internal, err, "unlock worktree %s", l.WorktreePath)
 	}

@@ -380,6 +380,7 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 		}
 		prev := existing
 		g.Previous = &prev
+		removeCgroup(prev)
 		l = newLease(repo, a, c, req, now)
 		g.Code, g.Owned = decision.WriterLeaseTakenOver, true
 	default:
@@ -694,3 +695,14 @@ var actor = sync.OnceValue(func() proc.Identity {
 	}
 	return id
 })
+
+// removeCgroup removes the cgroup a dead lease's wt-exec made for its
+// command, which nobody else removes when that wt-exec was killed. Only an
+// empty cgroup can be removed, and a lease is ended only when nothing of it
+// runs, so this never takes anything from a live process; it is best
+// effort (a cgroup still there costs nothing but a directory).
+func removeCgroup(l store.Lease) {
+	if l.Child != nil && l.Child.Cgroup != "" {
+		_ = os.Remove(l.Child.Cgroup) // Best effort: see above.
+	}
+}

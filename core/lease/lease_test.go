@@ -62,6 +62,8 @@ type fakeEvidence struct {
 	carriers map[string][]int
 }
 
+func (f *fakeEvidence) CgroupMembers(string) ([]int, error) { return nil, nil }
+
 func (f *fakeEvidence) BootID() (string, error) {
 	if f.bootErr != nil {
 		return "", f.bootErr

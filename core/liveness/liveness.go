@@ -65,6 +65,9 @@ type Evidence interface {
 	GroupMembers(leader int, leaderTicks uint64) []int
 	PathsInUse(dir string) ([]proc.Use, error)
 	CarryingEnv(name, value string) []int
+	// CgroupMembers lists the processes in a cgroup (v2 directory); an
+	// error is never evidence that it is empty.
+	CgroupMembers(dir string) ([]int, error)
 }
 
 // LeaseEnv is the variable that marks a lease's processes (SPEC §6.5).
@@ -107,6 +110,18 @@ func Alive(ev Evidence, h proc.Holder, child *store.ChildGroup, skip ...int) str
 	if child != nil {
 		if n := len(without(ev.GroupMembers(child.PID, child.StartTicks), skip)); n > 0 {
 			return fmt.Sprintf("%d process(es) remain in its child's process group (leader pid %d)", n, child.PID)
+		}
+		if child.Cgroup != "" {
+			// No process can leave a cgroup on its own: a daemon that
+			// started its own session, scrubbed its environment and left
+			// the worktree is still here.
+			pids, err := ev.CgroupMembers(child.Cgroup)
+			if err != nil {
+				return fmt.Sprintf("its command's cgroup %s cannot be read (%v), so it cannot be proven empty", child.Cgroup, err)
+			}
+			if n := len(without(pids, skip)); n > 0 {
+				return fmt.Sprintf("%d process(es) remain in its command's cgroup %s", n, child.Cgroup)
+			}
 		}
 	}
 	return ""

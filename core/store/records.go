@@ -151,6 +151,10 @@ type Registration struct {
 type ChildGroup struct {
 	PID        int    `json:"pid"`
 	StartTicks uint64 `json:"start_ticks"`
+	// Cgroup is the cgroup v2 directory wt-exec made for the command
+	// ("" where it could make none): every process the command starts
+	// stays in it, whatever session, group or environment it takes.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // Lease is leases/<allocation_id>.json: the live process that may write now.

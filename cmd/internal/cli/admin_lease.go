@@ -157,6 +157,9 @@ func printLease(w io.Writer, l store.Lease) {
 	if f := l.Fleet; f != nil {
 		fmt.Fprintf(w, "  fleet\tkey %s, revision %d (etcd at %s, TTL %s)\n", f.Key, f.Revision, strings.Join(f.Endpoints, ","), f.TTL)
 	}
+	if l.Child != nil && l.Child.Cgroup != "" {
+		fmt.Fprintf(w, "  cgroup\t%s\n", l.Child.Cgroup)
+	}
 	if l.Confined != nil {
 		fmt.Fprintf(w, "  confined\t%s\n", clean(confinedText(l.Confined)))
 	}

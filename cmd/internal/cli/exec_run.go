@@ -160,6 +160,7 @@ func execOptions(c *ucli.Context, e *env) (wrapper.Options, error) {
 		return opts, decision.New(decision.InvalidHolder, "--ttl %s: a lease ttl must be positive", opts.TTL).
 			WithHint("pass --ttl with a positive duration, e.g. --ttl 10m, or leave it out for no expiry")
 	}
+	opts.Verbose = c.Bool("verbose")
 	opts.Wait, opts.Timeout = c.Bool("wait"), c.Duration("timeout")
 	opts.Waiting = func(msg string) { fmt.Fprintf(e.stderr, "wt-exec: waiting: %s\n", clean(msg)) }
 	if c.IsSet("timeout") && (!opts.Wait || opts.Timeout <= 0) {

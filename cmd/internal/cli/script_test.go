@@ -17,6 +17,7 @@ import (
 
 	"github.com/wt-tool/wt/cmd/internal/fleetcli"
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
+	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/wrapper"
 )
 
@@ -150,6 +151,22 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
+		// [cgroup]: this process may make a cgroup v2 beneath its own, as
+		// wt-exec does for its command (root, or a delegated subtree).
+		Condition: func(cond string) (bool, error) {
+			if cond != "cgroup" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			own, err := proc.OwnCgroup()
+			if err != nil {
+				return false, nil
+			}
+			probe := filepath.Join(own, fmt.Sprintf("wt-probe-%d", os.Getpid()))
+			if err := os.Mkdir(probe, 0o755); err != nil {
+				return false, nil
+			}
+			return true, os.Remove(probe)
+		},
 		Setup: func(e *testscript.Env) error {
 			home := filepath.Join(e.WorkDir, ".home")
 			if err := os.MkdirAll(home, 0o755); err != nil {
