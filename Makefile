@@ -11,6 +11,11 @@ BENCHCOUNT ?= 5
 # (about 1 ms). urfave_cli_no_docs drops urfave/cli's man-page and markdown generators
 # (and their markdown library, whose init costs ~0.9 ms at every start).
 TAGS    ?= urfave_cli_no_docs
+# The version every binary reports (--version, wt-admin version): git
+# describe of this checkout; a build without make falls back to what the Go
+# toolchain records (module version, or VCS revision and dirty flag).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS := -X github.com/wt-tool/wt/cmd/internal/cli.stamped=$(VERSION)
 
 .PHONY: all build install demo test lint bench fuzz clean
 
@@ -18,7 +23,7 @@ all: build
 
 build:
 	@mkdir -p bin
-	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -o bin/ ./cmd/wt-exec ./cmd/wt-hook ./cmd/wt-admin ./cmd/wt-fleet
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o bin/ ./cmd/wt-exec ./cmd/wt-hook ./cmd/wt-admin ./cmd/wt-fleet
 
 install: build
 	@install -d "$(DESTDIR)$(BINDIR)" 2>/dev/null && [ -w "$(DESTDIR)$(BINDIR)" ] || { \

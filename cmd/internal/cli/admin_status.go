@@ -145,11 +145,11 @@ func (e *env) versionCommand() *ucli.Command {
 		Usage: "tool version, JSON schema version, store layout version, known decision codes",
 		Flags: []ucli.Flag{jsonFlag},
 		Action: e.action("version", 0, func(c *ucli.Context) error {
-			res := map[string]any{"tool_version": Version, "json_schema_version": JSONSchemaVersion,
+			res := map[string]any{"tool_version": Version(), "json_schema_version": JSONSchemaVersion,
 				"store_layout_version": store.LayoutVersion, "record_schema_version": store.SchemaVersion,
 				"decision_codes": decision.Codes()}
-			return e.success(decision.VersionShown, "wt "+Version, res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "wt %s (json schema %d, store layout %d, record schema %d)\n", Version, JSONSchemaVersion, store.LayoutVersion, store.SchemaVersion)
+			return e.success(decision.VersionShown, "wt "+Version(), res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "wt %s (json schema %d, store layout %d, record schema %d)\n", Version(), JSONSchemaVersion, store.LayoutVersion, store.SchemaVersion)
 				fmt.Fprintf(w, "decision codes: %d known (wt-admin version --json lists them)\n", len(decision.Codes()))
 			})
 		}),

@@ -248,7 +248,7 @@ func (e *env) grantJSON(g lease.Grant) {
 		reason = fmt.Sprintf("role %s takes no writer lease (%s)", g.Role, decision.DedicatedRoleGate)
 	}
 	dec["code"], dec["reason"] = g.Code, reason
-	e.writeJSONOut(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version,
+	e.writeJSONOut(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version(),
 		"command": "wt-exec", "ok": true, "decision": dec, "warnings": []string{}})
 }
 

@@ -16,9 +16,6 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 )
 
-// Version is the tool version reported by every binary.
-const Version = "0.1.0"
-
 // JSONSchemaVersion is the version of the --json envelope.
 const JSONSchemaVersion = 1
 
@@ -77,7 +74,7 @@ func Run(bin string, build func(*env) *ucli.App, args []string, stdout, stderr i
 	}
 	app := build(e)
 	app.Name = bin
-	app.Version = Version
+	app.Version = Version()
 	app.Writer, app.ErrWriter = stdout, stderr
 	app.HideHelpCommand = true
 	app.ExitErrHandler = func(*ucli.Context, error) {} // main owns the exit
@@ -144,7 +141,7 @@ func (e *env) report(err error) int {
 				errObj[k] = v
 			}
 		}
-		env := map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version,
+		env := map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version(),
 			"command": e.command, "ok": false, "error": errObj, "warnings": []string{}}
 		if e.jsonOut != nil {
 			e.writeJSONOut(env)
@@ -204,7 +201,7 @@ func (e *env) success(code, reason string, result any, warnings []string, human 
 		}
 		dec["code"] = code
 		dec["reason"] = reason
-		e.writeJSON(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version,
+		e.writeJSON(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version(),
 			"command": e.command, "ok": true, "decision": dec, "warnings": warnings})
 		return nil
 	}
