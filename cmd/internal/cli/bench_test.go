@@ -95,9 +95,6 @@ func BenchmarkExecWrap(b *testing.B) {
 		{"flock", []string{"flock", lockFile, "/bin/true"}},
 		{"tini", []string{"tini", "-s", "--", "/bin/true"}},
 		{"wt-exec/allocations=10", []string{wtexec, "-C", small[0], "--", "/bin/true"}},
-		// The same with Landlock confinement: one more exec (the confining
-		// stage) and the ruleset.
-		{"wt-exec/confine", []string{wtexec, "-C", small[0], "--confine", "--", "/bin/true"}},
 		{"wt-exec/allocations=10000", []string{wtexec, "-C", large[0], "--", "/bin/true"}},
 		{"wt-exec/fleet-etcd", []string{wtexec, "-C", fleetWorktree(b), "--", "/bin/true"}},
 	}
@@ -164,10 +161,18 @@ func BenchmarkExecContention8(b *testing.B) {
 }
 
 // shipped builds a command of this module the way `make build` does.
-func shipped(b *testing.B, name string) string {
+func shipped(b *testing.B, name string) string { return shippedPkg(b, name, "github.com/wt-tool/wt/cmd/"+name) }
+
+// floor builds one of the floor programs of bench/floor, as static as
+// the shipped binaries.
+func floor(b *testing.B, name string) string {
+	return shippedPkg(b, "floor-"+name, "github.com/wt-tool/wt/bench/floor/"+name)
+}
+
+func shippedPkg(b *testing.B, name, pkg string) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), name)
-	cmd := exec.Command("go", "build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", bin, "github.com/wt-tool/wt/cmd/"+name)
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", bin, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
@@ -200,6 +205,13 @@ func BenchmarkCommitHooks(b *testing.B) {
 		variants = append(variants, &variant{name: name, dir: wts[0]})
 	}
 	add("no-hooks", func(string, string) {})
+	// The gate floor: git's three hook calls per commit as sh shims, the
+	// pre-commit one exec'ing a static Go program that only exits 0.
+	exit0 := floor(b, "exit0")
+	add("floor", func(_, hooksDir string) {
+		os.WriteFile(filepath.Join(hooksDir, "pre-commit"), []byte("#!/bin/sh\nexec "+exit0+"\n"), 0o755)
+		os.WriteFile(filepath.Join(hooksDir, "reference-transaction"), []byte("#!/bin/sh\nexit 0\n"), 0o755)
+	})
 	add("shell-exit0", func(_, hooksDir string) {
 		os.WriteFile(filepath.Join(hooksDir, "pre-commit"), []byte("#!/bin/sh\nexit 0\n"), 0o755)
 	})
@@ -264,6 +276,9 @@ func BenchmarkCommitHooks(b *testing.B) {
 		b.ReportMetric(per[v.name], "ns/commit-"+v.name)
 	}
 	added := func(name string) float64 { return per[name] - per["no-hooks"] }
+	if added("floor") > 0 {
+		b.ReportMetric(added("wt")/added("floor"), "wt-added/floor-added")
+	}
 	if added("shell-exit0") > 0 {
 		b.ReportMetric(added("wt")/added("shell-exit0"), "wt-added/shell-added")
 	}
@@ -544,4 +559,45 @@ func BenchmarkFencedPush(b *testing.B) {
 	b.ReportMetric(float64(plainNS.Nanoseconds())/float64(b.N), "ns/push-plain")
 	b.ReportMetric(float64(fencedNS.Nanoseconds())/float64(b.N), "ns/push-fenced")
 	b.ReportMetric(float64(fencedNS)/float64(plainNS), "fenced/plain")
+}
+
+// BenchmarkExecFloor runs `X /bin/true` for the wrapper floor (a static Go
+// program that runs its arguments in a new process group and waits) and
+// wt-exec on a governed worktree, unconfined and confined, interleaved in
+// one run; the per-run times are ns/run-*, and what each adds to
+// /bin/true is compared with what the floor adds (wt-added/floor-added,
+// confine-added/floor-added).
+func BenchmarkExecFloor(b *testing.B) {
+	wtexec, wrapper := shippedExec(b), floor(b, "wrapper")
+	_, wts := benchRepo(b, 1, 9)
+	variants := []struct {
+		name string
+		argv []string
+	}{
+		{"true", []string{"/bin/true"}},
+		{"floor", []string{wrapper, "/bin/true"}},
+		{"wt-exec", []string{wtexec, "-C", wts[0], "--", "/bin/true"}},
+		{"wt-exec-confine", []string{wtexec, "-C", wts[0], "--confine", "--", "/bin/true"}},
+	}
+	totals := make([]time.Duration, len(variants))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := range variants {
+			j := (i + k) % len(variants)
+			t0 := time.Now()
+			runOnce(b, variants[j].argv[0], variants[j].argv[1:]...)
+			totals[j] += time.Since(t0)
+		}
+	}
+	b.StopTimer()
+	per := map[string]float64{}
+	for j, v := range variants {
+		per[v.name] = float64(totals[j].Nanoseconds()) / float64(b.N)
+		b.ReportMetric(per[v.name], "ns/run-"+v.name)
+	}
+	floorAdded := per["floor"] - per["true"]
+	if floorAdded > 0 {
+		b.ReportMetric((per["wt-exec"]-per["true"])/floorAdded, "wt-added/floor-added")
+		b.ReportMetric((per["wt-exec-confine"]-per["true"])/floorAdded, "confine-added/floor-added")
+	}
 }

@@ -22,6 +22,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Under the race detector every process sleeps a second at exit
+	// (GORACE atexit_sleep_ms, default 1000, a grace for other threads'
+	// reports), and these tests start thousands of processes of this
+	// binary: that sleep was most of make test's time. Race reports are
+	// printed when a race is found, not at exit, so none is lost.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	testscript.Main(m, map[string]func(){
 		"wt-admin": func() { os.Exit(Admin(os.Args[1:], os.Stdout, os.Stderr)) },
 		"wt-exec": func() {
@@ -173,6 +179,7 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			e.Setenv("HOME", home)
+			e.Setenv("GORACE", os.Getenv("GORACE"))
 			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 			e.Setenv("GIT_AUTHOR_NAME", "wt test")
 			e.Setenv("GIT_AUTHOR_EMAIL", "test@wt.invalid")
