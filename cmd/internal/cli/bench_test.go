@@ -161,7 +161,9 @@ func BenchmarkExecContention8(b *testing.B) {
 }
 
 // shipped builds a command of this module the way `make build` does.
-func shipped(b *testing.B, name string) string { return shippedPkg(b, name, "github.com/wt-tool/wt/cmd/"+name) }
+func shipped(b *testing.B, name string) string {
+	return shippedPkg(b, name, "github.com/wt-tool/wt/cmd/"+name)
+}
 
 // floor builds one of the floor programs of bench/floor, as static as
 // the shipped binaries.
