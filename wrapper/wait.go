@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -50,15 +51,25 @@ func joinQueue(root, key string) (*waitQueue, error) {
 		return nil, decision.Wrap(decision.Internal, err, "read the boot clock")
 	}
 	q.name = fmt.Sprintf("%020d-%010d", ts.Nano(), os.Getpid())
-	f, err := os.OpenFile(filepath.Join(q.dir, q.name), os.O_CREATE|os.O_EXCL|os.O_RDWR|unix.O_NOFOLLOW, 0o644)
+	// The ticket appears in the line already locked: made under a hidden
+	// name, locked, then renamed. A ticket seen unlocked is a dead
+	// waiter's, and whoever sees it removes it.
+	hidden := filepath.Join(q.dir, ".new-"+q.name)
+	f, err := os.OpenFile(hidden, os.O_CREATE|os.O_EXCL|os.O_RDWR|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, decision.Wrap(decision.StoreNotWritable, err, "take a ticket in %s", q.dir)
 	}
-	q.f = f
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		q.leave()
-		return nil, decision.Wrap(decision.Internal, err, "lock the ticket %s", f.Name())
+		f.Close()
+		os.Remove(hidden) // Best effort: never in the line.
+		return nil, decision.Wrap(decision.Internal, err, "lock the ticket %s", hidden)
 	}
+	if err := os.Rename(hidden, filepath.Join(q.dir, q.name)); err != nil {
+		f.Close()
+		os.Remove(hidden) // Best effort: never in the line.
+		return nil, decision.Wrap(decision.StoreNotWritable, err, "take a ticket in %s", q.dir)
+	}
+	q.f = f
 	if q.inotify, err = unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK); err != nil {
 		q.leave()
 		return nil, decision.Wrap(decision.Internal, err, "watch the wait queue")
@@ -84,7 +95,9 @@ func (q *waitQueue) ahead() int {
 	}
 	names := make([]string, 0, len(ents))
 	for _, e := range ents {
-		names = append(names, e.Name())
+		if !strings.HasPrefix(e.Name(), ".") { // a ticket being made
+			names = append(names, e.Name())
+		}
 	}
 	sort.Strings(names)
 	n := 0
@@ -140,7 +153,7 @@ func (q *waitQueue) sleep(ctx context.Context, deadline time.Time) {
 // leave gives the ticket back.
 func (q *waitQueue) leave() {
 	if q.f != nil {
-		os.Remove(q.f.Name()) // Best effort: a ticket nobody locks is stale anyway.
+		os.Remove(filepath.Join(q.dir, q.name)) // Best effort: a ticket nobody locks is stale anyway.
 		q.f.Close()
 		q.f = nil
 	}

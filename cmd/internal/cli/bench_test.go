@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -465,10 +466,24 @@ func BenchmarkWaitersIdle(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { holder.Process.Signal(syscall.SIGTERM); holder.Wait() }()
+	// The waiters start once the holder holds the lease (else one of them
+	// would take it and not wait).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if l, ok := readLease(b, wts[0]); ok && l.Child != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the holder did not take the lease")
+		}
+	}
 	queue := filepath.Join(repo, ".git", "wt", "waiters", "w0")
 	var waiters []*exec.Cmd
+	var stderrs []*bytes.Buffer
 	for i := 0; i < 10; i++ {
 		w := exec.Command(bin, "-C", wts[0], "--wait", "--", "true")
+		var errb bytes.Buffer
+		w.Stderr = &errb
+		stderrs = append(stderrs, &errb)
 		if err := w.Start(); err != nil {
 			b.Fatal(err)
 		}
@@ -485,6 +500,9 @@ func BenchmarkWaitersIdle(b *testing.B) {
 			break
 		}
 		if time.Now().After(deadline) {
+			for _, e := range stderrs {
+				b.Log(e.String())
+			}
 			b.Fatal("the waiters did not queue")
 		}
 	}

@@ -1,0 +1,55 @@
+package wrapper
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// TestQueueTicketsNeverLost joins many waiters at once while each looks at
+// the line: no live waiter's ticket is ever taken for a dead one's and
+// removed (a ticket used to be visible, unlocked, between its creation and
+// its flock), and the line holds every waiter, in arrival order.
+func TestQueueTicketsNeverLost(t *testing.T) {
+	root := t.TempDir()
+	os.Mkdir(filepath.Join(root, "leases"), 0o755)
+	const n = 16
+	for round := 0; round < 20; round++ {
+		key := "w" + string(rune('a'+round))
+		qs := make([]*waitQueue, n)
+		var wg sync.WaitGroup
+		for i := range qs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				q, err := joinQueue(root, key)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				qs[i] = q
+				q.ahead() // looks at the line while others are joining
+			}()
+		}
+		wg.Wait()
+		ents, err := os.ReadDir(filepath.Join(root, "waiters", key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) != n {
+			t.Fatalf("round %d: %d tickets in the line, want %d", round, len(ents), n)
+		}
+		seen := map[int]bool{}
+		for _, q := range qs {
+			a := q.ahead()
+			if seen[a] {
+				t.Fatalf("round %d: two waiters are at place %d", round, a)
+			}
+			seen[a] = true
+		}
+		for _, q := range qs {
+			q.leave()
+		}
+	}
+}
