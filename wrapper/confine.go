@@ -1,7 +1,6 @@
 package wrapper
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -396,7 +395,7 @@ func (s *supervisor) confinement(c gitrepo.Checkout, pol store.Policy) (*Confine
 		}
 		s.tmpDir = d
 	}
-	conf, err := PlanConfinement(c, s.opts.Environ, append(append([]string{}, pol.ConfineAllow...), s.opts.AllowWrite...), localRemotes(s.repo.Git), s.tmpDir, abi)
+	conf, err := PlanConfinement(c, s.opts.Environ, append(append([]string{}, pol.ConfineAllow...), s.opts.AllowWrite...), localRemotes(c.CommonDir), s.tmpDir, abi)
 	if err != nil && mode == ConfineAuto && decision.CodeOf(err) == decision.ConfinementUnavailable {
 		s.opts.Notify("the command runs unconfined (confine auto): " + err.Error())
 		return nil, nil
@@ -427,10 +426,6 @@ func Explain(opts Options, pol store.Policy) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := gitrepo.Discover(context.Background(), dir)
-	if err != nil {
-		return nil, err
-	}
 	mode := ParseConfineMode(pol.ConfineMode())
 	if opts.Confine != nil {
 		mode = *opts.Confine
@@ -440,7 +435,7 @@ func Explain(opts Options, pol store.Policy) ([]string, error) {
 	if abi < MinConfineABI {
 		return append(head, "this kernel cannot confine: "+confinementRefusal(abi).Message), nil
 	}
-	conf, err := PlanConfinement(c, opts.Environ, append(append([]string{}, pol.ConfineAllow...), opts.AllowWrite...), localRemotes(g), filepath.Join(os.TempDir(), "wt-exec-tmp-XXXXXXXX"), abi)
+	conf, err := PlanConfinement(c, opts.Environ, append(append([]string{}, pol.ConfineAllow...), opts.AllowWrite...), localRemotes(c.CommonDir), filepath.Join(os.TempDir(), "wt-exec-tmp-XXXXXXXX"), abi)
 	if err != nil {
 		return nil, err
 	}
@@ -448,20 +443,35 @@ func Explain(opts Options, pol store.Policy) ([]string, error) {
 }
 
 // localRemotes are the git dirs of the repository's remotes that are on
-// this machine: a URL that is an absolute path or a file:// URL naming a
-// repository (bare, or a checkout's .git).
-func localRemotes(g *gitrepo.Repo) []string {
-	out, err := g.Git(context.Background(), true, "config", "--get-regexp", `^remote\..*\.(url|pushurl)$`)
+// this machine: a url or pushurl of a [remote "..."] section of the
+// repository's config that is an absolute path or a file:// URL naming a
+// repository (bare, or a checkout's .git). The config file is read
+// directly, not through git (which would cost a process at every confined
+// start); remotes defined through include files are not seen, which only
+// leaves such a remote read-only to the command (a push to it then fails
+// with Permission denied).
+func localRemotes(commonDir string) []string {
+	b, err := os.ReadFile(filepath.Join(commonDir, "config"))
 	if err != nil {
-		return nil // no remotes (git exits 1), or none it can read: nothing local
+		return nil
 	}
 	var dirs []string
 	seen := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		_, url, ok := strings.Cut(line, " ")
-		if !ok {
+	inRemote := false
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			inRemote = strings.HasPrefix(line, `[remote "`)
 			continue
 		}
+		k, v, ok := strings.Cut(line, "=")
+		if !inRemote || !ok {
+			continue
+		}
+		if k = strings.ToLower(strings.TrimSpace(k)); k != "url" && k != "pushurl" {
+			continue
+		}
+		url := strings.Trim(strings.TrimSpace(v), `"`)
 		url = strings.TrimPrefix(url, "file://")
 		if !filepath.IsAbs(url) {
 			continue
