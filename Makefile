@@ -5,6 +5,7 @@ GO      ?= go
 # put it on PATH when it is not.
 PREFIX  ?= $(shell if [ -w /usr/local/bin ] || { [ ! -e /usr/local/bin ] && [ -w /usr/local ]; }; then echo /usr/local; else echo "$$HOME/.local"; fi)
 BINDIR  ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
 BINS    := wt-exec wt-hook wt-admin wt-fleet
 BENCHCOUNT ?= 5
 # CGO_ENABLED=0 makes static binaries: no dynamic loader at every start
@@ -17,7 +18,7 @@ TAGS    ?= urfave_cli_no_docs
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/wt-tool/wt/cmd/internal/cli.stamped=$(VERSION)
 
-.PHONY: all build install demo test lint bench fuzz clean
+.PHONY: all build docs install demo test lint bench fuzz clean
 
 all: build
 
@@ -25,11 +26,23 @@ build:
 	@mkdir -p bin
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o bin/ ./cmd/wt-exec ./cmd/wt-hook ./cmd/wt-admin ./cmd/wt-fleet
 
-install: build
+# Man pages and shell completions, made from the command-line definitions
+# by a generator built without urfave_cli_no_docs (the binaries keep their
+# fast start).
+docs:
+	$(GO) run ./cmd/internal/gendocs build/docs
+
+install: build docs
 	@install -d "$(DESTDIR)$(BINDIR)" 2>/dev/null && [ -w "$(DESTDIR)$(BINDIR)" ] || { \
 		echo "make install: cannot write $(DESTDIR)$(BINDIR)" >&2; \
 		echo "hint: make install PREFIX=\$$HOME/.local   (or run it as root for /usr/local)" >&2; exit 1; }
 	install -m 0755 $(addprefix bin/,$(BINS)) "$(DESTDIR)$(BINDIR)/"
+	install -d "$(DESTDIR)$(DATADIR)/man/man1" "$(DESTDIR)$(DATADIR)/bash-completion/completions" \
+		"$(DESTDIR)$(DATADIR)/zsh/site-functions" "$(DESTDIR)$(DATADIR)/fish/vendor_completions.d"
+	install -m 0644 build/docs/man/man1/*.1 "$(DESTDIR)$(DATADIR)/man/man1/"
+	install -m 0644 build/docs/completions/bash/* "$(DESTDIR)$(DATADIR)/bash-completion/completions/"
+	install -m 0644 build/docs/completions/zsh/_* "$(DESTDIR)$(DATADIR)/zsh/site-functions/"
+	install -m 0644 build/docs/completions/fish/*.fish "$(DESTDIR)$(DATADIR)/fish/vendor_completions.d/"
 	@echo "installed $(BINS) into $(DESTDIR)$(BINDIR)"
 	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "note: $(BINDIR) is not on your PATH; add it: export PATH=\"$(BINDIR):\$$PATH\"";; esac
 
@@ -70,4 +83,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzHookStdin -fuzztime 30s ./hooks/
 
 clean:
-	rm -rf bin bench.out
+	rm -rf bin build bench.out

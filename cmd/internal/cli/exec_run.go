@@ -42,94 +42,10 @@ func Exec(args []string, stdout, stderr io.Writer) int {
 // wrapper.Result.ToGroup): main ends wt-exec by it (wrapper.DieBy) before
 // it exits with the status.
 func ExecDying(args []string, stdout, stderr io.Writer) (int, unix.Signal, bool) {
-	child := -1
-	var died unix.Signal
-	var toGroup bool
-	code := Run("wt-exec", func(e *env) *ucli.App {
-		return &ucli.App{
-			Usage:     "run a command as the live writer of a governed worktree",
-			UsageText: "wt-exec [-C DIR] [--task KEY [--base REV] [--path PATH]] [--client-id ID] [--session-id ID] [--run-id ID]\n   [--holder SELECTOR] [--owner NAME] [--kind KIND] [--ttl DURATION] [--grace DURATION] [--pty | --no-pty]\n   [--wait [--timeout DURATION]] -- COMMAND [ARG...]",
-			Flags: append([]ucli.Flag{
-				&ucli.StringFlag{Name: "C", Usage: "run in `DIR` (a directory of the governed worktree)"},
-				&ucli.StringFlag{Name: "client-id", Usage: "the writer's client `ID` (default $WT_CLIENT_ID, else the command's name)"},
-				&ucli.StringFlag{Name: "session-id", Usage: "the writer's session `ID` (default $WT_SESSION_ID)"},
-				&ucli.StringFlag{Name: "run-id", Usage: "the writer's run `ID` (default $WT_RUN_ID)"},
-				&ucli.StringFlag{Name: "holder", Usage: "the lease holder: self, PID or ancestor:NAME (default: the outer wt-exec's holder, else self)"},
-				&ucli.StringFlag{Name: "owner", Usage: "refuse unless the allocation's owner is `NAME`"},
-				&ucli.StringFlag{Name: "kind", Value: wrapper.DefaultKind, Usage: "occupancy `KIND`: agent, test, preview, background or command"},
-				&ucli.DurationFlag{Name: "ttl", Usage: "lease expiry, renewed every ttl/3 while the command runs (default: none)"},
-				&ucli.DurationFlag{Name: "grace", Value: wrapper.DefaultGrace, Usage: "time between SIGTERM and SIGKILL for what the command leaves behind"},
-				&ucli.BoolFlag{Name: "pty", Usage: "give the command a new pty (default when stdin and stdout are terminals)"},
-				&ucli.BoolFlag{Name: "no-pty", Usage: "no pty: the command's group takes the terminal's foreground"},
-				&ucli.BoolFlag{Name: "verbose", Usage: "print the lease decision on stderr"},
-				&ucli.BoolFlag{Name: "confine", Usage: "confine the command with Landlock (refuse where the kernel cannot): it may write only in its worktree and what git and agents need"},
-				&ucli.BoolFlag{Name: "no-confine", Usage: "do not confine the command, whatever the policy says"},
-				&ucli.StringSliceFlag{Name: "allow-write", Usage: "with confinement, also let the command write beneath `DIR` (repeatable)"},
-				&ucli.BoolFlag{Name: "explain", Usage: "print the confinement rules this run would have, and run nothing"},
-				&ucli.StringFlag{Name: "json", Usage: "write the grant (once the command runs) or the refusal as one JSON object to `DEST`: a path, or fd:N for an open file descriptor"},
-				&ucli.BoolFlag{Name: "wait", Usage: "when a live writer holds the lease, wait for it (in line with other waiters) instead of exiting 125"},
-				&ucli.DurationFlag{Name: "timeout", Usage: "with --wait, give up after `DURATION` (exit 125, WRITER_LEASE_WAIT_TIMEOUT)"},
-			}, taskFlags()...),
-			Action: func(c *ucli.Context) error {
-				e.command = "wt-exec"
-				if c.IsSet("json") {
-					out, err := openJSONOut(c.String("json"))
-					if err != nil {
-						return err
-					}
-					e.jsonOut = out
-				}
-				if c.Bool("explain") {
-					return e.explain(c)
-				}
-				opts, err := execOptions(c, e)
-				if err != nil {
-					return err
-				}
-				if os.Getenv(wrapper.ConfinedEnv) != "" && !c.IsSet("task") {
-					// Inside a confined command: the store is read-only
-					// here, so a nested wt-exec runs under its ancestor's
-					// lease once the entitlement is proved.
-					if err := nestedEntitled(opts.Dir); err != nil {
-						return err
-					}
-					opts.Nested = true
-				}
-				if e.jsonOut != nil {
-					opts.Started = e.grantJSON
-				}
-				if c.IsSet("task") {
-					if opts.Dir, err = e.taskWorktree(c); err != nil {
-						return err
-					}
-				} else if c.IsSet("base") || c.IsSet("path") {
-					return usageErr("--base and --path go with --task")
-				}
-				opts.Granted = func(g lease.Grant) { e.tellGrant(g, c.Bool("verbose")) }
-				res, err := wrapper.Run(opts)
-				switch {
-				case err == nil:
-				case decision.CodeOf(err) == decision.CommandNotFound:
-					return &ExitError{Code: ExitExecNotFound, Err: err}
-				case decision.CodeOf(err) == decision.CommandNotRunnable:
-					return &ExitError{Code: ExitExecNotExecutable, Err: err}
-				case decision.CodeOf(err) == decision.Interrupted:
-					// Stopped by a signal before the command started: the
-					// status says so as a shell would (128+N).
-					if d, ok := decision.As(err); ok {
-						if n, ok := d.Facts["signal"].(int); ok {
-							return &ExitError{Code: 128 + n, Err: err}
-						}
-					}
-					return err
-				default:
-					return err
-				}
-				child, died, toGroup = res.Status, res.Died, res.ToGroup
-				return nil
-			},
-		}
-	}, args, stdout, stderr)
+	var out execOutcome
+	out.child = -1
+	code := Run("wt-exec", func(e *env) *ucli.App { return execApp(e, &out) }, args, stdout, stderr)
+	child, died, toGroup := out.child, out.died, out.toGroup
 	switch {
 	case child >= 0:
 		return child, died, toGroup
@@ -139,6 +55,101 @@ func ExecDying(args []string, stdout, stderr io.Writer) (int, unix.Signal, bool)
 		return ExitOK, 0, false // --help, --version
 	}
 	return ExitExecRefused, 0, false
+}
+
+// execOutcome is how the command of one wt-exec run ended: its status (-1
+// when it never ran), the signal it died of, and whether that signal is
+// for the whole terminal group.
+type execOutcome struct {
+	child   int
+	died    unix.Signal
+	toGroup bool
+}
+
+func execApp(e *env, out *execOutcome) *ucli.App {
+	return &ucli.App{
+		Usage:     "run a command as the live writer of a governed worktree",
+		UsageText: "wt-exec [-C DIR] [--task KEY [--base REV] [--path PATH]] [--client-id ID] [--session-id ID] [--run-id ID]\n   [--holder SELECTOR] [--owner NAME] [--kind KIND] [--ttl DURATION] [--grace DURATION] [--pty | --no-pty]\n   [--wait [--timeout DURATION]] -- COMMAND [ARG...]",
+		Flags: append([]ucli.Flag{
+			&ucli.StringFlag{Name: "C", Usage: "run in `DIR` (a directory of the governed worktree)"},
+			&ucli.StringFlag{Name: "client-id", Usage: "the writer's client `ID` (default $WT_CLIENT_ID, else the command's name)"},
+			&ucli.StringFlag{Name: "session-id", Usage: "the writer's session `ID` (default $WT_SESSION_ID)"},
+			&ucli.StringFlag{Name: "run-id", Usage: "the writer's run `ID` (default $WT_RUN_ID)"},
+			&ucli.StringFlag{Name: "holder", Usage: "the lease holder: self, PID or ancestor:NAME (default: the outer wt-exec's holder, else self)"},
+			&ucli.StringFlag{Name: "owner", Usage: "refuse unless the allocation's owner is `NAME`"},
+			&ucli.StringFlag{Name: "kind", Value: wrapper.DefaultKind, Usage: "occupancy `KIND`: agent, test, preview, background or command"},
+			&ucli.DurationFlag{Name: "ttl", Usage: "lease expiry, renewed every ttl/3 while the command runs (default: none)"},
+			&ucli.DurationFlag{Name: "grace", Value: wrapper.DefaultGrace, Usage: "time between SIGTERM and SIGKILL for what the command leaves behind"},
+			&ucli.BoolFlag{Name: "pty", Usage: "give the command a new pty (default when stdin and stdout are terminals)"},
+			&ucli.BoolFlag{Name: "no-pty", Usage: "no pty: the command's group takes the terminal's foreground"},
+			&ucli.BoolFlag{Name: "verbose", Usage: "print the lease decision on stderr"},
+			&ucli.BoolFlag{Name: "confine", Usage: "confine the command with Landlock (refuse where the kernel cannot): it may write only in its worktree and what git and agents need"},
+			&ucli.BoolFlag{Name: "no-confine", Usage: "do not confine the command, whatever the policy says"},
+			&ucli.StringSliceFlag{Name: "allow-write", Usage: "with confinement, also let the command write beneath `DIR` (repeatable)"},
+			&ucli.BoolFlag{Name: "explain", Usage: "print the confinement rules this run would have, and run nothing"},
+			&ucli.StringFlag{Name: "json", Usage: "write the grant (once the command runs) or the refusal as one JSON object to `DEST`: a path, or fd:N for an open file descriptor"},
+			&ucli.BoolFlag{Name: "wait", Usage: "when a live writer holds the lease, wait for it (in line with other waiters) instead of exiting 125"},
+			&ucli.DurationFlag{Name: "timeout", Usage: "with --wait, give up after `DURATION` (exit 125, WRITER_LEASE_WAIT_TIMEOUT)"},
+		}, taskFlags()...),
+		Action: func(c *ucli.Context) error {
+			e.command = "wt-exec"
+			if c.IsSet("json") {
+				out, err := openJSONOut(c.String("json"))
+				if err != nil {
+					return err
+				}
+				e.jsonOut = out
+			}
+			if c.Bool("explain") {
+				return e.explain(c)
+			}
+			opts, err := execOptions(c, e)
+			if err != nil {
+				return err
+			}
+			if os.Getenv(wrapper.ConfinedEnv) != "" && !c.IsSet("task") {
+				// Inside a confined command: the store is read-only
+				// here, so a nested wt-exec runs under its ancestor's
+				// lease once the entitlement is proved.
+				if err := nestedEntitled(opts.Dir); err != nil {
+					return err
+				}
+				opts.Nested = true
+			}
+			if e.jsonOut != nil {
+				opts.Started = e.grantJSON
+			}
+			if c.IsSet("task") {
+				if opts.Dir, err = e.taskWorktree(c); err != nil {
+					return err
+				}
+			} else if c.IsSet("base") || c.IsSet("path") {
+				return usageErr("--base and --path go with --task")
+			}
+			opts.Granted = func(g lease.Grant) { e.tellGrant(g, c.Bool("verbose")) }
+			res, err := wrapper.Run(opts)
+			switch {
+			case err == nil:
+			case decision.CodeOf(err) == decision.CommandNotFound:
+				return &ExitError{Code: ExitExecNotFound, Err: err}
+			case decision.CodeOf(err) == decision.CommandNotRunnable:
+				return &ExitError{Code: ExitExecNotExecutable, Err: err}
+			case decision.CodeOf(err) == decision.Interrupted:
+				// Stopped by a signal before the command started: the
+				// status says so as a shell would (128+N).
+				if d, ok := decision.As(err); ok {
+					if n, ok := d.Facts["signal"].(int); ok {
+						return &ExitError{Code: 128 + n, Err: err}
+					}
+				}
+				return err
+			default:
+				return err
+			}
+			out.child, out.died, out.toGroup = res.Status, res.Died, res.ToGroup
+			return nil
+		},
+	}
 }
 
 func execOptions(c *ucli.Context, e *env) (wrapper.Options, error) {

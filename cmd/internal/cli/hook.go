@@ -15,131 +15,133 @@ import (
 
 // Hook runs wt-hook with args: exit 0 allow, 1 refuse, 2 usage (SPEC §7).
 func Hook(args []string, stdout, stderr io.Writer) int {
-	return Run("wt-hook", func(e *env) *ucli.App {
-		return &ucli.App{
-			Usage:     "git hooks that admit commits and pushes only from the live writer",
-			UsageText: "wt-hook install [--force] [--binary PATH] | uninstall | status | check [PATH] | run pre-commit | run pre-push REMOTE URL | run reference-transaction STATE | run post-checkout PREV NEW FLAG\n   wt-hook install --server --etcd-endpoints URL[,URL] (--remote-url URL | --key-space ID) [--branch-prefix wt/] | uninstall --server | status --server",
-			Flags:     []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print one JSON object"}},
-			Commands: []*ucli.Command{
-				{
-					Name:      "check",
-					Usage:     "would a commit from this process be allowed? print the decision",
-					ArgsUsage: "[PATH]",
-					Action: e.action("check", 1, func(c *ucli.Context) error {
-						dir := c.Args().First()
-						if dir == "" {
-							dir = "."
-						}
-						v, err := hooks.Entitled(dir, os.Getpid())
-						return e.verdict(v, err, true)
-					}),
+	return Run("wt-hook", hookApp, args, stdout, stderr)
+}
+
+func hookApp(e *env) *ucli.App {
+	return &ucli.App{
+		Usage:     "git hooks that admit commits and pushes only from the live writer",
+		UsageText: "wt-hook install [--force] [--binary PATH] | uninstall | status | check [PATH] | run pre-commit | run pre-push REMOTE URL | run reference-transaction STATE | run post-checkout PREV NEW FLAG\n   wt-hook install --server --etcd-endpoints URL[,URL] (--remote-url URL | --key-space ID) [--branch-prefix wt/] | uninstall --server | status --server",
+		Flags:     []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print one JSON object"}},
+		Commands: []*ucli.Command{
+			{
+				Name:      "check",
+				Usage:     "would a commit from this process be allowed? print the decision",
+				ArgsUsage: "[PATH]",
+				Action: e.action("check", 1, func(c *ucli.Context) error {
+					dir := c.Args().First()
+					if dir == "" {
+						dir = "."
+					}
+					v, err := hooks.Entitled(dir, os.Getpid())
+					return e.verdict(v, err, true)
+				}),
+			},
+			{
+				Name:  "install",
+				Usage: "write wt's shims into the hooks dir git uses (core.hooksPath honoured, never changed)",
+				Flags: []ucli.Flag{
+					&ucli.BoolFlag{Name: "force", Usage: "install even when the hooks dir lies inside the working tree"},
+					&ucli.StringFlag{Name: "binary", Usage: "record `PATH` (absolute) as the wt-hook binary the shims run (default: this binary)"},
+					serverFlag,
+					&ucli.StringFlag{Name: "etcd-endpoints", Usage: "with --server: the fleet's etcd client URLs, comma-separated"},
+					&ucli.StringFlag{Name: "remote-url", Usage: "with --server: the URL clients use for this remote (it names the fleet's key space)"},
+					&ucli.StringFlag{Name: "key-space", Usage: "with --server: the key space itself, instead of --remote-url"},
+					&ucli.StringFlag{Name: "branch-prefix", Value: hooks.DefaultBranchPrefix, Usage: "with --server: task branches are refs/heads/PREFIX<task>"},
 				},
-				{
-					Name:  "install",
-					Usage: "write wt's shims into the hooks dir git uses (core.hooksPath honoured, never changed)",
-					Flags: []ucli.Flag{
-						&ucli.BoolFlag{Name: "force", Usage: "install even when the hooks dir lies inside the working tree"},
-						&ucli.StringFlag{Name: "binary", Usage: "record `PATH` (absolute) as the wt-hook binary the shims run (default: this binary)"},
-						serverFlag,
-						&ucli.StringFlag{Name: "etcd-endpoints", Usage: "with --server: the fleet's etcd client URLs, comma-separated"},
-						&ucli.StringFlag{Name: "remote-url", Usage: "with --server: the URL clients use for this remote (it names the fleet's key space)"},
-						&ucli.StringFlag{Name: "key-space", Usage: "with --server: the key space itself, instead of --remote-url"},
-						&ucli.StringFlag{Name: "branch-prefix", Value: hooks.DefaultBranchPrefix, Usage: "with --server: task branches are refs/heads/PREFIX<task>"},
+				Action: e.hooksAction("install", decision.HooksInstalled, "wt's shims are in ", func(c *ucli.Context, dir string, inTree bool) (install.Result, error) {
+					if inTree && !c.Bool("force") {
+						return install.Result{}, decision.New(decision.HooksDirInWorktree, "git's hooks dir %s lies inside the working tree (core.hooksPath): other worktrees may not see it, and a tool that owns it may rewrite it", dir).
+							WithHint("install anyway with wt-hook install --force, or point core.hooksPath outside the working tree")
+					}
+					bin, err := hookBinary(c.String("binary"))
+					if err != nil {
+						return install.Result{}, err
+					}
+					return install.Install(dir, bin)
+				}),
+			},
+			{
+				Name:  "uninstall",
+				Usage: "remove wt's shims and put back the hooks that were there",
+				Flags: []ucli.Flag{serverFlag},
+				Action: e.hooksAction("uninstall", decision.HooksUninstalled, "wt's shims are gone from ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
+					return install.Uninstall(dir)
+				}),
+			},
+			{
+				Name:  "status",
+				Usage: "show the hooks git runs: wt's shims, foreign hooks and what they chain",
+				Flags: []ucli.Flag{serverFlag},
+				Action: e.hooksAction("status", decision.HooksShown, "hooks in ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
+					return install.Status(dir)
+				}),
+			},
+			{
+				Name:  "run",
+				Usage: "run as git's hook HOOK (installed shims call this)",
+				Subcommands: []*ucli.Command{
+					{
+						Name:      "reference-transaction",
+						Usage:     "refuse a ref update of a governed feature worktree by a process that is not its live writer (ref lines on stdin)",
+						ArgsUsage: "STATE",
+						Action: e.action("run reference-transaction", 1, func(c *ucli.Context) error {
+							if c.Args().Len() != 1 {
+								return usageErr("run reference-transaction takes the transaction's STATE")
+							}
+							return e.refTransaction(c.Args().First())
+						}),
 					},
-					Action: e.hooksAction("install", decision.HooksInstalled, "wt's shims are in ", func(c *ucli.Context, dir string, inTree bool) (install.Result, error) {
-						if inTree && !c.Bool("force") {
-							return install.Result{}, decision.New(decision.HooksDirInWorktree, "git's hooks dir %s lies inside the working tree (core.hooksPath): other worktrees may not see it, and a tool that owns it may rewrite it", dir).
-								WithHint("install anyway with wt-hook install --force, or point core.hooksPath outside the working tree")
-						}
-						bin, err := hookBinary(c.String("binary"))
-						if err != nil {
-							return install.Result{}, err
-						}
-						return install.Install(dir, bin)
-					}),
-				},
-				{
-					Name:  "uninstall",
-					Usage: "remove wt's shims and put back the hooks that were there",
-					Flags: []ucli.Flag{serverFlag},
-					Action: e.hooksAction("uninstall", decision.HooksUninstalled, "wt's shims are gone from ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
-						return install.Uninstall(dir)
-					}),
-				},
-				{
-					Name:  "status",
-					Usage: "show the hooks git runs: wt's shims, foreign hooks and what they chain",
-					Flags: []ucli.Flag{serverFlag},
-					Action: e.hooksAction("status", decision.HooksShown, "hooks in ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
-						return install.Status(dir)
-					}),
-				},
-				{
-					Name:  "run",
-					Usage: "run as git's hook HOOK (installed shims call this)",
-					Subcommands: []*ucli.Command{
-						{
-							Name:      "reference-transaction",
-							Usage:     "refuse a ref update of a governed feature worktree by a process that is not its live writer (ref lines on stdin)",
-							ArgsUsage: "STATE",
-							Action: e.action("run reference-transaction", 1, func(c *ucli.Context) error {
-								if c.Args().Len() != 1 {
-									return usageErr("run reference-transaction takes the transaction's STATE")
-								}
-								return e.refTransaction(c.Args().First())
-							}),
-						},
-						{
-							Name:      "pre-push",
-							Usage:     "refuse a push that is not the live writer's, or of another branch (ref lines on stdin)",
-							ArgsUsage: "REMOTE URL",
-							Action: e.action("run pre-push", 2, func(c *ucli.Context) error {
-								if c.Args().Len() != 2 {
-									return usageErr("run pre-push takes REMOTE and URL, as git passes them")
-								}
-								return e.prePush()
-							}),
-						},
-						{
-							Name:      "post-checkout",
-							Usage:     "report a governed worktree whose HEAD left its task branch (git passes PREV NEW FLAG)",
-							ArgsUsage: "PREV NEW FLAG",
-							Action: e.action("run post-checkout", 3, func(c *ucli.Context) error {
-								if c.Args().Len() != 3 {
-									return usageErr("run post-checkout takes PREV, NEW and FLAG, as git passes them")
-								}
-								d, warn, err := hooks.PostCheckout(".")
-								if err != nil || d == nil {
-									return err
-								}
-								if warn {
-									fmt.Fprintf(e.stderr, "%s: warning: %s: %s (hint: %s)\n", e.bin, d.Code, d.Message, d.Hint)
-									return nil
-								}
-								return d
-							}),
-						},
-						{
-							Name:  "pre-receive",
-							Usage: "in a fenced remote: refuse a task branch update whose push carries no current fencing token (ref lines on stdin)",
-							Action: e.action("run pre-receive", 0, func(c *ucli.Context) error {
-								return preReceive()
-							}),
-						},
-						{
-							Name:  "pre-commit",
-							Usage: "refuse a commit from a process that is not the worktree's live writer",
-							Action: e.action("run pre-commit", 0, func(c *ucli.Context) error {
-								// git runs hooks at the top of the worktree.
-								v, err := hooks.PreCommit(".", os.Getpid(), os.Getppid())
-								return e.verdict(v, err, false)
-							}),
-						},
+					{
+						Name:      "pre-push",
+						Usage:     "refuse a push that is not the live writer's, or of another branch (ref lines on stdin)",
+						ArgsUsage: "REMOTE URL",
+						Action: e.action("run pre-push", 2, func(c *ucli.Context) error {
+							if c.Args().Len() != 2 {
+								return usageErr("run pre-push takes REMOTE and URL, as git passes them")
+							}
+							return e.prePush()
+						}),
+					},
+					{
+						Name:      "post-checkout",
+						Usage:     "report a governed worktree whose HEAD left its task branch (git passes PREV NEW FLAG)",
+						ArgsUsage: "PREV NEW FLAG",
+						Action: e.action("run post-checkout", 3, func(c *ucli.Context) error {
+							if c.Args().Len() != 3 {
+								return usageErr("run post-checkout takes PREV, NEW and FLAG, as git passes them")
+							}
+							d, warn, err := hooks.PostCheckout(".")
+							if err != nil || d == nil {
+								return err
+							}
+							if warn {
+								fmt.Fprintf(e.stderr, "%s: warning: %s: %s (hint: %s)\n", e.bin, d.Code, d.Message, d.Hint)
+								return nil
+							}
+							return d
+						}),
+					},
+					{
+						Name:  "pre-receive",
+						Usage: "in a fenced remote: refuse a task branch update whose push carries no current fencing token (ref lines on stdin)",
+						Action: e.action("run pre-receive", 0, func(c *ucli.Context) error {
+							return preReceive()
+						}),
+					},
+					{
+						Name:  "pre-commit",
+						Usage: "refuse a commit from a process that is not the worktree's live writer",
+						Action: e.action("run pre-commit", 0, func(c *ucli.Context) error {
+							// git runs hooks at the top of the worktree.
+							v, err := hooks.PreCommit(".", os.Getpid(), os.Getppid())
+							return e.verdict(v, err, false)
+						}),
 					},
 				},
 			},
-		}
-	}, args, stdout, stderr)
+		},
+	}
 }
 
 // hookBinary is the wt-hook binary install records: path when given (it

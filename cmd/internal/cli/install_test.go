@@ -12,7 +12,8 @@ import (
 // unprivileged user (nobody, through setpriv): it installs into
 // ~/.local/bin, says so, and prints the PATH line; with PREFIX=/usr/local
 // it refuses with a hint instead of install's raw "Permission denied". The
-// build step is skipped (make -o build): the binaries are stand-ins.
+// build and docs steps are skipped (make -o build -o docs): the binaries
+// and pages are stand-ins.
 func TestMakeInstallNonRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run make as another user")
@@ -41,11 +42,14 @@ func TestMakeInstallNonRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	files := map[string][]byte{"Makefile": mk}
+	files := map[string][]byte{"Makefile": mk, "build/docs/man/man1/wt-admin.1": []byte(".TH wt-admin 1\n"),
+		"build/docs/completions/bash/wt-admin": []byte("complete\n"), "build/docs/completions/zsh/_wt-admin": []byte("#compdef\n"),
+		"build/docs/completions/fish/wt-admin.fish": []byte("complete\n")}
 	for _, b := range []string{"wt-exec", "wt-hook", "wt-admin", "wt-fleet"} {
 		files[filepath.Join("bin", b)] = []byte("#!/bin/sh\n")
 	}
 	for name, data := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +60,7 @@ func TestMakeInstallNonRoot(t *testing.T) {
 		}
 	}
 	asNobody := func(args ...string) (string, error) {
-		cmd := exec.Command(setpriv, append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "make", "-o", "build"}, args...)...)
+		cmd := exec.Command(setpriv, append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "make", "-o", "build", "-o", "docs"}, args...)...)
 		cmd.Dir = dir
 		cmd.Env = []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin"}
 		out, err := cmd.CombinedOutput()
@@ -73,6 +77,9 @@ func TestMakeInstallNonRoot(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(local, "wt-exec")); err != nil {
 		t.Errorf("nothing installed into %s: %v", local, err)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".local", "share", "man", "man1", "wt-admin.1")); err != nil {
+		t.Errorf("no man page installed: %v", err)
 	}
 	out, err = asNobody("install", "PREFIX=/usr/local")
 	if err == nil || !strings.Contains(out, "make install: cannot write /usr/local/bin") || !strings.Contains(out, "hint: make install PREFIX=$HOME/.local") {

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/fleet/etcdfleet"
@@ -45,6 +47,16 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	}
+	if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
+		fmt.Fprintf(stdout, "%s: the fleet-mode helper of wt, run by wt-exec, wt-hook and wt-admin (see man wt-fleet); it is not run by hand\n", fleet.HelperName)
+		return 0
+	}
+	if f, ok := stdin.(*os.File); ok {
+		if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+			fmt.Fprintf(stderr, "%s: usage: wt runs this helper with one JSON request a line on stdin; it is not run by hand (see man wt-fleet)\n", fleet.HelperName)
+			return 2
+		}
 	}
 	in := bufio.NewReader(stdin)
 	line, err := in.ReadBytes('\n')
