@@ -353,7 +353,7 @@ func (rep *Report) checkJournals(tx *store.Tx, repo, repoPath string) {
 }
 
 // checkPrunable: a retained audit worktree whose checkout is gone keeps a
-// registration that prune can release (SPEC §5.3; prune's dry run checks
+// registration that prune can release (docs/decisions.md, "Registration maintenance"; prune's dry run checks
 // every other precondition).
 func (rep *Report) checkPrunable(allocs []store.Allocation, repo string) {
 	for _, a := range allocs {

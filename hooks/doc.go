@@ -1,4 +1,4 @@
-// Package hooks owns the checks behind wt-hook run and check (SPEC §7), and
+// Package hooks owns the checks behind wt-hook run and check (docs/design.md, "The gate (wt-hook)"), and
 // the parsers of git's hook stdin protocols.
 //
 // The entitlement check ([Entitled]) reads files only: the hot path of every

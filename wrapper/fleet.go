@@ -16,7 +16,7 @@ import (
 )
 
 // fence takes the fleet lease for a grant wt-exec owns, when the policy's
-// coordinator is etcd and the worktree is a feature worktree (SPEC §10):
+// coordinator is etcd and the worktree is a feature worktree (docs/design.md, "Fleet mode"):
 // the task key of the remote's key space, created only if absent, kept
 // alive by the wt-fleet helper until release. It runs inside the lease
 // section, before the child starts, so a refusal (FLEET_LEASE_HELD,
@@ -72,8 +72,9 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 	return &store.FleetLease{Key: key, Revision: sess.Revision(), EtcdLease: sess.LeaseID(), Endpoints: pol.EtcdEndpoints, TTL: ttl.String()}, nil
 }
 
-// releaseFleet revokes the fleet lease, after the local release (SPEC
-// §10). If it cannot, the lease expires with its TTL.
+// releaseFleet revokes the fleet lease, after the local release
+// (docs/design.md, "Fleet mode"). If it cannot, the lease expires with its
+// TTL.
 func (s *supervisor) releaseFleet() {
 	if s.fleet == nil {
 		return

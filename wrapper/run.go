@@ -121,7 +121,7 @@ type Result struct {
 	Released lease.Released
 }
 
-// leaseVars are the variables wt-exec sets for its child (SPEC §6.5).
+// leaseVars are the variables wt-exec sets for its child (docs/design.md, "wt-exec").
 var leaseVars = []string{"WT_LEASE_ID", "WT_ALLOCATION_ID", "WT_CLIENT_ID", "WT_HOLDER_PID", "WT_SESSION_ID", "WT_RUN_ID"}
 
 // Run resolves the holder, takes the lease, runs the child, reaps

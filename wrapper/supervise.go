@@ -20,7 +20,7 @@ import (
 	"github.com/wt-tool/wt/core/store"
 )
 
-// forwarded are the signals wt-exec passes to the child's group (SPEC §6.4).
+// forwarded are the signals wt-exec passes to the child's group (docs/design.md, "wt-exec").
 var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2}
 
 // supervisor runs one child and everything it leaves behind.

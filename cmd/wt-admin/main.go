@@ -1,4 +1,4 @@
-// Command wt-admin: see README.md and SPEC §5.
+// Command wt-admin: see README.md and docs/design.md.
 package main
 
 import (

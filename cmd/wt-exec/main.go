@@ -1,4 +1,4 @@
-// Command wt-exec: see README.md and SPEC §6.
+// Command wt-exec: see README.md and docs/design.md, "wt-exec".
 package main
 
 import (

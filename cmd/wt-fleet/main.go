@@ -1,4 +1,4 @@
-// Command wt-fleet is wt's helper for fleet mode (SPEC §10): the only
+// Command wt-fleet is wt's helper for fleet mode (docs/design.md, "Fleet mode"): the only
 // binary that links the etcd client. wt-exec, wt-hook and wt-admin run it
 // when the policy's coordinator is etcd; it is not meant to be run by hand.
 package main

@@ -1,4 +1,4 @@
-// Command wt-hook: see README.md and SPEC §7.
+// Command wt-hook: see README.md and docs/design.md, "The gate (wt-hook)".
 package main
 
 import (

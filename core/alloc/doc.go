@@ -1,6 +1,6 @@
 // Package alloc owns allocations and their registrations: setting a
 // repository up (init, policy), allocating governed worktrees, lifecycle
-// changes (retain, resume) and the status view (SPEC §3, §5).
+// changes (retain, resume) and the status view (docs/design.md, "Allocations, roles and lifecycles").
 //
 // Allocate is journaled: the plan is written to journal/ under the exclusive
 // lock, git worktree add runs outside it, and the records are written under

@@ -61,7 +61,7 @@ var (
 	DedicatedRoleGate       = code("DEDICATED_ROLE_GATE")
 )
 
-// Writer leases (SPEC §3, §6).
+// Writer leases (docs/design.md, "Writer leases").
 var (
 	AuditReadOnly       = code("AUDIT_READ_ONLY")
 	WriterLeaseExpired  = code("WRITER_LEASE_EXPIRED")
@@ -86,7 +86,7 @@ var (
 	WriterLeaseReleased  = code("WRITER_LEASE_RELEASED")
 )
 
-// The operator's lease lifecycle (SPEC §5, §5.1).
+// The operator's lease lifecycle (docs/design.md, "Writer leases").
 var (
 	NoWriterLease            = code("NO_WRITER_LEASE")
 	AbandonProofInsufficient = code("ABANDON_PROOF_INSUFFICIENT")
@@ -98,20 +98,20 @@ var (
 	LeasesExpired        = code("LEASES_EXPIRED")
 )
 
-// wt-admin doctor (SPEC §5).
+// wt-admin doctor (docs/design.md, "Writer leases").
 var (
 	DoctorFindings = code("DOCTOR_FINDINGS")
 	DoctorOK       = code("DOCTOR_OK")
 )
 
-// Hooks (SPEC §7).
+// Hooks (docs/design.md, "The gate (wt-hook)").
 var (
 	Entitled         = code("ENTITLED")
 	Unmanaged        = code("UNMANAGED_WORKTREE")
 	UnmanagedRefused = code("UNMANAGED_REFUSED")
 )
 
-// Hook refusals (SPEC §7).
+// Hook refusals (docs/design.md, "The gate (wt-hook)").
 var (
 	PushRefNotOwned  = code("PUSH_REF_NOT_OWNED")
 	InvalidHookInput = code("INVALID_HOOK_INPUT")
@@ -130,7 +130,7 @@ var (
 	HooksMissing = code("HOOKS_MISSING")
 )
 
-// Hook installation (SPEC §7).
+// Hook installation (docs/design.md, "The gate (wt-hook)").
 var (
 	HookConflict       = code("HOOK_CONFLICT")
 	HookBinaryMissing  = code("HOOK_BINARY_MISSING") // written by the shims themselves
@@ -140,7 +140,7 @@ var (
 	HooksShown         = code("HOOKS_SHOWN")
 )
 
-// Registration maintenance: backfill (SPEC §5.2) and prune (SPEC §5.3).
+// Registration maintenance: backfill and prune (docs/decisions.md, "Registration maintenance").
 var (
 	BackfillReady        = code("BINDING_REGISTRATION_BACKFILL_READY")
 	BackfillNothing      = code("BINDING_REGISTRATION_BACKFILL_NOTHING_TO_DO")
@@ -188,7 +188,7 @@ var (
 	WorktreeInUse = code("WORKTREE_IN_USE")
 )
 
-// Fleet mode (SPEC §10).
+// Fleet mode (docs/design.md, "Fleet mode").
 var (
 	FleetLeaseHeld     = code("FLEET_LEASE_HELD")
 	FleetUnreachable   = code("FLEET_UNREACHABLE")

@@ -1,4 +1,4 @@
-// Package fleet is wt's fleet mode (SPEC §10): one writer per task across
+// Package fleet is wt's fleet mode (docs/design.md, "Fleet mode"): one writer per task across
 // machines, kept in etcd. A task's fleet lease is the key
 // wt/<remote-id>/tasks/<task_key>, created only if absent and attached to an
 // etcd lease whose TTL the holder keeps alive; the key's create revision is

@@ -6,5 +6,5 @@
 // the directory, and with the GIT_DIR family of variables removed from its
 // environment so that a hook's environment cannot point it elsewhere.
 // Read-only commands run with GIT_OPTIONAL_LOCKS=0 so wt never contends for a
-// sibling worktree's index.lock (SPEC §4).
+// sibling worktree's index.lock (docs/design.md, "Liveness").
 package gitrepo

@@ -19,13 +19,13 @@ import (
 	"github.com/wt-tool/wt/core/store"
 )
 
-// The operator's side of the lease lifecycle (SPEC §5, §5.1): inspect a
+// The operator's side of the lease lifecycle (docs/design.md, "Writer leases"): inspect a
 // lease for a caller, and end or hand over a dead one only with proof read
 // from live evidence. Every decision is taken inside one exclusive store
 // section, on one reading of /proc made inside it, so what was proved is
 // what is changed.
 
-// Safe next actions (SPEC §5.1): what a caller may safely do about a lease.
+// Safe next actions (docs/design.md, "Writer leases"): what a caller may safely do about a lease.
 const (
 	OwnerResume       = "owner_resume"
 	WaitForeignActive = "wait_foreign_active"
@@ -88,7 +88,7 @@ func assess(ev Evidence, l store.Lease, now time.Time, caller Caller, skip ...in
 	return p
 }
 
-// sufficient is SPEC §5.1's abandon rule: (holder dead or worktree missing)
+// sufficient is the abandon rule (docs/design.md, "Writer leases"): (holder dead or worktree missing)
 // and no live mutation risk; a lease that is not the caller's also needs the
 // operator's word, unless its holder is dead and its worktree missing.
 func (p Proof) sufficient() (bool, string) {
@@ -482,7 +482,7 @@ type Kept struct {
 // Expire is `wt-admin lease expire`: every lease past expires_at whose
 // holder is dead and of which nothing runs is recorded as expired (event
 // writer_lease_expired) and removed. A live holder's expired lease stays:
-// it lost entitlement until it renews, and is not dead (SPEC §4).
+// it lost entitlement until it renews, and is not dead (docs/design.md, "Liveness").
 func Expire(r *alloc.Repo) (Expiry, error) {
 	res := Expiry{Expired: []Ended{}, Kept: []Kept{}}
 	err := r.Store.Write(func(tx *store.Tx) error {

@@ -2,7 +2,7 @@ package lease
 
 import "testing"
 
-// TestAbandonRule is SPEC §5.1's abandon proof, case by case: (holder dead or
+// TestAbandonRule is the abandon proof of docs/design.md, "Writer leases", case by case: (holder dead or
 // worktree missing) and no live mutation risk; a foreign lease also needs
 // the operator unless its holder is dead and its worktree missing.
 func TestAbandonRule(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package lease grants and ends writer leases: acquire, renew, take over and
-// release (SPEC §3, §6.2), each in one exclusive section of the store, each
+// release (docs/design.md, "Writer leases"), each in one exclusive section of the store, each
 // outcome a stable decision code and each change an event in events.jsonl.
 //
 // # Invariants
@@ -16,6 +16,6 @@
 //     reason wt recognises, so git worktree prune and remove respect it.
 //
 // Storage is reached through [Records], which *store.Tx implements; a second
-// backend (fleet mode, SPEC §10) adds to it without touching wrapper/ or
+// backend (fleet mode, docs/design.md, "Fleet mode") adds to it without touching wrapper/ or
 // hooks/.
 package lease

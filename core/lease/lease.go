@@ -37,7 +37,7 @@ type Records interface {
 // Evidence is one reading of the processes on this machine.
 type Evidence = liveness.Evidence
 
-// Occupancy kinds a runtime binding may declare (SPEC §3).
+// Occupancy kinds a runtime binding may declare (docs/design.md, "Allocations, roles and lifecycles").
 var Kinds = []string{"agent", "test", "preview", "background", "command"}
 
 // Request asks for write entitlement on one worktree.
@@ -103,7 +103,7 @@ type Grant struct {
 	commonDir, key string
 }
 
-// Env is the environment wt-exec gives its child (SPEC §6.5).
+// Env is the environment wt-exec gives its child (docs/design.md, "wt-exec").
 func (g Grant) Env() []string {
 	if !g.Applicable {
 		return nil
@@ -124,7 +124,7 @@ func (g Grant) Env() []string {
 }
 
 // Acquire grants write entitlement on the checkout c to req.Holder, in one
-// exclusive section (SPEC §6.2). The checks, in order: the checkout is a
+// exclusive section (docs/design.md, "Writer leases"). The checks, in order: the checkout is a
 // registered worktree of its repository (UNREGISTERED_WORKTREE); the record
 // is valid; an audit worktree takes no writer (AUDIT_READ_ONLY); the checkout
 // is on a branch at the recorded path and not locked by anyone but wt
@@ -299,7 +299,7 @@ func validate(req Request) error {
 }
 
 // Reason is the text wt writes into git's lock file of a worktree while a
-// lease is held (SPEC §6.5).
+// lease is held (docs/design.md, "wt-exec").
 func Reason(l store.Lease) string {
 	return fmt.Sprintf("%s%s client %s pid %d", reasonPrefix, l.LeaseID, l.Holder.ClientID, l.Holder.PID)
 }
@@ -314,7 +314,7 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 			WithHint("review it without wt-exec; allocate a feature worktree to write: wt-admin allocate --task KEY --owner NAME PATH")
 	}
 	if c.Key == gitrepo.MainKey {
-		// The canonical checkout is governed by its own gates (SPEC §3).
+		// The canonical checkout is governed by its own gates (docs/design.md, "Allocations, roles and lifecycles").
 		return notApplicable(g, start)
 	}
 	if !slices.Contains(store.Roles, a.Role) {
@@ -611,7 +611,7 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 }
 
 // occupied says why a lease that is not the caller's is still alive, or ""
-// when it is dead (SPEC §4): its holder is live, its holder's group or its
+// when it is dead (docs/design.md, "Liveness"): its holder is live, its holder's group or its
 // child group has a member, a process carries its lease id in its
 // environment (the child of a wt-exec killed before it could record the
 // child's group), or another process uses the worktree. The

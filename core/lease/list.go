@@ -35,7 +35,7 @@ type Entry struct {
 	// "adopted by <lease id>"); both are empty for a current one.
 	To    string `json:"to,omitempty"`
 	Ended string `json:"ended,omitempty"`
-	// Freshness is that of a current lease (SPEC §5.1).
+	// Freshness is that of a current lease (docs/design.md, "Writer leases").
 	Freshness string `json:"freshness,omitempty"`
 	// Fleet is a current lease's fleet side (fleet mode).
 	Fleet *store.FleetLease `json:"fleet,omitempty"`

@@ -1,5 +1,5 @@
 // Package liveness judges, from one reading of /proc, whether a writer lease
-// or a runtime occupancy still has a live process behind it (SPEC §4, §5.1).
+// or a runtime occupancy still has a live process behind it (docs/design.md, "Liveness").
 //
 // It owns the evidence, not the decisions: core/lease grants and ends leases,
 // core/alloc refuses to retain a worktree that is still occupied, and both ask
@@ -17,7 +17,7 @@ import (
 	"github.com/wt-tool/wt/core/store"
 )
 
-// Freshness values (SPEC §5.1).
+// Freshness values (docs/design.md, "Writer leases").
 const (
 	FreshActive      = "active"
 	FreshExpired     = "expired"
@@ -70,7 +70,7 @@ type Evidence interface {
 	CgroupMembers(dir string) ([]int, error)
 }
 
-// LeaseEnv is the variable that marks a lease's processes (SPEC §6.5).
+// LeaseEnv is the variable that marks a lease's processes (docs/design.md, "wt-exec").
 const LeaseEnv = "WT_LEASE_ID"
 
 // Carriers says which processes still carry the lease in their environment
@@ -86,7 +86,7 @@ func Carriers(ev Evidence, leaseID string, skip ...int) string {
 
 // Alive says why a holder still has a live process behind it, or "" when it
 // has none: the holder itself runs, or a process remains in the group the
-// holder led or in the child group (SPEC §4). A group that a reused pid
+// holder led or in the child group (docs/design.md, "Liveness"). A group that a reused pid
 // started later is not evidence (see proc.Scan.GroupMembers), and nothing
 // of another boot is. When this boot's id cannot be read, nothing is proven
 // dead. Processes in skip are not evidence (an adopter and its own).

@@ -72,7 +72,7 @@ type backfillPlan struct {
 
 // Backfill lists every linked binding without a registration document and
 // plans to register those whose live evidence says the registration is the
-// one their allocation created (SPEC §5.2). With apply "" it is a dry run
+// one their allocation created (docs/decisions.md, "Registration maintenance"). With apply "" it is a dry run
 // under the shared lock; otherwise apply must be the plan id of the plan
 // recomputed under the exclusive lock, and the registrations (document and
 // marker) are written. One `git worktree list` per run; a git process per
@@ -190,7 +190,7 @@ func planBackfill(ctx context.Context, r *alloc.Repo, tx *store.Tx) (BackfillRes
 }
 
 // evaluate gathers the evidence for one binding and every blocker that
-// applies (SPEC §5.2).
+// applies (docs/decisions.md, "Registration maintenance").
 func evaluate(ctx context.Context, r *alloc.Repo, item gitrepo.Worktree, a store.Allocation) ([]string, Evidence) {
 	admin := gitrepo.AdminDir(r.Git.CommonDir, item.Key)
 	ev := Evidence{WorktreeKey: item.Key, AllocationID: a.AllocationID, RecordVersion: a.RecordVersion, CreatedAt: a.CreatedAt,

@@ -1,4 +1,4 @@
-// Package maint is wt's registration maintenance (SPEC §5.2, §5.3):
+// Package maint is wt's registration maintenance (docs/decisions.md, "Registration maintenance"):
 // backfill ties bindings written before registrations existed to their
 // registration, and prune removes the git registration of a retained audit
 // worktree whose checkout is gone. Both are plan-then-apply: a dry run

@@ -28,7 +28,7 @@ import (
 // PruneContract names the prune plan's shape.
 const PruneContract = "registration-prune/v1"
 
-// The prune journal's operation and phases (SPEC §5.3).
+// The prune journal's operation and phases (docs/decisions.md, "Registration maintenance").
 const (
 	opPrune          = "registration-prune"
 	PhasePrepared    = "PREPARED"
@@ -75,7 +75,7 @@ type PruneResult struct {
 
 // Prune plans (apply "") or applies the removal of the git registration of
 // the retained audit worktree at path, whose checkout is gone, on the word
-// of its recorded owner (SPEC §5.3). Apply is journaled PREPARED →
+// of its recorded owner (docs/decisions.md, "Registration maintenance"). Apply is journaled PREPARED →
 // WORKTREE_REMOVED → RELEASED_RECORDED and, run again with the same plan id
 // after a crash at any point, validates the journal against the live state
 // and finishes; once finished it answers GC_ALREADY_APPLIED.

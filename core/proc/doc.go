@@ -1,6 +1,6 @@
 // Package proc reads process identity and process state from /proc.
 //
-// It owns the facts wt's liveness rules rest on (SPEC §4):
+// It owns the facts wt's liveness rules rest on (docs/design.md, "Liveness"):
 //
 //   - a holder is the triple (boot id, pid, start ticks), where start ticks is
 //     field 22 of /proc/<pid>/stat, parsed after the last ')' because a comm may

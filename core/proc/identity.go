@@ -37,7 +37,7 @@ type Identity struct {
 }
 
 // Holder is a process identity plus the caller-chosen names that go with a
-// writer lease (SPEC §3). Two holders are the same only if every field is
+// writer lease (docs/design.md, "Allocations, roles and lifecycles"). Two holders are the same only if every field is
 // equal: omitting the session id cannot inherit another session's entitlement.
 type Holder struct {
 	ClientID   string  `json:"client_id"`
@@ -66,7 +66,7 @@ func eqPtr(a, b *string) bool {
 	return *a == *b
 }
 
-// ClientIDPattern is the form of a client id (SPEC §3). ValidClientID
+// ClientIDPattern is the form of a client id (docs/design.md, "Allocations, roles and lifecycles"). ValidClientID
 // checks it by hand: compiling {0,127} as a regexp costs close to a
 // millisecond at every start of every binary.
 const ClientIDPattern = `^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`

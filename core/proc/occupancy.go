@@ -12,7 +12,7 @@ import (
 )
 
 // RuntimeBindingPrefix marks an external binding that records runtime
-// occupancy: a process running in the worktree under wt-exec (SPEC §3).
+// occupancy: a process running in the worktree under wt-exec (docs/design.md, "Allocations, roles and lifecycles").
 const RuntimeBindingPrefix = "runtime:process-v1:"
 
 // Occupancy kinds.

@@ -90,7 +90,7 @@ func FuzzDecodeRuntimeBinding(f *testing.F) {
 }
 
 // TestValidClientID checks the hand-written validator against the pattern
-// of SPEC §3 compiled as a regexp, on fixed cases and on many generated ones.
+// of docs/format.md compiled as a regexp, on fixed cases and on many generated ones.
 func TestValidClientID(t *testing.T) {
 	re := regexp.MustCompile(ClientIDPattern)
 	cases := []string{"", "a", "A9", "agent-7", "a.b_c:d-e", "-a", ".a", "_", "a b", "a/b", "é", "a\x00",

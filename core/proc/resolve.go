@@ -12,7 +12,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 )
 
-// MaxAncestorHops bounds the search of ancestor:NAME (SPEC §6.1).
+// MaxAncestorHops bounds the search of ancestor:NAME (docs/design.md, "wt-exec").
 const MaxAncestorHops = 32
 
 // Names are the caller-chosen parts of a holder.

@@ -12,7 +12,7 @@ import (
 
 // BenchmarkReadOneAllocation reads one allocation, its binding, its
 // registration and the registration marker, in a store holding n allocations.
-// The cost must not grow with n (SPEC §3: constant files per operation).
+// The cost must not grow with n (docs/format.md: a constant number of files per operation).
 func BenchmarkReadOneAllocation(b *testing.B) {
 	for _, n := range []int{10, 10000} {
 		s, err := Create(b.TempDir())

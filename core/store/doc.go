@@ -1,4 +1,4 @@
-// Package store is wt's on-disk state under <common-dir>/wt/ (SPEC §3).
+// Package store is wt's on-disk state under <common-dir>/wt/ (docs/format.md).
 //
 // # Layout
 //

@@ -13,7 +13,7 @@ const (
 	RegistrationContract = "worktree-registration/v1"
 )
 
-// Roles (SPEC §3).
+// Roles (docs/design.md, "Allocations, roles and lifecycles").
 const (
 	RoleFeature     = "feature"
 	RoleAudit       = "audit"
@@ -25,7 +25,7 @@ const (
 // Roles lists every valid role.
 var Roles = []string{RoleFeature, RoleAudit, RoleCanonical, RoleIntegration, RoleRecovery}
 
-// Lifecycles (SPEC §3).
+// Lifecycles (docs/design.md, "Allocations, roles and lifecycles").
 const (
 	Active   = "ACTIVE"
 	Retained = "RETAINED"
@@ -67,7 +67,7 @@ type Policy struct {
 	Unmanaged         string `json:"unmanaged"`
 	MaxActive         *int   `json:"max_active"`
 	UpdatedAt         string `json:"updated_at"`
-	// Fleet mode (SPEC §10): absent, or Coordinator "none", is off.
+	// Fleet mode (docs/design.md, "Fleet mode"): absent, or Coordinator "none", is off.
 	Coordinator   string   `json:"coordinator,omitempty"`
 	EtcdEndpoints []string `json:"etcd_endpoints,omitempty"`
 	// FleetTTL is the fleet lease's TTL (Go duration text, default 10s).

@@ -92,7 +92,7 @@ func (p Policy) validate() error {
 	return p.ValidateFleet()
 }
 
-// ValidateFleet checks the fleet fields (SPEC §10).
+// ValidateFleet checks the fleet fields (docs/design.md, "Fleet mode").
 func (p Policy) ValidateFleet() error {
 	switch p.Coordinator {
 	case "", CoordinatorNone:

@@ -21,7 +21,7 @@ import (
 	"github.com/wt-tool/wt/wrapper"
 )
 
-// wt-exec's own exit statuses (SPEC §6.7); anything else is the child's.
+// wt-exec's own exit statuses (docs/design.md, "wt-exec"); anything else is the child's.
 const (
 	ExitExecRefused       = 125
 	ExitExecNotExecutable = 126

@@ -13,7 +13,7 @@ import (
 	"github.com/wt-tool/wt/install"
 )
 
-// Hook runs wt-hook with args: exit 0 allow, 1 refuse, 2 usage (SPEC §7).
+// Hook runs wt-hook with args: exit 0 allow, 1 refuse, 2 usage (docs/design.md, "The gate (wt-hook)").
 func Hook(args []string, stdout, stderr io.Writer) int {
 	return Run("wt-hook", hookApp, args, stdout, stderr)
 }

@@ -19,7 +19,7 @@ import (
 // JSONSchemaVersion is the version of the --json envelope.
 const JSONSchemaVersion = 1
 
-// Exit codes shared by wt-admin and wt-hook (SPEC §8).
+// Exit codes shared by wt-admin and wt-hook (docs/design.md, "Output").
 const (
 	ExitOK      = 0
 	ExitRefused = 1

@@ -1,4 +1,4 @@
-// Package etcdfleet is fleet mode's Coordinator on etcd (SPEC §10). It is
+// Package etcdfleet is fleet mode's Coordinator on etcd (docs/design.md, "Fleet mode"). It is
 // linked into the wt-fleet helper and the tests only: the etcd client makes
 // every binary that links it start about 5 ms slower.
 package etcdfleet
