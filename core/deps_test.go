@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -51,8 +52,19 @@ func TestImportRules(t *testing.T) {
 // TestCoreDoesNotPrint keeps output in one place: core returns values and
 // errors, and never writes to stdout or stderr or exits the process.
 func TestCoreDoesNotPrint(t *testing.T) {
-	out, err := exec.Command("grep", "-rnE", `os\.(Stdout|Stderr|Exit)\b|fmt\.Print|log\.(Print|Fatal)`, "--include=*.go", "--exclude=*_test.go", ".").CombinedOutput()
-	if err == nil {
+	pattern := `os\.(Stdout|Stderr|Exit)\b|fmt\.Print|log\.(Print|Fatal)`
+	out, err := exec.Command("grep", "-rnE", pattern, "--include=*.go", "--exclude=*_test.go", ".").CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
 		t.Fatalf("core writes output or exits:\n%s", out)
+	case !errors.As(err, &ee) || ee.ExitCode() != 1:
+		// grep exits 1 for "no match" only; anything else is grep failing,
+		// which proves nothing.
+		t.Fatalf("grep failed: %v\n%s", err, out)
+	}
+	// A positive control: the same grep finds the pattern where it is.
+	if out, err := exec.Command("grep", "-rnE", pattern, "--include=*.go", "../cmd/wt-admin").CombinedOutput(); err != nil || !strings.Contains(string(out), "os.Exit") {
+		t.Fatalf("the grep does not find os.Exit in cmd/wt-admin: %v\n%s", err, out)
 	}
 }

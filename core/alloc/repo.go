@@ -52,8 +52,9 @@ func OpenCheckout(c gitrepo.Checkout) (*Repo, error) {
 // Now is the clock, as RFC 3339 text in UTC.
 func Now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
-// actor is the identity of this process, recorded in events and journals.
-func actor() proc.Identity {
+// Actor is the acting process's identity, as journals and events record
+// it (its pid alone when /proc cannot say more).
+func Actor() proc.Identity {
 	id, err := proc.Self()
 	if err != nil {
 		return proc.Identity{PID: os.Getpid()}
@@ -71,11 +72,8 @@ func LogEvent(tx *store.Tx, name, id string, detail map[string]any) error {
 	return event(tx, name, a, detail)
 }
 
-// Actor is the identity of this process, for journals.
-func Actor() proc.Identity { return actor() }
-
 func event(tx *store.Tx, name string, a *store.Allocation, detail map[string]any) error {
-	e := store.Event{At: Now(), Event: name, Actor: actor(), Detail: detail}
+	e := store.Event{At: Now(), Event: name, Actor: Actor(), Detail: detail}
 	if a != nil {
 		id := a.AllocationID
 		e.AllocationID = &id
