@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -78,7 +79,7 @@ func Run(bin string, build func(*env) *ucli.App, args []string, stdout, stderr i
 	app.Writer, app.ErrWriter = stdout, stderr
 	app.HideHelpCommand = true
 	app.ExitErrHandler = func(*ucli.Context, error) {} // main owns the exit
-	app.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return usageErr("%v", err) }
+	app.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return usageErr("%s", flagError(err)) }
 	app.CommandNotFound = func(_ *ucli.Context, name string) {
 		e.report(usageErr("unknown command %q (see %s --help)", name, bin))
 		panic(errReported)
@@ -107,7 +108,7 @@ func Run(bin string, build func(*env) *ucli.App, args []string, stdout, stderr i
 var errReported = errors.New("reported")
 
 func setUsageHandlers(c *ucli.Command) {
-	c.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return usageErr("%v", err) }
+	c.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return usageErr("%s", flagError(err)) }
 	for _, s := range c.Subcommands {
 		setUsageHandlers(s)
 	}
@@ -133,6 +134,10 @@ func (e *env) report(err error) int {
 	}
 	if d.Code == decision.Usage {
 		code = ExitUsage
+		if d.Hint == "" {
+			d = &decision.Error{Code: d.Code, Message: d.Message, Facts: d.Facts, Err: d.Err,
+				Hint: fmt.Sprintf("see %s --help", strings.TrimSpace(e.bin+" "+e.command))}
+		}
 	}
 	if e.json || e.jsonOut != nil {
 		errObj := map[string]any{"code": d.Code, "message": d.Message, "hint": d.Hint}
@@ -150,10 +155,14 @@ func (e *env) report(err error) int {
 			return code
 		}
 	}
-	verb := "refused"
 	if code == ExitUsage {
-		verb = "usage"
-	} else if d.Code == decision.Internal || d.Code == decision.GitFailed {
+		// One line: the code and what is wrong; the hint gives the form.
+		fmt.Fprintf(e.stderr, "%s: %s: %s\n", e.bin, d.Code, clean(d.Message))
+		fmt.Fprintf(e.stderr, "%s: hint: %s\n", e.bin, clean(d.Hint))
+		return code
+	}
+	verb := "refused"
+	if d.Code == decision.Internal || d.Code == decision.GitFailed {
 		verb = "error"
 	}
 	fmt.Fprintf(e.stderr, "%s: %s: %s: %s\n", e.bin, verb, d.Code, clean(d.Message))
@@ -296,4 +305,24 @@ func takesValue(flags []ucli.Flag, arg string) bool {
 		}
 	}
 	return false
+}
+
+// flagError says a flag error of the command-line library in wt's words:
+// flags with the two dashes they are typed with, and what a value needs.
+func flagError(err error) string {
+	// Compiled here, on the error path: no start of wt pays for them.
+	undefinedFlag := regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
+	invalidFlag := regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]+): (.*)$`)
+	msg := err.Error()
+	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
+		return "there is no flag --" + m[1]
+	}
+	if m := invalidFlag.FindStringSubmatch(msg); m != nil {
+		why := m[3]
+		if strings.Contains(why, "parse error") || strings.Contains(why, "time: ") {
+			why = "a duration needs a number and a unit, e.g. 30s, 10m, 1h"
+		}
+		return fmt.Sprintf("--%s %q: %s", m[2], m[1], why)
+	}
+	return msg
 }
