@@ -18,7 +18,7 @@ TAGS    ?= urfave_cli_no_docs
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/wt-tool/wt/cmd/internal/cli.stamped=$(VERSION)
 
-.PHONY: all build docs install demo test lint bench fuzz clean
+.PHONY: all build docs install package demo test lint bench fuzz clean
 
 all: build
 
@@ -31,6 +31,20 @@ build:
 # fast start).
 docs:
 	$(GO) run ./cmd/internal/gendocs build/docs
+
+# .deb and .rpm packages into dist/, made by nfpm (installed into
+# bin/tools with go install if missing, at the version below).
+NFPM_VERSION ?= v2.45.2
+PKG_VERSION ?= $(shell sh scripts/pkgversion.sh)
+NFPM = $(CURDIR)/bin/tools/nfpm
+
+$(NFPM):
+	GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+
+package: build docs $(NFPM)
+	@mkdir -p dist
+	PKG_VERSION='$(PKG_VERSION)' $(NFPM) pkg --packager deb --target dist/
+	PKG_VERSION='$(PKG_VERSION)' $(NFPM) pkg --packager rpm --target dist/
 
 install: build docs
 	@install -d "$(DESTDIR)$(BINDIR)" 2>/dev/null && [ -w "$(DESTDIR)$(BINDIR)" ] || { \
@@ -83,4 +97,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzHookStdin -fuzztime 30s ./hooks/
 
 clean:
-	rm -rf bin build bench.out
+	rm -rf bin build dist bench.out
