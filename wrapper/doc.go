@@ -1,5 +1,10 @@
-// Package wrapper owns the process wt-exec runs: spawning it in its own
-// process group or pty session, forwarding signals, reaping every descendant
-// and mapping the exit status (docs/design.md, "wt-exec"). It arrives with the writer-lease
-// issue; until then it is empty so the import rules already cover it.
+// Package wrapper is what wt-exec does around the command it runs
+// (docs/design.md, "wt-exec"): it finds the holder and takes the writer
+// lease (core/lease), waits in line for a held one (--wait), confines the
+// command with Landlock through a confining stage of wt-exec itself
+// (--confine), starts it in its own process group or pty session and in
+// a cgroup of its own where one can be made, forwards signals, renews the
+// lease, reaps every descendant, stops what is left after the grace
+// period, releases what it acquired, and maps the command's end to
+// wt-exec's exit (dying by the command's signal when it died of one).
 package wrapper
