@@ -9,19 +9,19 @@ import (
 
 // TestImportRules keeps the picture of STYLE.md true:
 //
-//	cmd/*  ->  wrapper  hooks  doctor -> install  ->  core/...
+//	cmd/*  ->  wrapper  hooks  cmd/internal/doctor -> install  ->  core/...
 //
 // core never imports the CLI library or the packages above it, and the
 // packages in the middle never import each other's command layer.
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/wt-tool/wt/"
 	forbidden := map[string][]string{
-		"core/...":    {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "hooks", mod + "install", mod + "doctor"},
-		"core/fleet":  {"go.etcd.io/"},
-		"doctor/...":  {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "hooks"},
-		"wrapper/...": {"github.com/urfave/cli/v2", mod + "cmd/", mod + "hooks", mod + "install"},
-		"hooks/...":   {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "install"},
-		"install/...": {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "doctor"},
+		"core/...":                {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "hooks", mod + "install"},
+		"core/fleet":              {"go.etcd.io/"},
+		"cmd/internal/doctor/...": {"github.com/urfave/cli/v2", mod + "cmd/internal/cli", mod + "wrapper", mod + "hooks"},
+		"wrapper/...":             {"github.com/urfave/cli/v2", mod + "cmd/", mod + "hooks", mod + "install"},
+		"hooks/...":               {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "install"},
+		"install/...":             {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper"},
 	}
 	// A positive control: the command layer does reach the CLI library, so an
 	// empty or misparsed listing cannot pass for a clean one.
