@@ -21,13 +21,23 @@ func Hook(args []string, stdout, stderr io.Writer) int {
 func hookApp(e *env) *ucli.App {
 	return &ucli.App{
 		Usage:     "git hooks that admit commits and pushes only from the live writer",
-		UsageText: "wt-hook install [--force] [--binary PATH] | uninstall | status | check [PATH] | run pre-commit | run pre-push REMOTE URL | run reference-transaction STATE | run post-checkout PREV NEW FLAG\n   wt-hook install --server --etcd-endpoints URL[,URL] (--remote-url URL | --key-space ID) [--branch-prefix wt/] | uninstall --server | status --server",
-		Flags:     []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print one JSON object"}},
+		UsageText: "wt-hook [-C DIR] install [--force] [--binary PATH] | uninstall | status | check [PATH] | run pre-commit | run pre-push REMOTE URL | run reference-transaction STATE | run post-checkout PREV NEW FLAG\n   wt-hook install --server --etcd-endpoints URL[,URL] (--remote-url URL | --key-space ID) [--branch-prefix wt/] | uninstall --server | status --server",
+		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+			&ucli.StringFlag{Name: "C", Usage: "run as if started in `DIR` (like git -C)"}},
+		Before: func(c *ucli.Context) error {
+			if d := c.String("C"); d != "" {
+				if err := os.Chdir(d); err != nil {
+					return usageErr("-C %s: %v", d, err)
+				}
+			}
+			return nil
+		},
 		Commands: []*ucli.Command{
 			{
 				Name:      "check",
 				Usage:     "would a commit from this process be allowed? print the decision",
 				ArgsUsage: "[PATH]",
+				Flags:     []ucli.Flag{jsonFlag},
 				Action: e.action("check", 1, func(c *ucli.Context) error {
 					dir := c.Args().First()
 					if dir == "" {
@@ -43,7 +53,7 @@ func hookApp(e *env) *ucli.App {
 				Flags: []ucli.Flag{
 					&ucli.BoolFlag{Name: "force", Usage: "install even when the hooks dir lies inside the working tree"},
 					&ucli.StringFlag{Name: "binary", Usage: "record `PATH` (absolute) as the wt-hook binary the shims run (default: this binary)"},
-					serverFlag,
+					serverFlag, jsonFlag,
 					&ucli.StringFlag{Name: "etcd-endpoints", Usage: "with --server: the fleet's etcd client URLs, comma-separated"},
 					&ucli.StringFlag{Name: "remote-url", Usage: "with --server: the URL clients use for this remote (it names the fleet's key space)"},
 					&ucli.StringFlag{Name: "key-space", Usage: "with --server: the key space itself, instead of --remote-url"},
@@ -64,7 +74,7 @@ func hookApp(e *env) *ucli.App {
 			{
 				Name:  "uninstall",
 				Usage: "remove wt's shims and put back the hooks that were there",
-				Flags: []ucli.Flag{serverFlag},
+				Flags: []ucli.Flag{serverFlag, jsonFlag},
 				Action: e.hooksAction("uninstall", decision.HooksUninstalled, "wt's shims are gone from ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
 					return install.Uninstall(dir)
 				}),
@@ -72,7 +82,7 @@ func hookApp(e *env) *ucli.App {
 			{
 				Name:  "status",
 				Usage: "show the hooks git runs: wt's shims, foreign hooks and what they chain",
-				Flags: []ucli.Flag{serverFlag},
+				Flags: []ucli.Flag{serverFlag, jsonFlag},
 				Action: e.hooksAction("status", decision.HooksShown, "hooks in ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
 					return install.Status(dir)
 				}),
