@@ -9,6 +9,7 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/shell"
@@ -45,11 +46,13 @@ func (s *supervisor) start(path string, argv, env []string) (restore func(), err
 		// The window size once at start; SIGWINCH copies it again later.
 		_ = pty.InheritSize(in, ptmx) // Best effort: the pty keeps its default size.
 		if isForeground(int(in.Fd())) {
-			old, err := makeRaw(int(in.Fd()))
+			// Raw mode (cfmakeraw): keys, ^C included, go to the child's pty
+			// as bytes, and its line discipline turns them into signals.
+			old, err := term.MakeRaw(int(in.Fd()))
 			if err == nil {
 				s.raw = true
 				restore = func() {
-					_ = unix.IoctlSetTermios(int(in.Fd()), unix.TCSETS, old) // Best effort: nothing else to do.
+					_ = term.Restore(int(in.Fd()), old) // Best effort: nothing else to do.
 					s.raw = false
 					s.flushNotices()
 				}
@@ -117,37 +120,13 @@ func (s *supervisor) giveTerminalBack() {
 	s.fgTTY = -1
 }
 
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // isForeground reports whether this process's group is the terminal's
 // foreground group.
 func isForeground(fd int) bool {
 	pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
 	return err == nil && pg == unix.Getpgrp()
-}
-
-// makeRaw puts the terminal in raw mode (cfmakeraw) and returns the old
-// settings: keys, including ^C, go to the child's pty as bytes, and its line
-// discipline turns them into signals for the child.
-func makeRaw(fd int) (*unix.Termios, error) {
-	t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	if err != nil {
-		return nil, err
-	}
-	old := *t
-	t.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
-	t.Oflag &^= unix.OPOST
-	t.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
-	t.Cflag &^= unix.CSIZE | unix.PARENB
-	t.Cflag |= unix.CS8
-	t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, t); err != nil {
-		return nil, err
-	}
-	return &old, nil
 }
 
 // execError maps a failed exec to exit 127 (not found) or 126 (found but

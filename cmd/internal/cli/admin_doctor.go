@@ -7,8 +7,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/cmd/internal/doctor"
+	"github.com/wt-tool/wt/core/decision"
 )
 
 func (e *env) doctorCommand() *ucli.Command {

@@ -21,7 +21,7 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
@@ -53,7 +53,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if f, ok := stdin.(*os.File); ok {
-		if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+		if term.IsTerminal(int(f.Fd())) {
 			fmt.Fprintf(stderr, "%s: usage: wt runs this helper with one JSON request a line on stdin; it is not run by hand (see man wt-fleet)\n", fleet.HelperName)
 			return 2
 		}
