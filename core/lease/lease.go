@@ -309,46 +309,85 @@ const reasonPrefix = "wt: writer lease "
 func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req Request, scan func() (Evidence, error), start Start) (Grant, error) {
 	a := t.Allocation
 	g := Grant{Role: a.Role, Allocation: a, commonDir: commonDir, key: c.Key, Cleared: []string{}}
+	ck, err := checkGrant(tx, commonDir, c, a, req, scan)
+	if err != nil {
+		return g, err
+	}
+	if ck.notApplicable {
+		return notApplicable(g, start)
+	}
+	return grant(tx, commonDir, c, t, req, scan, start, g, ck)
+}
+
+// checked is what checkGrant found: the current lease (if any), whether an
+// empty git lock is a torn one of wt's own, and the allocation's runtime
+// bindings sorted into those to keep and the stale ones to clear.
+type checked struct {
+	notApplicable bool
+	existing      store.Lease
+	has, tornOwn  bool
+	keep, stale   []string
+}
+
+// checkGrant refuses what may not take a writer here, in order: an audit
+// worktree, an unknown role, a target that is not the allocation's (off
+// its branch, moved, locked by someone else), another owner than the one
+// declared, a live occupancy of another client, a lifecycle that is not
+// ACTIVE. The canonical checkout and roles with gates of their own are
+// notApplicable: they run without a lease.
+func checkGrant(tx Records, commonDir string, c gitrepo.Checkout, a store.Allocation, req Request, scan func() (Evidence, error)) (checked, error) {
+	var ck checked
 	if a.Role == store.RoleAudit {
-		return g, decision.New(decision.AuditReadOnly, "%s is an audit worktree of task %s: it is read-only and takes no writer", c.TopLevel, a.TaskKey).
+		return ck, decision.New(decision.AuditReadOnly, "%s is an audit worktree of task %s: it is read-only and takes no writer", c.TopLevel, a.TaskKey).
 			WithHint("review it without wt-exec; allocate a feature worktree to write: wt-admin allocate --task KEY --owner NAME PATH")
 	}
 	if c.Key == gitrepo.MainKey {
 		// The canonical checkout is governed by its own gates (docs/design.md, "Allocations, roles and lifecycles").
-		return notApplicable(g, start)
+		ck.notApplicable = true
+		return ck, nil
 	}
 	if !slices.Contains(store.Roles, a.Role) {
-		return g, decision.New(decision.InvalidRole, "the allocation of %s (task %s) has role %q, which wt does not know: it takes no writer, and runs nothing unleased", c.TopLevel, a.TaskKey, a.Role).
+		return ck, decision.New(decision.InvalidRole, "the allocation of %s (task %s) has role %q, which wt does not know: it takes no writer, and runs nothing unleased", c.TopLevel, a.TaskKey, a.Role).
 			WithHint("inspect it with wt-admin status --json; roles are %s", strings.Join(store.Roles, ", "))
 	}
-	existing, has, err := tx.Lease(a.AllocationID)
-	if err != nil {
-		return g, err
+	var err error
+	if ck.existing, ck.has, err = tx.Lease(a.AllocationID); err != nil {
+		return ck, err
 	}
-	tornOwn := grantUnfinished(a, existing, has)
-	if err := checkTarget(commonDir, c, a, tornOwn); err != nil {
-		return g, err
+	ck.tornOwn = grantUnfinished(a, ck.existing, ck.has)
+	if err := checkTarget(commonDir, c, a, ck.tornOwn); err != nil {
+		return ck, err
 	}
 	if req.Owner != "" && req.Owner != a.Owner {
-		return g, decision.New(decision.OwnerMismatch, "allocation of task %s is owned by %q, not %q", a.TaskKey, a.Owner, req.Owner).
+		return ck, decision.New(decision.OwnerMismatch, "allocation of task %s is owned by %q, not %q", a.TaskKey, a.Owner, req.Owner).
 			WithHint("pass --owner %s, or leave --owner out", shell.Word(a.Owner))
 	}
 	if a.Role != store.RoleFeature {
-		return notApplicable(g, start)
+		ck.notApplicable = true
+		return ck, nil
 	}
 	var current *store.Lease
-	if has {
-		current = &existing
+	if ck.has {
+		current = &ck.existing
 	}
-	keep, stale, err := sortBindings(a, req.Holder, current, scan)
-	if err != nil {
-		return g, err
+	if ck.keep, ck.stale, err = sortBindings(a, req.Holder, current, scan); err != nil {
+		return ck, err
 	}
 	if a.Lifecycle != store.Active {
-		return g, decision.New(decision.InvalidLifecycle, "allocation of task %s is %s; only ACTIVE allocations take a writer", a.TaskKey, a.Lifecycle).
+		return ck, decision.New(decision.InvalidLifecycle, "allocation of task %s is %s; only ACTIVE allocations take a writer", a.TaskKey, a.Lifecycle).
 			WithHint("resume it first: %s", shell.Words("wt-admin", "resume", c.TopLevel, "--owner", a.Owner)).
 			WithFact("lifecycle", a.Lifecycle)
 	}
+	return ck, nil
+}
+
+// grant takes the lease after checkGrant passed: renewed for the same
+// holder, taken over from a dead one, or acquired; then it writes the
+// allocation's runtime binding and generation and git's lock, and starts
+// the child (or, in fleet mode, reserves and leaves the fleet to Acquire).
+func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req Request, scan func() (Evidence, error), start Start, g Grant, ck checked) (Grant, error) {
+	a := t.Allocation
+	existing, has, tornOwn, keep, stale := ck.existing, ck.has, ck.tornOwn, ck.keep, ck.stale
 	repo, err := tx.Repository()
 	if err != nil {
 		return g, err
