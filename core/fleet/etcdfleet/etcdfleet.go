@@ -7,11 +7,13 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -164,8 +166,10 @@ func (s *session) Release(ctx context.Context) error {
 	return nil
 }
 
+// isLeaseGone reports etcd's typed "lease not found" (expired, or revoked
+// by someone else), which the client returns as an rpctypes error.
 func isLeaseGone(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "requested lease not found")
+	return errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrGRPCLeaseNotFound)
 }
 
 // Check implements fleet.Coordinator.

@@ -99,3 +99,28 @@ func TestUnreachable(t *testing.T) {
 		t.Fatalf("check: %v", err)
 	}
 }
+
+// TestReleaseOfARevokedLease: a holder whose fleet lease was revoked by
+// someone else (an operator's abandon) releases without an error: etcd's
+// typed "lease not found" means there is nothing left to revoke, not that
+// etcd is unreachable.
+func TestReleaseOfARevokedLease(t *testing.T) {
+	ep := etcdtest.Start(t)
+	ctx := context.Background()
+	a, err := etcdfleet.New([]string{ep}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	key := fleet.Key("r", "T-9")
+	s, err := a.Acquire(ctx, key, holder("agent-a"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Revoke(ctx, key); err != nil {
+		t.Fatalf("operator's revoke: %v", err)
+	}
+	if err := s.Release(ctx); err != nil {
+		t.Fatalf("release of a lease revoked meanwhile: %v", err)
+	}
+}
