@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/wt-tool/wt/cmd/internal/fleetcli"
@@ -159,7 +160,13 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		// [cgroup]: this process may make a cgroup v2 beneath its own, as
 		// wt-exec does for its command (root, or a delegated subtree).
+		// [landlock]: the kernel has Landlock with signal scoping (ABI >= 6),
+		// which confine.txtar needs.
 		Condition: func(cond string) (bool, error) {
+			if cond == "landlock" {
+				v, err := llsys.LandlockGetABIVersion()
+				return err == nil && v >= 6, nil
+			}
 			if cond != "cgroup" {
 				return false, fmt.Errorf("unknown condition %q", cond)
 			}
