@@ -29,7 +29,7 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 	if err != nil {
 		return nil, decision.Wrap(decision.InvalidPolicy, err, "fleet policy")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*fleet.DialTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*fleet.DialTimeout())
 	defer cancel()
 	space, err := fleet.KeySpace(ctx, s.repo.Git, pol)
 	if err != nil {
@@ -57,6 +57,9 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 		if _, rerr := helper.Revoke(ctx, key); rerr == nil {
 			s.opts.Notify(fmt.Sprintf("the fleet lease of dead holder client %s pid %d (revision %d) was revoked with its local lease", dead.ClientID, dead.PID, dead.revision))
 			sess, err = helper.Acquire(ctx, key, holder, ttl)
+		} else {
+			// Say what stopped the takeover, not the refusal it answers.
+			err = rerr
 		}
 	}
 	if perr := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); perr != nil && err == nil {
@@ -79,7 +82,7 @@ func (s *supervisor) releaseFleet() {
 	if s.fleet == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*fleet.DialTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*fleet.DialTimeout())
 	defer cancel()
 	if err := s.fleet.Release(ctx); err != nil {
 		s.opts.Notify("the fleet lease was not revoked (it expires with its TTL): " + err.Error())

@@ -311,9 +311,22 @@ func (h Holder) Describe() string {
 	return fmt.Sprintf("client %s on host %s (pid %d, since %s)", h.ClientID, h.Host, h.PID, h.Since)
 }
 
-// DialTimeout bounds each etcd call made through the helper: an etcd that
-// does not answer in time is FLEET_UNREACHABLE.
-const DialTimeout = 2 * time.Second
+// DefaultDialTimeout bounds each etcd call made through the helper: an etcd
+// that does not answer in time is FLEET_UNREACHABLE.
+const DefaultDialTimeout = 2 * time.Second
+
+// TimeoutEnv sets another bound (a Go duration, e.g. 5s) for a slow network
+// or a loaded machine; a value that is not a positive duration is ignored.
+const TimeoutEnv = "WT_FLEET_TIMEOUT"
+
+// DialTimeout is the bound of each etcd call: $WT_FLEET_TIMEOUT, else
+// DefaultDialTimeout.
+func DialTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(TimeoutEnv)); err == nil && d > 0 {
+		return d
+	}
+	return DefaultDialTimeout
+}
 
 // NewHelper finds wt-fleet and returns the Coordinator that runs it
 // against endpoints, its diagnostics going to stderr.
@@ -322,7 +335,7 @@ func NewHelper(endpoints []string, stderr io.Writer) (*Helper, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Helper{Path: path, Endpoints: endpoints, DialTimeout: DialTimeout, Stderr: stderr}, nil
+	return &Helper{Path: path, Endpoints: endpoints, DialTimeout: DialTimeout(), Stderr: stderr}, nil
 }
 
 // KeySpace is the remote id of the repository's fleet remote, whose URL
