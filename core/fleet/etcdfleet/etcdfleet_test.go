@@ -12,6 +12,17 @@ import (
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
 )
 
+// coordinator is a Coordinator on a fresh real etcd, closed at the end.
+func coordinator(t *testing.T) *etcdfleet.Coordinator {
+	t.Helper()
+	a, err := etcdfleet.New([]string{etcdtest.Start(t)}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
 func holder(client string) fleet.Holder {
 	return fleet.Holder{Host: "host-" + client, MachineID: "m", BootID: "b", PID: 42, StartTicks: 7, ClientID: client, TaskKey: "T-1", Since: "now"}
 }
@@ -20,13 +31,8 @@ func holder(client string) fleet.Holder {
 // it; the create revision fences; release frees the key for the next one,
 // whose revision is new.
 func TestAcquireCheckRelease(t *testing.T) {
-	ep := etcdtest.Start(t)
 	ctx := context.Background()
-	a, err := etcdfleet.New([]string{ep}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := coordinator(t)
 	key := fleet.Key("r", "T-1")
 	s1, err := a.Acquire(ctx, key, holder("agent-a"), 5*time.Second)
 	if err != nil {
@@ -105,13 +111,8 @@ func TestUnreachable(t *testing.T) {
 // typed "lease not found" means there is nothing left to revoke, not that
 // etcd is unreachable.
 func TestReleaseOfARevokedLease(t *testing.T) {
-	ep := etcdtest.Start(t)
 	ctx := context.Background()
-	a, err := etcdfleet.New([]string{ep}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := coordinator(t)
 	key := fleet.Key("r", "T-9")
 	s, err := a.Acquire(ctx, key, holder("agent-a"), 5*time.Second)
 	if err != nil {
