@@ -53,6 +53,11 @@ func HooksDir(ctx context.Context, dir string) (hooks string, inTree bool, err e
 	if err != nil {
 		return "", false, err
 	}
+	return HooksDirOf(ctx, g)
+}
+
+// HooksDirOf is HooksDir for a repository already discovered.
+func HooksDirOf(ctx context.Context, g *gitrepo.Repo) (hooks string, inTree bool, err error) {
 	out, err := g.Git(ctx, true, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
 	if err != nil {
 		return "", false, decision.Wrap(decision.GitFailed, err, "find the hooks dir")
@@ -343,8 +348,8 @@ func HookBinaryBeside() (string, error) {
 // dir unless every one is already in place, recording bin. A hooks dir
 // inside the working tree is left alone (wt-hook install --force decides
 // that); installed reports whether anything was written.
-func Ensure(ctx context.Context, dir, bin string) (res Result, installed bool, err error) {
-	hooksDir, inTree, err := HooksDir(ctx, dir)
+func Ensure(ctx context.Context, g *gitrepo.Repo, bin string) (res Result, installed bool, err error) {
+	hooksDir, inTree, err := HooksDirOf(ctx, g)
 	if err != nil {
 		return res, false, err
 	}
@@ -358,7 +363,7 @@ func Ensure(ctx context.Context, dir, bin string) (res Result, installed bool, e
 	}
 	if inTree {
 		return Result{HooksDir: hooksDir}, false, decision.New(decision.HooksDirInWorktree, "git's hooks dir %s lies inside the working tree (core.hooksPath); wt installs there only when told to", hooksDir).
-			WithHint("(cd %s && wt-hook install --force)", shell.Word(dir))
+			WithHint("(cd %s && wt-hook install --force)", shell.Word(g.TopLevel))
 	}
 	res, err = Install(hooksDir, bin)
 	return res, err == nil, err

@@ -1,12 +1,14 @@
 package wrapper
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -113,17 +115,7 @@ func PlanConfinement(c gitrepo.Checkout, environ, allow, remotes []string, tmpDi
 	}
 	conf := &Confinement{ABI: abi, Signals: abi >= scopeABI, TempDir: tmpDir}
 	conf.Rules = append(conf.Rules, Rule{c.TopLevel, "the worktree"}, Rule{c.GitDir, "its git dir: index, HEAD, its reflog"})
-	for _, d := range []struct{ name, why string }{
-		{"objects", "objects a commit or fetch adds"},
-		{"refs", "branch and remote-tracking refs (the gate still judges each update)"},
-		{"logs", "reflogs"},
-		{"reftable", "refs, in a reftable repository"},
-	} {
-		p := filepath.Join(c.CommonDir, d.name)
-		if _, err := os.Lstat(p); err == nil {
-			conf.Rules = append(conf.Rules, Rule{p, d.why})
-		}
-	}
+	conf.Rules = append(conf.Rules, gitStateRules(c.CommonDir, "")...)
 	conf.Rules = append(conf.Rules, Rule{tmpDir, "its private TMPDIR, removed when it ends"})
 	protected, err := protectedPlaces(c)
 	if err != nil {
@@ -134,13 +126,10 @@ func PlanConfinement(c gitrepo.Checkout, environ, allow, remotes []string, tmpDi
 			conf.Dropped = append(conf.Dropped, Rule{gitDir, "a remote that holds " + clash})
 			continue
 		}
-		for _, d := range []string{"objects", "refs", "logs", "reftable"} {
-			if _, err := os.Lstat(filepath.Join(gitDir, d)); err == nil {
-				conf.Rules = append(conf.Rules, Rule{filepath.Join(gitDir, d), "a push into the local remote " + gitDir})
-			}
-		}
+		conf.Rules = append(conf.Rules, gitStateRules(gitDir, "a push into the local remote "+gitDir)...)
 	}
-	home, cache := envValue(environ, "HOME"), envValue(environ, "XDG_CACHE_HOME")
+	home, _ := envLookup(environ, "HOME")
+	cache, _ := envLookup(environ, "XDG_CACHE_HOME")
 	var defaults []string
 	if home != "" && filepath.IsAbs(home) {
 		for _, d := range defaultWritable {
@@ -175,6 +164,28 @@ func PlanConfinement(c gitrepo.Checkout, environ, allow, remotes []string, tmpDi
 		conf.Rules = append(conf.Rules, Rule{d, "allowed (policy or --allow-write)"})
 	}
 	return conf, nil
+}
+
+// gitStateDirs are the directories of a git dir that a commit, fetch or
+// push writes, each with why.
+var gitStateDirs = []struct{ name, why string }{
+	{"objects", "objects a commit or fetch adds"},
+	{"refs", "branch and remote-tracking refs (the gate still judges each update)"},
+	{"logs", "reflogs"},
+	{"reftable", "refs, in a reftable repository"},
+}
+
+// gitStateRules are the rules for the gitStateDirs of gitDir that exist,
+// each with why, or with the why given.
+func gitStateRules(gitDir, why string) []Rule {
+	var out []Rule
+	for _, d := range gitStateDirs {
+		p := filepath.Join(gitDir, d.name)
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, Rule{p, cmp.Or(why, d.why)})
+		}
+	}
+	return out
 }
 
 // protectedPlaces are what a confined command must not be able to write,
@@ -215,15 +226,6 @@ func conflict(dir string, protected map[string]string) string {
 // within reports whether path is dir or lies beneath it.
 func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
-}
-
-func envValue(environ []string, name string) string {
-	for i := len(environ) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(environ[i], name+"="); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // Explain is the confinement in words, one rule a line.
@@ -372,10 +374,7 @@ func confinementRefusal(abi int) *decision.Error {
 // or auto on a kernel that cannot (said once through Notify). require on
 // such a kernel refuses.
 func (s *supervisor) confinement(c gitrepo.Checkout, pol store.Policy) (*Confinement, error) {
-	mode := ParseConfineMode(pol.ConfineMode())
-	if s.opts.Confine != nil {
-		mode = *s.opts.Confine
-	}
+	mode := s.opts.confineMode(pol)
 	if mode == ConfineOff {
 		return nil, nil
 	}
@@ -395,7 +394,7 @@ func (s *supervisor) confinement(c gitrepo.Checkout, pol store.Policy) (*Confine
 		}
 		s.tmpDir = d
 	}
-	conf, err := PlanConfinement(c, s.opts.Environ, append(append([]string{}, pol.ConfineAllow...), s.opts.AllowWrite...), localRemotes(c.CommonDir), s.tmpDir, abi)
+	conf, err := s.opts.planConfinement(c, pol, s.tmpDir, abi)
 	if err != nil && mode == ConfineAuto && decision.CodeOf(err) == decision.ConfinementUnavailable {
 		s.opts.Notify("the command runs unconfined (confine auto): " + err.Error())
 		return nil, nil
@@ -426,16 +425,13 @@ func Explain(opts Options, pol store.Policy) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	mode := ParseConfineMode(pol.ConfineMode())
-	if opts.Confine != nil {
-		mode = *opts.Confine
-	}
+	mode := opts.confineMode(pol)
 	abi := landlockABI()
 	head := []string{fmt.Sprintf("mode %s (policy %s)", [...]string{"off", "auto", "require"}[mode], pol.ConfineMode())}
 	if abi < MinConfineABI {
 		return append(head, "this kernel cannot confine: "+confinementRefusal(abi).Message), nil
 	}
-	conf, err := PlanConfinement(c, opts.Environ, append(append([]string{}, pol.ConfineAllow...), opts.AllowWrite...), localRemotes(c.CommonDir), filepath.Join(os.TempDir(), "wt-exec-tmp-XXXXXXXX"), abi)
+	conf, err := opts.planConfinement(c, pol, filepath.Join(os.TempDir(), "wt-exec-tmp-XXXXXXXX"), abi)
 	if err != nil {
 		return nil, err
 	}
@@ -489,4 +485,21 @@ func localRemotes(commonDir string) []string {
 		}
 	}
 	return dirs
+}
+
+// confineMode is the run's confinement mode: --confine or --no-confine,
+// else the policy's.
+func (o Options) confineMode(pol store.Policy) ConfineMode {
+	if o.Confine != nil {
+		return *o.Confine
+	}
+	return ParseConfineMode(pol.ConfineMode())
+}
+
+// planConfinement plans the run's confinement in c, with tmpDir as its
+// private TMPDIR: the policy's and --allow-write's directories, and the
+// repository's local remotes.
+func (o Options) planConfinement(c gitrepo.Checkout, pol store.Policy, tmpDir string, abi int) (*Confinement, error) {
+	allow := append(slices.Clone(pol.ConfineAllow), o.AllowWrite...)
+	return PlanConfinement(c, o.Environ, allow, localRemotes(c.CommonDir), tmpDir, abi)
 }

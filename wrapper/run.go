@@ -270,12 +270,7 @@ func lookPath(name, dir string, environ []string) (string, error) {
 		}
 		return name, nil
 	}
-	pathVar := ""
-	for _, kv := range environ {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathVar = v
-		}
-	}
+	pathVar, _ := envLookup(environ, "PATH")
 	for _, d := range filepath.SplitList(pathVar) {
 		if d == "" {
 			d = "."
@@ -291,14 +286,7 @@ func lookPath(name, dir string, environ []string) (string, error) {
 
 // resolveHolder builds the holder from the options and the environment.
 func resolveHolder(opts Options) (proc.Holder, error) {
-	env := func(k string) (string, bool) {
-		for _, kv := range slices.Backward(opts.Environ) {
-			if v, ok := strings.CutPrefix(kv, k+"="); ok {
-				return v, true
-			}
-		}
-		return "", false
-	}
+	env := func(k string) (string, bool) { return envLookup(opts.Environ, k) }
 	names := proc.Names{ClientID: opts.ClientID, SessionID: opts.SessionID, RunID: opts.RunID}
 	if names.ClientID == "" {
 		if v, ok := env("WT_CLIENT_ID"); ok && v != "" {
@@ -354,6 +342,17 @@ func clientIDFrom(cmd string) string {
 	return s
 }
 
+// envLookup is the value of name in environ (the last one, as the
+// environment a process gets would have it), and whether it is set.
+func envLookup(environ []string, name string) (string, bool) {
+	for _, kv := range slices.Backward(environ) {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // childEnv is environ without inherited lease variables, plus the grant's.
 func childEnv(environ []string, g lease.Grant) []string {
 	out := make([]string, 0, len(environ)+6)
@@ -375,14 +374,16 @@ func childEnv(environ []string, g lease.Grant) []string {
 // set; not twice).
 func withPushOption(env []string, option string) []string {
 	n := 0
-	if v := envValue(env, "GIT_CONFIG_COUNT"); v != "" {
+	if v, _ := envLookup(env, "GIT_CONFIG_COUNT"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 0 {
 			return env // git refuses the caller's own value; do not hide that
 		}
 	}
 	for i := 0; i < n; i++ {
-		if envValue(env, fmt.Sprintf("GIT_CONFIG_KEY_%d", i)) == "push.pushOption" && envValue(env, fmt.Sprintf("GIT_CONFIG_VALUE_%d", i)) == option {
+		k, _ := envLookup(env, fmt.Sprintf("GIT_CONFIG_KEY_%d", i))
+		v, _ := envLookup(env, fmt.Sprintf("GIT_CONFIG_VALUE_%d", i))
+		if k == "push.pushOption" && v == option {
 			return env
 		}
 	}

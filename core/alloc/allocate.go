@@ -228,7 +228,7 @@ func (r *Repo) checkTaskAndBudget(tx *store.Tx, task, skip string, pol store.Pol
 		}
 	}
 	if pol.MaxActive != nil && len(active) >= *pol.MaxActive {
-		return decision.New(decision.BudgetExhausted, "%s of max %d: %s", plural(len(active), "active allocation", "active allocations"), *pol.MaxActive, strings.Join(active, ", ")).
+		return decision.New(decision.BudgetExhausted, "%s of max %d: %s", Plural(len(active), "active allocation", "active allocations"), *pol.MaxActive, strings.Join(active, ", ")).
 			WithFact("holders", active).
 			WithHint("retain one with wt-admin retain PATH --owner NAME, or raise the budget with wt-admin policy --max-active N")
 	}

@@ -295,6 +295,18 @@ type PolicyResult struct {
 	Changes []Diff       `json:"changes"`
 }
 
+// Policy reads the repository's policy (a missing policy.json reads as the
+// zero policy, which wt treats as every default).
+func (r *Repo) Policy() (store.Policy, error) {
+	var pol store.Policy
+	err := r.Store.Read(func(tx *store.Tx) error {
+		var err error
+		pol, _, err = tx.Policy()
+		return err
+	})
+	return pol, err
+}
+
 // SetPolicy shows the policy (no change given) or changes the given fields,
 // one event per changed field.
 func (r *Repo) SetPolicy(ctx context.Context, change PolicyChange) (PolicyResult, error) {

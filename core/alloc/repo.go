@@ -256,7 +256,8 @@ func requireOwner(a store.Allocation, owner string) error {
 	return nil
 }
 
-func plural(n int, one, many string) string {
+// Plural is n with the noun for it: "1 change", "3 changes".
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, one)
 	}

@@ -210,3 +210,6 @@ func (r *Repo) ValidRefName(ctx context.Context, name string) bool {
 	_, err := r.Git(ctx, true, "check-ref-format", name)
 	return err == nil
 }
+
+// Short abbreviates an object name for messages (12 hex digits).
+func Short(oid string) string { return oid[:min(12, len(oid))] }

@@ -3,7 +3,6 @@ package maint
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -364,7 +363,7 @@ func unused(ctx context.Context, r *alloc.Repo, path string) error {
 		if len(changes) > len(shown) {
 			more = fmt.Sprintf(" (and %d more)", len(changes)-len(shown))
 		}
-		return decision.New(decision.WorktreeDirty, "%s has %s: %s%s", path, plural(len(changes), "uncommitted or untracked change", "uncommitted or untracked changes"),
+		return decision.New(decision.WorktreeDirty, "%s has %s: %s%s", path, alloc.Plural(len(changes), "uncommitted or untracked change", "uncommitted or untracked changes"),
 			strings.Join(quoted(shown), ", "), more).
 			WithHint("commit them on the task branch, or remove them; see them with git -C %s status", shell.Word(path)).WithFact("changes", changes)
 	}
@@ -393,13 +392,6 @@ func quoted(ss []string) []string {
 		out[i] = strconv.QuoteToASCII(s)
 	}
 	return out
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // planArchive finds the commits the task holds that the publication branch
@@ -439,7 +431,7 @@ func planArchive(ctx context.Context, r *alloc.Repo, plan *FinishPlan, refs map[
 			return decision.Wrap(decision.GitFailed, err, "count the commits of %s", tip)
 		}
 		counts[i] = n
-		what = append(what, fmt.Sprintf("%s at %s", plural(n, "commit", "commits"), short(tip)))
+		what = append(what, fmt.Sprintf("%s at %s", alloc.Plural(n, "commit", "commits"), gitrepo.Short(tip)))
 	}
 	if !archive {
 		path := shell.Word(plan.TargetPath)
@@ -522,7 +514,7 @@ func applyFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, target string
 		do    func() error
 	}{
 		{PhaseArchived, func() error { return archiveRefs(ctx, r, plan) }},
-		{PhaseRemoved, func() error { return removeCheckout(ctx, r, plan) }},
+		{PhaseRemoved, func() error { return removeCheckout(ctx, r, plan, res.ResumedFrom == "") }},
 		{PhaseBranchDeleted, func() error { return deleteBranch(ctx, r, plan) }},
 		{PhaseReleased, func() error {
 			return release(tx, "finish", plan.AllocationID, plan.ExpectedRecordVersion, plan.Owner, plan.WorktreeKey)
@@ -577,21 +569,14 @@ func resumeFinish(tx *store.Tx, j store.Journal, req FinishRequest) (finishJourn
 	if _, ok := finishOrder[j.Phase]; !ok {
 		return p, drift("unknown phase %q", j.Phase)
 	}
-	a, err := tx.Allocation(p.Plan.AllocationID)
-	if errors.Is(err, store.ErrNotFound) {
-		return p, drift("allocation %s is gone", p.Plan.AllocationID)
-	}
+	a, err := allocationAtPlan(tx, p.Plan.AllocationID, p.Plan.ExpectedRecordVersion, drift, func(a store.Allocation) error {
+		if a.Lifecycle != p.Plan.Lifecycle || a.Owner != p.Plan.Owner || len(a.ExternalBindings) > 0 {
+			return drift("allocation %s changed since the plan (%s, owner %s)", a.AllocationID, a.Lifecycle, a.Owner)
+		}
+		return nil
+	})
 	if err != nil {
 		return p, err
-	}
-	switch {
-	case a.RecordVersion == p.Plan.ExpectedRecordVersion:
-		if a.Lifecycle != p.Plan.Lifecycle || a.Owner != p.Plan.Owner || len(a.ExternalBindings) > 0 {
-			return p, drift("allocation %s changed since the plan (%s, owner %s)", a.AllocationID, a.Lifecycle, a.Owner)
-		}
-	case a.RecordVersion == p.Plan.ExpectedRecordVersion+1 && a.Lifecycle == store.Released && a.Owner == unassignedOwner:
-	default:
-		return p, drift("allocation %s is at record version %d (%s, owner %s); the plan expected %d", a.AllocationID, a.RecordVersion, a.Lifecycle, a.Owner, p.Plan.ExpectedRecordVersion)
 	}
 	if _, ok, err := tx.Lease(a.AllocationID); err != nil {
 		return p, err
@@ -632,8 +617,10 @@ func archiveRefs(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
 // removeCheckout removes the worktree's registration and checkout with
 // `git worktree remove` (git refuses changes it would lose; nothing is
 // forced), or finishes a removal git left half-done. A worktree git no
-// longer lists needs nothing.
-func removeCheckout(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
+// longer lists needs nothing. planned says the plan was built a moment ago
+// in this same section, its changes and users checked; a resumed apply
+// checks them again.
+func removeCheckout(ctx context.Context, r *alloc.Repo, plan FinishPlan, planned bool) error {
 	if plan.Checkout == CheckoutRemoved {
 		return nil
 	}
@@ -654,10 +641,10 @@ func removeCheckout(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
 		return nil
 	}
 	if item.Head != plan.Head {
-		return decision.New(decision.GCPlanDrift, "the HEAD of %s moved from %s to %s since the plan", plan.TargetPath, short(plan.Head), short(item.Head)).
+		return decision.New(decision.GCPlanDrift, "the HEAD of %s moved from %s to %s since the plan", plan.TargetPath, gitrepo.Short(plan.Head), gitrepo.Short(item.Head)).
 			WithHint("run the dry run again and apply its plan")
 	}
-	if !item.Prunable {
+	if !item.Prunable && !planned {
 		if err := unused(ctx, r, plan.TargetPath); err != nil {
 			return err
 		}
@@ -685,7 +672,7 @@ func deleteBranch(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
 		}
 		return nil
 	default:
-		return decision.New(decision.GCPlanDrift, "%s moved from %s to %s since the plan: it holds new work", ref, short(plan.BranchOID), short(refs[ref])).
+		return decision.New(decision.GCPlanDrift, "%s moved from %s to %s since the plan: it holds new work", ref, gitrepo.Short(plan.BranchOID), gitrepo.Short(refs[ref])).
 			WithHint("look at it (git log %s); the worktree is already removed, so keep the branch or archive it by hand", shell.Word(plan.Branch))
 	}
 }

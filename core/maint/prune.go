@@ -270,21 +270,14 @@ func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, i
 	if repo.RepositoryID != p.Plan.RepositoryID {
 		return p, drift("the repository id changed")
 	}
-	a, err := tx.Allocation(p.Plan.AllocationID)
-	if errors.Is(err, store.ErrNotFound) {
-		return p, drift("allocation %s is gone", p.Plan.AllocationID)
-	}
+	a, err := allocationAtPlan(tx, p.Plan.AllocationID, p.Plan.ExpectedRecordVersion, drift, func(a store.Allocation) error {
+		if a.Role != store.RoleAudit || a.Lifecycle != store.Retained || a.Owner != owner || len(a.ExternalBindings) > 0 {
+			return drift("allocation %s changed since the plan (%s %s, owner %s)", a.AllocationID, a.Lifecycle, a.Role, a.Owner)
+		}
+		return nil
+	})
 	if err != nil {
 		return p, err
-	}
-	switch {
-	case a.RecordVersion == p.Plan.ExpectedRecordVersion:
-		if a.Role != store.RoleAudit || a.Lifecycle != store.Retained || a.Owner != owner || len(a.ExternalBindings) > 0 {
-			return p, drift("allocation %s changed since the plan (%s %s, owner %s)", a.AllocationID, a.Lifecycle, a.Role, a.Owner)
-		}
-	case a.RecordVersion == p.Plan.ExpectedRecordVersion+1 && a.Lifecycle == store.Released && a.Owner == unassignedOwner:
-	default:
-		return p, drift("allocation %s is at record version %d (%s, owner %s); the plan expected %d", a.AllocationID, a.RecordVersion, a.Lifecycle, a.Owner, p.Plan.ExpectedRecordVersion)
 	}
 	if _, ok, err := tx.Lease(a.AllocationID); err != nil {
 		return p, err
@@ -321,6 +314,25 @@ func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, i
 		}
 	}
 	return p, nil
+}
+
+// allocationAtPlan reads the allocation an interrupted apply's plan names
+// and refuses (drift) unless it is as the plan found it (at the planned
+// record version, and unchanged says so) or released by this very plan (one
+// version later, RELEASED, owner unassigned).
+func allocationAtPlan(tx *store.Tx, id string, version int, drift func(string, ...any) error, unchanged func(store.Allocation) error) (store.Allocation, error) {
+	a, err := tx.Allocation(id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return a, drift("allocation %s is gone", id)
+	case err != nil:
+		return a, err
+	case a.RecordVersion == version:
+		return a, unchanged(a)
+	case a.RecordVersion == version+1 && a.Lifecycle == store.Released && a.Owner == unassignedOwner:
+		return a, nil
+	}
+	return a, drift("allocation %s is at record version %d (%s, owner %s); the plan expected %d", a.AllocationID, a.RecordVersion, a.Lifecycle, a.Owner, version)
 }
 
 // removalTorn reports whether an admin dir is what a `git worktree remove`
@@ -437,7 +449,7 @@ func retained(ctx context.Context, r *alloc.Repo, head, ref string) error {
 	ok, err := r.Git.IsAncestor(ctx, head, ref)
 	if err != nil || !ok {
 		return decision.New(decision.MissingRetainedRef, "the audit's HEAD %s is not contained in %s: removing its registration could lose it", head, ref).
-			WithHint("merge or tag it first (git tag keep/%s %s), or recover the checkout", head[:min(12, len(head))], head)
+			WithHint("merge or tag it first (git tag keep/%s %s), or recover the checkout", gitrepo.Short(head), head)
 	}
 	return nil
 }
@@ -555,9 +567,6 @@ func ResumeCommand(repo string, j store.Journal) (string, bool) {
 	}
 	return "", false
 }
-
-// short abbreviates an object name for messages.
-func short(oid string) string { return oid[:min(12, len(oid))] }
 
 func journalPlanID(j store.Journal) string {
 	var p pruneJournal

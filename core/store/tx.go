@@ -92,6 +92,16 @@ func (p Policy) validate() error {
 	return p.ValidateFleet()
 }
 
+// ValidEtcdEndpoint refuses an etcd endpoint that is not an http(s)
+// host:port URL without credentials.
+func ValidEtcdEndpoint(e string) error {
+	u, err := url.Parse(e)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return fmt.Errorf("etcd endpoint %q is not an http(s)://host:port URL without credentials", e)
+	}
+	return nil
+}
+
 // ValidateFleet checks the fleet fields (docs/design.md, "Fleet mode").
 func (p Policy) ValidateFleet() error {
 	switch p.Coordinator {
@@ -105,9 +115,8 @@ func (p Policy) ValidateFleet() error {
 		return errors.New("coordinator etcd needs etcd_endpoints")
 	}
 	for _, e := range p.EtcdEndpoints {
-		u, err := url.Parse(e)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return fmt.Errorf("etcd endpoint %q is not an http(s)://host:port URL without credentials", e)
+		if err := ValidEtcdEndpoint(e); err != nil {
+			return err
 		}
 	}
 	if _, err := p.FleetTTLDuration(); err != nil {

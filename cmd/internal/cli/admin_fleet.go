@@ -22,11 +22,8 @@ func (e *env) fleetOf(c *ucli.Context) (*alloc.Repo, fleet.Coordinator, string, 
 	if err != nil {
 		return nil, nil, "", err
 	}
-	var pol store.Policy
-	if err := r.Store.Read(func(tx *store.Tx) error {
-		pol, _, err = tx.Policy()
-		return err
-	}); err != nil {
+	pol, err := r.Policy()
+	if err != nil {
 		return nil, nil, "", err
 	}
 	if !pol.FleetOn() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/install"
 )
@@ -58,7 +59,10 @@ func (e *env) initCommand() *ucli.Command {
 			hooks := "not installed (--no-hooks): commits are not gated until wt-hook install"
 			if !c.Bool("no-hooks") {
 				var installed bool
-				installed, hooks, err = ensureHooks(c.Context, repoDir(c))
+				var g *gitrepo.Repo
+				if g, err = gitrepo.Discover(c.Context, repoDir(c)); err == nil {
+					installed, hooks, err = ensureHooks(c.Context, g)
+				}
 				if err != nil {
 					warnings = append(warnings, hookWarning(err))
 				} else if installed && res.Code == decision.StoreAlreadyInitialized {
@@ -137,15 +141,15 @@ func printPolicy(w io.Writer, p store.Policy) {
 	tw.Flush()
 }
 
-// ensureHooks installs wt's shims for the repository at dir, recording the
+// ensureHooks installs wt's shims for the repository g, recording the
 // wt-hook installed beside this binary, unless they are all in place. It
 // says where they are.
-func ensureHooks(ctx context.Context, dir string) (installed bool, where string, err error) {
+func ensureHooks(ctx context.Context, g *gitrepo.Repo) (installed bool, where string, err error) {
 	bin, err := install.HookBinaryBeside()
 	if err != nil {
 		return false, "not installed", err
 	}
-	res, installed, err := install.Ensure(ctx, dir, bin)
+	res, installed, err := install.Ensure(ctx, g, bin)
 	if err != nil {
 		return false, "not installed", err
 	}

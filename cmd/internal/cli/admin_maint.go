@@ -7,6 +7,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/maint"
 	"github.com/wt-tool/wt/core/shell"
 )
@@ -69,7 +70,7 @@ func (e *env) pruneCommand() *ucli.Command {
 				return err
 			}
 			p := res.Plan
-			reason := fmt.Sprintf("%s (task %s, key %s): its audit HEAD %s is kept by %s", p.TargetPath, p.TaskKey, p.WorktreeKey, short(p.ExpectedHead), p.PreservingRef)
+			reason := fmt.Sprintf("%s (task %s, key %s): its audit HEAD %s is kept by %s", p.TargetPath, p.TaskKey, p.WorktreeKey, gitrepo.Short(p.ExpectedHead), p.PreservingRef)
 			if !res.DryRun {
 				reason = fmt.Sprintf("pruned the registration of %s (task %s); allocation %s is RELEASED, owner unassigned; receipt %s", p.TargetPath, p.TaskKey, p.AllocationID, res.TransactionID)
 				if res.ResumedFrom != "" {
@@ -85,13 +86,6 @@ func (e *env) pruneCommand() *ucli.Command {
 			})
 		}),
 	}
-}
-
-func short(oid string) string {
-	if len(oid) > 12 {
-		return oid[:12]
-	}
-	return oid
 }
 
 func (e *env) finishCommand() *ucli.Command {
@@ -143,7 +137,7 @@ func (e *env) finishCommand() *ucli.Command {
 func finishSteps(p maint.FinishPlan) []string {
 	var steps []string
 	for _, a := range p.Archive {
-		steps = append(steps, fmt.Sprintf("keep %d unmerged commit(s) at %s under %s", a.Commits, short(a.OID), a.Ref))
+		steps = append(steps, fmt.Sprintf("keep %d unmerged commit(s) at %s under %s", a.Commits, gitrepo.Short(a.OID), a.Ref))
 	}
 	switch p.Checkout {
 	case maint.CheckoutPresent:

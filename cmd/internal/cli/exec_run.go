@@ -16,7 +16,6 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/lease"
-	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/hooks"
 	"github.com/wt-tool/wt/wrapper"
 )
@@ -294,11 +293,8 @@ func (e *env) explain(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	var pol store.Policy
-	if err := r.Store.Read(func(tx *store.Tx) error {
-		pol, _, err = tx.Policy()
-		return err
-	}); err != nil {
+	pol, err := r.Policy()
+	if err != nil {
 		return err
 	}
 	lines, err := wrapper.Explain(opts, pol)

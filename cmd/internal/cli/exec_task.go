@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/shell"
 )
 
@@ -49,14 +51,15 @@ func (e *env) taskWorktree(c *ucli.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := ensureExecHooks(ctx, r.Git.TopLevel); err != nil {
+	if err := ensureExecHooks(ctx, r.Git); err != nil {
 		return "", err
 	}
-	if a, err := r.TaskAllocation(task); err != nil || a != nil {
-		if a != nil {
-			return a.WorktreePath, nil
-		}
+	a, err := r.TaskAllocation(task)
+	if err != nil {
 		return "", err
+	}
+	if a != nil {
+		return a.WorktreePath, nil
 	}
 	if !c.IsSet("owner") {
 		return "", usageErr("task %s has no worktree yet: allocating it needs --owner NAME", task)
@@ -76,22 +79,20 @@ func (e *env) taskWorktree(c *ucli.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	a := res.Allocation
-	fmt.Fprintf(e.stderr, "wt-exec: %s: task %s allocated at %s (branch %s, owner %s)\n", res.Code, clean(a.TaskKey), clean(a.WorktreePath), clean(deref(a.Branch)), clean(a.Owner))
-	return a.WorktreePath, nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
+	a = &res.Allocation
+	branch := ""
+	if a.Branch != nil {
+		branch = *a.Branch
 	}
-	return *s
+	fmt.Fprintf(e.stderr, "wt-exec: %s: task %s allocated at %s (branch %s, owner %s)\n", res.Code, clean(a.TaskKey), clean(a.WorktreePath), clean(branch), clean(a.Owner))
+	return a.WorktreePath, nil
 }
 
 // ensureExecHooks installs the repository's hooks (with the wt-hook beside
 // this binary) unless they are in place, and refuses when it cannot.
-func ensureExecHooks(ctx context.Context, top string) error {
-	_, _, err := ensureHooks(ctx, top)
+func ensureExecHooks(ctx context.Context, g *gitrepo.Repo) error {
+	top := g.TopLevel
+	_, _, err := ensureHooks(ctx, g)
 	if err == nil {
 		return nil
 	}
@@ -103,12 +104,5 @@ func ensureExecHooks(ctx context.Context, top string) error {
 		return err
 	}
 	return decision.New(decision.HooksMissing, "wt-exec --task runs only in a gated repository, and it could not install the hooks of %s: %s", top, d.Message).
-		WithHint("%s", firstNonEmpty(d.Hint, fmt.Sprintf("(cd %s && wt-hook install)", shell.Word(top))))
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+		WithHint("%s", cmp.Or(d.Hint, fmt.Sprintf("(cd %s && wt-hook install)", shell.Word(top))))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/hooks"
 	"github.com/wt-tool/wt/install"
 )
@@ -129,9 +129,8 @@ func fenceFromFlags(c *ucli.Context) (hooks.ServerFence, error) {
 		if e = strings.TrimSpace(e); e == "" {
 			continue
 		}
-		u, err := url.Parse(e)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return f, usageErr("--etcd-endpoints %q is not an http(s)://host:port URL without credentials", e)
+		if err := store.ValidEtcdEndpoint(e); err != nil {
+			return f, usageErr("--etcd-endpoints: %v", err)
 		}
 		f.Endpoints = append(f.Endpoints, e)
 	}
