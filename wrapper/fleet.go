@@ -3,12 +3,13 @@ package wrapper
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/lease"
@@ -31,14 +32,11 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*fleet.DialTimeout())
 	defer cancel()
-	space, err := fleet.KeySpace(ctx, s.repo.Git, pol)
+	helper, space, err := s.early.take(ctx, s.repo, pol, s.opts.Stderr)
 	if err != nil {
 		return nil, err
 	}
-	helper, err := fleet.NewHelper(pol.EtcdEndpoints, s.opts.Stderr)
-	if err != nil {
-		return nil, err
-	}
+	defer helper.Close() // a helper started ahead and left unused
 	key := fleet.Key(space, g.Allocation.TaskKey)
 	host, _ := os.Hostname()
 	machine, _ := os.ReadFile("/etc/machine-id")
@@ -46,9 +44,6 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 	holder := fleet.Holder{Host: host, MachineID: strings.TrimSpace(string(machine)), BootID: h.BootID, PID: h.PID,
 		StartTicks: h.StartTicks, ClientID: h.ClientID, LeaseID: g.Lease.LeaseID, TaskKey: g.Allocation.TaskKey,
 		Since: time.Now().UTC().Format(time.RFC3339Nano)}
-	// The helper detaches to init; wt-exec must not adopt it as one of
-	// the command's leftovers (it has no other child yet).
-	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 	sess, err := helper.Acquire(ctx, key, holder, ttl)
 	if dead, ok := deadPrevious(err, g); ok {
 		// The fleet key is the lease this grant just took over locally:
@@ -62,9 +57,6 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 			err = rerr
 		}
 	}
-	if perr := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); perr != nil && err == nil {
-		err = decision.Wrap(decision.Internal, perr, "become a child subreaper again")
-	}
 	if err != nil {
 		if sess != nil {
 			sess.Release(ctx)
@@ -72,6 +64,11 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 		return nil, err
 	}
 	s.fleet = sess
+	if p, ok := sess.(interface{ Pid() int }); ok {
+		// The helper is wt-exec's child: not one of the command's
+		// leftovers, it lives until releaseFleet.
+		s.fleetPid = p.Pid()
+	}
 	return &store.FleetLease{Key: key, Revision: sess.Revision(), EtcdLease: sess.LeaseID(), Endpoints: pol.EtcdEndpoints, TTL: ttl.String()}, nil
 }
 
@@ -79,6 +76,7 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 // (docs/design.md, "Fleet mode"). If it cannot, the lease expires with its
 // TTL.
 func (s *supervisor) releaseFleet() {
+	s.early.close()
 	if s.fleet == nil {
 		return
 	}
@@ -109,4 +107,89 @@ func deadPrevious(err error, g lease.Grant) (deadHolder, bool) {
 	}
 	rev, _ := d.Facts["fleet_revision"].(int64)
 	return deadHolder{h, rev}, true
+}
+
+// earlyFleet is fleet work begun before the lease section, when the policy
+// read without the lock (store.PolicyHint) names etcd: the helper is
+// starting (its start, about 8 ms, overlaps wt-exec's own) and the fleet
+// remote's URL is being read. take uses them when the policy read inside
+// the section agrees, and does the work afresh otherwise.
+type earlyFleet struct {
+	pol    store.Policy
+	helper *fleet.Helper
+	space  chan keySpace
+}
+
+type keySpace struct {
+	id  string
+	err error
+}
+
+// startFleet begins the fleet work early when the policy says etcd. A
+// failure here is no refusal: take does the work again and reports it.
+func (s *supervisor) startFleet() {
+	pol, ok := s.repo.Store.PolicyHint()
+	if !ok || !pol.FleetOn() {
+		return
+	}
+	e := &earlyFleet{pol: pol, space: make(chan keySpace, 1)}
+	if h, err := fleet.NewHelper(pol.EtcdEndpoints, s.opts.Stderr); err == nil && h.Prestart() == nil {
+		e.helper = h
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*fleet.DialTimeout())
+		defer cancel()
+		id, err := fleet.KeySpace(ctx, s.repo.Git, pol)
+		e.space <- keySpace{id, err}
+	}()
+	s.early = e
+}
+
+// take returns the helper and the key space for pol: the early ones when
+// they were made for the same endpoints and remote, else new ones.
+func (e *earlyFleet) take(ctx context.Context, repo *alloc.Repo, pol store.Policy, stderr io.Writer) (*fleet.Helper, string, error) {
+	var space *keySpace
+	var helper *fleet.Helper
+	if e != nil {
+		ks := <-e.space
+		e.space <- ks
+		if e.pol.FleetRemoteName() == pol.FleetRemoteName() {
+			space = &ks
+		}
+		if slices.Equal(e.pol.EtcdEndpoints, pol.EtcdEndpoints) {
+			helper, e.helper = e.helper, nil
+		}
+	}
+	if space == nil {
+		id, err := fleet.KeySpace(ctx, repo.Git, pol)
+		space = &keySpace{id, err}
+	}
+	if space.err != nil {
+		if helper != nil {
+			helper.Close()
+		}
+		return nil, "", space.err
+	}
+	if helper == nil {
+		var err error
+		if helper, err = fleet.NewHelper(pol.EtcdEndpoints, stderr); err != nil {
+			return nil, "", err
+		}
+	}
+	return helper, space.id, nil
+}
+
+// close ends what take did not use: an unused helper, and the wait for
+// the remote's URL (the git it runs is wt-exec's child, and must have
+// ended before the command's leftovers are counted).
+func (e *earlyFleet) close() {
+	if e == nil {
+		return
+	}
+	ks := <-e.space
+	e.space <- ks
+	if e.helper != nil {
+		e.helper.Close()
+		e.helper = nil
+	}
 }

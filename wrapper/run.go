@@ -166,6 +166,9 @@ func Run(opts Options) (Result, error) {
 	if err := s.prepare(); err != nil {
 		return res, err
 	}
+	if !opts.Nested && c.Key != gitrepo.MainKey {
+		s.startFleet()
+	}
 	endWatch := s.watchStart()
 	if opts.Nested {
 		return s.runNested(path, endWatch)
@@ -175,6 +178,9 @@ func Run(opts Options) (Result, error) {
 	acquire := func() error {
 		var err error
 		res.Grant, err = lease.Acquire(repo, c, req, scan, func(g lease.Grant) (*store.ChildGroup, error) {
+			// Fleet work begun early and not used ends before the
+			// command exists (a process of it would count as leftover).
+			s.early.close()
 			if s.startCtx != nil && s.startCtx.Err() != nil {
 				return nil, s.stopped()
 			}

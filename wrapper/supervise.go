@@ -46,8 +46,14 @@ type supervisor struct {
 	// (-1 if none); ownPgrp is the group to give it back to.
 	fgTTY   int
 	ownPgrp int
-	// fleet is the fleet lease wt-exec holds (fleet mode only).
-	fleet fleet.Session
+	// fleet is the fleet lease wt-exec holds (fleet mode only), and
+	// fleetPid the wt-fleet helper keeping it alive: wt-exec's child, but
+	// not the command's, so never stopped or waited for as a leftover.
+	fleet    fleet.Session
+	fleetPid int
+	// early is the fleet work begun before the lease section (nil when
+	// the policy does not name etcd).
+	early *earlyFleet
 	// raw is set while the terminal is in raw mode (pty relay): notices
 	// wait in held until it is restored, so that they are not printed as
 	// a staircase (a raw terminal does not return the carriage at \n).
@@ -226,6 +232,28 @@ func (s *supervisor) reap() (none bool) {
 	}
 }
 
+// noneLeft reaps what has exited and reports whether nothing of the
+// command is left: no child at all, or (in fleet mode) none but the
+// helper, which a reading of /proc tells apart.
+func (s *supervisor) noneLeft() bool {
+	if s.reap() {
+		return true
+	}
+	if s.fleetPid == 0 {
+		return false
+	}
+	sc, err := proc.NewScan()
+	if err != nil {
+		return false // unreadable is not evidence that nothing is left
+	}
+	for _, pid := range sc.Descendants(os.Getpid()) {
+		if pid != s.fleetPid {
+			return false
+		}
+	}
+	return true
+}
+
 func exitStatus(ws unix.WaitStatus) int {
 	switch {
 	case ws.Exited():
@@ -256,7 +284,7 @@ func (s *supervisor) signal(sig os.Signal) {
 // one can act on it), then SIGKILL after the grace period, until no child is
 // left to reap. A second SIGINT or SIGTERM to wt-exec skips the grace.
 func (s *supervisor) cleanup() {
-	if s.reap() {
+	if s.noneLeft() {
 		s.cleanupCgroup()
 		s.drainOutput()
 		return
@@ -269,7 +297,7 @@ func (s *supervisor) cleanup() {
 	poll := time.NewTicker(100 * time.Millisecond)
 	defer poll.Stop()
 	killing := false
-	for !s.reap() {
+	for !s.noneLeft() {
 		select {
 		case sig := <-s.sigs:
 			if sig == unix.SIGINT || sig == unix.SIGTERM {
@@ -299,6 +327,9 @@ func (s *supervisor) terminate(sig unix.Signal) int {
 	}
 	n := 0
 	for _, pid := range sc.Descendants(os.Getpid()) {
+		if pid == s.fleetPid {
+			continue
+		}
 		if unix.Kill(pid, sig) == nil {
 			n++
 			if sig == unix.SIGTERM {

@@ -92,6 +92,8 @@ type Helper struct {
 	DialTimeout time.Duration
 	// Stderr receives the helper's own diagnostics.
 	Stderr io.Writer
+	// pre is the helper Prestart started, waiting for Acquire.
+	pre *started
 }
 
 // FindHelper locates wt-fleet: $WT_FLEET_BIN, then beside the running
@@ -143,20 +145,15 @@ func firstLine(b []byte) []byte {
 	return b
 }
 
-// Acquire implements Coordinator: it starts `wt-fleet` holding the key and
-// leaves it running, keeping the lease alive, until Release.
-//
-// The helper detaches: the process started here re-executes itself in a
-// new session and exits at once, so the holding process is not a child of
-// the caller. wt-exec, a child subreaper that reaps and stops everything
-// below it, would otherwise count it among the command's leftovers; it
-// turns its subreaper flag off around this call so that the detached
-// helper goes to init. The pipes stay the only link: closing them (the
-// caller dies) ends the helper without revoking, and the lease expires
-// with its TTL.
-func (h *Helper) Acquire(ctx context.Context, key string, holder Holder, ttl time.Duration) (Session, error) {
-	req := h.request("hold")
-	req.Key, req.TTL, req.Holder = key, ttl, &holder
+// started is a helper process that is running and waits for its request.
+type started struct {
+	pid     int
+	in, out *os.File
+}
+
+// start starts the helper and sends it the endpoints: it makes its etcd
+// client at once, and then waits for the request.
+func (h *Helper) start() (*started, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -167,27 +164,86 @@ func (h *Helper) Acquire(ctx context.Context, key string, holder Holder, ttl tim
 		inW.Close()
 		return nil, err
 	}
-	cmd := exec.Command(h.Path, "--detach")
+	cmd := exec.Command(h.Path)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, h.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()
-	if err == nil {
-		err = cmd.Wait() // the detaching parent, which exits at once
-	}
 	if err != nil {
 		inW.Close()
 		outR.Close()
 		return nil, decision.Wrap(decision.FleetHelperMissing, err, "start %s", h.Path)
 	}
-	in, _ := json.Marshal(req)
-	if _, err := inW.Write(append(in, '\n')); err != nil {
-		inW.Close()
-		outR.Close()
+	p := &started{pid: cmd.Process.Pid, in: inW, out: outR}
+	line, _ := json.Marshal(h.request("connect"))
+	if _, err := inW.Write(append(line, '\n')); err != nil {
+		p.end(true)
 		return nil, decision.Wrap(decision.FleetUnreachable, err, "talk to %s", HelperName)
 	}
-	lines := bufio.NewScanner(outR)
+	return p, nil
+}
+
+// end closes the pipes, kills the helper when kill is set, and reaps it.
+// The helper is reaped here, by its pid, and never through os/exec: in
+// wt-exec the supervisor's wait4(-1) reaps every child while the command
+// runs, and may have reaped this one (if it died), which is ECHILD here.
+func (p *started) end(kill bool) {
+	p.in.Close()
+	p.out.Close()
+	if kill {
+		_ = syscall.Kill(p.pid, syscall.SIGKILL) // Best effort: it may be gone.
+	}
+	for {
+		if _, err := syscall.Wait4(p.pid, nil, 0, nil); err != syscall.EINTR {
+			return
+		}
+	}
+}
+
+// Prestart starts the helper ahead of Acquire, so that its start (about
+// 8 ms, most of it the etcd client's initialisation) overlaps the caller's
+// own work. Close ends it if Acquire never comes.
+func (h *Helper) Prestart() error {
+	if h.pre != nil {
+		return nil
+	}
+	p, err := h.start()
+	if err != nil {
+		return err
+	}
+	h.pre = p
+	return nil
+}
+
+// Acquire implements Coordinator: it starts `wt-fleet` holding the key and
+// leaves it running, keeping the lease alive, until Release.
+//
+// The helper runs in a session of its own (no terminal's signals reach
+// it) and stays the caller's child: wt-exec, a child subreaper that stops
+// everything below it once the command exits, leaves this one process
+// alone (Session.Pid names it) until it has released the lease. The pipes
+// are the only other link: closing them (the caller dies) ends the helper
+// without revoking, and the lease expires with its TTL. It is started once
+// per run: each start of the helper costs about 8 ms (the etcd client's
+// initialisation).
+func (h *Helper) Acquire(ctx context.Context, key string, holder Holder, ttl time.Duration) (Session, error) {
+	req := h.request("hold")
+	req.Key, req.TTL, req.Holder = key, ttl, &holder
+	p := h.pre
+	h.pre = nil
+	if p == nil {
+		var err error
+		if p, err = h.start(); err != nil {
+			return nil, err
+		}
+	}
+	in, _ := json.Marshal(req)
+	if _, err := p.in.Write(append(in, '\n')); err != nil {
+		p.end(true)
+		return nil, decision.Wrap(decision.FleetUnreachable, err, "talk to %s", HelperName)
+	}
+	lines := bufio.NewScanner(p.out)
 	first := make(chan Response, 1)
 	go func() {
 		var r Response
@@ -200,24 +256,21 @@ func (h *Helper) Acquire(ctx context.Context, key string, holder Holder, ttl tim
 	select {
 	case resp = <-first:
 	case <-ctx.Done():
-		inW.Close() // the helper ends; a lease it may have taken expires
-		outR.Close()
+		p.end(true) // a lease it may have taken expires with its TTL
 		return nil, decision.Wrap(decision.FleetUnreachable, ctx.Err(), "waiting for %s hold", HelperName)
 	}
 	if !resp.OK {
-		inW.Close()
-		outR.Close()
+		p.end(true)
 		return nil, resp.Err()
 	}
-	s := &helperSession{stdin: inW, stdout: outR, revision: resp.Revision, leaseID: resp.LeaseID,
+	s := &helperSession{proc: p, revision: resp.Revision, leaseID: resp.LeaseID,
 		lost: make(chan struct{}), done: make(chan Response, 1)}
 	go s.watch(lines)
 	return s, nil
 }
 
 type helperSession struct {
-	stdin             io.WriteCloser
-	stdout            io.Closer
+	proc              *started
 	revision, leaseID int64
 	lost              chan struct{}
 	lostOnce          sync.Once
@@ -227,6 +280,9 @@ type helperSession struct {
 func (s *helperSession) Revision() int64       { return s.revision }
 func (s *helperSession) LeaseID() int64        { return s.leaseID }
 func (s *helperSession) Lost() <-chan struct{} { return s.lost }
+
+// Pid is the helper process that holds the lease.
+func (s *helperSession) Pid() int { return s.proc.pid }
 
 // watch reads the hold's later lines: lost, then released (or the end).
 func (s *helperSession) watch(lines *bufio.Scanner) {
@@ -252,18 +308,16 @@ func (s *helperSession) watch(lines *bufio.Scanner) {
 // Release asks the helper to revoke the lease and waits for it (at most
 // until ctx ends; the lease then expires with its TTL).
 func (s *helperSession) Release(ctx context.Context) error {
-	_, werr := io.WriteString(s.stdin, "release\n")
+	_, werr := io.WriteString(s.proc.in, "release\n")
 	var last Response
 	select {
 	case last = <-s.done:
+		s.proc.end(false) // it exits once it answered
 	case <-ctx.Done():
-		// Closing the pipes ends the helper; the lease expires.
-		s.stdin.Close()
-		s.stdout.Close()
+		// Killing it leaves the lease to expire with its TTL.
+		s.proc.end(true)
 		last = <-s.done
 	}
-	s.stdin.Close()
-	s.stdout.Close()
 	if last.Released {
 		return nil
 	}
@@ -303,8 +357,15 @@ func (h *Helper) Revoke(ctx context.Context, key string) (Entry, error) {
 	return *resp.Entry, nil
 }
 
-// Close implements Coordinator.
-func (h *Helper) Close() error { return nil }
+// Close implements Coordinator: a helper started ahead and never used
+// is stopped (it has taken nothing).
+func (h *Helper) Close() error {
+	if p := h.pre; p != nil {
+		h.pre = nil
+		p.end(true) // it has taken nothing yet
+	}
+	return nil
+}
 
 // Describe names a holder for a person: "client C on host H (pid P)".
 func (h Holder) Describe() string {

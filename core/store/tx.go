@@ -543,3 +543,16 @@ func (tx *Tx) closeEvents() error {
 
 // EventsPath is the path of events.jsonl, for listing commands.
 func (tx *Tx) EventsPath() string { return tx.path(eventsName) }
+
+// PolicyHint reads policy.json without the store's lock and without the
+// strict checks: a hint to begin work early (wt-exec starts the fleet
+// helper before its lease section when it says etcd), never a decision,
+// which takes the policy read inside a section ([Tx.Policy]). ok is false
+// when the file is absent or unreadable.
+func (s *Store) PolicyHint() (p Policy, ok bool) {
+	data, err := readNoFollow(filepath.Join(s.root, policyName))
+	if err != nil {
+		return p, false
+	}
+	return p, json.Unmarshal(data, &p) == nil
+}

@@ -13,13 +13,13 @@ package fleetcli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"syscall"
 
 	"golang.org/x/term"
 
@@ -30,24 +30,7 @@ import (
 
 // Main runs the helper and returns its exit status: 0 done, 1 refused,
 // 2 bad request, 3 a hold ended without release (stdin closed).
-//
-// With --detach it re-executes itself in a new session, on the same
-// stdin, stdout and stderr, and returns at once: the caller's child then
-// exits, and the holding process belongs to init, not to the caller
-// (core/fleet.Helper.Acquire says why).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "--detach" {
-		self, err := os.Executable()
-		if err == nil {
-			_, err = syscall.ForkExec(self, []string{os.Args[0]}, &syscall.ProcAttr{
-				Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setsid: true}})
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "%s: detach: %v\n", fleet.HelperName, err)
-			return 1
-		}
-		return 0
-	}
 	if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
 		fmt.Fprintf(stdout, "%s: the fleet-mode helper of wt, run by wt-exec, wt-hook and wt-admin (see man wt-fleet); it is not run by hand\n", fleet.HelperName)
 		return 0
@@ -72,6 +55,19 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer co.Close()
+	if req.Op == "connect" {
+		// Started ahead of need (fleet.Helper.Prestart): the client is
+		// made while the caller does its own work; the request follows,
+		// or nothing at all (it was not needed).
+		line, err := in.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) == 0 && err != nil {
+			return 0
+		}
+		if jerr := json.Unmarshal(line, &req); jerr != nil {
+			fmt.Fprintf(stderr, "%s: usage: one JSON request a line on stdin (internal to wt; %v)\n", fleet.HelperName, jerr)
+			return 2
+		}
+	}
 	ctx := context.Background()
 	var resp fleet.Response
 	switch req.Op {
