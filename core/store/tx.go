@@ -548,10 +548,15 @@ func (tx *Tx) EventsPath() string { return tx.path(eventsName) }
 // strict checks: a hint to begin work early (wt-exec starts the fleet
 // helper before its lease section when it says etcd), never a decision,
 // which takes the policy read inside a section ([Tx.Policy]). ok is false
-// when the file is absent or unreadable.
+// when the file is absent or unreadable, and when it cannot name etcd.
 func (s *Store) PolicyHint() (p Policy, ok bool) {
 	data, err := readNoFollow(filepath.Join(s.root, policyName))
 	if err != nil {
+		return p, false
+	}
+	// A policy that does not name etcd anywhere is not decoded: the
+	// common case (no fleet) pays a read, not a decoding.
+	if !bytes.Contains(data, []byte(`"`+CoordinatorEtcd+`"`)) {
 		return p, false
 	}
 	return p, json.Unmarshal(data, &p) == nil

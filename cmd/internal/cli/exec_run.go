@@ -92,7 +92,8 @@ func execApp(e *env, out *execOutcome) *ucli.App {
 		}, taskFlags()...),
 		Action: func(c *ucli.Context) error {
 			e.command = "wt-exec"
-			if c.IsSet("json") {
+			set := givenFlags(c)
+			if set["json"] {
 				out, err := openJSONOut(c.String("json"))
 				if err != nil {
 					return err
@@ -102,11 +103,11 @@ func execApp(e *env, out *execOutcome) *ucli.App {
 			if c.Bool("explain") {
 				return e.explain(c)
 			}
-			opts, err := execOptions(c, e)
+			opts, err := execOptions(c, set, e)
 			if err != nil {
 				return err
 			}
-			if os.Getenv(wrapper.ConfinedEnv) != "" && !c.IsSet("task") {
+			if os.Getenv(wrapper.ConfinedEnv) != "" && !set["task"] {
 				// Inside a confined command: the store is read-only
 				// here, so a nested wt-exec runs under its ancestor's
 				// lease once the entitlement is proved.
@@ -118,11 +119,11 @@ func execApp(e *env, out *execOutcome) *ucli.App {
 			if e.jsonOut != nil {
 				opts.Started = e.grantJSON
 			}
-			if c.IsSet("task") {
+			if set["task"] {
 				if opts.Dir, err = e.taskWorktree(c); err != nil {
 					return err
 				}
-			} else if c.IsSet("base") || c.IsSet("path") {
+			} else if set["base"] || set["path"] {
 				return usageErr("--base and --path go with --task")
 			}
 			opts.Granted = func(g lease.Grant) { e.tellGrant(g, c.Bool("verbose")) }
@@ -151,32 +152,32 @@ func execApp(e *env, out *execOutcome) *ucli.App {
 	}
 }
 
-func execOptions(c *ucli.Context, e *env) (wrapper.Options, error) {
+func execOptions(c *ucli.Context, set map[string]bool, e *env) (wrapper.Options, error) {
 	opts := wrapper.Options{
 		Dir: c.String("C"), ClientID: c.String("client-id"), Holder: c.String("holder"),
 		Owner: c.String("owner"), Kind: c.String("kind"), TTL: c.Duration("ttl"), Grace: c.Duration("grace"),
 		Args: c.Args().Slice(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ(),
 		Notify: func(msg string) { fmt.Fprintf(e.stderr, "wt-exec: warning: %s\n", clean(msg)) },
 	}
-	if c.IsSet("session-id") {
+	if set["session-id"] {
 		v := c.String("session-id")
 		opts.SessionID = &v
 	}
-	if c.IsSet("run-id") {
+	if set["run-id"] {
 		v := c.String("run-id")
 		opts.RunID = &v
 	}
-	if c.IsSet("ttl") && opts.TTL <= 0 {
+	if set["ttl"] && opts.TTL <= 0 {
 		return opts, decision.New(decision.InvalidHolder, "--ttl %s: a lease ttl must be positive", opts.TTL).
 			WithHint("pass --ttl with a positive duration, e.g. --ttl 10m, or leave it out for no expiry")
 	}
 	opts.Verbose = c.Bool("verbose")
 	opts.Wait, opts.Timeout = c.Bool("wait"), c.Duration("timeout")
 	opts.Waiting = func(msg string) { fmt.Fprintf(e.stderr, "wt-exec: waiting: %s\n", clean(msg)) }
-	if c.IsSet("timeout") && (!opts.Wait || opts.Timeout <= 0) {
+	if set["timeout"] && (!opts.Wait || opts.Timeout <= 0) {
 		return opts, usageErr("--timeout takes a positive duration and goes with --wait")
 	}
-	if c.IsSet("grace") && opts.Grace <= 0 {
+	if set["grace"] && opts.Grace <= 0 {
 		return opts, usageErr("--grace %s must be positive", opts.Grace)
 	}
 	switch {

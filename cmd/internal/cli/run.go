@@ -326,3 +326,15 @@ func flagError(err error) string {
 	}
 	return msg
 }
+
+// givenFlags is the set of flags given on c's command line, by every name
+// of each. It stands for ucli.Context.IsSet on the hot path: IsSet of a flag
+// not given runs every flag's names through a regexp, per call, which at
+// wt-exec's start cost more than all of its own flag parsing.
+func givenFlags(c *ucli.Context) map[string]bool {
+	set := map[string]bool{}
+	for _, n := range c.LocalFlagNames() {
+		set[n] = true
+	}
+	return set
+}
