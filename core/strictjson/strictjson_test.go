@@ -27,6 +27,13 @@ func TestDecode(t *testing.T) {
 	if err := Decode([]byte(good), &r); err != nil || r.ID != "x" || r.List[0].A != 2 {
 		t.Fatalf("good: %v %+v", err, r)
 	}
+	// Strings that hold what delimits structure, escapes, and white space
+	// everywhere JSON allows it.
+	tricky := " {\n\t\"id\" : \"a\\\"}{],[\\\\\" , \"in\":{ \"a\":-15 ,\"b\":\"\\u0041\"} ,\"list\":[ ],\"detail\":{\"k\":[true,false,null,\"]\"]},\"raw\":\"x\",\"opt\":\"\"}\r\n"
+	var tr rec
+	if err := Decode([]byte(tricky), &tr); err != nil || tr.ID != `a"}{],[\` {
+		t.Fatalf("tricky: %v %+v", err, tr)
+	}
 	for _, c := range []struct{ doc, says string }{
 		{`{"ID":"evil","id":"x","in":{"a":1,"b":null},"list":[],"detail":{},"raw":1}`, `unknown key "ID"`},
 		{`{"id":"x","id":"y","in":{"a":1,"b":null},"list":[],"detail":{},"raw":1}`, `key "id" appears twice`},
@@ -38,6 +45,11 @@ func TestDecode(t *testing.T) {
 		{`{"id":"x","in":{"a":1,"b":null},"list":[],"detail":{},"raw":1} {}`, `trailing data`},
 		{`{"id":"x","in":[],"list":[],"detail":{},"raw":1}`, `in: want an object`},
 		{`[]`, `want an object`},
+		// An escaped key is the key it spells.
+		{`{"id":"x","\u0069d":"y","in":{"a":1,"b":null},"list":[],"detail":{},"raw":1}`, `key "id" appears twice`},
+		{`{"id":"x","in":{"a":1,"b":null},"list":[],"detail":{},"raw":1,"\u004fpt":""}`, `unknown key "Opt"`},
+		{`{"id":"x","in":{"a":1,"b":null},"list":[],"detail":{},"raw":1`, `unexpected EOF`},
+		{``, `no JSON value`},
 	} {
 		var r rec
 		err := Decode([]byte(c.doc), &r)
@@ -67,4 +79,17 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("%s re-encoded as %s, refused: %v", data, b, err)
 		}
 	})
+}
+
+// BenchmarkDecode: one record of the size of the store's (an allocation).
+func BenchmarkDecode(b *testing.B) {
+	doc := []byte(`{"id":"0b5cc2e4-5a8c-4f0e-9d8b-1d2f4c7a9e10","in":{"a":1,"b":"refs/heads/wt/T-1"},` +
+		`"list":[{"a":2,"b":null},{"a":3,"b":"/home/alice/src/app/worktrees/T-1"}],` +
+		`"detail":{"owner":"alice","lifecycle":"ACTIVE","role":"feature","bindings":["{\"v\":1}"]},"raw":{"q":[1,2,3]}}`)
+	for b.Loop() {
+		var r rec
+		if err := Decode(doc, &r); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
