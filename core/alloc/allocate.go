@@ -157,7 +157,7 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 			return err
 		}
 		j = store.Journal{TransactionID: uuid.NewString(), Operation: opAllocate, Phase: phasePrepared,
-			Actor: Actor(), Target: path, Payload: payload, CreatedAt: now, UpdatedAt: now}
+			Actor: proc.Actor(), Target: path, Payload: payload, CreatedAt: now, UpdatedAt: now}
 		return tx.PutJournal(&j)
 	})
 	if err != nil {

@@ -52,16 +52,6 @@ func OpenCheckout(c gitrepo.Checkout) (*Repo, error) {
 // Now is the clock, as RFC 3339 text in UTC.
 func Now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
-// Actor is the acting process's identity, as journals and events record
-// it (its pid alone when /proc cannot say more).
-func Actor() proc.Identity {
-	id, err := proc.Self()
-	if err != nil {
-		return proc.Identity{PID: os.Getpid()}
-	}
-	return id
-}
-
 // LogEvent appends event name about allocation id (none when "") to
 // events.jsonl, with this process as the actor.
 func LogEvent(tx *store.Tx, name, id string, detail map[string]any) error {
@@ -73,7 +63,7 @@ func LogEvent(tx *store.Tx, name, id string, detail map[string]any) error {
 }
 
 func event(tx *store.Tx, name string, a *store.Allocation, detail map[string]any) error {
-	e := store.Event{At: Now(), Event: name, Actor: Actor(), Detail: detail}
+	e := store.Event{At: Now(), Event: name, Actor: proc.Actor(), Detail: detail}
 	if a != nil {
 		id := a.AllocationID
 		e.AllocationID = &id

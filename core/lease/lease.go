@@ -716,7 +716,7 @@ func deref(s *string) string {
 }
 
 func logEvent(tx Records, name string, a store.Allocation, l *store.Lease, detail map[string]any) error {
-	e := store.Event{At: stamp(time.Now()), Event: name, Actor: actor(), Detail: detail}
+	e := store.Event{At: stamp(time.Now()), Event: name, Actor: proc.Actor(), Detail: detail}
 	id := a.AllocationID
 	e.AllocationID = &id
 	if l != nil {
@@ -725,15 +725,6 @@ func logEvent(tx Records, name string, a store.Allocation, l *store.Lease, detai
 	}
 	return tx.AppendEvent(e)
 }
-
-// actor is this process's identity, recorded in every event it writes.
-var actor = sync.OnceValue(func() proc.Identity {
-	id, err := proc.Self()
-	if err != nil {
-		return proc.Identity{PID: os.Getpid()}
-	}
-	return id
-})
 
 // removeCgroup removes the cgroup a dead lease's wt-exec made for its
 // command, which nobody else removes when that wt-exec was killed. Only an

@@ -492,7 +492,7 @@ func applyFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, target string
 			return res, err
 		}
 		now := alloc.Now()
-		j = &store.Journal{TransactionID: uuid.NewString(), Operation: opFinish, Phase: PhasePrepared, Actor: alloc.Actor(),
+		j = &store.Journal{TransactionID: uuid.NewString(), Operation: opFinish, Phase: PhasePrepared, Actor: proc.Actor(),
 			Target: plan.TargetPath, Payload: payload, CreatedAt: now, UpdatedAt: now}
 		if err := tx.PutJournal(j); err != nil {
 			return res, err

@@ -183,7 +183,7 @@ func applyPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner,
 			return res, err
 		}
 		now := alloc.Now()
-		j = &store.Journal{TransactionID: uuid.NewString(), Operation: opPrune, Phase: PhasePrepared, Actor: alloc.Actor(),
+		j = &store.Journal{TransactionID: uuid.NewString(), Operation: opPrune, Phase: PhasePrepared, Actor: proc.Actor(),
 			Target: target, Payload: payload, CreatedAt: now, UpdatedAt: now}
 		if err := tx.PutJournal(j); err != nil {
 			return res, err

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/wt-tool/wt/core/decision"
 )
@@ -144,4 +147,34 @@ func ValidateClientID(id string) error {
 
 func (id Identity) String() string {
 	return fmt.Sprintf("pid %d (start ticks %d, boot %.8s)", id.PID, id.StartTicks, id.BootID)
+}
+
+// Actor is this process's identity as journals and events record it (its
+// pid alone when /proc cannot say more), read once.
+var Actor = sync.OnceValue(func() Identity {
+	id, err := Self()
+	if err != nil {
+		return Identity{PID: os.Getpid()}
+	}
+	return id
+})
+
+// BootTime is when this boot began, from the btime line of /proc/stat
+// (whole seconds). A file last modified before it was written in an
+// earlier boot: whatever process it describes is dead.
+func BootTime() (time.Time, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			secs, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || secs <= 0 {
+				return time.Time{}, fmt.Errorf("/proc/stat: bad btime %q", strings.TrimSpace(v))
+			}
+			return time.Unix(secs, 0), nil
+		}
+	}
+	return time.Time{}, errors.New("/proc/stat has no btime line")
 }

@@ -241,11 +241,12 @@ func (tx *Tx) mustWrite() {
 }
 
 // Durability of a write (see the package doc).
-type durability bool
+type durability int
 
 const (
-	durable durability = true  // data and directory fsynced
-	runtime durability = false // data fsynced, directory not
+	durable    durability = iota // data and directory fsynced
+	runtime                      // data fsynced, directory not
+	bootScoped                   // nothing fsynced: a file about this boot's processes
 )
 
 // put writes rec at path atomically with its record_version incremented.
@@ -273,7 +274,7 @@ func (tx *Tx) remove(path string, d durability) error {
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}
-	if d == runtime {
+	if d != durable {
 		return nil
 	}
 	tx.durable = true
@@ -299,8 +300,9 @@ func (tx *Tx) list(dir string) ([]string, error) {
 	return ids, nil
 }
 
-// writeAtomic writes data to path: temp file in the same directory, fsync,
-// rename over path, and for a durable write fsync the directory. rename
+// writeAtomic writes data to path: temp file in the same directory, fsync
+// (but for a boot-scoped write), rename over path, and for a durable write
+// fsync the directory. rename
 // never follows a symlink at path: it replaces the link itself.
 func writeAtomic(path string, data []byte, d durability) error {
 	dir := filepath.Dir(path)
@@ -322,8 +324,10 @@ func writeAtomic(path string, data []byte, d durability) error {
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", path, err)
+	if d != bootScoped {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", path, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -332,7 +336,7 @@ func writeAtomic(path string, data []byte, d durability) error {
 		return notWritable(path, fmt.Errorf("rename %s: %w", path, err))
 	}
 	ok = true
-	if d == runtime {
+	if d != durable {
 		return nil
 	}
 	return syncDir(dir)

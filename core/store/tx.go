@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/proc"
 )
 
 // validID refuses ids that cannot safely name a file: record ids are uuids.
@@ -366,11 +367,54 @@ func (tx *Tx) Lease(allocationID string) (Lease, bool, error) {
 		return l, false, err
 	}
 	p := tx.path(leasesDir, allocationID+".json")
-	ok, err := readRecord(p, &l)
-	if err == nil && ok && l.AllocationID != allocationID {
-		err = invalid(p, fmt.Errorf("allocation_id %q does not match the file name", l.AllocationID))
+	data, err := readNoFollow(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return l, false, nil
 	}
-	return l, ok, err
+	if err != nil {
+		return l, false, invalid(p, err) // unreadable is never dead
+	}
+	if err := decodeStrict(data, &l); err != nil {
+		if earlier, _ := writtenBeforeBoot(p); earlier {
+			// Lease files are not fsynced (boot-scoped, see the package
+			// doc): a power loss may leave one torn. Its holder was of
+			// an earlier boot, so it is dead, whatever the bytes say.
+			return Lease{}, false, tx.dropTornLease(p, allocationID, err)
+		}
+		return l, false, invalid(p, err)
+	}
+	if l.AllocationID != allocationID {
+		return l, false, invalid(p, fmt.Errorf("allocation_id %q does not match the file name", l.AllocationID))
+	}
+	return l, true, nil
+}
+
+// dropTornLease removes, in a write section, a lease file torn before this
+// boot (in a read section it is only read as absent), and records it.
+func (tx *Tx) dropTornLease(p, allocationID string, why error) error {
+	if !tx.exclusive {
+		return nil
+	}
+	if err := tx.remove(p, bootScoped); err != nil {
+		return err
+	}
+	return tx.AppendEvent(Event{At: time.Now().UTC().Format(time.RFC3339Nano), Event: "writer_lease_torn_dropped",
+		AllocationID: &allocationID, Actor: proc.Actor(),
+		Detail: map[string]any{"file": p, "error": why.Error(), "why": "written before this boot and unreadable: a power loss tore it; its holder is dead"}})
+}
+
+// writtenBeforeBoot reports whether the regular file p was last modified
+// before this boot began.
+func writtenBeforeBoot(p string) (bool, error) {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false, err
+	}
+	boot, err := proc.BootTime()
+	if err != nil {
+		return false, err
+	}
+	return fi.ModTime().Before(boot), nil
 }
 
 // Leases lists the allocation ids that have a lease file.
@@ -381,7 +425,7 @@ func (tx *Tx) PutLease(l *Lease) error {
 	if err := validID("allocation", l.AllocationID); err != nil {
 		return err
 	}
-	return tx.put(tx.path(leasesDir, l.AllocationID+".json"), l, runtime)
+	return tx.put(tx.path(leasesDir, l.AllocationID+".json"), l, bootScoped)
 }
 
 // RemoveLease removes a lease.
@@ -389,7 +433,7 @@ func (tx *Tx) RemoveLease(allocationID string) error {
 	if err := validID("allocation", allocationID); err != nil {
 		return err
 	}
-	return tx.remove(tx.path(leasesDir, allocationID+".json"), runtime)
+	return tx.remove(tx.path(leasesDir, allocationID+".json"), bootScoped)
 }
 
 // Journals reads every journal entry in flight.
