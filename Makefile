@@ -1,4 +1,5 @@
 # wt — writer governance for git worktrees. See README.md.
+SHELL   := /bin/bash
 GO      ?= go
 # PREFIX defaults to /usr/local where this user may write there (root), else
 # to ~/.local (a non-root user needs no sudo); install says where, and how to
@@ -66,11 +67,13 @@ demo: install
 	PATH="$(DESTDIR)$(BINDIR):$$PATH" bash scripts/demo.sh
 
 # -timeout: the end-to-end package runs real processes under the race
-# detector for several minutes; go test's default 10-minute limit is too
-# close for a slow day.
+# detector for a minute or two; go test's default 10-minute limit is kept
+# far away for a slow day. go test alone prints nothing until a package is
+# done: scripts/testprogress turns its -json stream into a line for every
+# test as it ends, the whole output of what failed, and a summary.
 test:
 	$(GO) vet ./...
-	$(GO) test -race -timeout 30m ./...
+	set -o pipefail; $(GO) test -race -timeout 30m -json ./... | $(GO) run ./scripts/testprogress
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
