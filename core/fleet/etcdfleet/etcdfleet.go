@@ -15,6 +15,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
 	"github.com/wt-tool/wt/core/decision"
@@ -107,15 +108,15 @@ func (co *Coordinator) Acquire(ctx context.Context, key string, h fleet.Holder, 
 			WithHint("wait for it to end; see every task's holder with wt-admin fleet status").
 			WithFact("fleet_holder", other.Holder).WithFact("fleet_revision", other.Revision)
 	}
-	kactx, stop := context.WithCancel(context.Background())
-	ka, err := co.c.KeepAlive(kactx, g.ID)
+	// etcd's own session keeps the lease alive (its context is not the
+	// call's, which ends when Acquire returns).
+	es, err := concurrency.NewSession(co.c, concurrency.WithLease(g.ID), concurrency.WithContext(context.Background()))
 	if err != nil {
-		stop()
 		co.revokeQuietly(g.ID)
 		return nil, co.unreachable(err)
 	}
-	s := &session{co: co, id: g.ID, revision: resp.Header.Revision, stop: stop, lost: make(chan struct{})}
-	go s.keep(ka)
+	s := &session{co: co, es: es, revision: resp.Header.Revision, lost: make(chan struct{})}
+	go s.watch()
 	return s, nil
 }
 
@@ -127,24 +128,22 @@ func (co *Coordinator) revokeQuietly(id clientv3.LeaseID) {
 
 type session struct {
 	co       *Coordinator
-	id       clientv3.LeaseID
+	es       *concurrency.Session
 	revision int64
-	stop     context.CancelFunc
 	lost     chan struct{}
 	mu       sync.Mutex
 	released bool
 }
 
 func (s *session) Revision() int64       { return s.revision }
-func (s *session) LeaseID() int64        { return int64(s.id) }
+func (s *session) LeaseID() int64        { return int64(s.es.Lease()) }
 func (s *session) Lost() <-chan struct{} { return s.lost }
 
-// keep drains the keep-alive answers. The client closes the channel when
-// the lease's TTL passed without an answer (or etcd says it is gone): the
-// lease is lost unless we released it.
-func (s *session) keep(ka <-chan *clientv3.LeaseKeepAliveResponse) {
-	for range ka {
-	}
+// watch waits for the session's end: its keep-alive stops when the lease's
+// TTL passed without an answer (or etcd says it is gone), and the lease is
+// lost unless we released it.
+func (s *session) watch() {
+	<-s.es.Done()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.released {
@@ -152,15 +151,16 @@ func (s *session) keep(ka <-chan *clientv3.LeaseKeepAliveResponse) {
 	}
 }
 
-// Release implements fleet.Session: stop the keep-alive and revoke.
+// Release implements fleet.Session: stop the keep-alive and revoke, within
+// the coordinator's bound (the session's own Close waits up to the TTL).
 func (s *session) Release(ctx context.Context) error {
 	s.mu.Lock()
 	s.released = true
 	s.mu.Unlock()
-	s.stop()
+	s.es.Orphan()
 	cctx, cancel := s.co.ctx(ctx)
 	defer cancel()
-	if _, err := s.co.c.Revoke(cctx, s.id); err != nil && !isLeaseGone(err) {
+	if _, err := s.co.c.Revoke(cctx, s.es.Lease()); err != nil && !isLeaseGone(err) {
 		return s.co.unreachable(err)
 	}
 	return nil
