@@ -31,7 +31,7 @@ build:
 # by a generator built without urfave_cli_no_docs (the binaries keep their
 # fast start).
 docs:
-	$(GO) run ./cmd/internal/gendocs build/docs
+	$(GO) run -tags wt_gendocs ./cmd/internal/gendocs build/docs
 
 # .deb and .rpm packages into dist/, made by nfpm (installed into
 # bin/tools with go install if missing, at the version below).

@@ -59,7 +59,7 @@ func TestDebPackage(t *testing.T) {
 	run(root, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-tags", "urfave_cli_no_docs",
 		"-ldflags", "-X github.com/wt-tool/wt/cmd/internal/cli.stamped=v1.2.3-pkgtest", "-o", filepath.Join(work, "bin")+"/",
 		"./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-admin", "./cmd/wt-fleet")
-	run(root, nil, "go", "run", "./cmd/internal/gendocs", filepath.Join(work, "build", "docs"))
+	run(root, nil, "go", "run", "-tags", "wt_gendocs", "./cmd/internal/gendocs", filepath.Join(work, "build", "docs"))
 	run(work, []string{"PKG_VERSION=1.2.3~pkgtest"}, nfpm, "pkg", "--packager", "deb", "--target", work+"/")
 	debs, _ := filepath.Glob(filepath.Join(work, "*.deb"))
 	if len(debs) != 1 {

@@ -8,7 +8,7 @@ import (
 
 // Apps are the command-line definitions of wt-admin, wt-exec and wt-hook,
 // named as their binaries, for generating man pages and shell completions
-// (cmd/internal/gendocs). They write nowhere; running them is not what
+// (cmd/internal/docs). They write nowhere; running them is not what
 // they are for.
 func Apps() []*ucli.App {
 	mk := func(bin string, build func(*env) *ucli.App) *ucli.App {
