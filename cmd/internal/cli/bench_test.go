@@ -621,3 +621,28 @@ func BenchmarkExecFloor(b *testing.B) {
 		b.ReportMetric((per["wt-exec-confine"]-per["true"])/floorAdded, "confine-added/floor-added")
 	}
 }
+
+// BenchmarkExecFleet runs `wt-exec -- /bin/true` on a worktree of a
+// repository without a coordinator and on one in fleet mode against a real
+// etcd (in this process; the fleet lease taken and revoked through
+// wt-fleet), interleaved in one run: fleet/local is the target's ratio.
+func BenchmarkExecFleet(b *testing.B) {
+	wtexec := shippedExec(b)
+	_, local := benchRepo(b, 1, 9)
+	fleetWT := fleetWorktree(b)
+	argv := [][]string{{"-C", local[0], "--", "/bin/true"}, {"-C", fleetWT, "--", "/bin/true"}}
+	var totals [2]time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := range argv {
+			j := (i + k) % len(argv)
+			t0 := time.Now()
+			runOnce(b, wtexec, argv[j]...)
+			totals[j] += time.Since(t0)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(totals[0].Nanoseconds())/float64(b.N), "ns/run-local")
+	b.ReportMetric(float64(totals[1].Nanoseconds())/float64(b.N), "ns/run-fleet")
+	b.ReportMetric(float64(totals[1])/float64(totals[0]), "fleet/local")
+}
