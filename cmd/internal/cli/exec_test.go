@@ -782,7 +782,15 @@ func TestOrphanAdopt(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644) })
+	// The agent outlives wt-exec: stop it, and wait until it is gone,
+	// before the test's directories are removed (it would poll forever).
+	t.Cleanup(func() {
+		os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644)
+		b, _ := os.ReadFile(filepath.Join(dir, "pid"))
+		if pid, err := strconv.Atoi(string(b)); err == nil && pid > 1 {
+			waitFor(t, "the agent to stop", func() bool { return syscall.Kill(pid, 0) != nil })
+		}
+	})
 	waitFor(t, "the agent's lease", func() bool { l, ok := readLease(t, wts[0]); return ok && l.Child != nil })
 	agentDo(t, dir, "git", "commit", "-q", "--allow-empty", "-m", "before").ok(t)
 	cmd.Process.Kill()

@@ -89,6 +89,9 @@ func agentLoop() {
 		if _, err := os.Stat(filepath.Join(dir, "stop")); err == nil {
 			os.Exit(0)
 		}
+		if _, err := os.Stat(dir); err != nil {
+			os.Exit(0) // its test is over and gone: never poll forever
+		}
 		if _, err := os.Stat(filepath.Join(dir, "go")); err != nil {
 			time.Sleep(10 * time.Millisecond)
 			continue
