@@ -9,7 +9,8 @@ import (
 
 // TestImportRules keeps the picture of STYLE.md true:
 //
-//	cmd/*  ->  wrapper  hooks  cmd/internal/doctor -> install  ->  core/...
+//	cmd/*  ->  cmd/internal/{cli,hookcli}  ->  cmd/internal/clikit
+//	       ->  wrapper  hooks  cmd/internal/doctor -> install  ->  core/...
 //
 // core never imports the CLI library or the packages above it, and the
 // packages in the middle never import each other's command layer.
@@ -18,7 +19,7 @@ func TestImportRules(t *testing.T) {
 	forbidden := map[string][]string{
 		"core/...":                {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "hooks", mod + "install"},
 		"core/fleet":              {"go.etcd.io/"},
-		"cmd/internal/doctor/...": {"github.com/urfave/cli/v2", mod + "cmd/internal/cli", mod + "wrapper", mod + "hooks"},
+		"cmd/internal/doctor/...": {"github.com/urfave/cli/v2", mod + "cmd/internal/cli", mod + "cmd/internal/hookcli", mod + "wrapper", mod + "hooks"},
 		"wrapper/...":             {"github.com/urfave/cli/v2", mod + "cmd/", mod + "hooks", mod + "install"},
 		"hooks/...":               {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper", mod + "install"},
 		"install/...":             {"github.com/urfave/cli/v2", mod + "cmd/", mod + "wrapper"},
@@ -32,8 +33,13 @@ func TestImportRules(t *testing.T) {
 	// Fleet mode: only the wt-fleet helper links the etcd client (about
 	// 5 ms at every start); core/fleet itself imports no etcd code.
 	forbidden["cmd/wt-exec"] = []string{"go.etcd.io/"}
-	forbidden["cmd/wt-hook"] = []string{"go.etcd.io/"}
 	forbidden["cmd/wt-admin"] = []string{"go.etcd.io/"}
+	// Each binary links only what it uses: wt-hook, which git starts at
+	// every commit, links neither wt-exec's supervisor (the pty and
+	// Landlock libraries) nor wt-admin's maintenance and doctor.
+	forbidden["cmd/wt-hook"] = []string{"go.etcd.io/", mod + "cmd/internal/cli", mod + "wrapper", mod + "core/maint",
+		mod + "cmd/internal/doctor", "github.com/creack/pty", "github.com/landlock-lsm/"}
+	forbidden["cmd/internal/clikit"] = []string{mod + "cmd/internal/cli", mod + "cmd/internal/hookcli", mod + "wrapper", mod + "hooks", mod + "install", mod + "core/maint"}
 	for pattern, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../"+pattern).CombinedOutput()
 		if err != nil {

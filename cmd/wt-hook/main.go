@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"github.com/wt-tool/wt/cmd/internal/cli"
+	"github.com/wt-tool/wt/cmd/internal/hookcli"
 )
 
-func main() { os.Exit(cli.Hook(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(hookcli.Hook(os.Args[1:], os.Stdout, os.Stderr)) }

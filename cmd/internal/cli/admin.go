@@ -1,27 +1,36 @@
+// Package cli holds the urfave/cli applications of wt-admin and wt-exec,
+// one file per command (wt-hook's is cmd/internal/hookcli; what they share
+// is cmd/internal/clikit). Actions are a few lines that call into core/,
+// wrapper/, hooks/ or install/ and render the result.
 package cli
 
 import (
-	"context"
 	"io"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
 )
 
 // Admin runs wt-admin with args and returns its exit code.
 func Admin(args []string, stdout, stderr io.Writer) int {
-	return Run("wt-admin", adminApp, args, stdout, stderr)
+	return clikit.Run("wt-admin", AdminApp, args, stdout, stderr)
 }
 
-var jsonFlag = &ucli.BoolFlag{Name: "json", Usage: "print exactly one JSON object"}
+// env is a run of wt-admin or wt-exec: the shared one, with their own
+// methods.
+type env struct{ *clikit.Env }
+
+// AdminApp is wt-admin's command line (for man pages and completions too).
+func AdminApp(k *clikit.Env) *ucli.App { return adminApp(&env{k}) }
 
 func adminApp(e *env) *ucli.App {
 	return &ucli.App{
 		Usage: "set repositories up, allocate governed worktrees, and show who may write where",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "repo", Value: ".", Usage: "a directory inside the repository"},
-			jsonFlag,
+			clikit.JSONFlag,
 		},
 		Commands: []*ucli.Command{
 			e.initCommand(), e.policyCommand(), e.allocateCommand(), e.statusCommand(), e.psCommand(), e.leaseCommand(),
@@ -42,21 +51,6 @@ func repoDir(c *ucli.Context) string {
 		}
 	}
 	return "."
-}
-
-// action wraps a command body: it records the command name for the JSON
-// envelope and refuses stray positional arguments.
-func (e *env) action(name string, maxArgs int, body func(c *ucli.Context) error) ucli.ActionFunc {
-	return func(c *ucli.Context) error {
-		e.command = name
-		if c.Args().Len() > maxArgs {
-			return usageErr("%s takes at most %d argument(s), got %q", name, maxArgs, c.Args().Slice())
-		}
-		if c.Context == nil {
-			c.Context = context.Background()
-		}
-		return body(c)
-	}
 }
 
 func optString(c *ucli.Context, name string) *string {

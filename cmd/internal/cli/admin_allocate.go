@@ -6,6 +6,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/shell"
@@ -24,11 +25,11 @@ func (e *env) allocateCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "role", Value: "feature", Usage: "feature, audit, canonical, integration or recovery"},
 			&ucli.StringFlag{Name: "branch", Usage: "the new branch (default wt/<KEY>; audit worktrees are detached)"},
 			&ucli.StringFlag{Name: "base", Usage: "the commit to start from (default: the publication branch)"},
-			jsonFlag,
+			clikit.JSONFlag,
 		},
-		Action: e.action("allocate", 1, func(c *ucli.Context) error {
+		Action: e.Action("allocate", 1, func(c *ucli.Context) error {
 			if !c.IsSet("task") || !c.IsSet("owner") || c.Args().Len() != 1 {
-				return usageErr("allocate needs --task KEY, --owner NAME and one PATH")
+				return clikit.UsageErr("allocate needs --task KEY, --owner NAME and one PATH")
 			}
 			r, err := e.open(c)
 			if err != nil {
@@ -42,7 +43,7 @@ func (e *env) allocateCommand() *ucli.Command {
 			}
 			if err != nil {
 				for _, w := range warnings {
-					fmt.Fprintf(e.stderr, "%s: warning: %s\n", e.bin, w)
+					fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Bin, w)
 				}
 				return err
 			}
@@ -53,8 +54,8 @@ func (e *env) allocateCommand() *ucli.Command {
 				where = "branch " + *a.Branch
 			}
 			reason := fmt.Sprintf("task %s allocated at %s (%s at %.12s, role %s, owner %s)", a.TaskKey, a.WorktreePath, where, a.BaseCommit, a.Role, a.Owner)
-			return e.success(res.Code, reason, res, warnings, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
+			return e.Success(res.Code, reason, res, warnings, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(reason))
 			})
 		}),
 	}
@@ -95,8 +96,8 @@ func (e *env) recoverCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "recover",
 		Usage: "finish or undo every interrupted allocate now, as the next allocate would (and list those still in flight)",
-		Flags: []ucli.Flag{jsonFlag},
-		Action: e.action("recover", 0, func(c *ucli.Context) error {
+		Flags: []ucli.Flag{clikit.JSONFlag},
+		Action: e.Action("recover", 0, func(c *ucli.Context) error {
 			r, err := e.open(c)
 			if err != nil {
 				return err
@@ -106,10 +107,10 @@ func (e *env) recoverCommand() *ucli.Command {
 				return err
 			}
 			reason := fmt.Sprintf("%d interrupted allocate(s)", len(recs))
-			return e.success(decision.AllocationRecovered, reason, map[string]any{"recovered": recs}, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.AllocationRecovered, reason)
+			return e.Success(decision.AllocationRecovered, reason, map[string]any{"recovered": recs}, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, decision.AllocationRecovered, reason)
 				for _, rec := range recs {
-					fmt.Fprintf(w, "  %s  %s (task %s): %s\n", rec.Outcome, clean(rec.Path), clean(rec.TaskKey), clean(rec.Detail))
+					fmt.Fprintf(w, "  %s  %s (task %s): %s\n", rec.Outcome, clikit.Clean(rec.Path), clikit.Clean(rec.TaskKey), clikit.Clean(rec.Detail))
 				}
 			})
 		}),

@@ -9,6 +9,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
@@ -49,8 +50,8 @@ func (e *env) fleetCommand() *ucli.Command {
 			{
 				Name:  "status",
 				Usage: "every task key under the remote's prefix: host, client, since, revision",
-				Flags: []ucli.Flag{jsonFlag},
-				Action: e.action("fleet status", 0, func(c *ucli.Context) error {
+				Flags: []ucli.Flag{clikit.JSONFlag},
+				Action: e.Action("fleet status", 0, func(c *ucli.Context) error {
 					_, co, remote, err := e.fleetOf(c)
 					if err != nil {
 						return err
@@ -63,9 +64,9 @@ func (e *env) fleetCommand() *ucli.Command {
 					}
 					res := map[string]any{"remote_id": remote, "prefix": fleet.Prefix(remote), "tasks": es}
 					reason := fmt.Sprintf("%d task(s) held in the fleet under %s", len(es), fleet.Prefix(remote))
-					return e.success(decision.FleetStatusShown, reason, res, nil, func(w io.Writer) {
-						fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.FleetStatusShown, clean(reason))
-						tw := table(w)
+					return e.Success(decision.FleetStatusShown, reason, res, nil, func(w io.Writer) {
+						fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, decision.FleetStatusShown, clikit.Clean(reason))
+						tw := clikit.Table(w)
 						fmt.Fprintln(tw, "TASK\tHOST\tCLIENT\tPID\tSINCE\tREVISION\tTTL")
 						for _, x := range es {
 							fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%ds\n", x.TaskKey, x.Holder.Host, x.Holder.ClientID, x.Holder.PID, x.Holder.Since, x.Revision, x.TTL)
@@ -78,9 +79,9 @@ func (e *env) fleetCommand() *ucli.Command {
 				Name:      "abandon",
 				Usage:     "revoke the fleet lease of a task whose holder's machine is gone (needs --operator and a reason)",
 				ArgsUsage: "TASK",
-				Flags: []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"},
+				Flags: []ucli.Flag{clikit.JSONFlag, &ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"},
 					&ucli.BoolFlag{Name: "operator", Usage: "you vouch that the holder's machine is gone"}},
-				Action: e.action("fleet abandon", 1, func(c *ucli.Context) error {
+				Action: e.Action("fleet abandon", 1, func(c *ucli.Context) error {
 					task, err := oneArg(c, "fleet abandon", "TASK: the task key", "reason")
 					if err != nil {
 						return err
@@ -107,8 +108,8 @@ func (e *env) fleetCommand() *ucli.Command {
 						return err
 					}
 					reason := fmt.Sprintf("revoked the fleet lease of task %s held by %s (revision %d)", task, x.Holder.Describe(), x.Revision)
-					return e.success(decision.FleetLeaseAbandoned, reason, x, nil, func(w io.Writer) {
-						fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.FleetLeaseAbandoned, clean(reason))
+					return e.Success(decision.FleetLeaseAbandoned, reason, x, nil, func(w io.Writer) {
+						fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, decision.FleetLeaseAbandoned, clikit.Clean(reason))
 					})
 				}),
 			},

@@ -8,6 +8,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
@@ -44,9 +45,9 @@ func (e *env) initCommand() *ucli.Command {
 		Name:      "init",
 		Usage:     "set wt up in this repository (idempotent)",
 		UsageText: "wt-admin init [--publication-branch B] [--enforcement enforce|warn] [--unmanaged allow|refuse] [--max-active N]",
-		Flags: append(policyFlags(), jsonFlag,
+		Flags: append(policyFlags(), clikit.JSONFlag,
 			&ucli.BoolFlag{Name: "no-hooks", Usage: "do not install wt's git hooks (then nothing gates commits until wt-hook install)"}),
-		Action: e.action("init", 0, func(c *ucli.Context) error {
+		Action: e.Action("init", 0, func(c *ucli.Context) error {
 			res, err := alloc.Init(c.Context, repoDir(c), policyChange(c))
 			if err != nil {
 				return err
@@ -73,10 +74,10 @@ func (e *env) initCommand() *ucli.Command {
 				alloc.InitResult
 				Hooks string `json:"hooks"`
 			}{res, hooks}
-			return e.success(res.Code, reason, out, warnings, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
+			return e.Success(res.Code, reason, out, warnings, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(reason))
 				printPolicy(w, res.Policy)
-				fmt.Fprintf(w, "%-19s %s\n", "hooks", clean(hooks))
+				fmt.Fprintf(w, "%-19s %s\n", "hooks", clikit.Clean(hooks))
 			})
 		}),
 	}
@@ -87,8 +88,8 @@ func (e *env) policyCommand() *ucli.Command {
 		Name:      "policy",
 		Usage:     "show the policy, or change the fields given",
 		UsageText: "wt-admin policy [--publication-branch B] [--enforcement enforce|warn] [--unmanaged allow|refuse] [--max-active N|unlimited] [--coordinator etcd|none] [--etcd-endpoints URL[,URL]] [--fleet-ttl D] [--fleet-remote NAME]",
-		Flags:     append(policyFlags(), jsonFlag),
-		Action: e.action("policy", 0, func(c *ucli.Context) error {
+		Flags:     append(policyFlags(), clikit.JSONFlag),
+		Action: e.Action("policy", 0, func(c *ucli.Context) error {
 			r, err := e.open(c)
 			if err != nil {
 				return err
@@ -100,9 +101,9 @@ func (e *env) policyCommand() *ucli.Command {
 			reason := map[string]string{decision.PolicyShown: "current policy",
 				decision.PolicyUnchanged: "the policy already had these values; nothing changed",
 				decision.PolicyUpdated:   fmt.Sprintf("%d field(s) changed", len(res.Changes))}[res.Code]
-			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
+			return e.Success(res.Code, reason, res, nil, func(w io.Writer) {
 				if res.Code != decision.PolicyShown {
-					fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
+					fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(reason))
 				}
 				for _, d := range res.Changes {
 					fmt.Fprintf(w, "  %s: %s -> %s\n", d.Field, d.From, d.To)
@@ -118,7 +119,7 @@ func printPolicy(w io.Writer, p store.Policy) {
 	if p.MaxActive != nil {
 		max = fmt.Sprint(*p.MaxActive)
 	}
-	tw := table(w)
+	tw := clikit.Table(w)
 	fmt.Fprintf(tw, "publication_branch\t%s\n", p.PublicationBranch)
 	fmt.Fprintf(tw, "enforcement\t%s\n", p.Enforcement)
 	fmt.Fprintf(tw, "unmanaged\t%s\n", p.Unmanaged)

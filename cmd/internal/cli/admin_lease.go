@@ -9,6 +9,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/lease"
@@ -24,8 +25,8 @@ func (e *env) leaseCommand() *ucli.Command {
 			{
 				Name:  "list",
 				Usage: "current leases with their freshness; --all adds ended ones from the event log",
-				Flags: []ucli.Flag{jsonFlag, &ucli.BoolFlag{Name: "all", Usage: "also the leases that ended: who held which worktree, when, how it ended"}},
-				Action: e.action("lease list", 0, func(c *ucli.Context) error {
+				Flags: []ucli.Flag{clikit.JSONFlag, &ucli.BoolFlag{Name: "all", Usage: "also the leases that ended: who held which worktree, when, how it ended"}},
+				Action: e.Action("lease list", 0, func(c *ucli.Context) error {
 					r, err := e.open(c)
 					if err != nil {
 						return err
@@ -35,8 +36,8 @@ func (e *env) leaseCommand() *ucli.Command {
 						return err
 					}
 					res := map[string]any{"leases": entries}
-					return e.success(decision.LeasesListed, fmt.Sprintf("%d lease(s)", len(entries)), res, nil, func(w io.Writer) {
-						tw := table(w)
+					return e.Success(decision.LeasesListed, fmt.Sprintf("%d lease(s)", len(entries)), res, nil, func(w io.Writer) {
+						tw := clikit.Table(w)
 						fmt.Fprintln(tw, "TASK\tWORKTREE\tCLIENT\tPID\tGEN\tFROM\tTO\tSTATE")
 						for _, l := range entries {
 							state := l.Freshness
@@ -46,7 +47,7 @@ func (e *env) leaseCommand() *ucli.Command {
 							if l.Fleet != nil {
 								state += fmt.Sprintf(" (fleet rev %d)", l.Fleet.Revision)
 							}
-							fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", clean(dash(l.TaskKey)), clean(dash(l.WorktreePath)), l.Holder.ClientID, l.Holder.PID, l.Generation, l.From, dash(l.To), state)
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", clikit.Clean(clikit.Dash(l.TaskKey)), clikit.Clean(clikit.Dash(l.WorktreePath)), l.Holder.ClientID, l.Holder.PID, l.Generation, l.From, clikit.Dash(l.To), state)
 						}
 						tw.Flush()
 					})
@@ -73,11 +74,11 @@ func pathArg(c *ucli.Context, name string, required ...string) (string, error) {
 // it cannot do without.
 func oneArg(c *ucli.Context, name, what string, required ...string) (string, error) {
 	if c.Args().Len() != 1 || c.Args().First() == "" {
-		return "", usageErr("%s takes one %s", name, what)
+		return "", clikit.UsageErr("%s takes one %s", name, what)
 	}
 	for _, f := range required {
 		if !c.IsSet(f) {
-			return "", usageErr("%s needs --%s", name, f)
+			return "", clikit.UsageErr("%s needs --%s", name, f)
 		}
 	}
 	return c.Args().First(), nil
@@ -102,7 +103,7 @@ func (e *env) leaseTarget(c *ucli.Context, name string, required ...string) (str
 func callerOf(c *ucli.Context) (lease.Caller, error) {
 	caller := lease.Caller{ClientID: c.String("client-id"), SessionID: optString(c, "session-id")}
 	if caller.ClientID == "" && caller.SessionID != nil {
-		return caller, usageErr("--session-id needs --client-id")
+		return caller, clikit.UsageErr("--session-id needs --client-id")
 	}
 	if caller.ClientID != "" {
 		if err := proc.ValidateClientID(caller.ClientID); err != nil {
@@ -117,8 +118,8 @@ func (e *env) leaseInspectCommand() *ucli.Command {
 		Name:      "inspect",
 		Usage:     "a worktree's lease: its freshness and the safe next action for you (--client-id, --session-id)",
 		ArgsUsage: "PATH",
-		Flags:     []ucli.Flag{jsonFlag, clientIDFlag, sessionIDFlag},
-		Action: e.action("lease inspect", 1, func(c *ucli.Context) error {
+		Flags:     []ucli.Flag{clikit.JSONFlag, clientIDFlag, sessionIDFlag},
+		Action: e.Action("lease inspect", 1, func(c *ucli.Context) error {
 			path, caller, r, err := e.leaseTarget(c, "lease inspect")
 			if err != nil {
 				return err
@@ -128,19 +129,19 @@ func (e *env) leaseInspectCommand() *ucli.Command {
 				return err
 			}
 			reason := fmt.Sprintf("%s (task %s): %s; safe next action %s", in.Path, in.TaskKey, in.Freshness, in.SafeNextAction)
-			return e.success(decision.LeaseInspected, reason, in, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.LeaseInspected, clean(reason))
-				tw := table(w)
+			return e.Success(decision.LeaseInspected, reason, in, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, decision.LeaseInspected, clikit.Clean(reason))
+				tw := clikit.Table(w)
 				printLease(tw, in.Lease)
 				fmt.Fprintf(tw, "  evidence\t%s\n", evidence(in.Proof))
 				for _, why := range in.Reasons {
-					fmt.Fprintf(tw, "  why\t%s\n", clean(why))
+					fmt.Fprintf(tw, "  why\t%s\n", clikit.Clean(why))
 				}
 				if len(in.AlsoAllowed) > 0 {
 					fmt.Fprintf(tw, "  also allowed\t%s\n", strings.Join(in.AlsoAllowed, ", "))
 				}
 				if in.Next != "" {
-					fmt.Fprintf(tw, "  next\t%s\n", clean(in.Next))
+					fmt.Fprintf(tw, "  next\t%s\n", clikit.Clean(in.Next))
 				}
 				tw.Flush()
 			})
@@ -161,7 +162,7 @@ func printLease(w io.Writer, l store.Lease) {
 		fmt.Fprintf(w, "  cgroup\t%s\n", l.Child.Cgroup)
 	}
 	if l.Confined != nil {
-		fmt.Fprintf(w, "  confined\t%s\n", clean(confinedText(l.Confined)))
+		fmt.Fprintf(w, "  confined\t%s\n", clikit.Clean(confinedText(l.Confined)))
 	}
 }
 
@@ -205,8 +206,8 @@ func (e *env) ended(code, verb string, res lease.Ended) error {
 	if res.Adopted != nil {
 		reason += fmt.Sprintf(": now lease %s, generation %d, client %s, pid %d", res.Adopted.LeaseID, res.Adopted.Generation, res.Adopted.Holder.ClientID, res.Adopted.Holder.PID)
 	}
-	return e.success(code, reason, res, nil, func(w io.Writer) {
-		fmt.Fprintf(w, "%s: %s: %s\n", e.bin, code, clean(reason))
+	return e.Success(code, reason, res, nil, func(w io.Writer) {
+		fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, code, clikit.Clean(reason))
 		fmt.Fprintf(w, "  evidence: %s\n", evidence(res.Proof))
 	})
 }
@@ -216,8 +217,8 @@ func (e *env) leaseReleaseCommand() *ucli.Command {
 		Name:      "release",
 		Usage:     "release a lease whose holder exited, by its exact id, when nothing of it runs",
 		ArgsUsage: "PATH",
-		Flags:     []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "lease-id", Usage: "the exact id of the lease to release"}},
-		Action: e.action("lease release", 1, func(c *ucli.Context) error {
+		Flags:     []ucli.Flag{clikit.JSONFlag, &ucli.StringFlag{Name: "lease-id", Usage: "the exact id of the lease to release"}},
+		Action: e.Action("lease release", 1, func(c *ucli.Context) error {
 			path, err := pathArg(c, "lease release", "lease-id")
 			if err != nil {
 				return err
@@ -242,8 +243,8 @@ func (e *env) leaseExpireCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "expire",
 		Usage: "record every lease past its expiry whose holder is dead, and of which nothing runs, as expired and remove it",
-		Flags: []ucli.Flag{jsonFlag},
-		Action: e.action("lease expire", 0, func(c *ucli.Context) error {
+		Flags: []ucli.Flag{clikit.JSONFlag},
+		Action: e.Action("lease expire", 0, func(c *ucli.Context) error {
 			r, err := e.open(c)
 			if err != nil {
 				return err
@@ -253,13 +254,13 @@ func (e *env) leaseExpireCommand() *ucli.Command {
 				return err
 			}
 			reason := fmt.Sprintf("%d lease(s) expired, %d past expiry kept", len(res.Expired), len(res.Kept))
-			return e.success(decision.LeasesExpired, reason, res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, decision.LeasesExpired, clean(reason))
+			return e.Success(decision.LeasesExpired, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, decision.LeasesExpired, clikit.Clean(reason))
 				for _, x := range res.Expired {
-					fmt.Fprintf(w, "  expired  %s (task %s): lease %s of client %s, pid %d, expired at %s\n", clean(x.Path), clean(x.TaskKey), x.Lease.LeaseID, x.Lease.Holder.ClientID, x.Lease.Holder.PID, *x.Lease.ExpiresAt)
+					fmt.Fprintf(w, "  expired  %s (task %s): lease %s of client %s, pid %d, expired at %s\n", clikit.Clean(x.Path), clikit.Clean(x.TaskKey), x.Lease.LeaseID, x.Lease.Holder.ClientID, x.Lease.Holder.PID, *x.Lease.ExpiresAt)
 				}
 				for _, k := range res.Kept {
-					fmt.Fprintf(w, "  kept     %s: lease %s: %s\n", clean(k.Path), k.LeaseID, clean(k.Why))
+					fmt.Fprintf(w, "  kept     %s: lease %s: %s\n", clikit.Clean(k.Path), k.LeaseID, clikit.Clean(k.Why))
 				}
 			})
 		}),
@@ -271,9 +272,9 @@ func (e *env) leaseAbandonCommand() *ucli.Command {
 		Name:      "abandon",
 		Usage:     "remove a lease with proof: its holder dead or its worktree gone, and nothing of it running",
 		ArgsUsage: "PATH",
-		Flags: []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"},
+		Flags: []ucli.Flag{clikit.JSONFlag, &ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"},
 			&ucli.BoolFlag{Name: "operator", Usage: "you decide for a lease that is not yours"}, clientIDFlag, sessionIDFlag},
-		Action: e.action("lease abandon", 1, func(c *ucli.Context) error {
+		Action: e.Action("lease abandon", 1, func(c *ucli.Context) error {
 			path, caller, r, err := e.leaseTarget(c, "lease abandon", "reason")
 			if err != nil {
 				return err
@@ -292,10 +293,10 @@ func (e *env) leaseAdoptCommand() *ucli.Command {
 		Name:      "adopt",
 		Usage:     "hand a dead holder's lease to a live process (default: the one that runs wt-admin), with provenance",
 		ArgsUsage: "PATH",
-		Flags: []ucli.Flag{jsonFlag, &ucli.StringFlag{Name: "client-id", Usage: "the new holder's client id"}, sessionIDFlag,
+		Flags: []ucli.Flag{clikit.JSONFlag, &ucli.StringFlag{Name: "client-id", Usage: "the new holder's client id"}, sessionIDFlag,
 			&ucli.StringFlag{Name: "holder", Usage: "the new holder: PID or ancestor:NAME (default: wt-admin's parent process)"},
 			&ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"}},
-		Action: e.action("lease adopt", 1, func(c *ucli.Context) error {
+		Action: e.Action("lease adopt", 1, func(c *ucli.Context) error {
 			path, err := pathArg(c, "lease adopt", "client-id")
 			if err != nil {
 				return err
@@ -303,7 +304,7 @@ func (e *env) leaseAdoptCommand() *ucli.Command {
 			sel := c.String("holder")
 			switch sel {
 			case "self":
-				return usageErr("--holder self would name wt-admin, which exits at once; pass PID or ancestor:NAME")
+				return clikit.UsageErr("--holder self would name wt-admin, which exits at once; pass PID or ancestor:NAME")
 			case "":
 				sel = strconv.Itoa(os.Getppid())
 			}

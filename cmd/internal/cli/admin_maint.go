@@ -7,6 +7,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/maint"
 	"github.com/wt-tool/wt/core/shell"
@@ -18,8 +19,8 @@ func (e *env) backfillCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "backfill",
 		Usage: "register bindings written before registrations existed, where the live evidence proves them (dry run unless --apply PLAN_ID)",
-		Flags: []ucli.Flag{jsonFlag, applyFlag},
-		Action: e.action("backfill", 0, func(c *ucli.Context) error {
+		Flags: []ucli.Flag{clikit.JSONFlag, applyFlag},
+		Action: e.Action("backfill", 0, func(c *ucli.Context) error {
 			r, err := e.open(c)
 			if err != nil {
 				return err
@@ -32,14 +33,14 @@ func (e *env) backfillCommand() *ucli.Command {
 			if !res.DryRun {
 				reason = fmt.Sprintf("%d registration(s) written, %d refused, %d already registered", res.Written, len(res.Refused), res.AlreadyRegistered)
 			}
-			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
-				tw := table(w)
+			return e.Success(res.Code, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(reason))
+				tw := clikit.Table(w)
 				for _, c := range res.Candidates {
 					fmt.Fprintf(tw, "  candidate\t%s\t%s\tallocation %s\n", c.WorktreeKey, c.Path, c.AllocationID)
 				}
 				for _, f := range res.Refused {
-					fmt.Fprintf(tw, "  refused\t%s\t%s\t%s\n", f.WorktreeKey, dash(f.Path), strings.Join(f.Blockers, ", "))
+					fmt.Fprintf(tw, "  refused\t%s\t%s\t%s\n", f.WorktreeKey, clikit.Dash(f.Path), strings.Join(f.Blockers, ", "))
 				}
 				tw.Flush()
 				if res.DryRun && len(res.Candidates) > 0 {
@@ -55,8 +56,8 @@ func (e *env) pruneCommand() *ucli.Command {
 		Name:      "prune",
 		Usage:     "remove the git registration of a retained audit worktree whose checkout is gone, on its owner's word (dry run unless --apply PLAN_ID)",
 		ArgsUsage: "PATH",
-		Flags:     []ucli.Flag{jsonFlag, applyFlag, &ucli.StringFlag{Name: "owner", Usage: "the allocation's recorded owner, who authorizes it"}},
-		Action: e.action("prune", 1, func(c *ucli.Context) error {
+		Flags:     []ucli.Flag{clikit.JSONFlag, applyFlag, &ucli.StringFlag{Name: "owner", Usage: "the allocation's recorded owner, who authorizes it"}},
+		Action: e.Action("prune", 1, func(c *ucli.Context) error {
 			path, err := pathArg(c, "prune", "owner")
 			if err != nil {
 				return err
@@ -77,8 +78,8 @@ func (e *env) pruneCommand() *ucli.Command {
 					reason += "; resumed from phase " + res.ResumedFrom
 				}
 			}
-			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
+			return e.Success(res.Code, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(reason))
 				if res.DryRun {
 					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin --repo %s prune %s --owner %s --apply %s\n", res.PlanID, shell.Word(r.Git.TopLevel),
 						shell.Word(p.TargetPath), shell.Word(p.Owner), res.PlanID)
@@ -94,14 +95,14 @@ func (e *env) finishCommand() *ucli.Command {
 		Usage: "end a task whose work is safe: remove its worktree (never forced), delete its merged or archived branch, " +
 			"release its allocation so the task key is free (dry run unless --apply PLAN_ID)",
 		ArgsUsage: "[PATH]",
-		Flags: []ucli.Flag{jsonFlag, applyFlag,
+		Flags: []ucli.Flag{clikit.JSONFlag, applyFlag,
 			&ucli.StringFlag{Name: "owner", Usage: "the allocation's recorded owner, who authorizes it"},
 			&ucli.StringFlag{Name: "task", Usage: "name the task by its key instead of its worktree's PATH"},
 			&ucli.BoolFlag{Name: "archive", Usage: "keep commits the publication branch lacks under refs/wt/archive/TASK/N, then finish"},
 		},
-		Action: e.action("finish", 1, func(c *ucli.Context) error {
+		Action: e.Action("finish", 1, func(c *ucli.Context) error {
 			if !c.IsSet("owner") {
-				return usageErr("finish needs --owner")
+				return clikit.UsageErr("finish needs --owner")
 			}
 			r, err := e.open(c)
 			if err != nil {
@@ -121,8 +122,8 @@ func (e *env) finishCommand() *ucli.Command {
 					reason += "; resumed from phase " + res.ResumedFrom
 				}
 			}
-			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
+			return e.Success(res.Code, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(reason))
 				if res.DryRun {
 					args := []string{"wt-admin", "--repo", r.Git.TopLevel, "finish", p.TargetPath, "--owner", p.Owner}
 					// Whether it archives is in the plan id: apply needs no --archive.

@@ -3,30 +3,21 @@ package cli
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/store"
 )
 
-func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func (e *env) statusCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "status",
 		Usage: "every worktree: role, owner, lifecycle, lease holder and freshness",
-		Flags: []ucli.Flag{jsonFlag},
-		Action: e.action("status", 0, func(c *ucli.Context) error {
+		Flags: []ucli.Flag{clikit.JSONFlag},
+		Action: e.Action("status", 0, func(c *ucli.Context) error {
 			r, err := e.open(c)
 			if err != nil {
 				return err
@@ -36,8 +27,8 @@ func (e *env) statusCommand() *ucli.Command {
 				return err
 			}
 			reason := fmt.Sprintf("%d worktree(s)", len(res.Rows))
-			return e.success(res.Code, reason, res, res.Warnings, func(w io.Writer) {
-				tw := table(w)
+			return e.Success(res.Code, reason, res, res.Warnings, func(w io.Writer) {
+				tw := clikit.Table(w)
 				fmt.Fprintln(tw, "PATH\tKEY\tTASK\tROLE\tOWNER\tLIFECYCLE\tBRANCH\tLEASE HOLDER\tFRESHNESS\tGATE")
 				for _, row := range res.Rows {
 					lifecycle := row.Lifecycle
@@ -62,17 +53,17 @@ func (e *env) statusCommand() *ucli.Command {
 					if branch == "" && row.Head != "" {
 						branch = fmt.Sprintf("(detached %.8s)", row.Head)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clean(row.Path), clean(dash(row.Key)), clean(dash(row.TaskKey)),
-						clean(dash(row.Role)), clean(dash(row.Owner)), lifecycle, clean(dash(branch)), clean(holder), fresh, dash(row.Gate))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clikit.Clean(row.Path), clikit.Clean(clikit.Dash(row.Key)), clikit.Clean(clikit.Dash(row.TaskKey)),
+						clikit.Clean(clikit.Dash(row.Role)), clikit.Clean(clikit.Dash(row.Owner)), lifecycle, clikit.Clean(clikit.Dash(branch)), clikit.Clean(holder), fresh, clikit.Dash(row.Gate))
 				}
 				tw.Flush()
 				for _, row := range res.Rows {
 					for _, p := range row.Problems {
-						fmt.Fprintf(w, "problem: %s: %s: %s\n", clean(row.Path), p.Code, clean(p.Message))
+						fmt.Fprintf(w, "problem: %s: %s: %s\n", clikit.Clean(row.Path), p.Code, clikit.Clean(p.Message))
 						if p.Fix != "" {
-							fmt.Fprintf(w, "  fix: %s\n", clean(p.Fix))
+							fmt.Fprintf(w, "  fix: %s\n", clikit.Clean(p.Fix))
 						} else if p.Hint != "" {
-							fmt.Fprintf(w, "  hint: %s\n", clean(p.Hint))
+							fmt.Fprintf(w, "  hint: %s\n", clikit.Clean(p.Hint))
 						}
 					}
 				}
@@ -81,10 +72,10 @@ func (e *env) statusCommand() *ucli.Command {
 					if !p.ActorLive {
 						state = "interrupted"
 					}
-					fmt.Fprintf(w, "pending: %s %s of %s (%s, pid %d)\n", p.Operation, state, clean(p.Target), p.Phase, p.Actor.PID)
+					fmt.Fprintf(w, "pending: %s %s of %s (%s, pid %d)\n", p.Operation, state, clikit.Clean(p.Target), p.Phase, p.Actor.PID)
 				}
 				for _, n := range res.Next {
-					fmt.Fprintf(w, "next: %s: %s\n  %s\n", clean(n.Path), n.Why, clean(n.Command))
+					fmt.Fprintf(w, "next: %s: %s\n  %s\n", clikit.Clean(n.Path), n.Why, clikit.Clean(n.Command))
 				}
 			})
 		}),
@@ -99,11 +90,11 @@ func lifecycleCommand(e *env, name, usage string, run func(r *alloc.Repo, c *ucl
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "owner", Usage: "the allocation's owner"},
 			&ucli.IntFlag{Name: "expect-version", Usage: "refuse unless the allocation is at this record version"},
-			jsonFlag,
+			clikit.JSONFlag,
 		},
-		Action: e.action(name, 1, func(c *ucli.Context) error {
+		Action: e.Action(name, 1, func(c *ucli.Context) error {
 			if !c.IsSet("owner") || c.Args().Len() != 1 {
-				return usageErr("%s needs PATH and --owner NAME", name)
+				return clikit.UsageErr("%s needs PATH and --owner NAME", name)
 			}
 			r, err := e.open(c)
 			if err != nil {
@@ -118,8 +109,8 @@ func lifecycleCommand(e *env, name, usage string, run func(r *alloc.Repo, c *ucl
 			if a.Lifecycle == store.Retained {
 				reason += "; its work is kept and no writer may take a lease until it is resumed"
 			}
-			return e.success(res.Code, reason, res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s: %s\n", e.bin, res.Code, clean(reason))
+			return e.Success(res.Code, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(reason))
 			})
 		}),
 	}
@@ -143,13 +134,13 @@ func (e *env) versionCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "version",
 		Usage: "tool version, JSON schema version, store layout version, known decision codes",
-		Flags: []ucli.Flag{jsonFlag},
-		Action: e.action("version", 0, func(c *ucli.Context) error {
-			res := map[string]any{"tool_version": Version(), "json_schema_version": JSONSchemaVersion,
+		Flags: []ucli.Flag{clikit.JSONFlag},
+		Action: e.Action("version", 0, func(c *ucli.Context) error {
+			res := map[string]any{"tool_version": clikit.Version(), "json_schema_version": clikit.JSONSchemaVersion,
 				"store_layout_version": store.LayoutVersion, "record_schema_version": store.SchemaVersion,
 				"decision_codes": decision.Codes()}
-			return e.success(decision.VersionShown, "wt "+Version(), res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "wt %s (json schema %d, store layout %d, record schema %d)\n", Version(), JSONSchemaVersion, store.LayoutVersion, store.SchemaVersion)
+			return e.Success(decision.VersionShown, "wt "+clikit.Version(), res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "wt %s (json schema %d, store layout %d, record schema %d)\n", clikit.Version(), clikit.JSONSchemaVersion, store.LayoutVersion, store.SchemaVersion)
 				fmt.Fprintf(w, "decision codes: %d known (wt-admin version --json lists them)\n", len(decision.Codes()))
 			})
 		}),

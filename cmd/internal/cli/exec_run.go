@@ -13,6 +13,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/lease"
@@ -43,15 +44,15 @@ func Exec(args []string, stdout, stderr io.Writer) int {
 func ExecDying(args []string, stdout, stderr io.Writer) (int, unix.Signal, bool) {
 	var out execOutcome
 	out.child = -1
-	code := Run("wt-exec", func(e *env) *ucli.App { return execApp(e, &out) }, args, stdout, stderr)
+	code := clikit.Run("wt-exec", func(k *clikit.Env) *ucli.App { return execApp(&env{k}, &out) }, args, stdout, stderr)
 	child, died, toGroup := out.child, out.died, out.toGroup
 	switch {
 	case child >= 0:
 		return child, died, toGroup
 	case code == ExitExecNotFound || code == ExitExecNotExecutable || code > 128:
 		return code, 0, false
-	case code == ExitOK:
-		return ExitOK, 0, false // --help, --version
+	case code == clikit.ExitOK:
+		return clikit.ExitOK, 0, false // --help, --version
 	}
 	return ExitExecRefused, 0, false
 }
@@ -64,6 +65,10 @@ type execOutcome struct {
 	died    unix.Signal
 	toGroup bool
 }
+
+// ExecApp is wt-exec's command line, for man pages and completions (it
+// records no outcome).
+func ExecApp(k *clikit.Env) *ucli.App { return execApp(&env{k}, &execOutcome{child: -1}) }
 
 func execApp(e *env, out *execOutcome) *ucli.App {
 	return &ucli.App{
@@ -91,14 +96,14 @@ func execApp(e *env, out *execOutcome) *ucli.App {
 			&ucli.DurationFlag{Name: "timeout", Usage: "with --wait, give up after `DURATION` (exit 125, WRITER_LEASE_WAIT_TIMEOUT)"},
 		}, taskFlags()...),
 		Action: func(c *ucli.Context) error {
-			e.command = "wt-exec"
-			set := givenFlags(c)
+			e.Command = "wt-exec"
+			set := clikit.GivenFlags(c)
 			if set["json"] {
 				out, err := openJSONOut(c.String("json"))
 				if err != nil {
 					return err
 				}
-				e.jsonOut = out
+				e.JSONOut = out
 			}
 			if c.Bool("explain") {
 				return e.explain(c)
@@ -116,7 +121,7 @@ func execApp(e *env, out *execOutcome) *ucli.App {
 				}
 				opts.Nested = true
 			}
-			if e.jsonOut != nil {
+			if e.JSONOut != nil {
 				opts.Started = e.grantJSON
 			}
 			if set["task"] {
@@ -124,22 +129,22 @@ func execApp(e *env, out *execOutcome) *ucli.App {
 					return err
 				}
 			} else if set["base"] || set["path"] {
-				return usageErr("--base and --path go with --task")
+				return clikit.UsageErr("--base and --path go with --task")
 			}
 			opts.Granted = func(g lease.Grant) { e.tellGrant(g, c.Bool("verbose")) }
 			res, err := wrapper.Run(opts)
 			switch {
 			case err == nil:
 			case decision.CodeOf(err) == decision.CommandNotFound:
-				return &ExitError{Code: ExitExecNotFound, Err: err}
+				return &clikit.ExitError{Code: ExitExecNotFound, Err: err}
 			case decision.CodeOf(err) == decision.CommandNotRunnable:
-				return &ExitError{Code: ExitExecNotExecutable, Err: err}
+				return &clikit.ExitError{Code: ExitExecNotExecutable, Err: err}
 			case decision.CodeOf(err) == decision.Interrupted:
 				// Stopped by a signal before the command started: the
 				// status says so as a shell would (128+N).
 				if d, ok := decision.As(err); ok {
 					if n, ok := d.Facts["signal"].(int); ok {
-						return &ExitError{Code: 128 + n, Err: err}
+						return &clikit.ExitError{Code: 128 + n, Err: err}
 					}
 				}
 				return err
@@ -157,7 +162,7 @@ func execOptions(c *ucli.Context, set map[string]bool, e *env) (wrapper.Options,
 		Dir: c.String("C"), ClientID: c.String("client-id"), Holder: c.String("holder"),
 		Owner: c.String("owner"), Kind: c.String("kind"), TTL: c.Duration("ttl"), Grace: c.Duration("grace"),
 		Args: c.Args().Slice(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ(),
-		Notify: func(msg string) { fmt.Fprintf(e.stderr, "wt-exec: warning: %s\n", clean(msg)) },
+		Notify: func(msg string) { fmt.Fprintf(e.Stderr, "wt-exec: warning: %s\n", clikit.Clean(msg)) },
 	}
 	if set["session-id"] {
 		v := c.String("session-id")
@@ -173,28 +178,28 @@ func execOptions(c *ucli.Context, set map[string]bool, e *env) (wrapper.Options,
 	}
 	opts.Verbose = c.Bool("verbose")
 	opts.Wait, opts.Timeout = c.Bool("wait"), c.Duration("timeout")
-	opts.Waiting = func(msg string) { fmt.Fprintf(e.stderr, "wt-exec: waiting: %s\n", clean(msg)) }
+	opts.Waiting = func(msg string) { fmt.Fprintf(e.Stderr, "wt-exec: waiting: %s\n", clikit.Clean(msg)) }
 	if set["timeout"] && (!opts.Wait || opts.Timeout <= 0) {
-		return opts, usageErr("--timeout takes a positive duration and goes with --wait")
+		return opts, clikit.UsageErr("--timeout takes a positive duration and goes with --wait")
 	}
 	if set["grace"] && opts.Grace <= 0 {
-		return opts, usageErr("--grace %s must be positive", opts.Grace)
+		return opts, clikit.UsageErr("--grace %s must be positive", opts.Grace)
 	}
 	switch {
 	case c.Bool("pty") && c.Bool("no-pty"):
-		return opts, usageErr("--pty and --no-pty exclude each other")
+		return opts, clikit.UsageErr("--pty and --no-pty exclude each other")
 	case c.Bool("pty"):
 		opts.PTY = wrapper.PTYOn
 	case c.Bool("no-pty"):
 		opts.PTY = wrapper.PTYOff
 	}
 	if c.Bool("confine") && c.Bool("no-confine") {
-		return opts, usageErr("--confine and --no-confine exclude each other")
+		return opts, clikit.UsageErr("--confine and --no-confine exclude each other")
 	}
 	opts.Confine = confineFlag(c)
 	opts.AllowWrite = c.StringSlice("allow-write")
 	if len(opts.Args) == 0 {
-		return opts, usageErr("no command given: wt-exec [OPTIONS] -- COMMAND [ARG...]")
+		return opts, clikit.UsageErr("no command given: wt-exec [OPTIONS] -- COMMAND [ARG...]")
 	}
 	return opts, nil
 }
@@ -204,16 +209,16 @@ func execOptions(c *ucli.Context, set map[string]bool, e *env) (wrapper.Options,
 func (e *env) tellGrant(g lease.Grant, verbose bool) {
 	switch {
 	case g.Previous != nil:
-		fmt.Fprintf(e.stderr, "wt-exec: %s: lease %s (generation %d) of dead holder client %s pid %d taken over by %s\n",
+		fmt.Fprintf(e.Stderr, "wt-exec: %s: lease %s (generation %d) of dead holder client %s pid %d taken over by %s\n",
 			g.Code, g.Previous.LeaseID, g.Previous.Generation, g.Previous.Holder.ClientID, g.Previous.Holder.PID, g.Lease.LeaseID)
 	case verbose && g.Applicable:
-		fmt.Fprintf(e.stderr, "wt-exec: %s: lease %s generation %d client %s pid %d\n",
+		fmt.Fprintf(e.Stderr, "wt-exec: %s: lease %s generation %d client %s pid %d\n",
 			g.Code, g.Lease.LeaseID, g.Lease.Generation, g.Lease.Holder.ClientID, g.Lease.Holder.PID)
 	case verbose:
-		fmt.Fprintf(e.stderr, "wt-exec: %s: role %s takes no writer lease (%s)\n", g.Code, g.Role, decision.DedicatedRoleGate)
+		fmt.Fprintf(e.Stderr, "wt-exec: %s: role %s takes no writer lease (%s)\n", g.Code, g.Role, decision.DedicatedRoleGate)
 	}
 	if f := g.Lease.Fleet; f != nil && verbose {
-		fmt.Fprintf(e.stderr, "wt-exec: %s: task %s was held in the fleet (key %s, revision %d, TTL %s)\n",
+		fmt.Fprintf(e.Stderr, "wt-exec: %s: task %s was held in the fleet (key %s, revision %d, TTL %s)\n",
 			decision.FleetLeaseAcquired, g.Allocation.TaskKey, f.Key, f.Revision, f.TTL)
 	}
 }
@@ -224,17 +229,17 @@ func openJSONOut(dest string) (io.WriteCloser, error) {
 	if n, ok := strings.CutPrefix(dest, "fd:"); ok {
 		fd, err := strconv.Atoi(n)
 		if err != nil || fd < 3 {
-			return nil, usageErr("--json %s: fd:N names an open descriptor above 2 (stdout and stderr belong to the command)", dest)
+			return nil, clikit.UsageErr("--json %s: fd:N names an open descriptor above 2 (stdout and stderr belong to the command)", dest)
 		}
 		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 		if err != nil || flags&unix.O_ACCMODE == unix.O_RDONLY {
-			return nil, usageErr("--json %s: descriptor %d is not open for writing", dest, fd)
+			return nil, clikit.UsageErr("--json %s: descriptor %d is not open for writing", dest, fd)
 		}
 		unix.CloseOnExec(fd) // the command does not inherit it
 		return os.NewFile(uintptr(fd), dest), nil
 	}
 	if dest == "" {
-		return nil, usageErr("--json needs a DEST: a path, or fd:N")
+		return nil, clikit.UsageErr("--json needs a DEST: a path, or fd:N")
 	}
 	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_CLOEXEC, 0o644)
 	if err != nil {
@@ -259,7 +264,7 @@ func (e *env) grantJSON(g lease.Grant) {
 		reason = fmt.Sprintf("role %s takes no writer lease (%s)", g.Role, decision.DedicatedRoleGate)
 	}
 	dec["code"], dec["reason"] = g.Code, reason
-	e.writeJSONOut(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version(),
+	e.WriteJSONOut(map[string]any{"schema_version": clikit.JSONSchemaVersion, "tool_version": clikit.Version(),
 		"command": "wt-exec", "ok": true, "decision": dec, "warnings": []string{}})
 }
 
@@ -303,7 +308,7 @@ func (e *env) explain(c *ucli.Context) error {
 		return err
 	}
 	for _, l := range lines {
-		fmt.Fprintf(e.stdout, "%s\n", clean(l))
+		fmt.Fprintf(e.Stdout, "%s\n", clikit.Clean(l))
 	}
 	return nil
 }

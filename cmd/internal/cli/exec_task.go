@@ -9,6 +9,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
@@ -62,7 +63,7 @@ func (e *env) taskWorktree(c *ucli.Context) (string, error) {
 		return a.WorktreePath, nil
 	}
 	if !c.IsSet("owner") {
-		return "", usageErr("task %s has no worktree yet: allocating it needs --owner NAME", task)
+		return "", clikit.UsageErr("task %s has no worktree yet: allocating it needs --owner NAME", task)
 	}
 	path := c.String("path")
 	if path == "" {
@@ -84,7 +85,7 @@ func (e *env) taskWorktree(c *ucli.Context) (string, error) {
 	if a.Branch != nil {
 		branch = *a.Branch
 	}
-	fmt.Fprintf(e.stderr, "wt-exec: %s: task %s allocated at %s (branch %s, owner %s)\n", res.Code, clean(a.TaskKey), clean(a.WorktreePath), clean(branch), clean(a.Owner))
+	fmt.Fprintf(e.Stderr, "wt-exec: %s: task %s allocated at %s (branch %s, owner %s)\n", res.Code, clikit.Clean(a.TaskKey), clikit.Clean(a.WorktreePath), clikit.Clean(branch), clikit.Clean(a.Owner))
 	return a.WorktreePath, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/wt-tool/wt/cmd/internal/fleetcli"
+	"github.com/wt-tool/wt/cmd/internal/hookcli"
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/wrapper"
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 			wrapper.DieBy(died, toGroup)
 			os.Exit(code)
 		},
-		"wt-hook": func() { os.Exit(Hook(os.Args[1:], os.Stdout, os.Stderr)) },
+		"wt-hook": func() { os.Exit(hookcli.Hook(os.Args[1:], os.Stdout, os.Stderr)) },
 		// agentsh stands for an agent program that runs commands: a named
 		// ancestor for --holder ancestor:agentsh. It runs its arguments as
 		// a child and exits with the child's status.

@@ -13,6 +13,7 @@ package docs
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,12 +22,26 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/cli"
+	"github.com/wt-tool/wt/cmd/internal/clikit"
+	"github.com/wt-tool/wt/cmd/internal/hookcli"
 )
+
+// Apps are the command-line definitions of wt-admin, wt-exec and wt-hook,
+// named as their binaries, for generating man pages and shell completions.
+// They write nowhere; running them is not what they are for.
+func Apps() []*ucli.App {
+	mk := func(bin string, build func(*clikit.Env) *ucli.App) *ucli.App {
+		a := build(&clikit.Env{Bin: bin, Stdout: io.Discard, Stderr: io.Discard})
+		a.Name, a.Version, a.HideHelpCommand = bin, clikit.Version(), true
+		return a
+	}
+	return []*ucli.App{mk("wt-admin", cli.AdminApp), mk("wt-exec", cli.ExecApp), mk("wt-hook", hookcli.App)}
+}
 
 // Generate writes the man pages and completions under dir.
 func Generate(dir string) error {
 	files := map[string]string{"man/man1/wt-fleet.1": fleetMan}
-	for _, app := range cli.Apps() {
+	for _, app := range Apps() {
 		man, err := app.ToManWithSection(1)
 		if err != nil {
 			return fmt.Errorf("man page of %s: %w", app.Name, err)

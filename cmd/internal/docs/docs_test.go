@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	ucli "github.com/urfave/cli/v2"
-
-	"github.com/wt-tool/wt/cmd/internal/cli"
 )
 
 // TestManPagesAndCompletions generates the docs: every binary has a man
@@ -20,7 +18,7 @@ func TestManPagesAndCompletions(t *testing.T) {
 	if err := Generate(dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, app := range cli.Apps() {
+	for _, app := range Apps() {
 		page, err := os.ReadFile(filepath.Join(dir, "man", "man1", app.Name+".1"))
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package cli
+package hookcli
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/store"
@@ -111,8 +112,8 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 	if f, ok := readFence(ctx, gitDir); ok {
 		out.Fence = &f
 	}
-	return e.success(code, reason+hooksDir+" (server fence)", out, nil, func(w io.Writer) {
-		printHooks(w, e.bin, res)
+	return e.Success(code, reason+hooksDir+" (server fence)", out, nil, func(w io.Writer) {
+		printHooks(w, e.Bin, res)
 		if out.Fence == nil {
 			fmt.Fprintf(w, "fence: not configured in %s\n", gitDir)
 			return
@@ -130,26 +131,26 @@ func fenceFromFlags(c *ucli.Context) (hooks.ServerFence, error) {
 			continue
 		}
 		if err := store.ValidEtcdEndpoint(e); err != nil {
-			return f, usageErr("--etcd-endpoints: %v", err)
+			return f, clikit.UsageErr("--etcd-endpoints: %v", err)
 		}
 		f.Endpoints = append(f.Endpoints, e)
 	}
 	if len(f.Endpoints) == 0 {
-		return f, usageErr("install --server needs --etcd-endpoints URL[,URL]")
+		return f, clikit.UsageErr("install --server needs --etcd-endpoints URL[,URL]")
 	}
 	switch {
 	case c.IsSet("remote-url") == c.IsSet("key-space"):
-		return f, usageErr("install --server needs one of --remote-url URL (as clients name this remote) or --key-space ID")
+		return f, clikit.UsageErr("install --server needs one of --remote-url URL (as clients name this remote) or --key-space ID")
 	case c.IsSet("remote-url"):
 		f.KeySpace = fleet.RemoteID(c.String("remote-url"))
 	default:
 		f.KeySpace = c.String("key-space")
 	}
 	if strings.ContainsAny(f.KeySpace, "/ \t\n") || f.KeySpace == "" {
-		return f, usageErr("--key-space %q is not a key space id", f.KeySpace)
+		return f, clikit.UsageErr("--key-space %q is not a key space id", f.KeySpace)
 	}
 	if strings.HasPrefix(f.BranchPrefix, "refs/") || strings.ContainsAny(f.BranchPrefix, " \t\n") {
-		return f, usageErr("--branch-prefix %q: give the part after refs/heads/, e.g. wt/", f.BranchPrefix)
+		return f, clikit.UsageErr("--branch-prefix %q: give the part after refs/heads/, e.g. wt/", f.BranchPrefix)
 	}
 	return f, nil
 }

@@ -1,4 +1,4 @@
-package cli
+package clikit
 
 import (
 	"runtime/debug"
@@ -6,7 +6,7 @@ import (
 )
 
 // stamped is the version the Makefile stamps into the binaries
-// (-ldflags "-X github.com/wt-tool/wt/cmd/internal/cli.stamped=..." from
+// (-ldflags "-X github.com/wt-tool/wt/cmd/internal/clikit.stamped=..." from
 // git describe). Empty in a `go build` or `go install` build.
 var stamped string
 

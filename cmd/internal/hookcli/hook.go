@@ -1,4 +1,4 @@
-package cli
+package hookcli
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/hooks"
 	"github.com/wt-tool/wt/install"
@@ -15,8 +16,14 @@ import (
 
 // Hook runs wt-hook with args: exit 0 allow, 1 refuse, 2 usage (docs/design.md, "The gate (wt-hook)").
 func Hook(args []string, stdout, stderr io.Writer) int {
-	return Run("wt-hook", hookApp, args, stdout, stderr)
+	return clikit.Run("wt-hook", App, args, stdout, stderr)
 }
+
+// env is wt-hook's run: the shared one, with wt-hook's own methods.
+type env struct{ *clikit.Env }
+
+// App is wt-hook's command line (for man pages and completions too).
+func App(k *clikit.Env) *ucli.App { return hookApp(&env{k}) }
 
 func hookApp(e *env) *ucli.App {
 	return &ucli.App{
@@ -27,7 +34,7 @@ func hookApp(e *env) *ucli.App {
 		Before: func(c *ucli.Context) error {
 			if d := c.String("C"); d != "" {
 				if err := os.Chdir(d); err != nil {
-					return usageErr("-C %s: %v", d, err)
+					return clikit.UsageErr("-C %s: %v", d, err)
 				}
 			}
 			return nil
@@ -37,8 +44,8 @@ func hookApp(e *env) *ucli.App {
 				Name:      "check",
 				Usage:     "would a commit from this process be allowed? print the decision",
 				ArgsUsage: "[PATH]",
-				Flags:     []ucli.Flag{jsonFlag},
-				Action: e.action("check", 1, func(c *ucli.Context) error {
+				Flags:     []ucli.Flag{clikit.JSONFlag},
+				Action: e.Action("check", 1, func(c *ucli.Context) error {
 					dir := c.Args().First()
 					if dir == "" {
 						dir = "."
@@ -53,7 +60,7 @@ func hookApp(e *env) *ucli.App {
 				Flags: []ucli.Flag{
 					&ucli.BoolFlag{Name: "force", Usage: "install even when the hooks dir lies inside the working tree"},
 					&ucli.StringFlag{Name: "binary", Usage: "record `PATH` (absolute) as the wt-hook binary the shims run (default: this binary)"},
-					serverFlag, jsonFlag,
+					serverFlag, clikit.JSONFlag,
 					&ucli.StringFlag{Name: "etcd-endpoints", Usage: "with --server: the fleet's etcd client URLs, comma-separated"},
 					&ucli.StringFlag{Name: "remote-url", Usage: "with --server: the URL clients use for this remote (it names the fleet's key space)"},
 					&ucli.StringFlag{Name: "key-space", Usage: "with --server: the key space itself, instead of --remote-url"},
@@ -74,7 +81,7 @@ func hookApp(e *env) *ucli.App {
 			{
 				Name:  "uninstall",
 				Usage: "remove wt's shims and put back the hooks that were there",
-				Flags: []ucli.Flag{serverFlag, jsonFlag},
+				Flags: []ucli.Flag{serverFlag, clikit.JSONFlag},
 				Action: e.hooksAction("uninstall", decision.HooksUninstalled, "wt's shims are gone from ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
 					return install.Uninstall(dir)
 				}),
@@ -82,7 +89,7 @@ func hookApp(e *env) *ucli.App {
 			{
 				Name:  "status",
 				Usage: "show the hooks git runs: wt's shims, foreign hooks and what they chain",
-				Flags: []ucli.Flag{serverFlag, jsonFlag},
+				Flags: []ucli.Flag{serverFlag, clikit.JSONFlag},
 				Action: e.hooksAction("status", decision.HooksShown, "hooks in ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
 					return install.Status(dir)
 				}),
@@ -95,9 +102,9 @@ func hookApp(e *env) *ucli.App {
 						Name:      "reference-transaction",
 						Usage:     "refuse a ref update of a governed feature worktree by a process that is not its live writer (ref lines on stdin)",
 						ArgsUsage: "STATE",
-						Action: e.action("run reference-transaction", 1, func(c *ucli.Context) error {
+						Action: e.Action("run reference-transaction", 1, func(c *ucli.Context) error {
 							if c.Args().Len() != 1 {
-								return usageErr("run reference-transaction takes the transaction's STATE")
+								return clikit.UsageErr("run reference-transaction takes the transaction's STATE")
 							}
 							return e.refTransaction(c.Args().First())
 						}),
@@ -106,9 +113,9 @@ func hookApp(e *env) *ucli.App {
 						Name:      "pre-push",
 						Usage:     "refuse a push that is not the live writer's, or of another branch (ref lines on stdin)",
 						ArgsUsage: "REMOTE URL",
-						Action: e.action("run pre-push", 2, func(c *ucli.Context) error {
+						Action: e.Action("run pre-push", 2, func(c *ucli.Context) error {
 							if c.Args().Len() != 2 {
-								return usageErr("run pre-push takes REMOTE and URL, as git passes them")
+								return clikit.UsageErr("run pre-push takes REMOTE and URL, as git passes them")
 							}
 							return e.prePush()
 						}),
@@ -117,16 +124,16 @@ func hookApp(e *env) *ucli.App {
 						Name:      "post-checkout",
 						Usage:     "report a governed worktree whose HEAD left its task branch (git passes PREV NEW FLAG)",
 						ArgsUsage: "PREV NEW FLAG",
-						Action: e.action("run post-checkout", 3, func(c *ucli.Context) error {
+						Action: e.Action("run post-checkout", 3, func(c *ucli.Context) error {
 							if c.Args().Len() != 3 {
-								return usageErr("run post-checkout takes PREV, NEW and FLAG, as git passes them")
+								return clikit.UsageErr("run post-checkout takes PREV, NEW and FLAG, as git passes them")
 							}
 							d, warn, err := hooks.PostCheckout(".")
 							if err != nil || d == nil {
 								return err
 							}
 							if warn {
-								fmt.Fprintf(e.stderr, "%s: warning: %s: %s (hint: %s)\n", e.bin, d.Code, d.Message, d.Hint)
+								fmt.Fprintf(e.Stderr, "%s: warning: %s: %s (hint: %s)\n", e.Bin, d.Code, d.Message, d.Hint)
 								return nil
 							}
 							return d
@@ -135,14 +142,14 @@ func hookApp(e *env) *ucli.App {
 					{
 						Name:  "pre-receive",
 						Usage: "in a fenced remote: refuse a task branch update whose push carries no current fencing token (ref lines on stdin)",
-						Action: e.action("run pre-receive", 0, func(c *ucli.Context) error {
+						Action: e.Action("run pre-receive", 0, func(c *ucli.Context) error {
 							return preReceive()
 						}),
 					},
 					{
 						Name:  "pre-commit",
 						Usage: "refuse a commit from a process that is not the worktree's live writer",
-						Action: e.action("run pre-commit", 0, func(c *ucli.Context) error {
+						Action: e.Action("run pre-commit", 0, func(c *ucli.Context) error {
 							// git runs hooks at the top of the worktree.
 							v, err := hooks.PreCommit(".", os.Getpid(), os.Getppid())
 							return e.verdict(v, err, false)
@@ -169,7 +176,7 @@ func hookBinary(path string) (string, error) {
 	}
 	fi, err := os.Stat(path)
 	if !filepath.IsAbs(path) || err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
-		return "", &ExitError{Code: ExitUsage, Err: decision.New(decision.Usage, "--binary %q is not an absolute path to an executable file", path).
+		return "", &clikit.ExitError{Code: clikit.ExitUsage, Err: decision.New(decision.Usage, "--binary %q is not an absolute path to an executable file", path).
 			WithHint("wt-hook install --binary \"$(command -v wt-hook)\"")}
 	}
 	return path, nil
@@ -212,12 +219,12 @@ func (e *env) verdict(v hooks.Verdict, err error, show bool) error {
 		return v.Refusal
 	}
 	warnings := warningsOf(v)
-	if !show && !e.json {
+	if !show && !e.JSON {
 		e.warnVerdict(v)
 		return nil
 	}
-	return e.success(v.Code, v.Reason, v, warnings, func(w io.Writer) {
-		fmt.Fprintf(w, "%s: %s: %s\n", e.bin, v.Code, clean(v.Reason))
+	return e.Success(v.Code, v.Reason, v, warnings, func(w io.Writer) {
+		fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, v.Code, clikit.Clean(v.Reason))
 	})
 }
 
@@ -231,14 +238,14 @@ func warningsOf(v hooks.Verdict) []string {
 // warnVerdict prints the warnings of an allowed verdict on stderr.
 func (e *env) warnVerdict(v hooks.Verdict) {
 	for _, w := range warningsOf(v) {
-		fmt.Fprintf(e.stderr, "%s: warning: %s\n", e.bin, w)
+		fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Bin, w)
 	}
 }
 
 // hooksAction is the action of a command on git's hooks dir: it finds the
 // dir, runs fn on it and prints the hooks it leaves.
 func (e *env) hooksAction(name, code, reason string, fn func(c *ucli.Context, dir string, inTree bool) (install.Result, error)) ucli.ActionFunc {
-	return e.action(name, 0, func(c *ucli.Context) error {
+	return e.Action(name, 0, func(c *ucli.Context) error {
 		if c.Bool("server") {
 			return e.serverHooks(c, name, code, reason)
 		}
@@ -250,20 +257,20 @@ func (e *env) hooksAction(name, code, reason string, fn func(c *ucli.Context, di
 		if err != nil {
 			return err
 		}
-		return e.success(code, reason+dir, res, nil, func(w io.Writer) { printHooks(w, e.bin, res) })
+		return e.Success(code, reason+dir, res, nil, func(w io.Writer) { printHooks(w, e.Bin, res) })
 	})
 }
 
 func printHooks(w io.Writer, bin string, res install.Result) {
 	fmt.Fprintf(w, "%s: hooks dir %s\n", bin, res.HooksDir)
-	t := table(w)
+	t := clikit.Table(w)
 	fmt.Fprintln(t, "HOOK\tSTATE\tBINARY\tCHAINED\tCHANGE")
 	for _, h := range res.Hooks {
 		state := h.State
 		if h.State == "wt" {
 			state = fmt.Sprintf("wt shim v%d", h.ShimVersion)
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", h.Hook, state, dash(h.Binary), dash(h.Chained), dash(h.Changed))
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", h.Hook, state, clikit.Dash(h.Binary), clikit.Dash(h.Chained), clikit.Dash(h.Changed))
 	}
 	t.Flush()
 }

@@ -1,10 +1,16 @@
-// Package cli holds the urfave/cli applications of wt-exec, wt-hook and
-// wt-admin, one file per command. Actions are a few lines that call into
-// core/, wrapper/, hooks/ or install/ and render the result; this package is
-// the one place that writes to stdout and stderr.
-package cli
+// Package clikit is what the command lines of wt-exec, wt-hook and wt-admin
+// share: running a urfave/cli app with wt's exit codes, usage errors and
+// JSON envelope, terminal-safe output, and the version. Each binary's
+// application is a package of its own (cmd/internal/cli for wt-admin and
+// wt-exec, cmd/internal/hookcli for wt-hook), so that a binary links only
+// what it uses: wt-hook, which git starts at every commit, links neither
+// wt-exec's supervisor (pty, Landlock) nor wt-admin's maintenance. Those
+// packages and this one are the only places that write to stdout and
+// stderr.
+package clikit
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,33 +50,34 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// env is what one run of a binary shares between its commands: the output
+// Env is what one run of a binary shares between its commands: the output
 // streams, and whether --json was asked for.
-type env struct {
-	bin     string
-	stdout  io.Writer
-	stderr  io.Writer
-	json    bool
-	command string
-	// jsonOut is where wt-exec --json DEST writes its one envelope.
-	jsonOut io.WriteCloser
+type Env struct {
+	Bin     string
+	Stdout  io.Writer
+	Stderr  io.Writer
+	JSON    bool
+	Command string
+	// JSONOut is where wt-exec --json DEST writes its one envelope.
+	JSONOut io.WriteCloser
 }
 
-func usageErr(format string, args ...any) error {
+// UsageErr is a USAGE refusal (exit 2).
+func UsageErr(format string, args ...any) error {
 	return &ExitError{Code: ExitUsage, Err: decision.New(decision.Usage, format, args...)}
 }
 
 // Run runs a binary's app with args (without the program name) and returns
 // the process exit code. It owns the mapping from errors to exit codes and
 // the one place errors are written.
-func Run(bin string, build func(*env) *ucli.App, args []string, stdout, stderr io.Writer) int {
-	e := &env{bin: bin, stdout: termSafe{stdout}, stderr: termSafe{stderr}}
+func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr io.Writer) int {
+	e := &Env{Bin: bin, Stdout: termSafe{stdout}, Stderr: termSafe{stderr}}
 	for _, a := range args {
 		if a == "--" {
 			break
 		}
 		if a == "--json" && bin != "wt-exec" { // wt-exec's --json names a destination
-			e.json = true
+			e.JSON = true
 		}
 	}
 	app := build(e)
@@ -79,9 +86,9 @@ func Run(bin string, build func(*env) *ucli.App, args []string, stdout, stderr i
 	app.Writer, app.ErrWriter = stdout, stderr
 	app.HideHelpCommand = true
 	app.ExitErrHandler = func(*ucli.Context, error) {} // main owns the exit
-	app.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return usageErr("%s", flagError(err)) }
+	app.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return UsageErr("%s", flagError(err)) }
 	app.CommandNotFound = func(_ *ucli.Context, name string) {
-		e.report(usageErr("unknown command %q (see %s --help)", name, bin))
+		e.Report(UsageErr("unknown command %q (see %s --help)", name, bin))
 		panic(errReported)
 	}
 	for _, c := range app.Commands {
@@ -100,7 +107,7 @@ func Run(bin string, build func(*env) *ucli.App, args []string, stdout, stderr i
 		if err == nil {
 			return ExitOK
 		}
-		return e.report(err)
+		return e.Report(err)
 	}()
 	return code
 }
@@ -108,15 +115,15 @@ func Run(bin string, build func(*env) *ucli.App, args []string, stdout, stderr i
 var errReported = errors.New("reported")
 
 func setUsageHandlers(c *ucli.Command) {
-	c.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return usageErr("%s", flagError(err)) }
+	c.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return UsageErr("%s", flagError(err)) }
 	for _, s := range c.Subcommands {
 		setUsageHandlers(s)
 	}
 }
 
-// report writes err once (as a JSON envelope with --json, else two lines on
+// Report writes err once (as a JSON envelope with --json, else two lines on
 // stderr) and returns the exit code for it.
-func (e *env) report(err error) int {
+func (e *Env) Report(err error) int {
 	code := ExitRefused
 	var xe *ExitError
 	if errors.As(err, &xe) {
@@ -136,10 +143,10 @@ func (e *env) report(err error) int {
 		code = ExitUsage
 		if d.Hint == "" {
 			d = &decision.Error{Code: d.Code, Message: d.Message, Facts: d.Facts, Err: d.Err,
-				Hint: fmt.Sprintf("see %s --help", strings.TrimSpace(e.bin+" "+e.command))}
+				Hint: fmt.Sprintf("see %s --help", strings.TrimSpace(e.Bin+" "+e.Command))}
 		}
 	}
-	if e.json || e.jsonOut != nil {
+	if e.JSON || e.JSONOut != nil {
 		errObj := map[string]any{"code": d.Code, "message": d.Message, "hint": d.Hint}
 		for k, v := range d.Facts {
 			if _, taken := errObj[k]; !taken {
@@ -147,57 +154,58 @@ func (e *env) report(err error) int {
 			}
 		}
 		env := map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version(),
-			"command": e.command, "ok": false, "error": errObj, "warnings": []string{}}
-		if e.jsonOut != nil {
-			e.writeJSONOut(env)
+			"command": e.Command, "ok": false, "error": errObj, "warnings": []string{}}
+		if e.JSONOut != nil {
+			e.WriteJSONOut(env)
 		} else {
-			e.writeJSON(env)
+			e.WriteJSON(env)
 			return code
 		}
 	}
 	if code == ExitUsage {
 		// One line: the code and what is wrong; the hint gives the form.
-		fmt.Fprintf(e.stderr, "%s: %s: %s\n", e.bin, d.Code, clean(d.Message))
-		fmt.Fprintf(e.stderr, "%s: hint: %s\n", e.bin, clean(d.Hint))
+		fmt.Fprintf(e.Stderr, "%s: %s: %s\n", e.Bin, d.Code, Clean(d.Message))
+		fmt.Fprintf(e.Stderr, "%s: hint: %s\n", e.Bin, Clean(d.Hint))
 		return code
 	}
 	verb := "refused"
 	if d.Code == decision.Internal || d.Code == decision.GitFailed {
 		verb = "error"
 	}
-	fmt.Fprintf(e.stderr, "%s: %s: %s: %s\n", e.bin, verb, d.Code, clean(d.Message))
+	fmt.Fprintf(e.Stderr, "%s: %s: %s: %s\n", e.Bin, verb, d.Code, Clean(d.Message))
 	if d.Hint != "" {
-		fmt.Fprintf(e.stderr, "%s: hint: %s\n", e.bin, clean(d.Hint))
+		fmt.Fprintf(e.Stderr, "%s: hint: %s\n", e.Bin, Clean(d.Hint))
 	}
 	return code
 }
 
-// writeJSONOut writes wt-exec's one envelope to its --json destination
+// WriteJSONOut writes wt-exec's one envelope to its --json destination
 // and closes it, so that a reader of a pipe sees the end.
-func (e *env) writeJSONOut(env map[string]any) {
-	if e.jsonOut == nil {
+func (e *Env) WriteJSONOut(env map[string]any) {
+	if e.JSONOut == nil {
 		return
 	}
-	enc := json.NewEncoder(e.jsonOut)
+	enc := json.NewEncoder(e.JSONOut)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(env) // Best effort: a destination closed by its reader has nobody to tell.
-	e.jsonOut.Close()
-	e.jsonOut = nil
+	e.JSONOut.Close()
+	e.JSONOut = nil
 }
 
-func (e *env) writeJSON(v any) {
-	enc := json.NewEncoder(e.stdout)
+// WriteJSON writes v to stdout, indented.
+func (e *Env) WriteJSON(v any) {
+	enc := json.NewEncoder(e.Stdout)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v) // Best effort: a closed stdout has nobody to tell.
 }
 
-// success prints a decision: the envelope with --json, else human text.
-func (e *env) success(code, reason string, result any, warnings []string, human func(w io.Writer)) error {
+// Success prints a decision: the envelope with --json, else human text.
+func (e *Env) Success(code, reason string, result any, warnings []string, human func(w io.Writer)) error {
 	if warnings == nil {
 		warnings = []string{}
 	}
-	if e.json {
+	if e.JSON {
 		dec := map[string]any{}
 		if result != nil {
 			b, err := json.Marshal(result)
@@ -210,13 +218,13 @@ func (e *env) success(code, reason string, result any, warnings []string, human 
 		}
 		dec["code"] = code
 		dec["reason"] = reason
-		e.writeJSON(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version(),
-			"command": e.command, "ok": true, "decision": dec, "warnings": warnings})
+		e.WriteJSON(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version(),
+			"command": e.Command, "ok": true, "decision": dec, "warnings": warnings})
 		return nil
 	}
-	human(e.stdout)
+	human(e.Stdout)
 	for _, w := range warnings {
-		fmt.Fprintf(e.stderr, "%s: warning: %s\n", e.bin, clean(w))
+		fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Bin, Clean(w))
 	}
 	return nil
 }
@@ -327,14 +335,32 @@ func flagError(err error) string {
 	return msg
 }
 
-// givenFlags is the set of flags given on c's command line, by every name
+// GivenFlags is the set of flags given on c's command line, by every name
 // of each. It stands for ucli.Context.IsSet on the hot path: IsSet of a flag
 // not given runs every flag's names through a regexp, per call, which at
 // wt-exec's start cost more than all of its own flag parsing.
-func givenFlags(c *ucli.Context) map[string]bool {
+func GivenFlags(c *ucli.Context) map[string]bool {
 	set := map[string]bool{}
 	for _, n := range c.LocalFlagNames() {
 		set[n] = true
 	}
 	return set
+}
+
+// JSONFlag is every command's --json.
+var JSONFlag = &ucli.BoolFlag{Name: "json", Usage: "print exactly one JSON object"}
+
+// Action wraps a command body: it records the command name for the JSON
+// envelope and refuses stray positional arguments.
+func (e *Env) Action(name string, maxArgs int, body func(c *ucli.Context) error) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		e.Command = name
+		if c.Args().Len() > maxArgs {
+			return UsageErr("%s takes at most %d argument(s), got %q", name, maxArgs, c.Args().Slice())
+		}
+		if c.Context == nil {
+			c.Context = context.Background()
+		}
+		return body(c)
+	}
 }

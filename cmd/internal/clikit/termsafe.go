@@ -1,9 +1,10 @@
-package cli
+package clikit
 
 import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 	"unicode"
 	"unicode/utf8"
 )
@@ -25,10 +26,10 @@ func (t termSafe) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// clean escapes every control character in a value printed inside a line,
+// Clean escapes every control character in a value printed inside a line,
 // newlines and tabs included, so that a value can never forge a line or a
 // column of wt's output.
-func clean(s string) string {
+func Clean(s string) string {
 	if !needsEscape(s, "") {
 		return s
 	}
@@ -68,4 +69,15 @@ func escape(s, keep string) string {
 		i += n
 	}
 	return b.String()
+}
+
+// Table is the column layout of every table wt prints.
+func Table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// Dash is s, or "-" for an empty cell.
+func Dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
