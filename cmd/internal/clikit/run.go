@@ -94,6 +94,8 @@ func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr i
 	for _, c := range app.Commands {
 		setUsageHandlers(c)
 	}
+	app.Flags = fastNames(app.Flags)
+	fastCommandNames(app.Commands)
 	code := func() (code int) {
 		defer func() {
 			if r := recover(); r != nil {
