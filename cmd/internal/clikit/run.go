@@ -309,8 +309,10 @@ func takesValue(flags []ucli.Flag, arg string) bool {
 	for _, f := range flags {
 		for _, n := range f.Names() {
 			if n == name {
-				_, isBool := f.(*ucli.BoolFlag)
-				return !isBool
+				// Asked through the interface: the flags of a running
+				// app are wrapped (names.go), not *ucli.BoolFlag.
+				v, ok := f.(ucli.DocGenerationFlag)
+				return !ok || v.TakesValue()
 			}
 		}
 	}
