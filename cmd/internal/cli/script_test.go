@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	// binary: that sleep was most of make test's time. Race reports are
 	// printed when a race is found, not at exit, so none is lost.
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	testscript.Main(m, map[string]func(){
+	testscript.Main(inTestCgroup{m}, map[string]func(){
 		"wt-admin": func() { os.Exit(Admin(os.Args[1:], os.Stdout, os.Stderr)) },
 		"wt-exec": func() {
 			wrapper.ConfineStage()
@@ -55,6 +55,48 @@ func TestMain(m *testing.M) {
 		// accepts every connection and never answers: an etcd that hangs.
 		"blackhole": blackhole,
 	})
+}
+
+// inTestCgroup runs the tests inside a cgroup of their own, where the
+// machine allows one: every wt-exec the tests start makes its lease's
+// cgroup beneath it, and a wt-exec a test kills leaves its cgroup there
+// (in real use the next takeover removes it; a test's repository is gone
+// by then). Afterwards the empty ones are removed with it; one that still
+// holds processes is reported, with them, and left: a leak of a test.
+type inTestCgroup struct{ m *testing.M }
+
+func (w inTestCgroup) Run() int {
+	own, err := proc.OwnCgroup()
+	if err != nil {
+		return w.m.Run()
+	}
+	dir := filepath.Join(own, fmt.Sprintf("wt-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return w.m.Run()
+	}
+	self := []byte(strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), self, 0); err != nil {
+		os.Remove(dir)
+		return w.m.Run()
+	}
+	code := w.m.Run()
+	if err := os.WriteFile(filepath.Join(own, "cgroup.procs"), self, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "test cgroup: moving back to %s: %v\n", own, err)
+		return code
+	}
+	subs, _ := os.ReadDir(dir)
+	for _, e := range subs {
+		if !e.IsDir() {
+			continue
+		}
+		sub := filepath.Join(dir, e.Name())
+		if err := os.Remove(sub); err != nil {
+			procs, _ := os.ReadFile(filepath.Join(sub, "cgroup.procs"))
+			fmt.Fprintf(os.Stderr, "test cgroup: %s is left (%v): a test left processes %q\n", sub, err, strings.Fields(string(procs)))
+		}
+	}
+	os.Remove(dir)
+	return code
 }
 
 func blackhole() {
