@@ -44,8 +44,16 @@ type Recovery struct {
 	Path          string `json:"path"`
 	TaskKey       string `json:"task_key"`
 	Outcome       string `json:"outcome"` // finished, rolled_back, blocked, or in_flight
-	Detail        string `json:"detail"`
+	// Code is the outcome's decision code: ALLOCATION_RECOVERED,
+	// ALLOCATION_ROLLED_BACK, INTERRUPTED_TRANSACTION (blocked) or
+	// TRANSACTION_IN_FLIGHT.
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
 }
+
+// outcomeCodes are the decision codes of the recovery outcomes.
+var outcomeCodes = map[string]string{"finished": decision.AllocationRecovered, "rolled_back": decision.AllocationRolledBack,
+	"blocked": decision.InterruptedTx, "in_flight": decision.TransactionInFlight}
 
 const opAllocate = "allocate"
 
@@ -345,8 +353,13 @@ func (r *Repo) Recover(ctx context.Context) ([]Recovery, error) {
 	return out, err
 }
 
-func (r *Repo) recoverAll(ctx context.Context, tx *store.Tx, inFlight bool) []Recovery {
-	out := []Recovery{}
+func (r *Repo) recoverAll(ctx context.Context, tx *store.Tx, inFlight bool) (out []Recovery) {
+	out = []Recovery{}
+	defer func() {
+		for i := range out {
+			out[i].Code = outcomeCodes[out[i].Outcome]
+		}
+	}()
 	js, err := tx.Journals()
 	if err != nil {
 		return out

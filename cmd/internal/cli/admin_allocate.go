@@ -110,7 +110,7 @@ func (e *env) recoverCommand() *ucli.Command {
 			return e.Success(decision.AllocationRecovered, reason, map[string]any{"recovered": recs}, nil, func(w io.Writer) {
 				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, decision.AllocationRecovered, reason)
 				for _, rec := range recs {
-					fmt.Fprintf(w, "  %s  %s (task %s): %s\n", rec.Outcome, clikit.Clean(rec.Path), clikit.Clean(rec.TaskKey), clikit.Clean(rec.Detail))
+					fmt.Fprintf(w, "  %s %s  %s (task %s): %s\n", rec.Code, rec.Outcome, clikit.Clean(rec.Path), clikit.Clean(rec.TaskKey), clikit.Clean(rec.Detail))
 				}
 			})
 		}),

@@ -65,7 +65,7 @@ func converge(t *testing.T, repo, path, task string) string {
 		r := run(t, repo, "wt-admin", "recover", "--json").ok(t)
 		var out struct {
 			Decision struct {
-				Recovered []struct{ Outcome, Path, Detail string }
+				Recovered []struct{ Outcome, Code, Path, Detail string }
 			}
 		}
 		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
@@ -73,6 +73,11 @@ func converge(t *testing.T, repo, path, task string) string {
 		}
 		flying := false
 		for _, rec := range out.Decision.Recovered {
+			want := map[string]string{"finished": "ALLOCATION_RECOVERED", "rolled_back": "ALLOCATION_ROLLED_BACK",
+				"blocked": "INTERRUPTED_TRANSACTION", "in_flight": "TRANSACTION_IN_FLIGHT"}[rec.Outcome]
+			if want == "" || rec.Code != want {
+				t.Fatalf("recovery outcome %q has code %q, want %q", rec.Outcome, rec.Code, want)
+			}
 			switch rec.Outcome {
 			case "blocked":
 				ls, _ := exec.Command("sh", "-c", "ls -la '"+rec.Path+"'; cat '"+rec.Path+"/.git'; ls -la '"+repo+"/.git/worktrees/'*").CombinedOutput()
