@@ -238,6 +238,23 @@ func (r *Repo) RegisteredAllocation(tx *store.Tx, key string) (*store.Allocation
 	return &a, nil
 }
 
+// AwaitingBackfill returns the allocation id that the linked worktree key
+// is bound to when the binding has no registration document: a binding
+// written before registrations existed, or one whose registration a crash
+// cut short (PutRegistration writes the document last). Backfill registers
+// it; it is not a task whose worktree is gone, which finish would end.
+func AwaitingBackfill(tx *store.Tx, key string) (string, bool, error) {
+	b, ok, err := tx.Binding(key)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	_, _, hasDoc, err := tx.Registration(key)
+	if err != nil || hasDoc {
+		return "", false, err
+	}
+	return b.AllocationID, true, nil
+}
+
 func requireOwner(a store.Allocation, owner string) error {
 	if a.Owner != owner {
 		return decision.New(decision.OwnerMismatch, "allocation of task %s is owned by %q, not %q", a.TaskKey, a.Owner, owner).

@@ -241,9 +241,12 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 							res.Next = append(res.Next, Next{Path: wt.Path, Why: "retained audit whose checkout is gone: its registration can be pruned",
 								Command: fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repoArg, shell.Word(wt.Path), shell.Word(a.Owner))})
 						}
-					} else if _, _, hasDoc, err := tx.Registration(wt.Key); err != nil {
+					} else if id, awaiting, err := AwaitingBackfill(tx, wt.Key); err != nil {
 						return err
-					} else if !hasDoc {
+					} else if awaiting {
+						// Its task is not without a worktree: backfill,
+						// not finish, is what it needs.
+						seen[id] = true
 						res.Next = append(res.Next, Next{Path: wt.Path, Why: "binding written before registrations existed: backfill proves and registers it",
 							Command: fmt.Sprintf("wt-admin --repo %s backfill", repoArg)})
 					}

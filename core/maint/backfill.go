@@ -202,7 +202,7 @@ func evaluate(ctx context.Context, r *alloc.Repo, item gitrepo.Worktree, a store
 	if fi, err := os.Stat(item.Path); item.Prunable || err != nil || !fi.IsDir() {
 		blockers = append(blockers, decision.CheckoutMissing)
 	}
-	if _, err := os.Lstat(filepath.Join(admin, store.MarkerName)); !errors.Is(err, fs.ErrNotExist) {
+	if staleMarker(filepath.Join(admin, store.MarkerName), item, a) {
 		blockers = append(blockers, decision.StaleRegistrationMarker)
 	}
 	pointer, err := safefile.Read(filepath.Join(admin, "gitdir"), 64<<10, safefile.Follows)
@@ -229,4 +229,22 @@ func evaluate(ctx context.Context, r *alloc.Repo, item gitrepo.Worktree, a store
 		}
 	}
 	return blockers, ev
+}
+
+// staleMarker reports whether the admin dir holds a registration marker
+// that is not the first half of this very registration: a marker that
+// names this key, allocation and path with no document beside it is a
+// registration cut short (the marker is written first, see
+// store.PutRegistration), which backfill writes again. Any other marker, or
+// one that cannot be read, blocks.
+func staleMarker(p string, item gitrepo.Worktree, a store.Allocation) bool {
+	data, err := safefile.Read(p, store.MaxRecord, safefile.NoFollow)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	r, err := store.ParseRegistration(data)
+	return err != nil || r.WorktreeKey != item.Key || r.AllocationID != a.AllocationID || r.WorktreePath != item.Path
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 
+	"github.com/wt-tool/wt/core/crashpoint"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/proc"
 )
@@ -289,6 +290,19 @@ func (tx *Tx) Registration(key string) (Registration, []byte, bool, error) {
 	return r, data, true, nil
 }
 
+// ParseRegistration reads a registration document's bytes (a marker's, say)
+// strictly, as Registration reads the document.
+func ParseRegistration(data []byte) (Registration, error) {
+	var r Registration
+	if err := decodeStrict(data, &r); err != nil {
+		return r, err
+	}
+	if r.Contract != RegistrationContract {
+		return r, fmt.Errorf("not a %s document", RegistrationContract)
+	}
+	return r, nil
+}
+
 // markerPath is the registration marker in git's admin dir for key.
 func (tx *Tx) markerPath(key string) string {
 	return filepath.Join(tx.s.commonDir, "worktrees", key, MarkerName)
@@ -327,8 +341,13 @@ func (tx *Tx) Registered(key string) (Registration, bool, error) {
 	return r, bytes.Equal(doc, marker), nil
 }
 
-// PutRegistration writes the registration document and then the marker with
-// the same bytes. The admin dir must exist.
+// PutRegistration writes the marker and then the registration document, the
+// same bytes. The admin dir must exist. The order matters after a crash
+// between the two: a marker without its document is a worktree not yet
+// registered (the document decides; backfill, or allocate's recovery,
+// writes both again), where a document without its marker would read as a
+// worktree git re-created under a reused name, which never inherits its
+// allocation.
 func (tx *Tx) PutRegistration(r *Registration) error {
 	if err := validKey(r.WorktreeKey); err != nil {
 		return err
@@ -343,10 +362,11 @@ func (tx *Tx) PutRegistration(r *Registration) error {
 	data = append(data, '\n')
 	tx.mustWrite()
 	tx.durable = true
-	if err := writeAtomic(tx.path(registrationsDir, r.WorktreeKey+".json"), data, durable); err != nil {
+	if err := writeAtomic(tx.markerPath(r.WorktreeKey), data, durable); err != nil {
 		return err
 	}
-	return writeAtomic(tx.markerPath(r.WorktreeKey), data, durable)
+	crashpoint.Here("registration:first-written")
+	return writeAtomic(tx.path(registrationsDir, r.WorktreeKey+".json"), data, durable)
 }
 
 // RemoveRegistration removes the marker, then the document.

@@ -268,3 +268,34 @@ func TestAllocateRace(t *testing.T) {
 		t.Fatalf("worktrees:\n%s", wts)
 	}
 }
+
+// TestRegistrationTornByCrash: a registration is two files (the document
+// in the store, the marker in git's admin dir). Killed between them, a
+// backfill must leave a worktree that reads as not yet registered (doctor:
+// run backfill again), never as a worktree git re-created under a reused
+// name, which doctor would end with finish.
+func TestRegistrationTornByCrash(t *testing.T) {
+	bin := buildCrashAdmin(t)
+	_, repo, wts := governed(t, 1)
+	key := filepath.Base(wts[0])
+	os.Remove(filepath.Join(repo, ".git", "wt", "registrations", key+".json"))
+	os.Remove(filepath.Join(repo, ".git", "worktrees", key, "wt-registration"))
+	out, code := admin(t, bin, repo, "", "backfill", "--json")
+	var env struct {
+		Decision struct {
+			PlanID string `json:"plan_id"`
+		} `json:"decision"`
+	}
+	if err := json.Unmarshal([]byte(out), &env); err != nil || code != 0 || env.Decision.PlanID == "" {
+		t.Fatalf("backfill dry run: %d %v\n%s", code, err, out)
+	}
+	if out, code := admin(t, bin, repo, "registration:first-written", "backfill", "--apply", env.Decision.PlanID); code != -int(syscall.SIGKILL) {
+		t.Fatalf("the crash point was not reached: %d\n%s", code, out)
+	}
+	r := run(t, repo, "wt-admin", "doctor")
+	if strings.Contains(r.stdout, "finish") || !strings.Contains(r.stdout, "backfill") {
+		t.Fatalf("doctor after a torn registration must point at backfill, not finish:\n%s", r.stdout)
+	}
+	followDoctor(t, repo)
+	run(t, wts[0], "wt-exec", "--", "true").ok(t)
+}

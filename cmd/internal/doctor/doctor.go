@@ -211,6 +211,14 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 				continue
 			}
 			a = got
+			// A binding awaiting backfill (checkRegistrations reports it
+			// with that fix): its task has a worktree, not one to finish.
+			if id, awaiting, err := alloc.AwaitingBackfill(tx, wt.Key); err != nil {
+				rep.store(err)
+				continue
+			} else if awaiting {
+				seen[id] = true
+			}
 		}
 		gitDir := r.Git.CommonDir
 		if wt.Key != gitrepo.MainKey {
