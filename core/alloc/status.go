@@ -122,9 +122,19 @@ func GateProblems(tx *store.Tx, repoArg string, wt gitrepo.Worktree, gitDir stri
 	}
 	p := Problem{Code: decision.WriterLeaseRequired,
 		Message: fmt.Sprintf("has task %s's branch %s checked out but is not that task's registered worktree (%s): writes there are judged by task %s's lease", g.TaskKey, wt.Branch, g.WorktreePath, g.TaskKey)}
-	if wt.Key == gitrepo.MainKey {
+	awaiting := ""
+	if wt.Key != gitrepo.MainKey {
+		if awaiting, _, err = AwaitingBackfill(tx, wt.Key); err != nil {
+			return out, err
+		}
+	}
+	switch {
+	case wt.Key == gitrepo.MainKey:
 		p.Hint = fmt.Sprintf("switch the canonical checkout back to its own branch: git -C %s switch BRANCH", path)
-	} else {
+	case awaiting == g.AllocationID && wt.Path == g.WorktreePath:
+		// The task's own worktree, bound but not (yet) registered.
+		p.Hint = fmt.Sprintf("it is bound to the task but not registered: wt-admin --repo %s backfill proves and registers it", repoArg)
+	default:
 		p.Hint = fmt.Sprintf("if it holds nothing you need, remove it: git -C %s worktree remove %s (git refuses if it has changes)", repoArg, path)
 	}
 	return append(out, p), nil

@@ -293,8 +293,8 @@ func TestRegistrationTornByCrash(t *testing.T) {
 		t.Fatalf("the crash point was not reached: %d\n%s", code, out)
 	}
 	r := run(t, repo, "wt-admin", "doctor")
-	if strings.Contains(r.stdout, "finish") || !strings.Contains(r.stdout, "backfill") {
-		t.Fatalf("doctor after a torn registration must point at backfill, not finish:\n%s", r.stdout)
+	if strings.Contains(r.stdout, "finish") || strings.Contains(r.stdout, "worktree remove") || !strings.Contains(r.stdout, "backfill") {
+		t.Fatalf("doctor after a torn registration must point at backfill, not finish or removal:\n%s", r.stdout)
 	}
 	followDoctor(t, repo)
 	run(t, wts[0], "wt-exec", "--", "true").ok(t)
