@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,26 +161,14 @@ func agentLoop() {
 	}
 }
 
+// etcdServer becomes the etcd-server program (core/fleet/etcdtest,
+// $WT_TEST_ETCD_SERVER), with the same arguments: the process the script
+// stops, freezes and kills is etcd itself.
 func etcdServer() {
-	if len(os.Args) != 4 {
-		os.Exit(2)
-	}
-	dir := os.Args[1]
-	cp, err1 := strconv.Atoi(os.Args[2])
-	pp, err2 := strconv.Atoi(os.Args[3])
-	if err1 != nil || err2 != nil || os.MkdirAll(dir, 0o755) != nil {
-		os.Exit(2)
-	}
-	os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(os.Getpid())), 0o644)
-	os.Remove(filepath.Join(dir, "ready"))
-	err := etcdtest.Serve(filepath.Join(dir, "data"), cp, pp, func() {
-		os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644)
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "etcd-server:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
+	bin := os.Getenv("WT_TEST_ETCD_SERVER")
+	err := syscall.Exec(bin, append([]string{"etcd-server"}, os.Args[1:]...), os.Environ())
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(2)
 }
 
 func agentsh() {
@@ -201,6 +190,12 @@ func agentsh() {
 // TestScripts runs the end-to-end scripts in testdata/script: the real
 // binaries against real git repositories in temporary directories.
 func TestScripts(t *testing.T) {
+	// The fleet scripts run a real etcd: the etcd-server program, built
+	// here once (a script's HOME is its own, without Go's caches).
+	etcdServerBin, err := etcdtest.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
@@ -227,6 +222,7 @@ func TestScripts(t *testing.T) {
 			return true, os.Remove(probe)
 		},
 		Setup: func(e *testscript.Env) error {
+			e.Setenv("WT_TEST_ETCD_SERVER", etcdServerBin)
 			home := filepath.Join(e.WorkDir, ".home")
 			if err := os.MkdirAll(home, 0o755); err != nil {
 				return err

@@ -1,23 +1,27 @@
-// Package etcdtest runs a real single-member etcd server for tests: in
-// process (Start), or as a separate process of the test binary (Serve),
-// which tests stop, freeze (SIGSTOP) and kill. It imports etcd's server and
-// is imported by tests only.
+// Package etcdtest runs a real single-member etcd server for tests: a
+// separate process of the etcd-server program (internal/etcdserver, a
+// module of its own so that etcd's server is not among wt's requirements),
+// built once and kept in the user's cache directory. Tests stop, freeze
+// (SIGSTOP) and kill it like any process. Imported by tests only.
 package etcdtest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
-	"os/signal"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that nothing listens on now.
@@ -30,43 +34,53 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// config is a single member on loopback with fast election timing and no
-// log output.
-func config(dir string, clientPort, peerPort int) *embed.Config {
-	cfg := embed.NewConfig()
-	cfg.Name = "wt-test"
-	cfg.Dir = dir
-	cfg.TickMs, cfg.ElectionMs = 10, 50
-	cu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
-	pu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", peerPort)}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	return cfg
-}
-
-func start(dir string, clientPort, peerPort int) (*embed.Etcd, error) {
-	e, err := embed.StartEtcd(config(dir, clientPort, peerPort))
+// Binary returns the etcd-server program, building it the first time for
+// this version of its sources and of Go (into the user's cache directory,
+// renamed into place, so concurrent test processes agree).
+func Binary() (string, error) {
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("etcdtest: cannot locate its own source")
+	}
+	src := filepath.Join(filepath.Dir(self), "..", "..", "..", "internal", "etcdserver")
+	h := sha256.New()
+	h.Write([]byte(runtime.Version()))
+	for _, f := range []string{"main.go", "go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			return "", err
+		}
+		h.Write(b)
+	}
+	cache, err := os.UserCacheDir()
 	if err != nil {
-		return nil, err
+		cache = os.TempDir()
 	}
-	select {
-	case <-e.Server.ReadyNotify():
-		return e, nil
-	case err := <-e.Err():
-		e.Close()
-		return nil, err
-	case <-time.After(30 * time.Second):
-		e.Close()
-		return nil, fmt.Errorf("etcd did not become ready")
+	bin := filepath.Join(cache, "wt-test", "etcd-server-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
 	}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		return "", err
+	}
+	tmp := fmt.Sprintf("%s.tmp-%d", bin, os.Getpid())
+	cmd := exec.Command("go", "build", "-o", tmp, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build etcd-server: %v\n%s", err, out)
+	}
+	return bin, os.Rename(tmp, bin)
 }
 
-// Start runs etcd in this process until the test ends and returns its
+// Start runs an etcd server process until the test ends and returns its
 // client endpoint.
 func Start(t testing.TB) string {
 	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cp, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -75,31 +89,35 @@ func Start(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := start(t.TempDir(), cp, pp)
+	dir := t.TempDir()
+	cmd := exec.Command(bin, dir, strconv.Itoa(cp), strconv.Itoa(pp))
+	out, err := os.Create(filepath.Join(dir, "output"))
 	if err != nil {
-		t.Fatalf("embedded etcd: %v", err)
+		t.Fatal(err)
 	}
-	t.Cleanup(e.Close)
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); <-exited })
+	for deadline := time.Now().Add(time.Minute); ; {
+		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+			break
+		}
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(filepath.Join(dir, "output"))
+			t.Fatalf("etcd-server ended before it served:\n%s", b)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("etcd-server did not become ready in a minute")
+		}
+	}
 	return fmt.Sprintf("http://127.0.0.1:%d", cp)
-}
-
-// Serve runs etcd with its data in dir on the given ports until SIGTERM
-// or SIGINT: the body of a separate server process. It calls ready once
-// etcd serves.
-func Serve(dir string, clientPort, peerPort int, ready func()) error {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	e, err := start(dir, clientPort, peerPort)
-	if err != nil {
-		return err
-	}
-	ready()
-	select {
-	case <-sigs:
-	case err = <-e.Err():
-	}
-	e.Close()
-	return err
 }
 
 // PutKey writes key (value "held") in the etcd at endpoint and returns its
