@@ -133,7 +133,8 @@ func (s *supervisor) startFleet() {
 		return
 	}
 	e := &earlyFleet{pol: pol, space: make(chan keySpace, 1)}
-	if h, err := fleet.NewHelper(pol.EtcdEndpoints, s.opts.Stderr); err == nil && h.Prestart() == nil {
+	ttl, _ := pol.FleetTTLDuration() // unreadable: no lease granted ahead
+	if h, err := fleet.NewHelper(pol.EtcdEndpoints, s.opts.Stderr); err == nil && h.Prestart(ttl) == nil {
 		e.helper = h
 	}
 	go func() {

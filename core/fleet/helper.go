@@ -152,8 +152,9 @@ type started struct {
 }
 
 // start starts the helper and sends it the endpoints: it makes its etcd
-// client at once, and then waits for the request.
-func (h *Helper) start() (*started, error) {
+// client at once (and, given a ttl, grants a lease of it), and then waits
+// for the request.
+func (h *Helper) start(ttl time.Duration) (*started, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -176,7 +177,9 @@ func (h *Helper) start() (*started, error) {
 		return nil, decision.Wrap(decision.FleetHelperMissing, err, "start %s", h.Path)
 	}
 	p := &started{pid: cmd.Process.Pid, in: inW, out: outR}
-	line, _ := json.Marshal(h.request("connect"))
+	connect := h.request("connect")
+	connect.TTL = ttl
+	line, _ := json.Marshal(connect)
 	if _, err := inW.Write(append(line, '\n')); err != nil {
 		p.end(true)
 		return nil, decision.Wrap(decision.FleetUnreachable, err, "talk to %s", HelperName)
@@ -201,14 +204,15 @@ func (p *started) end(kill bool) {
 	}
 }
 
-// Prestart starts the helper ahead of Acquire, so that its start (about
-// 8 ms, most of it the etcd client's initialisation) overlaps the caller's
-// own work. Close ends it if Acquire never comes.
-func (h *Helper) Prestart() error {
+// Prestart starts the helper ahead of Acquire, so that its start (4-8 ms,
+// most of it the etcd client's initialisation) and, given the fleet TTL,
+// the grant of a lease overlap the caller's own work. Close ends it if
+// Acquire never comes (a lease it granted expires with its TTL).
+func (h *Helper) Prestart(ttl time.Duration) error {
 	if h.pre != nil {
 		return nil
 	}
-	p, err := h.start()
+	p, err := h.start(ttl)
 	if err != nil {
 		return err
 	}
@@ -234,7 +238,7 @@ func (h *Helper) Acquire(ctx context.Context, key string, holder Holder, ttl tim
 	h.pre = nil
 	if p == nil {
 		var err error
-		if p, err = h.start(); err != nil {
+		if p, err = h.start(0); err != nil {
 			return nil, err
 		}
 	}
@@ -296,6 +300,11 @@ func (s *helperSession) watch(lines *bufio.Scanner) {
 			s.lostOnce.Do(func() { close(s.lost) })
 		}
 		last = r
+		if r.Released {
+			// The answer to release: Release need not wait for the
+			// helper to close its etcd connection and exit.
+			break
+		}
 	}
 	if !last.Released {
 		// The helper ended without releasing: the lease is no longer
@@ -312,7 +321,9 @@ func (s *helperSession) Release(ctx context.Context) error {
 	var last Response
 	select {
 	case last = <-s.done:
-		s.proc.end(false) // it exits once it answered
+		// It answered (or ended): what it still does is close its etcd
+		// connection, which nothing waits for.
+		s.proc.end(true)
 	case <-ctx.Done():
 		// Killing it leaves the lease to expire with its TTL.
 		s.proc.end(true)

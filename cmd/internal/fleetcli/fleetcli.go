@@ -20,7 +20,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/term"
 
 	"github.com/wt-tool/wt/core/decision"
@@ -55,24 +57,30 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer co.Close()
+	ctx := context.Background()
+	var pre *granted
 	if req.Op == "connect" {
 		// Started ahead of need (fleet.Helper.Prestart): the client is
-		// made while the caller does its own work; the request follows,
-		// or nothing at all (it was not needed).
+		// made, and with a TTL a lease granted, while the caller does its
+		// own work; the request follows, or nothing at all (not needed).
+		if req.TTL > 0 {
+			pre = grantAhead(ctx, co, req.TTL)
+		}
 		line, err := in.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) == 0 && err != nil {
+			pre.drop(co)
 			return 0
 		}
 		if jerr := json.Unmarshal(line, &req); jerr != nil {
+			pre.drop(co)
 			fmt.Fprintf(stderr, "%s: usage: one JSON request a line on stdin (internal to wt; %v)\n", fleet.HelperName, jerr)
 			return 2
 		}
 	}
-	ctx := context.Background()
 	var resp fleet.Response
 	switch req.Op {
 	case "hold":
-		return hold(ctx, co, req, in, out, stderr)
+		return hold(ctx, co, req, pre, in, out, stderr)
 	case "check":
 		err = co.Check(ctx, req.Key, req.Revision)
 	case "list":
@@ -83,6 +91,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			resp.Entry = &e
 		}
 	default:
+		pre.drop(co)
 		fmt.Fprintf(stderr, "%s: usage: unknown op %q\n", fleet.HelperName, req.Op)
 		return 2
 	}
@@ -95,12 +104,19 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func hold(ctx context.Context, co *etcdfleet.Coordinator, req fleet.Request, in *bufio.Reader, out *json.Encoder, stderr io.Writer) int {
+func hold(ctx context.Context, co *etcdfleet.Coordinator, req fleet.Request, pre *granted, in *bufio.Reader, out *json.Encoder, stderr io.Writer) int {
 	if req.Holder == nil || req.Key == "" || req.TTL <= 0 {
+		pre.drop(co)
 		fmt.Fprintf(stderr, "%s: usage: hold needs key, ttl and holder\n", fleet.HelperName)
 		return 2
 	}
-	s, err := co.Acquire(ctx, req.Key, *req.Holder, req.TTL)
+	var s fleet.Session
+	var err error
+	if id, ok := pre.take(co, req.TTL); ok {
+		s, err = co.AcquireGranted(ctx, req.Key, *req.Holder, id)
+	} else {
+		s, err = co.Acquire(ctx, req.Key, *req.Holder, req.TTL)
+	}
 	if err != nil {
 		out.Encode(fleet.Refusal(err))
 		return 1
@@ -143,5 +159,54 @@ func hold(ctx context.Context, co *etcdfleet.Coordinator, req fleet.Request, in 
 			out.Encode(fleet.Response{OK: true, Released: true, Revision: s.Revision()})
 			return 0
 		}
+	}
+}
+
+// granted is a lease granted ahead of a hold request.
+type granted struct {
+	ttl  time.Duration
+	at   time.Time
+	done chan struct{}
+	id   clientv3.LeaseID
+	err  error
+}
+
+// grantAhead grants a lease of ttl in the background.
+func grantAhead(ctx context.Context, co *etcdfleet.Coordinator, ttl time.Duration) *granted {
+	g := &granted{ttl: ttl, at: time.Now(), done: make(chan struct{})}
+	go func() {
+		g.id, g.err = co.Grant(ctx, ttl)
+		close(g.done)
+	}()
+	return g
+}
+
+// take returns the lease granted ahead when it was granted for ttl and is
+// young (less than half its TTL ago: a hold that waited longer, behind a
+// live writer with wt-exec --wait, gets a fresh one); otherwise it revokes
+// it and says no.
+func (g *granted) take(co *etcdfleet.Coordinator, ttl time.Duration) (clientv3.LeaseID, bool) {
+	if g == nil {
+		return 0, false
+	}
+	<-g.done
+	if g.err != nil {
+		return 0, false
+	}
+	if g.ttl != ttl || time.Since(g.at) > ttl/2 {
+		co.RevokeGranted(g.id)
+		return 0, false
+	}
+	return g.id, true
+}
+
+// drop revokes a lease granted ahead and never used.
+func (g *granted) drop(co *etcdfleet.Coordinator) {
+	if g == nil {
+		return
+	}
+	<-g.done
+	if g.err == nil {
+		co.RevokeGranted(g.id)
 	}
 }

@@ -79,16 +79,42 @@ func (co *Coordinator) Close() error { return co.c.Close() }
 // transaction create the key only if absent, attached to it. Held
 // elsewhere, the lease just granted is revoked again.
 func (co *Coordinator) Acquire(ctx context.Context, key string, h fleet.Holder, ttl time.Duration) (fleet.Session, error) {
-	value, err := json.Marshal(h)
+	id, err := co.Grant(ctx, ttl)
 	if err != nil {
 		return nil, err
 	}
+	return co.AcquireGranted(ctx, key, h, id)
+}
+
+// Grant grants a lease of ttl (whole seconds, rounded up), for
+// AcquireGranted: the wt-fleet helper grants one while wt-exec still does
+// its own work, which takes an etcd round trip off the path of a run.
+func (co *Coordinator) Grant(ctx context.Context, ttl time.Duration) (clientv3.LeaseID, error) {
 	cctx, cancel := co.ctx(ctx)
 	defer cancel()
 	g, err := co.c.Grant(cctx, int64(math.Ceil(ttl.Seconds())))
 	if err != nil {
-		return nil, co.unreachable(err)
+		return 0, co.unreachable(err)
 	}
+	return g.ID, nil
+}
+
+// RevokeGranted ends a lease Grant made and AcquireGranted did not use; best
+// effort, an unrevoked one expires with its TTL.
+func (co *Coordinator) RevokeGranted(id clientv3.LeaseID) { co.revokeQuietly(id) }
+
+// AcquireGranted is Acquire with a lease granted already: the key is
+// created only if absent, attached to it, and the lease kept alive; held
+// elsewhere (or failing), the lease is revoked.
+func (co *Coordinator) AcquireGranted(ctx context.Context, key string, h fleet.Holder, id clientv3.LeaseID) (fleet.Session, error) {
+	value, err := json.Marshal(h)
+	if err != nil {
+		co.revokeQuietly(id)
+		return nil, err
+	}
+	cctx, cancel := co.ctx(ctx)
+	defer cancel()
+	g := struct{ ID clientv3.LeaseID }{id}
 	resp, err := co.c.Txn(cctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, string(value), clientv3.WithLease(g.ID))).
