@@ -55,7 +55,8 @@ type Recovery struct {
 var outcomeCodes = map[string]string{"finished": decision.AllocationRecovered, "rolled_back": decision.AllocationRolledBack,
 	"blocked": decision.InterruptedTx, "in_flight": decision.TransactionInFlight}
 
-const opAllocate = "allocate"
+// OpAllocate is the journal operation of allocate.
+const OpAllocate = "allocate"
 
 // Journal phases of allocate.
 const phasePrepared = "PREPARED"
@@ -164,7 +165,7 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 		if err != nil {
 			return err
 		}
-		j = store.Journal{TransactionID: uuid.NewString(), Operation: opAllocate, Phase: phasePrepared,
+		j = store.Journal{TransactionID: uuid.NewString(), Operation: OpAllocate, Phase: phasePrepared,
 			Actor: proc.Actor(), Target: path, Payload: payload, CreatedAt: now, UpdatedAt: now}
 		return tx.PutJournal(&j)
 	})
@@ -260,7 +261,7 @@ func (r *Repo) pendingAllocations(tx *store.Tx) ([]store.Allocation, error) {
 	}
 	var out []store.Allocation
 	for _, j := range js {
-		if j.Operation != opAllocate {
+		if j.Operation != OpAllocate {
 			continue
 		}
 		a, err := plannedOf(tx, j)
@@ -367,7 +368,7 @@ func (r *Repo) recoverAll(ctx context.Context, tx *store.Tx, inFlight bool) (out
 	pr := proc.NewReader()
 	var scan *proc.Scan
 	for _, j := range js {
-		if j.Operation != opAllocate {
+		if j.Operation != OpAllocate {
 			continue
 		}
 		flight := Recovery{TransactionID: j.TransactionID, Path: j.Target, Outcome: "in_flight"}

@@ -1,6 +1,7 @@
 // Package alloc owns allocations and their registrations: setting a
 // repository up (init, policy), allocating governed worktrees, lifecycle
-// changes (retain, resume) and the status view (docs/design.md, "Allocations, roles and lifecycles").
+// changes (retain, resume) and what gates each role (docs/design.md, "Allocations,
+// roles and lifecycles"). The status and ps views are core/view.
 //
 // Allocate is journaled: the plan is written to journal/ under the exclusive
 // lock, git worktree add runs outside it, and the records are written under

@@ -7,6 +7,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
+	"github.com/wt-tool/wt/core/view"
 )
 
 func (e *env) psCommand() *ucli.Command {
@@ -20,7 +21,7 @@ func (e *env) psCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			res, err := r.Ps(c.Context, c.Args().First())
+			res, err := view.Ps(c.Context, r, c.Args().First())
 			if err != nil {
 				return err
 			}

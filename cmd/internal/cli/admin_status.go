@@ -10,6 +10,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/core/view"
 )
 
 func (e *env) statusCommand() *ucli.Command {
@@ -22,7 +23,7 @@ func (e *env) statusCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			res, err := r.Status(c.Context)
+			res, err := view.Status(c.Context, r)
 			if err != nil {
 				return err
 			}

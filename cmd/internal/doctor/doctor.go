@@ -27,6 +27,7 @@ import (
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/core/view"
 	"github.com/wt-tool/wt/install"
 )
 
@@ -224,7 +225,7 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 		if wt.Key != gitrepo.MainKey {
 			gitDir = gitrepo.AdminDir(r.Git.CommonDir, wt.Key)
 		}
-		problems, err := alloc.GateProblems(tx, repo, wt, gitDir, a)
+		problems, err := view.GateProblems(tx, repo, wt, gitDir, a)
 		if err != nil {
 			rep.store(err)
 			continue
@@ -239,7 +240,7 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 		if wt.Prunable && a.Role != store.RoleAudit && a.Lifecycle != store.Released {
 			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
 				Problem: fmt.Sprintf("%s: the checkout of task %s (%s) was deleted; its task key is stuck until the task is finished", decision.CheckoutMissing, a.TaskKey, a.Lifecycle),
-				Fix:     alloc.FinishCommand(repo, *a),
+				Fix:     view.FinishCommand(repo, *a),
 				Hint:    "the dry run shows what finishing keeps; --archive keeps unmerged commits under refs/wt/archive/"})
 		}
 		if _, ungated := alloc.RoleGate[a.Role]; ungated && a.Lifecycle != store.Released {
@@ -257,7 +258,7 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 		}
 		rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: a.WorktreePath,
 			Problem: fmt.Sprintf("%s: task %s is %s but has no registered worktree at %s (removed, or re-created by git): nobody can take its lease, its branch stays guarded, and its task key is stuck until it is finished", decision.UnregisteredWorktree, a.TaskKey, a.Lifecycle, a.WorktreePath),
-			Fix:     alloc.FinishCommand(repo, a),
+			Fix:     view.FinishCommand(repo, a),
 			Hint:    "the dry run shows what finishing keeps; --archive keeps unmerged commits under refs/wt/archive/"})
 	}
 }

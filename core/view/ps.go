@@ -1,10 +1,11 @@
-package alloc
+package view
 
 import (
 	"context"
 	"slices"
 	"sync"
 
+	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
@@ -52,10 +53,10 @@ type PsResult struct {
 // processes that carry the lease id, and every other process whose cwd,
 // open files or mappings lie inside the worktree. One reading of /proc
 // serves every worktree and the leases' freshness.
-func (r *Repo) Ps(ctx context.Context, path string) (PsResult, error) {
+func Ps(ctx context.Context, r *alloc.Repo, path string) (PsResult, error) {
 	res := PsResult{Code: decision.PsShown, Rows: []PsRow{}}
 	getScan := sync.OnceValues(proc.NewScan)
-	st, err := r.status(ctx, getScan)
+	st, err := status(ctx, r, getScan)
 	if err != nil {
 		return res, err
 	}

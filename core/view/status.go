@@ -1,4 +1,8 @@
-package alloc
+// Package view holds wt-admin's read-only views of a repository: status
+// (every worktree, its registration, gate and lease freshness, and the
+// maintenance due) and ps (who is in each governed worktree). It reads the
+// store under the shared lock and /proc once; it changes nothing.
+package view
 
 import (
 	"context"
@@ -7,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/liveness"
@@ -45,52 +50,6 @@ type Problem struct {
 	Hint    string `json:"hint,omitempty"`
 }
 
-// Gates a status row can show.
-const (
-	GateLease     = "writer lease"
-	GateReadOnly  = "read-only"
-	GateUnmanaged = "unmanaged"
-	GateRefused   = "refused"
-)
-
-// RoleGate is the gate a role expects and wt does not provide, for the
-// roles wt leaves ungated (docs/decisions.md, "Ungated roles").
-var RoleGate = map[string]string{
-	store.RoleIntegration: "a merge queue or CI that decides what lands",
-	store.RoleCanonical:   "the publication branch's own protection (review, branch rules)",
-	store.RoleRecovery:    "an operator working by hand",
-}
-
-// GateOf says what gates writes in a worktree of allocation a.
-func GateOf(a store.Allocation) string {
-	switch a.Role {
-	case store.RoleFeature:
-		return GateLease
-	case store.RoleAudit:
-		return GateReadOnly
-	}
-	if g, ok := RoleGate[a.Role]; ok {
-		return "ungated: role " + a.Role + " expects " + g
-	}
-	return GateRefused + " (INVALID_ROLE " + a.Role + ")"
-}
-
-// HeadOffTaskBranch refuses a writer in the checkout c of feature
-// allocation a whose HEAD is not on a's branch (see gitrepo.OnBranch), or
-// returns nil. The commit gate and wt-exec both use it.
-func HeadOffTaskBranch(c gitrepo.Checkout, a store.Allocation) *decision.Error {
-	if a.Branch == nil || gitrepo.OnBranch(c.Detached, c.Branch, c.GitDir, *a.Branch) {
-		return nil
-	}
-	on := "a detached HEAD"
-	if !c.Detached {
-		on = "branch " + c.Branch
-	}
-	return decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree, whose writer works on branch %s, but it is on %s", c.TopLevel, a.TaskKey, *a.Branch, on).
-		WithHint("switch it back: git -C %s switch %s", shell.Word(c.TopLevel), shell.Word(*a.Branch)).
-		WithFact("branch", *a.Branch)
-}
-
 // GateProblems are the gate problems of checkout wt, registered to
 // allocation a (nil when it is not a registered worktree), on a repository
 // whose task branches are looked up with guarded: a feature worktree whose
@@ -124,7 +83,7 @@ func GateProblems(tx *store.Tx, repoArg string, wt gitrepo.Worktree, gitDir stri
 		Message: fmt.Sprintf("has task %s's branch %s checked out but is not that task's registered worktree (%s): writes there are judged by task %s's lease", g.TaskKey, wt.Branch, g.WorktreePath, g.TaskKey)}
 	awaiting := ""
 	if wt.Key != gitrepo.MainKey {
-		if awaiting, _, err = AwaitingBackfill(tx, wt.Key); err != nil {
+		if awaiting, _, err = alloc.AwaitingBackfill(tx, wt.Key); err != nil {
 			return out, err
 		}
 	}
@@ -186,13 +145,13 @@ type Next struct {
 // Status lists every worktree git knows (unmanaged ones too) and every live
 // allocation whose worktree git no longer lists, with lease freshness from
 // one /proc reading.
-func (r *Repo) Status(ctx context.Context) (StatusResult, error) {
-	return r.status(ctx, sync.OnceValues(proc.NewScan))
+func Status(ctx context.Context, r *alloc.Repo) (StatusResult, error) {
+	return status(ctx, r, sync.OnceValues(proc.NewScan))
 }
 
 // status is Status with the process reading given: Ps shares one reading
 // between the freshness of the leases and the processes it lists.
-func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (StatusResult, error) {
+func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, error)) (StatusResult, error) {
 	res := StatusResult{Code: decision.StatusShown, Rows: []Row{}, Pending: []Pending{}, Next: []Next{}}
 	repoArg := shell.Word(r.Git.TopLevel)
 	inv, err := r.Git.Inventory(ctx)
@@ -223,7 +182,7 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 			case wt.Locked:
 				row.GitState = "locked"
 			}
-			row.Gate = GateUnmanaged
+			row.Gate = alloc.GateUnmanaged
 			var registeredTo *store.Allocation
 			if wt.Key == "." {
 				row.Registration = "canonical"
@@ -251,7 +210,7 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 							res.Next = append(res.Next, Next{Path: wt.Path, Why: "retained audit whose checkout is gone: its registration can be pruned",
 								Command: fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repoArg, shell.Word(wt.Path), shell.Word(a.Owner))})
 						}
-					} else if id, awaiting, err := AwaitingBackfill(tx, wt.Key); err != nil {
+					} else if id, awaiting, err := alloc.AwaitingBackfill(tx, wt.Key); err != nil {
 						return err
 					} else if awaiting {
 						// Its task is not without a worktree: backfill,
@@ -270,11 +229,11 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 				return err
 			}
 			if registeredTo == nil && pol.Unmanaged == store.UnmanagedRefuse {
-				row.Gate = GateUnmanaged + " (refused by policy)"
+				row.Gate = alloc.GateUnmanaged + " (refused by policy)"
 			}
 			for _, p := range row.Problems {
 				if p.Code == decision.WriterLeaseRequired {
-					row.Gate = GateLease + " (another task's branch)"
+					row.Gate = alloc.GateLease + " (another task's branch)"
 				}
 			}
 			res.Rows = append(res.Rows, row)
@@ -326,7 +285,7 @@ func (r *Repo) status(ctx context.Context, getScan func() (*proc.Scan, error)) (
 			live, _ := proc.IsLive(pr, j.Actor) // Best effort: an error reads as not live, which status only reports.
 			res.Pending = append(res.Pending, Pending{TransactionID: j.TransactionID, Operation: j.Operation,
 				Phase: j.Phase, Target: j.Target, Actor: j.Actor, ActorLive: live})
-			if !live && j.Operation == opAllocate {
+			if !live && j.Operation == alloc.OpAllocate {
 				res.Warnings = append(res.Warnings, "an allocate of "+j.Target+" was interrupted; wt-admin recover (or the next allocate) finishes or undoes it")
 			}
 		}
@@ -343,136 +302,9 @@ func FinishCommand(repoArg string, a store.Allocation) string {
 
 func (row *Row) fill(a store.Allocation) {
 	row.Managed = true
-	row.Gate = GateOf(a)
+	row.Gate = alloc.GateOf(a)
 	row.AllocationID, row.TaskKey, row.Role, row.Owner, row.Lifecycle = a.AllocationID, a.TaskKey, a.Role, a.Owner, a.Lifecycle
 	if a.Branch != nil && row.Branch == "" {
 		row.Branch = *a.Branch
 	}
-}
-
-// LifecycleResult is the allocation after retain or resume.
-type LifecycleResult struct {
-	Code       string           `json:"code"`
-	Allocation store.Allocation `json:"allocation"`
-}
-
-// Retain moves an ACTIVE allocation to RETAINED: its work is kept, and no
-// writer may take a lease until it is resumed. It refuses while a live lease
-// (holder or its process groups) or a live runtime occupancy exists.
-func (r *Repo) Retain(ctx context.Context, path, owner string, expect *int) (LifecycleResult, error) {
-	return r.changeLifecycle(path, owner, expect, store.Active, store.Retained)
-}
-
-// Resume moves a RETAINED allocation back to ACTIVE, within the budget.
-func (r *Repo) Resume(ctx context.Context, path, owner string, expect *int) (LifecycleResult, error) {
-	return r.changeLifecycle(path, owner, expect, store.Retained, store.Active)
-}
-
-func (r *Repo) changeLifecycle(path, owner string, expect *int, from, to string) (LifecycleResult, error) {
-	var res LifecycleResult
-	if err := ValidOwner(owner); err != nil {
-		return res, err
-	}
-	err := r.Store.Write(func(tx *store.Tx) error {
-		t, err := r.Resolve(tx, path)
-		if err != nil {
-			return err
-		}
-		a := t.Allocation
-		if err := store.CheckVersion("allocation "+a.AllocationID, &a, expect); err != nil {
-			return err
-		}
-		if err := requireOwner(a, owner); err != nil {
-			return err
-		}
-		if a.Lifecycle != from {
-			verb := "retain"
-			if to == store.Active {
-				verb = "resume"
-			}
-			return decision.New(decision.InvalidLifecycle, "allocation of task %s is %s; only %s allocations can %s", a.TaskKey, a.Lifecycle, from, verb).
-				WithFact("lifecycle", a.Lifecycle)
-		}
-		if to == store.Retained {
-			if err := r.requireNoLiveWriter(tx, a); err != nil {
-				return err
-			}
-		} else {
-			pol, _, err := tx.Policy()
-			if err != nil {
-				return err
-			}
-			if err := r.checkTaskAndBudget(tx, a.TaskKey, a.AllocationID, pol); err != nil {
-				return err
-			}
-		}
-		a.Lifecycle = to
-		a.UpdatedAt = Now()
-		if err := tx.PutAllocation(&a); err != nil {
-			return err
-		}
-		name := "allocation_retained"
-		res.Code = decision.Retained
-		if to == store.Active {
-			name, res.Code = "allocation_resumed", decision.Resumed
-		}
-		res.Allocation = a
-		return event(tx, name, &a, map[string]any{"from": from, "to": to, "owner": owner})
-	})
-	return res, err
-}
-
-func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
-	l, hasLease, err := tx.Lease(a.AllocationID)
-	if err != nil {
-		return err
-	}
-	var bindings []proc.RuntimeBinding
-	for _, v := range a.ExternalBindings {
-		b, ok, err := proc.DecodeRuntimeBinding(v)
-		if err != nil {
-			return err
-		}
-		if ok {
-			bindings = append(bindings, b)
-		}
-	}
-	if !hasLease && len(bindings) == 0 {
-		return nil
-	}
-	s, err := proc.NewScan()
-	if err != nil {
-		return err
-	}
-	if hasLease && liveness.Occupied(s, l) {
-		return decision.New(decision.WriterLeaseHeld, "a live writer holds allocation %s: client %s, %s, since %s", a.AllocationID, l.Holder.ClientID, l.Holder.Identity(), l.AcquiredAt).
-			WithHint("wait for it to finish; see it with wt-admin status")
-	}
-	for _, b := range bindings {
-		if liveness.Alive(s, b.Holder, nil) != "" {
-			return decision.New(decision.ExternalBinding, "a live %s process of client %s occupies allocation %s (%s)", b.Kind, b.Holder.ClientID, a.AllocationID, b.Holder.Identity()).
-				WithHint("wait for it to end; see it with wt-admin status")
-		}
-	}
-	return nil
-}
-
-// TaskAllocation returns the ACTIVE or RETAINED allocation of task, or nil
-// when the task has none.
-func (r *Repo) TaskAllocation(task string) (*store.Allocation, error) {
-	var found *store.Allocation
-	err := r.Store.Read(func(tx *store.Tx) error {
-		all, err := tx.Allocations()
-		if err != nil {
-			return err
-		}
-		for i, a := range all {
-			if a.TaskKey == task && a.Lifecycle != store.Released {
-				found = &all[i]
-				return nil
-			}
-		}
-		return nil
-	})
-	return found, err
 }

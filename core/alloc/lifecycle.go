@@ -1,0 +1,185 @@
+package alloc
+
+import (
+	"context"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/liveness"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// Gates a status row can show.
+const (
+	GateLease     = "writer lease"
+	GateReadOnly  = "read-only"
+	GateUnmanaged = "unmanaged"
+	GateRefused   = "refused"
+)
+
+// RoleGate is the gate a role expects and wt does not provide, for the
+// roles wt leaves ungated (docs/decisions.md, "Ungated roles").
+var RoleGate = map[string]string{
+	store.RoleIntegration: "a merge queue or CI that decides what lands",
+	store.RoleCanonical:   "the publication branch's own protection (review, branch rules)",
+	store.RoleRecovery:    "an operator working by hand",
+}
+
+// GateOf says what gates writes in a worktree of allocation a.
+func GateOf(a store.Allocation) string {
+	switch a.Role {
+	case store.RoleFeature:
+		return GateLease
+	case store.RoleAudit:
+		return GateReadOnly
+	}
+	if g, ok := RoleGate[a.Role]; ok {
+		return "ungated: role " + a.Role + " expects " + g
+	}
+	return GateRefused + " (INVALID_ROLE " + a.Role + ")"
+}
+
+// HeadOffTaskBranch refuses a writer in the checkout c of feature
+// allocation a whose HEAD is not on a's branch (see gitrepo.OnBranch), or
+// returns nil. The commit gate and wt-exec both use it.
+func HeadOffTaskBranch(c gitrepo.Checkout, a store.Allocation) *decision.Error {
+	if a.Branch == nil || gitrepo.OnBranch(c.Detached, c.Branch, c.GitDir, *a.Branch) {
+		return nil
+	}
+	on := "a detached HEAD"
+	if !c.Detached {
+		on = "branch " + c.Branch
+	}
+	return decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree, whose writer works on branch %s, but it is on %s", c.TopLevel, a.TaskKey, *a.Branch, on).
+		WithHint("switch it back: git -C %s switch %s", shell.Word(c.TopLevel), shell.Word(*a.Branch)).
+		WithFact("branch", *a.Branch)
+}
+
+// LifecycleResult is the allocation after retain or resume.
+type LifecycleResult struct {
+	Code       string           `json:"code"`
+	Allocation store.Allocation `json:"allocation"`
+}
+
+// Retain moves an ACTIVE allocation to RETAINED: its work is kept, and no
+// writer may take a lease until it is resumed. It refuses while a live lease
+// (holder or its process groups) or a live runtime occupancy exists.
+func (r *Repo) Retain(ctx context.Context, path, owner string, expect *int) (LifecycleResult, error) {
+	return r.changeLifecycle(path, owner, expect, store.Active, store.Retained)
+}
+
+// Resume moves a RETAINED allocation back to ACTIVE, within the budget.
+func (r *Repo) Resume(ctx context.Context, path, owner string, expect *int) (LifecycleResult, error) {
+	return r.changeLifecycle(path, owner, expect, store.Retained, store.Active)
+}
+
+func (r *Repo) changeLifecycle(path, owner string, expect *int, from, to string) (LifecycleResult, error) {
+	var res LifecycleResult
+	if err := ValidOwner(owner); err != nil {
+		return res, err
+	}
+	err := r.Store.Write(func(tx *store.Tx) error {
+		t, err := r.Resolve(tx, path)
+		if err != nil {
+			return err
+		}
+		a := t.Allocation
+		if err := store.CheckVersion("allocation "+a.AllocationID, &a, expect); err != nil {
+			return err
+		}
+		if err := requireOwner(a, owner); err != nil {
+			return err
+		}
+		if a.Lifecycle != from {
+			verb := "retain"
+			if to == store.Active {
+				verb = "resume"
+			}
+			return decision.New(decision.InvalidLifecycle, "allocation of task %s is %s; only %s allocations can %s", a.TaskKey, a.Lifecycle, from, verb).
+				WithFact("lifecycle", a.Lifecycle)
+		}
+		if to == store.Retained {
+			if err := r.requireNoLiveWriter(tx, a); err != nil {
+				return err
+			}
+		} else {
+			pol, _, err := tx.Policy()
+			if err != nil {
+				return err
+			}
+			if err := r.checkTaskAndBudget(tx, a.TaskKey, a.AllocationID, pol); err != nil {
+				return err
+			}
+		}
+		a.Lifecycle = to
+		a.UpdatedAt = Now()
+		if err := tx.PutAllocation(&a); err != nil {
+			return err
+		}
+		name := "allocation_retained"
+		res.Code = decision.Retained
+		if to == store.Active {
+			name, res.Code = "allocation_resumed", decision.Resumed
+		}
+		res.Allocation = a
+		return event(tx, name, &a, map[string]any{"from": from, "to": to, "owner": owner})
+	})
+	return res, err
+}
+
+func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
+	l, hasLease, err := tx.Lease(a.AllocationID)
+	if err != nil {
+		return err
+	}
+	var bindings []proc.RuntimeBinding
+	for _, v := range a.ExternalBindings {
+		b, ok, err := proc.DecodeRuntimeBinding(v)
+		if err != nil {
+			return err
+		}
+		if ok {
+			bindings = append(bindings, b)
+		}
+	}
+	if !hasLease && len(bindings) == 0 {
+		return nil
+	}
+	s, err := proc.NewScan()
+	if err != nil {
+		return err
+	}
+	if hasLease && liveness.Occupied(s, l) {
+		return decision.New(decision.WriterLeaseHeld, "a live writer holds allocation %s: client %s, %s, since %s", a.AllocationID, l.Holder.ClientID, l.Holder.Identity(), l.AcquiredAt).
+			WithHint("wait for it to finish; see it with wt-admin status")
+	}
+	for _, b := range bindings {
+		if liveness.Alive(s, b.Holder, nil) != "" {
+			return decision.New(decision.ExternalBinding, "a live %s process of client %s occupies allocation %s (%s)", b.Kind, b.Holder.ClientID, a.AllocationID, b.Holder.Identity()).
+				WithHint("wait for it to end; see it with wt-admin status")
+		}
+	}
+	return nil
+}
+
+// TaskAllocation returns the ACTIVE or RETAINED allocation of task, or nil
+// when the task has none.
+func (r *Repo) TaskAllocation(task string) (*store.Allocation, error) {
+	var found *store.Allocation
+	err := r.Store.Read(func(tx *store.Tx) error {
+		all, err := tx.Allocations()
+		if err != nil {
+			return err
+		}
+		for i, a := range all {
+			if a.TaskKey == task && a.Lifecycle != store.Released {
+				found = &all[i]
+				return nil
+			}
+		}
+		return nil
+	})
+	return found, err
+}
