@@ -233,7 +233,7 @@ func (e *Env) Success(code, reason string, result any, warnings []string, human 
 
 // reorder moves flags that follow positional arguments in front of them, for
 // the command the arguments select, so that `retain PATH --owner NAME` works
-// as the spec writes it. urfave/cli v2 stops at the first positional argument.
+// as docs/design.md writes it. urfave/cli v2 stops at the first positional argument.
 // Everything after "--" is left alone.
 //
 // An app without commands (wt-exec) is left alone: what follows its first
