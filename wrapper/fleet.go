@@ -117,12 +117,11 @@ func deadPrevious(err error, g lease.Grant) (deadHolder, bool) {
 type earlyFleet struct {
 	pol    store.Policy
 	helper *fleet.Helper
-	space  chan keySpace
-}
-
-type keySpace struct {
-	id  string
-	err error
+	// space and spaceErr are the key space read from the remote's URL,
+	// once spaceDone is closed.
+	spaceDone chan struct{}
+	space     string
+	spaceErr  error
 }
 
 // startFleet begins the fleet work early when the policy says etcd. A
@@ -132,7 +131,7 @@ func (s *supervisor) startFleet() {
 	if !ok || !pol.FleetOn() {
 		return
 	}
-	e := &earlyFleet{pol: pol, space: make(chan keySpace, 1)}
+	e := &earlyFleet{pol: pol, spaceDone: make(chan struct{})}
 	ttl, _ := pol.FleetTTLDuration() // unreadable: no lease granted ahead
 	if h, err := fleet.NewHelper(pol.EtcdEndpoints, s.opts.Stderr); err == nil && h.Prestart(ttl) == nil {
 		e.helper = h
@@ -140,8 +139,8 @@ func (s *supervisor) startFleet() {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*fleet.DialTimeout())
 		defer cancel()
-		id, err := fleet.KeySpace(ctx, s.repo.Git, pol)
-		e.space <- keySpace{id, err}
+		e.space, e.spaceErr = fleet.KeySpace(ctx, s.repo.Git, pol)
+		close(e.spaceDone)
 	}()
 	s.early = e
 }
@@ -149,35 +148,36 @@ func (s *supervisor) startFleet() {
 // take returns the helper and the key space for pol: the early ones when
 // they were made for the same endpoints and remote, else new ones.
 func (e *earlyFleet) take(ctx context.Context, repo *alloc.Repo, pol store.Policy, stderr io.Writer) (*fleet.Helper, string, error) {
-	var space *keySpace
-	var helper *fleet.Helper
+	var (
+		helper *fleet.Helper
+		space  string
+		err    error
+		known  bool // the key space read early is for pol's remote
+	)
 	if e != nil {
-		ks := <-e.space
-		e.space <- ks
+		<-e.spaceDone
 		if e.pol.FleetRemoteName() == pol.FleetRemoteName() {
-			space = &ks
+			space, err, known = e.space, e.spaceErr, true
 		}
 		if slices.Equal(e.pol.EtcdEndpoints, pol.EtcdEndpoints) {
 			helper, e.helper = e.helper, nil
 		}
 	}
-	if space == nil {
-		id, err := fleet.KeySpace(ctx, repo.Git, pol)
-		space = &keySpace{id, err}
+	if !known {
+		space, err = fleet.KeySpace(ctx, repo.Git, pol)
 	}
-	if space.err != nil {
+	if err != nil {
 		if helper != nil {
 			helper.Close()
 		}
-		return nil, "", space.err
+		return nil, "", err
 	}
 	if helper == nil {
-		var err error
 		if helper, err = fleet.NewHelper(pol.EtcdEndpoints, stderr); err != nil {
 			return nil, "", err
 		}
 	}
-	return helper, space.id, nil
+	return helper, space, nil
 }
 
 // close ends what take did not use: an unused helper, and the wait for
@@ -187,8 +187,7 @@ func (e *earlyFleet) close() {
 	if e == nil {
 		return
 	}
-	ks := <-e.space
-	e.space <- ks
+	<-e.spaceDone
 	if e.helper != nil {
 		e.helper.Close()
 		e.helper = nil

@@ -209,17 +209,27 @@ func (tx *Tx) path(parts ...string) string {
 
 // readRecord strictly reads a record. ok is false when the file is absent.
 func readRecord(path string, rec Record) (ok bool, err error) {
-	data, err := readNoFollow(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, invalid(path, err)
+	data, ok, err := readRecordFile(path)
+	if err != nil || !ok {
+		return false, err
 	}
 	if err := decodeStrict(data, rec); err != nil {
 		return false, invalid(path, err)
 	}
 	return true, nil
+}
+
+// readRecordFile reads a record file's bytes: ok is false when it is
+// absent, and any other failure to read it is INVALID_METADATA.
+func readRecordFile(path string) (data []byte, ok bool, err error) {
+	data, err = readNoFollow(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, invalid(path, err)
+	}
+	return data, true, nil
 }
 
 // MaxRecord is the largest record file wt reads (records are a few KiB): a

@@ -274,12 +274,9 @@ func (tx *Tx) Registration(key string) (Registration, []byte, bool, error) {
 		return r, nil, false, nil
 	}
 	p := tx.path(registrationsDir, key+".json")
-	data, err := readNoFollow(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return r, nil, false, nil
-	}
-	if err != nil {
-		return r, nil, false, invalid(p, err)
+	data, ok, err := readRecordFile(p)
+	if err != nil || !ok {
+		return r, nil, false, err
 	}
 	if err := decodeStrict(data, &r); err != nil {
 		return r, nil, false, invalid(p, err)
@@ -387,12 +384,9 @@ func (tx *Tx) Lease(allocationID string) (Lease, bool, error) {
 		return l, false, err
 	}
 	p := tx.path(leasesDir, allocationID+".json")
-	data, err := readNoFollow(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return l, false, nil
-	}
-	if err != nil {
-		return l, false, invalid(p, err) // unreadable is never dead
+	data, ok, err := readRecordFile(p)
+	if err != nil || !ok {
+		return l, false, err // unreadable is never dead
 	}
 	if err := decodeStrict(data, &l); err != nil {
 		if earlier, _ := writtenBeforeBoot(p); earlier {

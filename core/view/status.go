@@ -210,12 +210,13 @@ func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, erro
 							res.Next = append(res.Next, Next{Path: wt.Path, Why: "retained audit whose checkout is gone: its registration can be pruned",
 								Command: fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repoArg, shell.Word(wt.Path), shell.Word(a.Owner))})
 						}
-					} else if id, awaiting, err := alloc.AwaitingBackfill(tx, wt.Key); err != nil {
+					} else if _, _, hasDoc, err := tx.Registration(wt.Key); err != nil {
 						return err
-					} else if awaiting {
-						// Its task is not without a worktree: backfill,
+					} else if !hasDoc {
+						// Awaiting backfill (alloc.AwaitingBackfill): its
+						// task is not without a worktree, and backfill,
 						// not finish, is what it needs.
-						seen[id] = true
+						seen[b.AllocationID] = true
 						res.Next = append(res.Next, Next{Path: wt.Path, Why: "binding written before registrations existed: backfill proves and registers it",
 							Command: fmt.Sprintf("wt-admin --repo %s backfill", repoArg)})
 					}

@@ -214,11 +214,13 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 			a = got
 			// A binding awaiting backfill (checkRegistrations reports it
 			// with that fix): its task has a worktree, not one to finish.
-			if id, awaiting, err := alloc.AwaitingBackfill(tx, wt.Key); err != nil {
-				rep.store(err)
-				continue
-			} else if awaiting {
-				seen[id] = true
+			if a == nil {
+				if id, awaiting, err := alloc.AwaitingBackfill(tx, wt.Key); err != nil {
+					rep.store(err)
+					continue
+				} else if awaiting {
+					seen[id] = true
+				}
 			}
 		}
 		gitDir := r.Git.CommonDir

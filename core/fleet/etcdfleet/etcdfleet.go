@@ -114,18 +114,17 @@ func (co *Coordinator) AcquireGranted(ctx context.Context, key string, h fleet.H
 	}
 	cctx, cancel := co.ctx(ctx)
 	defer cancel()
-	g := struct{ ID clientv3.LeaseID }{id}
 	resp, err := co.c.Txn(cctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(value), clientv3.WithLease(g.ID))).
+		Then(clientv3.OpPut(key, string(value), clientv3.WithLease(id))).
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
-		co.revokeQuietly(g.ID)
+		co.revokeQuietly(id)
 		return nil, co.unreachable(err)
 	}
 	if !resp.Succeeded {
-		co.revokeQuietly(g.ID)
+		co.revokeQuietly(id)
 		var other fleet.Entry
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			other = entryOf(string(kvs[0].Key), kvs[0].Value, kvs[0].CreateRevision, kvs[0].Lease)
@@ -136,9 +135,9 @@ func (co *Coordinator) AcquireGranted(ctx context.Context, key string, h fleet.H
 	}
 	// etcd's own session keeps the lease alive (its context is not the
 	// call's, which ends when Acquire returns).
-	es, err := concurrency.NewSession(co.c, concurrency.WithLease(g.ID), concurrency.WithContext(context.Background()))
+	es, err := concurrency.NewSession(co.c, concurrency.WithLease(id), concurrency.WithContext(context.Background()))
 	if err != nil {
-		co.revokeQuietly(g.ID)
+		co.revokeQuietly(id)
 		return nil, co.unreachable(err)
 	}
 	s := &session{co: co, es: es, revision: resp.Header.Revision, lost: make(chan struct{})}
