@@ -12,23 +12,41 @@
 //     the type is a map;
 //
 // or when the data is not exactly one JSON value. Only then is it decoded.
+//
+// A type whose fields are all strings, numbers, booleans, pointers, slices
+// and structs of these (every record in wt's store) is decoded in the same
+// walk, by reflection on the fields the walk already looked up: a new
+// process does not pay for encoding/json's first-use analysis of every
+// record type (about a third of what a commit gate's decision cost). Any
+// other type, and any value the walk does not convert itself (a string with
+// an escape, a number where a string belongs), is decoded by encoding/json
+// after the walk, so the result and the errors are encoding/json's in every
+// case; a fuzz test holds the two ways to the same answers.
 package strictjson
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Decode decodes data, exactly one JSON value, into v (a non-nil pointer),
 // strictly (see the package doc).
-func Decode(data []byte, v any) error {
+func Decode(data []byte, v any) error { return decode(data, v, true) }
+
+// decode is Decode; direct allows the decoding walk (tests compare it with
+// encoding/json's decoding).
+func decode(data []byte, v any, direct bool) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return errors.New("strictjson: Decode needs a non-nil pointer")
@@ -36,12 +54,32 @@ func Decode(data []byte, v any) error {
 	if !json.Valid(data) {
 		return syntaxError(data)
 	}
+	t, dst := rv.Type().Elem(), rv.Elem()
+	// Into a zero value only: encoding/json merges into what is there, and
+	// the walk builds values afresh.
+	if direct && walkable(t) && dst.IsZero() {
+		w := walker{data: data}
+		err := w.value(t, dst, "")
+		if err != errIndirect {
+			if err != nil {
+				dst.SetZero()
+			}
+			return err
+		}
+		dst.SetZero()
+	}
 	w := walker{data: data}
-	if err := w.value(rv.Type().Elem(), ""); err != nil {
+	if err := w.value(t, reflect.Value{}, ""); err != nil {
 		return err
 	}
 	return json.Unmarshal(data, v)
 }
+
+// errIndirect is how the decoding walk hands a document to encoding/json:
+// a value it does not convert itself (a string with an escape or bytes
+// that are not UTF-8, a number that does not fit, a value of another kind
+// than its field's).
+var errIndirect = errors.New("strictjson: decoded by encoding/json")
 
 // syntaxError says why data, which json.Valid refused, is not exactly one
 // JSON value.
@@ -84,15 +122,26 @@ func (w *walker) peek() byte {
 	return w.data[w.pos] // the document is valid: a value or a closer follows
 }
 
-// value reads one value and checks it against t.
-func (w *walker) value(t reflect.Type, at string) error {
+// value reads one value and checks it against t. When dst is valid (a
+// settable value of type t, of a walkable type) it also stores the value
+// there as encoding/json would.
+func (w *walker) value(t reflect.Type, dst reflect.Value, at string) error {
 	c := w.peek()
 	if c == 'n' {
 		w.pos += len("null") // a value for any type (pointers, slices, maps)
+		if dst.IsValid() && (dst.Kind() == reflect.Pointer || dst.Kind() == reflect.Slice) {
+			dst.SetZero() // encoding/json leaves any other kind as it was
+		}
 		return nil
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+		if dst.IsValid() {
+			if dst.IsNil() {
+				dst.Set(reflect.New(t))
+			}
+			dst = dst.Elem()
+		}
 	}
 	if t == rawType || t.Kind() == reflect.Interface {
 		return w.anyValue(at)
@@ -108,7 +157,11 @@ func (w *walker) value(t reflect.Type, at string) error {
 			if !ok {
 				return fmt.Errorf("%s: unknown key %q", where(at), k)
 			}
-			return w.value(f, join(at, k))
+			var fv reflect.Value
+			if dst.IsValid() {
+				fv = dst.FieldByIndex(f.index)
+			}
+			return w.value(f.typ, fv, join(at, k))
 		})
 		if err != nil {
 			return err
@@ -123,19 +176,88 @@ func (w *walker) value(t reflect.Type, at string) error {
 		if c != '{' {
 			return fmt.Errorf("%s: want an object", where(at))
 		}
-		_, err := w.members(at, func(k string) error { return w.value(t.Elem(), join(at, k)) })
+		_, err := w.members(at, func(k string) error { return w.value(t.Elem(), reflect.Value{}, join(at, k)) })
 		return err
 	case reflect.Slice, reflect.Array:
 		if c != '[' {
 			return fmt.Errorf("%s: want an array", where(at))
 		}
-		return w.elements(func(i int) error { return w.value(t.Elem(), fmt.Sprintf("%s[%d]", at, i)) })
+		if !dst.IsValid() {
+			return w.elements(func(i int) error { return w.value(t.Elem(), reflect.Value{}, fmt.Sprintf("%s[%d]", at, i)) })
+		}
+		s := reflect.MakeSlice(t, 0, 0) // [] is an empty slice, not nil
+		err := w.elements(func(i int) error {
+			e := reflect.New(t.Elem()).Elem()
+			if err := w.value(t.Elem(), e, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
+			}
+			s = reflect.Append(s, e)
+			return nil
+		})
+		dst.Set(s)
+		return err
 	}
 	if c == '{' || c == '[' {
 		return fmt.Errorf("%s: want a %s, not a structure", where(at), t.Kind())
 	}
-	w.scalar()
-	return nil // its type is checked by json.Unmarshal
+	start := w.pos
+	escaped := w.scalar()
+	if !dst.IsValid() {
+		return nil // its type is checked by json.Unmarshal
+	}
+	return store(dst, w.data[start:w.pos], escaped)
+}
+
+// store sets dst, of a scalar kind, from raw, one JSON string, number, true
+// or false, where it converts the value exactly as encoding/json does, and
+// returns errIndirect where it leaves the conversion to encoding/json.
+func store(dst reflect.Value, raw []byte, escaped bool) error {
+	isNumber := raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9'
+	switch k := dst.Kind(); {
+	case k == reflect.String:
+		if raw[0] != '"' {
+			return errIndirect
+		}
+		if !escaped && utf8.Valid(raw) {
+			dst.SetString(string(raw[1 : len(raw)-1]))
+			break
+		}
+		u, ok := unquote(raw)
+		if !ok {
+			return errIndirect
+		}
+		dst.SetString(u)
+	case k == reflect.Bool:
+		switch string(raw) {
+		case "true":
+			dst.SetBool(true)
+		case "false":
+			dst.SetBool(false)
+		default:
+			return errIndirect
+		}
+	case dst.CanInt():
+		n, err := strconv.ParseInt(string(raw), 10, dst.Type().Bits())
+		if !isNumber || err != nil {
+			return errIndirect
+		}
+		dst.SetInt(n)
+	case dst.CanUint():
+		n, err := strconv.ParseUint(string(raw), 10, dst.Type().Bits())
+		if !isNumber || err != nil {
+			return errIndirect
+		}
+		dst.SetUint(n)
+	case dst.CanFloat():
+		f, err := strconv.ParseFloat(string(raw), dst.Type().Bits())
+		if !isNumber || err != nil {
+			return errIndirect
+		}
+		dst.SetFloat(f)
+	default:
+		return errIndirect
+	}
+	return nil
 }
 
 // anyValue checks a value of no fixed type: its objects still may not repeat
@@ -202,9 +324,99 @@ func (w *walker) key() (string, error) {
 	if !escaped {
 		return string(raw[1 : len(raw)-1]), nil
 	}
+	if k, ok := unquote(raw); ok {
+		return k, nil
+	}
 	var k string
 	err := json.Unmarshal(raw, &k)
 	return k, err
+}
+
+// unquote returns the string that raw, a JSON string with its quotes,
+// spells, as encoding/json unquotes it: escapes resolved, a \u escape of
+// half a surrogate pair and bytes that are not UTF-8 each become U+FFFD.
+// ok is false for what is not a JSON string.
+func unquote(raw []byte) (s string, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	in := raw[1 : len(raw)-1]
+	b := make([]byte, 0, len(in))
+	for r := 0; r < len(in); {
+		switch c := in[r]; {
+		case c == '\\':
+			if r+1 >= len(in) {
+				return "", false
+			}
+			switch e := in[r+1]; e {
+			case '"', '\\', '/':
+				b = append(b, e)
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				rr := hex4(in[r+2:])
+				if rr < 0 {
+					return "", false
+				}
+				r += 6
+				if utf16.IsSurrogate(rr) {
+					if len(in) >= r+2 && in[r] == '\\' && in[r+1] == 'u' {
+						if dec := utf16.DecodeRune(rr, hex4(in[r+2:])); dec != utf8.RuneError {
+							b = utf8.AppendRune(b, dec)
+							r += 6
+							continue
+						}
+					}
+					rr = utf8.RuneError
+				}
+				b = utf8.AppendRune(b, rr)
+				continue
+			default:
+				return "", false
+			}
+			r += 2
+		case c == '"' || c < ' ':
+			return "", false
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			r++
+		default:
+			rr, size := utf8.DecodeRune(in[r:])
+			b = utf8.AppendRune(b, rr)
+			r += size
+		}
+	}
+	return string(b), true
+}
+
+// hex4 is the value of the four hex digits that p starts with, or -1.
+func hex4(p []byte) rune {
+	if len(p) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range p[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
 }
 
 // str skips a string from its opening quote through its closing one and
@@ -225,19 +437,20 @@ func (w *walker) str() (escaped bool) {
 	}
 }
 
-// scalar skips a string, number, true or false.
-func (w *walker) scalar() {
+// scalar skips a string, number, true or false, and reports whether it was
+// a string holding an escape.
+func (w *walker) scalar() (escaped bool) {
 	if w.data[w.pos] == '"' {
-		w.str()
-		return
+		return w.str()
 	}
 	for w.pos < len(w.data) {
 		switch w.data[w.pos] {
 		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return
+			return false
 		}
 		w.pos++
 	}
+	return false
 }
 
 func join(at, k string) string {
@@ -254,9 +467,17 @@ func where(at string) string {
 	return at
 }
 
+type field struct {
+	typ   reflect.Type
+	index []int // for reflect.Value.FieldByIndex, through embedded structs
+}
+
 type fieldSet struct {
-	byName   map[string]reflect.Type
+	byName   map[string]field
 	required []string
+	// walkable: every field is of a walkable type, none is named twice,
+	// none has a name encoding/json would not take or the ",string" option.
+	walkable bool
 }
 
 var fieldCache sync.Map // reflect.Type -> fieldSet
@@ -268,30 +489,97 @@ func fieldsOf(t reflect.Type) fieldSet {
 	if v, ok := fieldCache.Load(t); ok {
 		return v.(fieldSet)
 	}
-	fs := fieldSet{byName: map[string]reflect.Type{}}
-	var add func(reflect.Type)
-	add = func(t reflect.Type) {
+	fs := fieldSet{byName: map[string]field{}, walkable: true}
+	var add func(t reflect.Type, index []int)
+	add = func(t reflect.Type, index []int) {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			tag := f.Tag.Get("json")
 			name, opts, _ := strings.Cut(tag, ",")
+			at := append(slices.Clip(index), i)
 			if f.Anonymous && f.Type.Kind() == reflect.Struct && name == "" {
-				add(f.Type)
+				add(f.Type, at)
 				continue
 			}
 			if name == "-" || !f.IsExported() {
 				continue
 			}
+			if f.Anonymous || !plainName(name) || strings.Contains(","+opts+",", ",string,") {
+				fs.walkable = false
+			}
 			if name == "" {
 				name = f.Name
 			}
-			fs.byName[name] = f.Type
+			if _, twice := fs.byName[name]; twice {
+				fs.walkable = false
+			}
+			fs.byName[name] = field{typ: f.Type, index: at}
 			if !strings.Contains(","+opts+",", ",omitempty,") {
 				fs.required = append(fs.required, name)
 			}
 		}
 	}
-	add(t)
+	add(t, nil)
 	fieldCache.Store(t, fs)
 	return fs
+}
+
+// plainName: a JSON name of letters, digits and underscores (or none), which
+// encoding/json takes as it is.
+func plainName(name string) bool {
+	for _, c := range name {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	walkCache       sync.Map // reflect.Type -> bool
+	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textType        = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// walkable reports whether the decoding walk can decode t: booleans,
+// numbers and strings, and pointers, slices (not []byte, which is base64)
+// and structs of walkable types, none of which decodes itself
+// (json.Unmarshaler, encoding.TextUnmarshaler).
+func walkable(t reflect.Type) bool {
+	if v, ok := walkCache.Load(t); ok {
+		return v.(bool)
+	}
+	walkCache.Store(t, true) // a type that contains itself is walkable if the rest is
+	ok := walkableNow(t)
+	walkCache.Store(t, ok)
+	return ok
+}
+
+func walkableNow(t reflect.Type) bool {
+	if t.Implements(unmarshalerType) || t.Implements(textType) ||
+		reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textType) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.String, reflect.Float32, reflect.Float64,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	case reflect.Pointer:
+		return walkable(t.Elem())
+	case reflect.Slice:
+		return t.Elem().Kind() != reflect.Uint8 && walkable(t.Elem())
+	case reflect.Struct:
+		fs := fieldsOf(t)
+		if !fs.walkable {
+			return false
+		}
+		for _, f := range fs.byName {
+			if !walkable(f.typ) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -2,8 +2,11 @@ package strictjson
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 type inner struct {
@@ -92,4 +95,109 @@ func BenchmarkDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+type wMeta struct {
+	V int    `json:"v"`
+	R uint64 `json:"r"`
+}
+
+type wInner struct {
+	A int8    `json:"a"`
+	B *string `json:"b"`
+	F float64 `json:"f,omitempty"`
+}
+
+// wRec is walkable: the decoding walk decodes it itself.
+type wRec struct {
+	wMeta
+	ID    string   `json:"id"`
+	On    bool     `json:"on"`
+	In    wInner   `json:"in"`
+	P     *wInner  `json:"p"`
+	List  []wInner `json:"list"`
+	Names []string `json:"names,omitempty"`
+	N     *int     `json:"n"`
+	U     uint16   `json:"u,omitempty"`
+}
+
+var walkSeeds = []string{
+	`{"v":1,"r":2,"id":"x","on":true,"in":{"a":1,"b":null},"p":null,"list":[],"n":null}`,
+	`{"v":-1,"r":18446744073709551615,"id":"héllo","on":false,"in":{"a":-128,"b":"s","f":1.5e3},"p":{"a":127,"b":"t"},"list":[{"a":0,"b":null}],"names":["a","b"],"n":7,"u":65535}`,
+	// What the walk leaves to encoding/json: escapes, bytes that are not
+	// UTF-8, numbers that do not fit or are not integers, other kinds.
+	`{"v":1,"r":2,"id":"a\"b\u00e9\ud83d\ude00\ud800","on":true,"in":{"a":1,"b":"\n"},"p":null,"list":[],"n":null}`,
+	`{"v":1,"r":2,"id":"\ud800\u0041\udc00\ud83d","on":true,"in":{"a":1,"b":"\/\b\f\r\t\\"},"p":null,"list":[],"names":["{\"v\":1}","\u00e9\u4e2d"],"n":null}`,
+	"{\"v\":1,\"r\":2,\"id\":\"\xff\xfe\",\"on\":true,\"in\":{\"a\":1,\"b\":null},\"p\":null,\"list\":[],\"n\":null}",
+	`{"v":1,"r":2,"id":"x","on":true,"in":{"a":128,"b":null},"p":null,"list":[],"n":null}`,
+	`{"v":1.0,"r":2,"id":"x","on":true,"in":{"a":1,"b":null},"p":null,"list":[],"n":null}`,
+	`{"v":1,"r":-0,"id":"x","on":true,"in":{"a":1,"b":null},"p":null,"list":[],"n":null}`,
+	`{"v":1,"r":2,"id":7,"on":true,"in":{"a":1,"b":null},"p":null,"list":[],"n":null}`,
+	`{"v":1,"r":2,"id":"x","on":"true","in":{"a":1,"b":null},"p":null,"list":[],"n":null}`,
+	`{"v":"1","r":2,"id":"x","on":true,"in":{"a":1,"b":null},"p":null,"list":[],"n":1e2}`,
+	`{"v":1,"r":2,"id":"x","on":true,"in":{"a":1,"b":null,"f":"1"},"p":null,"list":[],"n":null}`,
+	`{"v":null,"r":null,"id":null,"on":null,"in":null,"p":null,"list":null,"names":null,"n":null,"u":null}`,
+	// Strictness, on the way.
+	`{"v":1,"r":2,"id":7,"on":true,"in":{"a":1,"b":null},"p":null,"list":[],"n":null,"x":1}`,
+	`{"v":1,"r":2,"id":"x","on":true,"in":{"a":1,"b":null},"p":null,"list":[{"a":1}],"n":null}`,
+	`{"v":1,"r":2,"id":"x","id":"y","on":true,"in":{"a":1,"b":null},"p":null,"list":[],"n":null}`,
+	`{"v":1,"r":2,"id":"x","on":true,"in":[],"p":null,"list":{},"n":null}`,
+	`{"v":1,"r":2,"id":"x","on":true,"in":{"a":1,"b":null},"p":null,"list":[],"n":{}}`,
+	`{"v":1,"r":2,"id":"x","on":true,"in":{"a":1,"b":null},"p":null,"list":[], "n":null} x`,
+}
+
+// sameDecoding decodes data into wRec by the decoding walk and by
+// encoding/json, and fails unless both give the same value and error.
+func sameDecoding(t *testing.T, data []byte) {
+	var walked, indirect wRec
+	werr := decode(data, &walked, true)
+	ierr := decode(data, &indirect, false)
+	if fmt.Sprint(werr) != fmt.Sprint(ierr) {
+		t.Fatalf("%q: the walk says %v, encoding/json %v", data, werr, ierr)
+	}
+	if werr == nil && !reflect.DeepEqual(walked, indirect) {
+		t.Fatalf("%q: the walk gives %+v, encoding/json %+v", data, walked, indirect)
+	}
+}
+
+// TestDecodingWalk: the walk decodes what it can and agrees with
+// encoding/json everywhere; types it cannot decode go to encoding/json.
+func TestDecodingWalk(t *testing.T) {
+	if !walkable(reflect.TypeFor[wRec]()) {
+		t.Fatal("wRec should be walkable")
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[rec](), reflect.TypeFor[[]byte](), reflect.TypeFor[json.RawMessage](),
+		reflect.TypeFor[struct {
+			N int `json:"n,string"`
+		}](), reflect.TypeFor[struct {
+			T time.Time `json:"t"`
+		}]()} {
+		if walkable(typ) {
+			t.Errorf("%v should not be walkable", typ)
+		}
+	}
+	for _, s := range walkSeeds {
+		sameDecoding(t, []byte(s))
+	}
+	// The first two seeds are decoded by the walk itself, not handed on.
+	for _, s := range walkSeeds[:2] {
+		var r wRec
+		w := walker{data: []byte(s)}
+		if err := w.value(reflect.TypeFor[wRec](), reflect.ValueOf(&r).Elem(), ""); err != nil {
+			t.Errorf("%s: the walk did not decode it: %v", s, err)
+		}
+	}
+	var r wRec
+	if err := Decode([]byte(walkSeeds[1]), &r); err != nil || r.In.A != -128 || *r.P.B != "t" || r.R != 18446744073709551615 || r.Names[1] != "b" || *r.N != 7 {
+		t.Fatalf("%v %+v", err, r)
+	}
+}
+
+// FuzzDecodingWalk: on any input the decoding walk and encoding/json give
+// the same value and the same error.
+func FuzzDecodingWalk(f *testing.F) {
+	for _, s := range walkSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(sameDecoding)
 }
