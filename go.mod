@@ -5,7 +5,6 @@ go 1.26.8
 require (
 	github.com/creack/pty v1.1.24
 	github.com/gofrs/flock v0.13.2
-	github.com/google/uuid v1.6.0
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/urfave/cli/v2 v2.27.7

@@ -10,11 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/wt-tool/wt/core/crashpoint"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -158,14 +157,14 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 			return err
 		}
 		now := Now()
-		planned = store.Allocation{AllocationID: uuid.NewString(), TaskKey: req.TaskKey, Owner: req.Owner,
+		planned = store.Allocation{AllocationID: ids.New(), TaskKey: req.TaskKey, Owner: req.Owner,
 			Role: req.Role, Lifecycle: store.Active, WorktreePath: path, Branch: branch, BaseCommit: commit,
 			ExternalBindings: []string{}, CreatedAt: now, UpdatedAt: now}
 		payload, err := json.Marshal(planned)
 		if err != nil {
 			return err
 		}
-		j = store.Journal{TransactionID: uuid.NewString(), Operation: OpAllocate, Phase: phasePrepared,
+		j = store.Journal{TransactionID: ids.New(), Operation: OpAllocate, Phase: phasePrepared,
 			Actor: proc.Actor(), Target: path, Payload: payload, CreatedAt: now, UpdatedAt: now}
 		return tx.PutJournal(&j)
 	})
@@ -317,7 +316,7 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 	if err := tx.PutBinding(&store.Binding{WorktreeKey: key, AllocationID: a.AllocationID}); err != nil {
 		return a, err
 	}
-	reg := store.Registration{RegistrationID: uuid.NewString(), WorktreeKey: key, WorktreePath: a.WorktreePath,
+	reg := store.Registration{RegistrationID: ids.New(), WorktreeKey: key, WorktreePath: a.WorktreePath,
 		AllocationID: a.AllocationID, CreatedAt: Now()}
 	if err := tx.PutRegistration(&reg); err != nil {
 		return a, err

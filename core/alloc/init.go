@@ -9,10 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -127,7 +126,7 @@ func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, err
 			return err
 		}
 		now := Now()
-		repo := store.Repository{RepositoryID: uuid.NewString(), CreatedAt: now, UpdatedAt: now}
+		repo := store.Repository{RepositoryID: ids.New(), CreatedAt: now, UpdatedAt: now}
 		if err := tx.PutRepository(&repo); err != nil {
 			return err
 		}

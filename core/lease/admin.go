@@ -8,11 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
@@ -333,7 +332,7 @@ func operate(r *alloc.Repo, path string, caller Caller, fn func(tx *store.Tx, f 
 // ValidLeaseID checks a lease id given on the command line: a uuid in its
 // canonical 36-character form.
 func ValidLeaseID(id string) error {
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 || strings.ToLower(id) != id {
+	if !ids.Valid(id) || strings.ToLower(id) != id {
 		return decision.New(decision.Usage, "--lease-id %q is not a lease id (a lowercase uuid, 36 characters)", id).
 			WithHint("copy it from wt-admin lease list or wt-admin lease inspect PATH")
 	}
@@ -438,7 +437,7 @@ func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string) (Ended
 			return err
 		}
 		now := time.Now().UTC()
-		nl := store.Lease{LeaseID: uuid.NewString(), RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID,
+		nl := store.Lease{LeaseID: ids.New(), RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID,
 			WorktreePath: f.l.WorktreePath, Owner: a.Owner, Holder: holder, AcquiredAt: stamp(now), RenewedAt: stamp(now),
 			Generation: a.LeaseGeneration + 1}
 		removed, err := dropBindings(tx, &a, f.l.LeaseID)

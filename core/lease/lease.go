@@ -9,12 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/crashpoint"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
@@ -584,8 +583,7 @@ func isWtReason(reason string) bool {
 	if !ok || len(rest) < 36 {
 		return false
 	}
-	_, err := uuid.Parse(rest[:36])
-	return err == nil
+	return ids.Valid(rest[:36])
 }
 
 // checkDrift refuses a lease whose identity no longer matches its record.
@@ -693,7 +691,7 @@ func held(l store.Lease, path, why string) *decision.Error {
 }
 
 func newLease(repo store.Repository, a store.Allocation, c gitrepo.Checkout, req Request, now time.Time) store.Lease {
-	l := store.Lease{LeaseID: uuid.NewString(), RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID,
+	l := store.Lease{LeaseID: ids.New(), RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID,
 		WorktreePath: c.TopLevel, Owner: a.Owner, Holder: req.Holder, AcquiredAt: stamp(now), RenewedAt: stamp(now)}
 	if req.TTL > 0 {
 		l.ExpiresAt = expiry(now, req.TTL)

@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -100,10 +99,10 @@ func newFixture(t *testing.T) *fixture {
 	wt := filepath.Join(top, "w1")
 	os.MkdirAll(wt, 0o755)
 	branch := "wt/T-1"
-	a := store.Allocation{AllocationID: uuid.NewString(), TaskKey: "T-1", Owner: "alice", Role: store.RoleFeature,
+	a := store.Allocation{AllocationID: ids.New(), TaskKey: "T-1", Owner: "alice", Role: store.RoleFeature,
 		Lifecycle: store.Active, WorktreePath: wt, WorktreeKey: "w1", Branch: &branch, ExternalBindings: []string{}}
 	f := &fixture{t: t, boot: boot,
-		recs: &memRecords{repo: store.Repository{RepositoryID: uuid.NewString()}, leases: map[string]store.Lease{},
+		recs: &memRecords{repo: store.Repository{RepositoryID: ids.New()}, leases: map[string]store.Lease{},
 			allocs: map[string]store.Allocation{a.AllocationID: a}},
 		ev:    &fakeEvidence{live: map[proc.Identity]bool{}, groups: map[int][]int{}, carriers: map[string][]int{}},
 		c:     gitrepo.Checkout{TopLevel: wt, CommonDir: common, Key: "w1", Branch: branch},
@@ -130,7 +129,7 @@ func (f *fixture) acquire(req Request) (Grant, error) {
 }
 
 func (f *fixture) plant(l store.Lease) store.Lease {
-	l.LeaseID, l.RepositoryID, l.AllocationID = uuid.NewString(), f.recs.repo.RepositoryID, f.a.AllocationID
+	l.LeaseID, l.RepositoryID, l.AllocationID = ids.New(), f.recs.repo.RepositoryID, f.a.AllocationID
 	l.WorktreePath, l.Owner, l.Generation = f.c.TopLevel, "alice", 3
 	l.AcquiredAt, l.RenewedAt = "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"
 	f.recs.leases[f.a.AllocationID] = l
@@ -267,7 +266,7 @@ func TestAcquireTakeover(t *testing.T) {
 func TestAcquireBindings(t *testing.T) {
 	t.Run("stale binding cleared", func(t *testing.T) {
 		f := newFixture(t)
-		stale := f.bind(f.other, uuid.NewString())
+		stale := f.bind(f.other, ids.New())
 		g, err := f.acquire(Request{})
 		if err != nil || len(g.Cleared) != 1 || g.Cleared[0] != stale {
 			t.Fatalf("%+v %v", g, err)
@@ -297,14 +296,14 @@ func TestAcquireBindings(t *testing.T) {
 	})
 	t.Run("live binding of another lease", func(t *testing.T) {
 		f := newFixture(t)
-		f.bind(f.other, uuid.NewString())
+		f.bind(f.other, ids.New())
 		f.ev.live[f.other.Identity()] = true
 		_, err := f.acquire(Request{})
 		wantCode(t, err, decision.ExternalBinding)
 	})
 	t.Run("carrier of a lease never written", func(t *testing.T) {
 		f := newFixture(t)
-		id := uuid.NewString()
+		id := ids.New()
 		f.bind(f.other, id)
 		f.ev.carriers["WT_LEASE_ID="+id] = []int{4300}
 		_, err := f.acquire(Request{})
@@ -389,7 +388,7 @@ func TestAcquireTargets(t *testing.T) {
 	})
 	t.Run("a stale wt lock is replaced", func(t *testing.T) {
 		f := newFixture(t)
-		old := reasonPrefix + uuid.NewString() + " client x pid 9"
+		old := reasonPrefix + ids.New() + " client x pid 9"
 		os.WriteFile(gitrepo.LockFile(f.c.CommonDir, "w1"), []byte(old+"\n"), 0o644)
 		g, err := f.acquire(Request{})
 		if err != nil {

@@ -9,11 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -102,7 +101,7 @@ func Backfill(ctx context.Context, r *alloc.Repo, apply string) (BackfillResult,
 		}
 		now := alloc.Now()
 		for _, c := range res.Candidates {
-			reg := store.Registration{RegistrationID: uuid.NewString(), WorktreeKey: c.WorktreeKey, WorktreePath: c.Path,
+			reg := store.Registration{RegistrationID: ids.New(), WorktreeKey: c.WorktreeKey, WorktreePath: c.Path,
 				AllocationID: c.AllocationID, CreatedAt: now}
 			if err := tx.PutRegistration(&reg); err != nil {
 				return err

@@ -8,12 +8,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/crashpoint"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
@@ -492,7 +491,7 @@ func applyFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, target string
 			return res, err
 		}
 		now := alloc.Now()
-		j = &store.Journal{TransactionID: uuid.NewString(), Operation: opFinish, Phase: PhasePrepared, Actor: proc.Actor(),
+		j = &store.Journal{TransactionID: ids.New(), Operation: opFinish, Phase: PhasePrepared, Actor: proc.Actor(),
 			Target: plan.TargetPath, Payload: payload, CreatedAt: now, UpdatedAt: now}
 		if err := tx.PutJournal(j); err != nil {
 			return res, err

@@ -13,12 +13,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/crashpoint"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -183,7 +182,7 @@ func applyPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner,
 			return res, err
 		}
 		now := alloc.Now()
-		j = &store.Journal{TransactionID: uuid.NewString(), Operation: opPrune, Phase: PhasePrepared, Actor: proc.Actor(),
+		j = &store.Journal{TransactionID: ids.New(), Operation: opPrune, Phase: PhasePrepared, Actor: proc.Actor(),
 			Target: target, Payload: payload, CreatedAt: now, UpdatedAt: now}
 		if err := tx.PutJournal(j); err != nil {
 			return res, err

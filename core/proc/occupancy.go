@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/strictjson"
 )
 
@@ -78,13 +77,11 @@ func decodeRuntime(data []byte) (RuntimeBinding, error) {
 			return b, fmt.Errorf("empty session or run id")
 		}
 	}
-	if _, err := uuid.Parse(h.BootID); err != nil {
-		return b, fmt.Errorf("boot id: %w", err)
+	if !ids.Valid(h.BootID) {
+		return b, fmt.Errorf("boot id %q is not a uuid", h.BootID)
 	}
-	if b.LeaseID != nil {
-		if _, err := uuid.Parse(*b.LeaseID); err != nil {
-			return b, fmt.Errorf("lease id: %w", err)
-		}
+	if b.LeaseID != nil && !ids.Valid(*b.LeaseID) {
+		return b, fmt.Errorf("lease id %q is not a uuid", *b.LeaseID)
 	}
 	return b, nil
 }

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/google/uuid"
+	"github.com/wt-tool/wt/core/ids"
 )
 
 // BenchmarkReadOneAllocation reads one allocation, its binding, its
@@ -25,9 +25,9 @@ func BenchmarkReadOneAllocation(b *testing.B) {
 		meta := Meta{SchemaVersion: SchemaVersion, RecordVersion: 1}
 		for i := 0; i < n; i++ {
 			key = fmt.Sprintf("w%d", i)
-			a := Allocation{Meta: meta, AllocationID: uuid.NewString(), TaskKey: key, Owner: "o", Role: RoleFeature,
+			a := Allocation{Meta: meta, AllocationID: ids.New(), TaskKey: key, Owner: "o", Role: RoleFeature,
 				Lifecycle: Active, WorktreePath: "/w/" + key, WorktreeKey: key, BaseCommit: "c", ExternalBindings: []string{}}
-			reg := Registration{Meta: meta, Contract: RegistrationContract, RegistrationID: uuid.NewString(), WorktreeKey: key,
+			reg := Registration{Meta: meta, Contract: RegistrationContract, RegistrationID: ids.New(), WorktreeKey: key,
 				WorktreePath: a.WorktreePath, AllocationID: a.AllocationID, CreatedAt: "t"}
 			regJSON := mustIndent(b, reg)
 			os.MkdirAll(filepath.Join(s.CommonDir(), "worktrees", key), 0o755)

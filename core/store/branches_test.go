@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/google/uuid"
+	"github.com/wt-tool/wt/core/ids"
 )
 
 // TestBranchIndex: a store without the index (an older wt's) finds a task
@@ -14,9 +14,9 @@ import (
 func TestBranchIndex(t *testing.T) {
 	s := newStore(t)
 	branch := func(b string) *string { return &b }
-	live := Allocation{AllocationID: uuid.NewString(), TaskKey: "T-1", Owner: "a", Role: RoleFeature, Lifecycle: Active, Branch: branch("wt/T-1")}
-	old := Allocation{AllocationID: uuid.NewString(), TaskKey: "T-1", Owner: "a", Role: RoleFeature, Lifecycle: Released, Branch: branch("wt/T-1")}
-	audit := Allocation{AllocationID: uuid.NewString(), TaskKey: "R-1", Owner: "a", Role: RoleAudit, Lifecycle: Active}
+	live := Allocation{AllocationID: ids.New(), TaskKey: "T-1", Owner: "a", Role: RoleFeature, Lifecycle: Active, Branch: branch("wt/T-1")}
+	old := Allocation{AllocationID: ids.New(), TaskKey: "T-1", Owner: "a", Role: RoleFeature, Lifecycle: Released, Branch: branch("wt/T-1")}
+	audit := Allocation{AllocationID: ids.New(), TaskKey: "R-1", Owner: "a", Role: RoleAudit, Lifecycle: Active}
 	if err := s.Write(func(tx *Tx) error {
 		for _, a := range []*Allocation{&live, &old, &audit} {
 			if err := tx.PutAllocation(a); err != nil {
@@ -59,7 +59,7 @@ func TestBranchIndex(t *testing.T) {
 	if _, ok := lookup("refs/heads/wt/T-1"); ok {
 		t.Error("an entry without its record guards")
 	}
-	other := Allocation{AllocationID: uuid.NewString(), TaskKey: "T-2", Owner: "a", Role: RoleFeature, Lifecycle: Active, Branch: branch("wt/T-2")}
+	other := Allocation{AllocationID: ids.New(), TaskKey: "T-2", Owner: "a", Role: RoleFeature, Lifecycle: Active, Branch: branch("wt/T-2")}
 	if err := s.Write(func(tx *Tx) error {
 		if err := tx.PutBranch(other); err != nil {
 			return err

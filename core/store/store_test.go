@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/ids"
 )
 
 func newStore(t *testing.T) *Store {
@@ -26,7 +25,7 @@ func newStore(t *testing.T) *Store {
 
 func putAlloc(t *testing.T, s *Store) Allocation {
 	t.Helper()
-	a := Allocation{AllocationID: uuid.NewString(), TaskKey: "T-1", Owner: "alice", Role: RoleFeature,
+	a := Allocation{AllocationID: ids.New(), TaskKey: "T-1", Owner: "alice", Role: RoleFeature,
 		Lifecycle: Active, WorktreePath: "/tmp/w", WorktreeKey: "w", BaseCommit: strings.Repeat("a", 40)}
 	if err := s.Write(func(tx *Tx) error { return tx.PutAllocation(&a) }); err != nil {
 		t.Fatal(err)
@@ -102,7 +101,7 @@ func TestStrictReads(t *testing.T) {
 		"unknown field":  bytes.Replace(good, []byte(`"owner": "alice",`), []byte(`"owner": "alice", "extra": 1,`), 1),
 		"trailing data":  append(append([]byte{}, good...), []byte("{}")...),
 		"zero version":   bytes.Replace(good, []byte(`"record_version": 1`), []byte(`"record_version": 0`), 1),
-		"id not matched": bytes.Replace(good, []byte(a.AllocationID), []byte(uuid.NewString()), 1),
+		"id not matched": bytes.Replace(good, []byte(a.AllocationID), []byte(ids.New()), 1),
 	}
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -142,8 +141,8 @@ func TestRegistrationMarker(t *testing.T) {
 	s := newStore(t)
 	admin := filepath.Join(s.CommonDir(), "worktrees", "w")
 	os.MkdirAll(admin, 0o755)
-	id := uuid.NewString()
-	reg := Registration{RegistrationID: uuid.NewString(), WorktreeKey: "w", WorktreePath: "/tmp/w", AllocationID: id, CreatedAt: "now"}
+	id := ids.New()
+	reg := Registration{RegistrationID: ids.New(), WorktreeKey: "w", WorktreePath: "/tmp/w", AllocationID: id, CreatedAt: "now"}
 	if err := s.Write(func(tx *Tx) error { return tx.PutRegistration(&reg) }); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +200,7 @@ func TestWriteInsideReadPanics(t *testing.T) {
 
 func TestNotFound(t *testing.T) {
 	s := newStore(t)
-	err := s.Read(func(tx *Tx) error { _, err := tx.Allocation(uuid.NewString()); return err })
+	err := s.Read(func(tx *Tx) error { _, err := tx.Allocation(ids.New()); return err })
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("absent allocation: %v", err)
 	}

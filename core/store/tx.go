@@ -12,17 +12,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/crashpoint"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/proc"
 )
 
 // validID refuses ids that cannot safely name a file: record ids are uuids.
 func validID(kind, id string) error {
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+	if !ids.Valid(id) {
 		return decision.New(decision.InvalidMetadata, "%s id %q is not a uuid", kind, id)
 	}
 	return nil
@@ -48,8 +48,8 @@ func (tx *Tx) Repository() (Repository, error) {
 			WithHint("run wt-admin init to finish setting it up")
 	}
 	if err == nil {
-		if _, perr := uuid.Parse(r.RepositoryID); perr != nil {
-			err = invalid(p, fmt.Errorf("repository_id: %w", perr))
+		if !ids.Valid(r.RepositoryID) {
+			err = invalid(p, fmt.Errorf("repository_id %q is not a uuid", r.RepositoryID))
 		}
 	}
 	return r, err

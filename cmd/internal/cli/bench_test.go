@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
+	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -50,7 +49,7 @@ func benchRepo(b *testing.B, n, extra int) (repo string, wts []string) {
 	meta := store.Meta{SchemaVersion: store.SchemaVersion, RecordVersion: 1}
 	for i := 0; i < extra; i++ {
 		key := fmt.Sprintf("x%d", i)
-		a := store.Allocation{Meta: meta, AllocationID: uuid.NewString(), TaskKey: "X-" + key, Owner: "o", Role: store.RoleFeature,
+		a := store.Allocation{Meta: meta, AllocationID: ids.New(), TaskKey: "X-" + key, Owner: "o", Role: store.RoleFeature,
 			Lifecycle: store.Retained, WorktreePath: filepath.Join(top, key), WorktreeKey: key, BaseCommit: "c", ExternalBindings: []string{},
 			CreatedAt: "t", UpdatedAt: "t"}
 		for path, rec := range map[string]any{
@@ -424,7 +423,7 @@ func legacyRepo(b *testing.B, n int) string {
 		write(filepath.Join(adminDir, "commondir"), "../..\n")
 		write(filepath.Join(adminDir, "HEAD"), head+"\n")
 		write(filepath.Join(wt, ".git"), "gitdir: "+adminDir+"\n")
-		a := store.Allocation{Meta: meta, AllocationID: uuid.NewString(), TaskKey: "L-" + key, Owner: "o", Role: store.RoleAudit,
+		a := store.Allocation{Meta: meta, AllocationID: ids.New(), TaskKey: "L-" + key, Owner: "o", Role: store.RoleAudit,
 			Lifecycle: store.Active, WorktreePath: wt, WorktreeKey: key, BaseCommit: head, ExternalBindings: []string{},
 			CreatedAt: now, UpdatedAt: now}
 		for path, rec := range map[string]any{
