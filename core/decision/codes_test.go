@@ -1,9 +1,13 @@
 package decision
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -31,5 +35,31 @@ func TestCodesDocumented(t *testing.T) {
 		if !slices.Contains(Codes(), c) {
 			t.Errorf("docs/decision-codes.md documents %s, which this build does not know", c)
 		}
+	}
+}
+
+// TestCodesListed: every code constant of codes.go is in Codes's list, once.
+func TestCodesListed(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "codes.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declared []string
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+			for _, s := range g.Specs {
+				for _, v := range s.(*ast.ValueSpec).Values {
+					if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						c, _ := strconv.Unquote(lit.Value)
+						declared = append(declared, c)
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(declared)
+	if len(declared) < 100 || !slices.Equal(declared, Codes()) {
+		t.Fatalf("codes.go declares %d codes, Codes lists %d: add the new ones to the list at its end\ndeclared %v\nlisted %v",
+			len(declared), len(Codes()), declared, Codes())
 	}
 }

@@ -10,7 +10,7 @@ package decision
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 )
 
 // Error is a refusal with a stable code. Message states the fact (lowercase,
@@ -82,17 +82,7 @@ func As(err error) (*Error, bool) {
 // Codes lists every decision code this build knows, sorted. wt-admin version
 // reports it so scripts can check what a binary speaks.
 func Codes() []string {
-	out := make([]string, 0, len(known))
-	for c := range known {
-		out = append(out, c)
-	}
-	sort.Strings(out)
+	out := slices.Clone(codes[:])
+	slices.Sort(out)
 	return out
-}
-
-var known = map[string]struct{}{}
-
-func code(c string) string {
-	known[c] = struct{}{}
-	return c
 }

@@ -17,6 +17,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -85,6 +86,9 @@ func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr i
 	app.Version = Version()
 	app.Writer, app.ErrWriter = stdout, stderr
 	app.HideHelpCommand = true
+	// Any time but the zero one: urfave/cli would otherwise stat its own
+	// executable for it at every start, and nothing here prints it.
+	app.Compiled = time.Unix(1, 0)
 	app.ExitErrHandler = func(*ucli.Context, error) {} // main owns the exit
 	app.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return UsageErr("%s", flagError(err)) }
 	app.CommandNotFound = func(_ *ucli.Context, name string) {
