@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -59,6 +60,8 @@ type supervisor struct {
 	// a staircase (a raw terminal does not return the carriage at \n).
 	raw  bool
 	held []string
+	// stops gets the stop signals until the child starts (watchStart).
+	stops chan os.Signal
 	// startCtx ends at a stop signal before the child starts (watchStart);
 	// stopSig is that signal.
 	startCtx context.Context
@@ -75,11 +78,71 @@ func (s *supervisor) prepare() error {
 	}
 	// Signals are caught before the child exists, so none is lost between
 	// fork and the loop; they wait in the channel until then.
-	s.sigs = make(chan os.Signal, 16)
-	signal.Notify(s.sigs, append([]os.Signal{unix.SIGWINCH, unix.SIGCHLD}, forwarded...)...)
+	if s.sigs, s.stops = early.take(); s.sigs == nil {
+		s.sigs, s.stops = notifyChannels()
+	}
 	s.restore = func() {}
 	s.status = -1
 	return nil
+}
+
+// notifyChannels starts catching the signals a run handles: every one it
+// forwards or acts on into sigs, and the stop signals (SIGINT, SIGTERM,
+// SIGHUP, SIGQUIT) also into stops.
+func notifyChannels() (sigs, stops chan os.Signal) {
+	sigs, stops = make(chan os.Signal, 16), make(chan os.Signal, 1)
+	signal.Notify(sigs, append([]os.Signal{unix.SIGWINCH, unix.SIGCHLD}, forwarded...)...)
+	signal.Notify(stops, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
+	return sigs, stops
+}
+
+// early is signal catching begun as wt-exec starts ([Early]).
+var early earlySignals
+
+type earlySignals struct {
+	mu          sync.Mutex
+	ready       chan struct{} // closed once sigs and stops catch
+	sigs, stops chan os.Signal
+}
+
+// Early starts catching the signals a run handles, in the background, for
+// the first run of this process to take. The first signal.Notify of a
+// process starts the Go runtime's signal thread and waits for it (about
+// 0.2 ms, a twentieth of a run); begun at wt-exec's start, that wait
+// overlaps the reading of the command line. A stop signal that arrives
+// from then on is held for the run, which then never starts its command.
+func Early() {
+	early.mu.Lock()
+	defer early.mu.Unlock()
+	if early.ready != nil {
+		return
+	}
+	ready := make(chan struct{})
+	early.ready = ready
+	go func() {
+		sigs, stops := notifyChannels()
+		early.mu.Lock()
+		early.sigs, early.stops = sigs, stops
+		early.mu.Unlock()
+		close(ready)
+	}()
+}
+
+// take returns the channels Early set up, once they catch, or nils when
+// Early was not called or a run took them already.
+func (e *earlySignals) take() (sigs, stops chan os.Signal) {
+	e.mu.Lock()
+	ready := e.ready
+	e.mu.Unlock()
+	if ready == nil {
+		return nil, nil
+	}
+	<-ready
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sigs, stops = e.sigs, e.stops
+	e.sigs, e.stops = nil, nil
+	return sigs, stops
 }
 
 // watchStart makes the context that a stop signal (SIGINT, SIGTERM,
@@ -89,8 +152,7 @@ func (s *supervisor) prepare() error {
 // never exists. The signal also waits in s.sigs, as every signal does, for
 // supervise. The returned function ends the watch.
 func (s *supervisor) watchStart() func() {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
+	ch := s.stops
 	ctx, cancel := context.WithCancel(context.Background())
 	s.startCtx = ctx
 	done := make(chan struct{})
