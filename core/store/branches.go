@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -35,19 +34,7 @@ func branchFile(ref string) string {
 
 // HasBranchIndex reports whether the branch index exists (stores made by an
 // older wt have none until a write command builds it).
-func (tx *Tx) HasBranchIndex() (bool, error) {
-	fi, err := os.Lstat(tx.path(branchesDir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, invalid(tx.path(branchesDir), err)
-	}
-	if !fi.IsDir() {
-		return false, invalid(tx.path(branchesDir), errors.New("not a directory (a symlink?)"))
-	}
-	return true, nil
-}
+func (tx *Tx) HasBranchIndex() (bool, error) { return tx.hasDir(branchesDir) }
 
 // BranchAllocation returns the allocation the index names for ref (a full
 // ref name, refs/heads/...), and whether there is one. Without an index
@@ -152,7 +139,7 @@ func (tx *Tx) EnsureBranchIndex() error {
 		}
 		ref := "refs/heads/" + *a.Branch
 		e := BranchEntry{Ref: ref, AllocationID: a.AllocationID}
-		if err := tx.put(filepath.Join(tmp, branchFile(ref)), &e, runtime); err != nil {
+		if err := tx.put(filepath.Join(tmp, branchFile(ref)), &e, dataOnly); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@
 //	bindings/<key>.json        worktree key -> allocation id
 //	registrations/<key>.json   registration document (worktree-registration/v1)
 //	leases/<allocation>.json   the current writer lease of an allocation
+//	runtime/<allocation>.json  an allocation's runtime bindings and lease generation
 //	journal/<tx>.json          multi-step operations in flight
 //	receipts/<tx>.json         multi-step operations finished
 //	events.jsonl               append-only audit log
@@ -22,20 +23,21 @@
 //     The lock file is never renamed or replaced, because flock binds to an inode.
 //   - Writes are atomic: a temp file in the same directory, fsync, rename,
 //     fsync of the directory. A crash leaves the old or the new file, never a mix.
-//   - Runtime state has runtime durability: allocation writes that change
-//     only runtime occupancy and lease_generation ([Tx.PutAllocationRuntime])
-//     are fsynced before the rename (so never torn or empty: the same file
-//     holds the task's ownership) but their directory is not; lease files
-//     are boot-scoped, renamed into place without any fsync, and a lease
-//     file that is unreadable and was last modified before this boot
-//     (/proc/stat's btime) is dead whatever its bytes ([Tx.Lease] reads it
-//     as absent, a write section removes it). A section that makes only
-//     such writes does not fsync its events. A process crash loses
-//     nothing (the page cache survives it); a power loss may bring back the
-//     previous version of these files and drop the section's last event
-//     lines. That is safe because runtime state describes processes of one
-//     boot: after a reboot every holder is dead by its boot id, whichever
-//     version is read. wt-exec's path makes two fsyncs instead of nine.
+//   - Runtime state is boot-scoped: lease files, and allocations' runtime
+//     files ([Runtime]: the runtime occupancy bindings and lease_generation
+//     that [Tx.PutAllocationRuntime] writes instead of the allocation
+//     record), are renamed into place without any fsync, and one that is
+//     unreadable and was last modified before this boot (/proc/stat's
+//     btime) is dead whatever its bytes ([Tx.Lease] and [Tx.Allocation]
+//     read it as absent, a write section removes it). A section that makes
+//     only such writes does not fsync its events. A process crash loses
+//     nothing (the page cache survives it); a power loss may lose or tear
+//     these files and drop the section's last event lines. That is safe
+//     because runtime state describes processes of one boot: after a reboot
+//     every holder is dead by its boot id, whichever version is read. The
+//     allocation record, which holds the task's ownership, is never
+//     rewritten by a wt-exec run, so no power loss during one can tear it.
+//     wt-exec's path makes no fsync (it made nine at first).
 //   - events.jsonl gets one write(2) per line in append mode, so lines are
 //     whole; a reader skips a last line without its newline (a power loss
 //     can cut it).

@@ -126,6 +126,23 @@ type Allocation struct {
 	LeaseGeneration  int      `json:"lease_generation"`
 	CreatedAt        string   `json:"created_at"`
 	UpdatedAt        string   `json:"updated_at"`
+	// runtimeVersion is the record_version of the allocation's runtime
+	// file as last read or written (0: it has none).
+	runtimeVersion int
+}
+
+// Runtime is runtime/<allocation id>.json: an allocation's runtime state,
+// kept apart from its record so that a wt-exec run, which changes only
+// this, writes a boot-scoped file instead of syncing the record that holds
+// the task's ownership (see the package doc). When present it stands for
+// the allocation's runtime occupancy bindings (those with
+// proc.RuntimeBindingPrefix; an allocation's opaque external bindings stay
+// in its record) and its lease_generation.
+type Runtime struct {
+	Meta
+	AllocationID    string   `json:"allocation_id"`
+	RuntimeBindings []string `json:"runtime_bindings"`
+	LeaseGeneration int      `json:"lease_generation"`
 }
 
 // Binding is bindings/<key>.json: which allocation a worktree key serves.

@@ -29,6 +29,7 @@ const (
 	bindingsDir      = "bindings"
 	registrationsDir = "registrations"
 	leasesDir        = "leases"
+	runtimeDir       = "runtime"
 	journalDir       = "journal"
 	receiptsDir      = "receipts"
 	eventsName       = "events.jsonl"
@@ -116,7 +117,7 @@ func Create(commonDir string) (*Store, error) {
 	if err := mkdirNoFollow(root); err != nil {
 		return nil, err
 	}
-	for _, d := range subdirs {
+	for _, d := range append(subdirs, runtimeDir) {
 		if err := mkdirNoFollow(filepath.Join(root, d)); err != nil {
 			return nil, err
 		}
@@ -255,7 +256,7 @@ type durability int
 
 const (
 	durable    durability = iota // data and directory fsynced
-	runtime                      // data fsynced, directory not
+	dataOnly                     // data fsynced, directory not (the caller syncs it)
 	bootScoped                   // nothing fsynced: a file about this boot's processes
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +263,128 @@ func TestTornLeaseOfEarlierBoot(t *testing.T) {
 	}
 	if err := read(); decision.CodeOf(err) != decision.InvalidMetadata {
 		t.Fatalf("symlink: %v, want INVALID_METADATA", err)
+	}
+}
+
+// rtBinding is a runtime binding as wt-exec writes it (the store only looks
+// at its prefix).
+const rtBinding = `runtime:process-v1:{"holder":{},"lease_id":null,"kind":"agent"}`
+
+func readAlloc(t *testing.T, s *Store, id string) Allocation {
+	t.Helper()
+	var a Allocation
+	if err := s.Read(func(tx *Tx) (err error) { a, err = tx.Allocation(id); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestRuntimeFile: an allocation's runtime state (runtime bindings,
+// generation) goes to its boot-scoped runtime file and never rewrites the
+// record that holds the task's ownership; reads lay it over the record,
+// whose opaque bindings stay; a record write keeps the two in step.
+func TestRuntimeFile(t *testing.T) {
+	s := newStore(t)
+	a := putAlloc(t, s)
+	rec := filepath.Join(s.Root(), "allocations", a.AllocationID+".json")
+	rt := filepath.Join(s.Root(), "runtime", a.AllocationID+".json")
+	// A store made by an older wt has no runtime directory: the first
+	// runtime write makes it.
+	if err := os.Remove(filepath.Join(s.Root(), "runtime")); err != nil {
+		t.Fatal(err)
+	}
+	// An opaque binding put in the record by another tool.
+	if err := s.Write(func(tx *Tx) error {
+		got, err := tx.Allocation(a.AllocationID)
+		got.ExternalBindings = []string{"ci:job-42"}
+		if err == nil {
+			err = tx.PutAllocation(&got)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(rec)
+	if err := s.Write(func(tx *Tx) error {
+		got, err := tx.Allocation(a.AllocationID)
+		got.ExternalBindings = append(got.ExternalBindings, rtBinding)
+		got.LeaseGeneration = 7
+		if err == nil {
+			err = tx.PutAllocationRuntime(&got)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(rec); !bytes.Equal(before, after) {
+		t.Fatalf("a runtime write rewrote the record:\n%s\n%s", before, after)
+	}
+	got := readAlloc(t, s, a.AllocationID)
+	if !slices.Equal(got.ExternalBindings, []string{"ci:job-42", rtBinding}) || got.LeaseGeneration != 7 {
+		t.Fatalf("read back: %q generation %d", got.ExternalBindings, got.LeaseGeneration)
+	}
+	var all []Allocation
+	s.Read(func(tx *Tx) (err error) { all, err = tx.Allocations(); return err })
+	if len(all) != 1 || !slices.Equal(all[0].ExternalBindings, got.ExternalBindings) || all[0].LeaseGeneration != 7 {
+		t.Fatalf("listed: %+v", all)
+	}
+	// The runtime write of an allocation whose record changed as well is a
+	// record write, and a record write rewrites the runtime file with it.
+	if err := s.Write(func(tx *Tx) error {
+		got, err := tx.Allocation(a.AllocationID)
+		got.Owner, got.ExternalBindings, got.LeaseGeneration = "bob", []string{"ci:job-42"}, 8
+		if err == nil {
+			err = tx.PutAllocationRuntime(&got)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(rec)
+	r, _ := os.ReadFile(rt)
+	if !bytes.Contains(b, []byte(`"owner": "bob"`)) || !bytes.Contains(b, []byte(`"lease_generation": 8`)) ||
+		!bytes.Contains(r, []byte(`"runtime_bindings": []`)) || !bytes.Contains(r, []byte(`"lease_generation": 8`)) || !bytes.Contains(r, []byte(`"record_version": 2`)) {
+		t.Fatalf("record and runtime file differ:\n%s\n%s", b, r)
+	}
+	// A runtime file may hold runtime bindings only.
+	os.WriteFile(rt, bytes.Replace(r, []byte(`"runtime_bindings": []`), []byte(`"runtime_bindings": ["ci:job-43"]`), 1), 0o644)
+	if err := s.Read(func(tx *Tx) error { _, err := tx.Allocation(a.AllocationID); return err }); decision.CodeOf(err) != decision.InvalidMetadata {
+		t.Fatalf("opaque binding in the runtime file: %v, want INVALID_METADATA", err)
+	}
+}
+
+// TestTornRuntimeOfEarlierBoot: a runtime file torn by a power loss (last
+// written before this boot) is read as absent, the record's runtime state
+// standing, and a write section removes it; torn in this boot it is
+// INVALID_METADATA.
+func TestTornRuntimeOfEarlierBoot(t *testing.T) {
+	s := newStore(t)
+	a := putAlloc(t, s)
+	rt := filepath.Join(s.Root(), "runtime", a.AllocationID+".json")
+	if err := os.WriteFile(rt, []byte(`{"schema_version": 1, "record_ver`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func() error {
+		return s.Read(func(tx *Tx) error { _, err := tx.Allocation(a.AllocationID); return err })
+	}
+	if err := read(); decision.CodeOf(err) != decision.InvalidMetadata {
+		t.Fatalf("torn in this boot: %v, want INVALID_METADATA", err)
+	}
+	old := time.Unix(1e9, 0)
+	if err := os.Chtimes(rt, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAlloc(t, s, a.AllocationID); got.Owner != "alice" || got.LeaseGeneration != 0 {
+		t.Fatalf("torn before this boot: %+v", got)
+	}
+	if err := s.Write(func(tx *Tx) error { _, err := tx.Allocation(a.AllocationID); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(rt); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the torn runtime file is still there: %v", err)
+	}
+	events, _ := os.ReadFile(filepath.Join(s.Root(), "events.jsonl"))
+	if !bytes.Contains(events, []byte(`"allocation_runtime_torn_dropped"`)) {
+		t.Fatalf("no event for the dropped runtime file:\n%s", events)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,8 +166,24 @@ func (tx *Tx) PutPolicy(p *Policy) error {
 	return tx.put(tx.path(policyName), p, durable)
 }
 
-// Allocation reads allocations/<id>.json; ErrNotFound when absent.
+// Allocation reads allocations/<id>.json, and its runtime file over it
+// when it has one (see [Runtime]); ErrNotFound when absent.
 func (tx *Tx) Allocation(id string) (Allocation, error) {
+	return tx.allocation(id, true)
+}
+
+// allocation reads an allocation; withRuntime false says it has no runtime
+// file (a listing knows).
+func (tx *Tx) allocation(id string, withRuntime bool) (Allocation, error) {
+	a, err := tx.allocationRecord(id)
+	if err != nil || !withRuntime {
+		return a, err
+	}
+	return a, tx.layRuntime(&a)
+}
+
+// allocationRecord reads allocations/<id>.json alone.
+func (tx *Tx) allocationRecord(id string) (Allocation, error) {
 	var a Allocation
 	if err := validID("allocation", id); err != nil {
 		return a, err
@@ -185,15 +202,86 @@ func (tx *Tx) Allocation(id string) (Allocation, error) {
 	return a, nil
 }
 
-// Allocations reads every allocation record, sorted by id.
+// layRuntime lays the allocation's runtime file, when there is one, over
+// a: its runtime bindings replace those of the record (which keeps its
+// opaque ones), its generation the record's. Like a lease file, a runtime
+// file is boot-scoped: one that is unreadable and was last modified before
+// this boot is read as absent (the record's runtime state, of an earlier
+// boot, stands) and a write section removes it.
+func (tx *Tx) layRuntime(a *Allocation) error {
+	p := tx.path(runtimeDir, a.AllocationID+".json")
+	data, ok, err := readRecordFile(p)
+	if err != nil || !ok {
+		return err // unreadable is never absent
+	}
+	var r Runtime
+	err = decodeStrict(data, &r)
+	if err == nil && r.AllocationID != a.AllocationID {
+		err = fmt.Errorf("allocation_id %q does not match the file name", r.AllocationID)
+	}
+	for _, b := range r.RuntimeBindings {
+		if err == nil && !isRuntimeBinding(b) {
+			err = fmt.Errorf("runtime_bindings holds %q, which is not a runtime binding", b)
+		}
+	}
+	if err != nil {
+		if earlier, _ := writtenBeforeBoot(p); earlier {
+			return tx.dropTorn(p, a.AllocationID, "allocation_runtime_torn_dropped", err)
+		}
+		return invalid(p, err)
+	}
+	a.ExternalBindings = append(opaqueBindings(a.ExternalBindings), r.RuntimeBindings...)
+	a.LeaseGeneration = r.LeaseGeneration
+	a.runtimeVersion = r.RecordVersion
+	return nil
+}
+
+func isRuntimeBinding(b string) bool { return strings.HasPrefix(b, proc.RuntimeBindingPrefix) }
+
+// opaqueBindings returns the bindings that are not runtime bindings (never nil).
+func opaqueBindings(all []string) []string {
+	out := []string{}
+	for _, b := range all {
+		if !isRuntimeBinding(b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// runtimeBindings returns the runtime bindings of all (never nil).
+func runtimeBindings(all []string) []string {
+	out := []string{}
+	for _, b := range all {
+		if isRuntimeBinding(b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Allocations reads every allocation record, sorted by id, each with its
+// runtime file over it.
 func (tx *Tx) Allocations() ([]Allocation, error) {
 	ids, err := tx.list(allocationsDir)
 	if err != nil {
 		return nil, err
 	}
+	withRuntime := map[string]bool{}
+	if has, err := tx.hasDir(runtimeDir); err != nil {
+		return nil, err
+	} else if has {
+		rts, err := tx.list(runtimeDir)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range rts {
+			withRuntime[id] = true
+		}
+	}
 	out := make([]Allocation, 0, len(ids))
 	for _, id := range ids {
-		a, err := tx.Allocation(id)
+		a, err := tx.allocation(id, withRuntime[id])
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
 				continue
@@ -208,7 +296,10 @@ func (tx *Tx) Allocations() ([]Allocation, error) {
 	return out, nil
 }
 
-// PutAllocation writes an allocation record.
+// PutAllocation writes an allocation record, whole and durably. An
+// allocation with a runtime file gets that file rewritten first with the
+// same runtime state, so that the two never disagree, even after a crash
+// between the writes.
 func (tx *Tx) PutAllocation(a *Allocation) error {
 	if err := validID("allocation", a.AllocationID); err != nil {
 		return err
@@ -216,17 +307,89 @@ func (tx *Tx) PutAllocation(a *Allocation) error {
 	if a.ExternalBindings == nil {
 		a.ExternalBindings = []string{}
 	}
+	if a.runtimeVersion == 0 {
+		// One not read through Allocation (a record made afresh) may
+		// still have a runtime file: its version is needed to rewrite it.
+		var r Runtime
+		ok, err := readRecord(tx.path(runtimeDir, a.AllocationID+".json"), &r)
+		if err != nil && !errors.Is(err, unix.ENOTDIR) {
+			return err
+		}
+		if ok {
+			a.runtimeVersion = r.RecordVersion
+		}
+	}
+	if a.runtimeVersion > 0 {
+		if err := tx.putRuntime(a); err != nil {
+			return err
+		}
+	}
 	return tx.put(tx.path(allocationsDir, a.AllocationID+".json"), a, durable)
 }
 
-// PutAllocationRuntime writes an allocation whose change is runtime state
-// only (its runtime occupancy bindings and lease_generation), with runtime
-// durability: see the package doc.
+// PutAllocationRuntime writes an allocation's runtime state (its runtime
+// occupancy bindings and lease_generation) into its runtime file,
+// boot-scoped: no sync (see the package doc). The allocation's record is
+// left as it is; should anything else differ from it (an opaque binding,
+// an owner), the allocation is written as a record instead (PutAllocation).
 func (tx *Tx) PutAllocationRuntime(a *Allocation) error {
-	if err := validID("allocation", a.AllocationID); err != nil {
+	cur, err := tx.allocationRecord(a.AllocationID)
+	if errors.Is(err, ErrNotFound) {
+		return tx.PutAllocation(a)
+	}
+	if err != nil {
 		return err
 	}
-	return tx.put(tx.path(allocationsDir, a.AllocationID+".json"), a, runtime)
+	if !sameRecord(cur, *a) {
+		return tx.PutAllocation(a)
+	}
+	return tx.putRuntime(a)
+}
+
+// sameRecord reports whether two versions of an allocation differ at most
+// in runtime state: runtime bindings, lease_generation, updated_at, versions.
+func sameRecord(x, y Allocation) bool {
+	return x.AllocationID == y.AllocationID && x.TaskKey == y.TaskKey && x.Owner == y.Owner && x.Role == y.Role &&
+		x.Lifecycle == y.Lifecycle && x.WorktreePath == y.WorktreePath && x.WorktreeKey == y.WorktreeKey &&
+		(x.Branch == nil) == (y.Branch == nil) && (x.Branch == nil || *x.Branch == *y.Branch) &&
+		x.BaseCommit == y.BaseCommit && x.CreatedAt == y.CreatedAt &&
+		slices.Equal(opaqueBindings(x.ExternalBindings), opaqueBindings(y.ExternalBindings))
+}
+
+// putRuntime writes a's runtime file, making the runtime directory if this
+// store, made by an older wt, has none.
+func (tx *Tx) putRuntime(a *Allocation) error {
+	if has, err := tx.hasDir(runtimeDir); err != nil {
+		return err
+	} else if !has {
+		if err := mkdirNoFollow(tx.path(runtimeDir)); err != nil {
+			return err
+		}
+	}
+	r := Runtime{Meta: Meta{RecordVersion: a.runtimeVersion}, AllocationID: a.AllocationID,
+		RuntimeBindings: runtimeBindings(a.ExternalBindings), LeaseGeneration: a.LeaseGeneration}
+	if err := tx.put(tx.path(runtimeDir, a.AllocationID+".json"), &r, bootScoped); err != nil {
+		return err
+	}
+	a.runtimeVersion = r.RecordVersion
+	return nil
+}
+
+// hasDir reports whether the store has the optional directory dir; one
+// that is there but not a directory is INVALID_METADATA.
+func (tx *Tx) hasDir(dir string) (bool, error) {
+	p := tx.path(dir)
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, invalid(p, err)
+	}
+	if !fi.IsDir() {
+		return false, invalid(p, errors.New("not a directory (a symlink?)"))
+	}
+	return true, nil
 }
 
 // Binding reads bindings/<key>.json.
@@ -393,7 +556,7 @@ func (tx *Tx) Lease(allocationID string) (Lease, bool, error) {
 			// Lease files are not fsynced (boot-scoped, see the package
 			// doc): a power loss may leave one torn. Its holder was of
 			// an earlier boot, so it is dead, whatever the bytes say.
-			return Lease{}, false, tx.dropTornLease(p, allocationID, err)
+			return Lease{}, false, tx.dropTorn(p, allocationID, "writer_lease_torn_dropped", err)
 		}
 		return l, false, invalid(p, err)
 	}
@@ -403,18 +566,19 @@ func (tx *Tx) Lease(allocationID string) (Lease, bool, error) {
 	return l, true, nil
 }
 
-// dropTornLease removes, in a write section, a lease file torn before this
-// boot (in a read section it is only read as absent), and records it.
-func (tx *Tx) dropTornLease(p, allocationID string, why error) error {
+// dropTorn removes, in a write section, a boot-scoped file (a lease or a
+// runtime file) torn before this boot (in a read section it is only read
+// as absent), and records it as event.
+func (tx *Tx) dropTorn(p, allocationID, event string, why error) error {
 	if !tx.exclusive {
 		return nil
 	}
 	if err := tx.remove(p, bootScoped); err != nil {
 		return err
 	}
-	return tx.AppendEvent(Event{At: time.Now().UTC().Format(time.RFC3339Nano), Event: "writer_lease_torn_dropped",
+	return tx.AppendEvent(Event{At: time.Now().UTC().Format(time.RFC3339Nano), Event: event,
 		AllocationID: &allocationID, Actor: proc.Actor(),
-		Detail: map[string]any{"file": p, "error": why.Error(), "why": "written before this boot and unreadable: a power loss tore it; its holder is dead"}})
+		Detail: map[string]any{"file": p, "error": why.Error(), "why": "written before this boot and unreadable: a power loss tore it; what it described was of that boot"}})
 }
 
 // writtenBeforeBoot reports whether the regular file p was last modified

@@ -47,8 +47,14 @@ func TestFailedLeaseWriteGivesBack(t *testing.T) {
 	if !bytes.Contains(b, []byte(`"lease_generation": 0`)) || !bytes.Contains(b, []byte(`"external_bindings": []`)) {
 		t.Errorf("the allocation keeps what the failed grant wrote:\n%s", b)
 	}
+	// The grant's runtime state went to the runtime file, and back.
+	rt := filepath.Join(store, "runtime", id+".json")
+	b, _ = os.ReadFile(rt)
+	if !bytes.Contains(b, []byte(`"lease_generation": 0`)) || !bytes.Contains(b, []byte(`"runtime_bindings": []`)) {
+		t.Errorf("the runtime file keeps what the failed grant wrote:\n%s", b)
+	}
 	run(t, wts[0], "wt-exec", "--", "true").ok(t)
-	b, _ = os.ReadFile(filepath.Join(store, "allocations", id+".json"))
+	b, _ = os.ReadFile(rt)
 	if !bytes.Contains(b, []byte(`"lease_generation": 1`)) {
 		t.Errorf("the next grant is not generation 1:\n%s", b)
 	}
