@@ -388,3 +388,30 @@ func TestTornRuntimeOfEarlierBoot(t *testing.T) {
 		t.Fatalf("no event for the dropped runtime file:\n%s", events)
 	}
 }
+
+// TestBootScopedReplace: a boot-scoped write over an existing file swaps
+// the new one in (no rename over it, which ext4 makes write the data out)
+// and leaves no temporary file; over a directory it fails as a rename does.
+func TestBootScopedReplace(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.json")
+	for _, content := range []string{"one", "two", "three"} {
+		if err := writeAtomic(p, []byte(content), bootScoped); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(p); string(b) != content {
+			t.Fatalf("read %q, want %q", b, content)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("left behind: %v", ents)
+	}
+	d := filepath.Join(dir, "d.json")
+	os.Mkdir(d, 0o755)
+	if err := writeAtomic(d, []byte("x"), bootScoped); err == nil {
+		t.Fatal("a write over a directory succeeded")
+	}
+	if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+		t.Fatalf("the directory is gone: %v", err)
+	}
+}
