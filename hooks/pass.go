@@ -8,6 +8,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/safefile"
 )
 
 // PassFile is the file, in a checkout's own git dir, in which an allowed
@@ -59,7 +60,11 @@ func writePass(c gitrepo.Checkout, gitPID int) {
 		return
 	}
 	_, werr := fmt.Fprintf(f, "v1 %s %d %d %s\n", boot, gitPID, st.StartTicks, ref)
-	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), filepath.Join(c.GitDir, PassFile)) != nil {
+	if cerr := f.Close(); werr != nil || cerr != nil {
+		os.Remove(f.Name())
+		return
+	}
+	if p := filepath.Join(c.GitDir, PassFile); !safefile.SwapIn(f.Name(), p) && os.Rename(f.Name(), p) != nil {
 		os.Remove(f.Name())
 	}
 }

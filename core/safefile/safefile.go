@@ -93,3 +93,25 @@ func Read(path string, limit int64, follow Follow) ([]byte, error) {
 		buf = append(buf, make([]byte, len(buf))...) // it grew since fstat
 	}
 }
+
+// SwapIn puts tmp in place of an existing file at path by swapping the
+// two names (renameat2 RENAME_EXCHANGE) and removing tmp, which then names
+// the old file; path names a whole file, old or new, at every moment, as
+// with rename. It reports false, having changed nothing, where there is no
+// regular file to swap with (rename then refuses a directory, as before)
+// or the file system cannot swap. A rename over an existing file makes
+// ext4 (auto_da_alloc) write the new file's data out at once, 0.15-0.5 ms
+// here: a file that describes this boot's processes (a lease, a runtime
+// file, the commit gate's pass) needs no such care. Temporary files are
+// named with a leading dot or a .tmp suffix, which readers skip: one left
+// by a crash between the swap and the removal is harmless.
+func SwapIn(tmp, path string) bool {
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
+		return false
+	}
+	os.Remove(tmp) // Best effort: see above.
+	return true
+}
