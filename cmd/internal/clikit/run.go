@@ -83,7 +83,11 @@ func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr i
 	}
 	app := build(e)
 	app.Name = bin
-	app.Version = Version()
+	// The version is printed by --version and the help only: Version reads
+	// the build info of an unstamped binary (a go install), 0.1 ms that a
+	// commit gate should not pay at every start. Any text shows the flag.
+	app.Version = "unknown"
+	versionWhenPrinted()
 	app.Writer, app.ErrWriter = stdout, stderr
 	app.HideHelpCommand = true
 	// Any time but the zero one: urfave/cli would otherwise stat its own

@@ -1,14 +1,38 @@
 package clikit
 
 import (
+	"io"
 	"runtime/debug"
 	"sync"
+
+	ucli "github.com/urfave/cli/v2"
 )
 
 // stamped is the version the Makefile stamps into the binaries
 // (-ldflags "-X github.com/wt-tool/wt/cmd/internal/clikit.stamped=..." from
 // git describe). Empty in a `go build` or `go install` build.
 var stamped string
+
+var printersOnce sync.Once
+
+// versionWhenPrinted makes urfave/cli's version and help printers fill the
+// app's version in (with Version) just before they print it.
+func versionWhenPrinted() {
+	printersOnce.Do(func() {
+		printVersion := ucli.VersionPrinter
+		ucli.VersionPrinter = func(c *ucli.Context) {
+			c.App.Version = Version()
+			printVersion(c)
+		}
+		printHelp := ucli.HelpPrinter
+		ucli.HelpPrinter = func(w io.Writer, templ string, data any) {
+			if a, ok := data.(*ucli.App); ok {
+				a.Version = Version()
+			}
+			printHelp(w, templ, data)
+		}
+	})
+}
 
 // Version is the tool version every binary reports: the stamped one, else
 // what the Go toolchain recorded (the module version of a `go install
