@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -187,15 +188,15 @@ func shippedPkg(b *testing.B, name, pkg string) string {
 // pre-commit, lefthook running one trivial command, and wt's hooks
 // installed with the committing process entitled (it holds the lease). Each
 // op is one commit in each repository, in rotating order, so that drift on
-// a shared machine falls on all four alike; the per-commit times are the
-// ns/commit-* metrics, and the ratios of what each gate adds to a commit
+// a shared machine falls on all four alike; the per-commit times (medians
+// of the run's commits) are the ns/commit-* metrics, and the ratios of what each gate adds to a commit
 // are reported too (wt-added/shell-added, wt-added/lefthook-added).
 func BenchmarkCommitHooks(b *testing.B) {
 	wthook, wtexec := shipped(b, "wt-hook"), shipped(b, "wt-exec")
 	type variant struct {
 		name  string
 		dir   string
-		total time.Duration
+		times []time.Duration
 	}
 	var variants []*variant
 	add := func(name string, setup func(w, hooksDir string)) {
@@ -269,12 +270,12 @@ func BenchmarkCommitHooks(b *testing.B) {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				b.Fatalf("commit (%s): %v\n%s", v.name, err, out)
 			}
-			v.total += time.Since(start)
+			v.times = append(v.times, time.Since(start))
 		}
 	}
 	per := map[string]float64{}
 	for _, v := range variants {
-		per[v.name] = float64(v.total.Nanoseconds()) / float64(b.N)
+		per[v.name] = median(v.times)
 		b.ReportMetric(per[v.name], "ns/commit-"+v.name)
 	}
 	added := func(name string) float64 { return per[name] - per["no-hooks"] }
@@ -583,7 +584,7 @@ func BenchmarkFencedPush(b *testing.B) {
 // BenchmarkExecFloor runs `X /bin/true` for the wrapper floor (a static Go
 // program that runs its arguments in a new process group and waits) and
 // wt-exec on a governed worktree, unconfined and confined, interleaved in
-// one run; the per-run times are ns/run-*, and what each adds to
+// one run; the per-run times (medians of the run's) are ns/run-*, and what each adds to
 // /bin/true is compared with what the floor adds (wt-added/floor-added,
 // confine-added/floor-added).
 func BenchmarkExecFloor(b *testing.B) {
@@ -598,20 +599,20 @@ func BenchmarkExecFloor(b *testing.B) {
 		{"wt-exec", []string{wtexec, "-C", wts[0], "--", "/bin/true"}},
 		{"wt-exec-confine", []string{wtexec, "-C", wts[0], "--confine", "--", "/bin/true"}},
 	}
-	totals := make([]time.Duration, len(variants))
+	times := make([][]time.Duration, len(variants))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for k := range variants {
 			j := (i + k) % len(variants)
 			t0 := time.Now()
 			runOnce(b, variants[j].argv[0], variants[j].argv[1:]...)
-			totals[j] += time.Since(t0)
+			times[j] = append(times[j], time.Since(t0))
 		}
 	}
 	b.StopTimer()
 	per := map[string]float64{}
 	for j, v := range variants {
-		per[v.name] = float64(totals[j].Nanoseconds()) / float64(b.N)
+		per[v.name] = median(times[j])
 		b.ReportMetric(per[v.name], "ns/run-"+v.name)
 	}
 	floorAdded := per["floor"] - per["true"]
@@ -630,18 +631,34 @@ func BenchmarkExecFleet(b *testing.B) {
 	_, local := benchRepo(b, 1, 9)
 	fleetWT := fleetWorktree(b)
 	argv := [][]string{{"-C", local[0], "--", "/bin/true"}, {"-C", fleetWT, "--", "/bin/true"}}
-	var totals [2]time.Duration
+	var times [2][]time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for k := range argv {
 			j := (i + k) % len(argv)
 			t0 := time.Now()
 			runOnce(b, wtexec, argv[j]...)
-			totals[j] += time.Since(t0)
+			times[j] = append(times[j], time.Since(t0))
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(totals[0].Nanoseconds())/float64(b.N), "ns/run-local")
-	b.ReportMetric(float64(totals[1].Nanoseconds())/float64(b.N), "ns/run-fleet")
-	b.ReportMetric(float64(totals[1])/float64(totals[0]), "fleet/local")
+	localNS, fleetNS := median(times[0]), median(times[1])
+	b.ReportMetric(localNS, "ns/run-local")
+	b.ReportMetric(fleetNS, "ns/run-fleet")
+	b.ReportMetric(fleetNS/localNS, "fleet/local")
+}
+
+// median is the median of the op times of one variant in one run, in ns:
+// a shared machine's stalls (a neighbour's burst, writeback) land on a few
+// ops of any variant, and a mean would charge them to whichever it was.
+func median(ts []time.Duration) float64 {
+	s := slices.Clone(ts)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return float64(s[len(s)/2])
+	}
+	return float64(s[len(s)/2-1]+s[len(s)/2]) / 2
 }
