@@ -590,14 +590,23 @@ func BenchmarkFencedPush(b *testing.B) {
 func BenchmarkExecFloor(b *testing.B) {
 	wtexec, wrapper := shippedExec(b), floor(b, "wrapper")
 	_, wts := benchRepo(b, 1, 9)
-	variants := []struct {
+	type variant struct {
 		name string
 		argv []string
-	}{
+	}
+	variants := []variant{
 		{"true", []string{"/bin/true"}},
 		{"floor", []string{wrapper, "/bin/true"}},
 		{"wt-exec", []string{wtexec, "-C", wts[0], "--", "/bin/true"}},
 		{"wt-exec-confine", []string{wtexec, "-C", wts[0], "--confine", "--", "/bin/true"}},
+	}
+	// WT_BENCH_BEFORE (see BenchmarkCommitHooks): an earlier build's
+	// wt-exec on a worktree of its own, for a before/after from one run.
+	if dir := os.Getenv("WT_BENCH_BEFORE"); dir != "" {
+		_, before := benchRepo(b, 1, 9)
+		old := filepath.Join(dir, "wt-exec")
+		variants = append(variants, variant{"wt-exec-before", []string{old, "-C", before[0], "--", "/bin/true"}},
+			variant{"wt-exec-confine-before", []string{old, "-C", before[0], "--confine", "--", "/bin/true"}})
 	}
 	times := make([][]time.Duration, len(variants))
 	b.ResetTimer()
@@ -619,6 +628,10 @@ func BenchmarkExecFloor(b *testing.B) {
 	if floorAdded > 0 {
 		b.ReportMetric((per["wt-exec"]-per["true"])/floorAdded, "wt-added/floor-added")
 		b.ReportMetric((per["wt-exec-confine"]-per["true"])/floorAdded, "confine-added/floor-added")
+		if _, ok := per["wt-exec-before"]; ok {
+			b.ReportMetric((per["wt-exec-before"]-per["true"])/floorAdded, "before-added/floor-added")
+			b.ReportMetric((per["wt-exec-confine-before"]-per["true"])/floorAdded, "confine-before-added/floor-added")
+		}
 	}
 }
 
