@@ -178,14 +178,23 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 	if branch != nil {
 		b = *branch
 	}
-	gitErr := r.Git.AddWorktree(ctx, path, b, planned.BaseCommit, JournalEnv+"="+j.TransactionID)
+	// One git worktree add at a time (see store.WithGitAdmin).
+	var gitErr error
+	turnErr := r.Store.WithGitAdmin(ctx, func() error {
+		gitErr = r.Git.AddWorktree(ctx, path, b, planned.BaseCommit, JournalEnv+"="+j.TransactionID)
+		return nil
+	})
 	crashpoint.Here("allocate:worktree-added")
 
-	// Phase 3, under the lock: record it, or undo the plan if git failed.
+	// Phase 3, under the lock: record it, or undo the plan if git failed
+	// (or never ran: a signal while waiting for its turn).
 	err = r.Store.Write(func(tx *store.Tx) error {
-		if gitErr != nil {
+		if gitErr != nil || turnErr != nil {
 			if err := tx.FinishJournal(j, "failed", nil, Now()); err != nil {
 				return err
+			}
+			if turnErr != nil {
+				return turnErr
 			}
 			return decision.Wrap(decision.GitFailed, gitErr, "git worktree add").
 				WithHint("fix what git reports, then run wt-admin allocate again")

@@ -106,3 +106,33 @@ func processName(pid int) string {
 	}
 	return strconv.Quote(s)
 }
+
+// WithGitAdmin runs fn while holding the lock of git's worktree
+// administration: an exclusive flock(2) on the store's directory itself
+// (no file of its own). git does not guard `git worktree add` against
+// another one in the same repository: a second add lists the worktrees
+// and reads the first one's admin dir while git is still writing it, and
+// fails ("failed to read .git/worktrees/<name>/commondir"). wt's adds
+// therefore take turns. The store's own lock is not held, so gates and
+// other commands go on meanwhile; the wait is bounded by ctx only (a
+// signal), since another add may be checking out a large tree. (prune and
+// finish remove worktrees inside a store section, and do not wait for this
+// turn: that would hold the store's lock through another add's checkout.
+// git can fail an add that lists the worktrees while one is removed; such
+// an add is undone whole and refused GIT_FAILED, and runs again.)
+func (s *Store) WithGitAdmin(ctx context.Context, fn func() error) error {
+	l := flock.New(s.root, flock.SetFlag(os.O_RDONLY))
+	defer l.Close() // Best effort: closing the fd drops the lock.
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ok, err := l.TryLockContext(ctx, 2*time.Millisecond)
+	if !ok {
+		if ctx.Err() != nil {
+			return decision.New(decision.Interrupted, "stopped while waiting for another git worktree add or remove in this repository (held by %s)", lockHolder(s.root)).
+				WithHint("nothing was changed; run the command again")
+		}
+		return invalid(s.root, fmt.Errorf("lock: %w", err))
+	}
+	return fn()
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/ids"
@@ -413,5 +416,36 @@ func TestBootScopedReplace(t *testing.T) {
 	}
 	if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
 		t.Fatalf("the directory is gone: %v", err)
+	}
+}
+
+// TestGitAdminTurns: WithGitAdmin waits while another process holds the
+// turn (flock on the store's directory), runs fn once it is free, and
+// leaves the store's own lock free meanwhile.
+func TestGitAdminTurns(t *testing.T) {
+	s := newStore(t)
+	other, err := unix.Open(s.Root(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(other)
+	if err := unix.Flock(other, unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	// While the turn is taken: the store can be written, and a wait for
+	// the turn ends with its context, fn not run.
+	if err := s.Write(func(*Tx) error { return nil }); err != nil {
+		t.Fatalf("the store's lock is held with the turn: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	ran := false
+	err = s.WithGitAdmin(ctx, func() error { ran = true; return nil })
+	if ran || decision.CodeOf(err) != decision.Interrupted {
+		t.Fatalf("with the turn taken: ran %v, %v; want INTERRUPTED and not run", ran, err)
+	}
+	unix.Flock(other, unix.LOCK_UN)
+	if err := s.WithGitAdmin(context.Background(), func() error { ran = true; return nil }); err != nil || !ran {
+		t.Fatalf("with the turn free: ran %v, %v", ran, err)
 	}
 }
