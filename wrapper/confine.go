@@ -2,12 +2,10 @@ package wrapper
 
 import (
 	"cmp"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -58,9 +56,6 @@ const scopeABI = 6
 // ConfinedEnv marks a confined command's environment: a wt-exec nested in
 // it runs its command under the outer lease (it cannot write the store).
 const ConfinedEnv = "WT_CONFINED"
-
-// stageEnv hands the confining stage its work (see ConfineStage).
-const stageEnv = "WT_CONFINE_STAGE"
 
 // defaultWritable are the directories under $HOME that agents keep their
 // own state and caches in, writable by a confined command when they exist
@@ -246,30 +241,10 @@ func (c *Confinement) Explain(worktree string) []string {
 	return append(out, "  everything else is read-only: other worktrees, the wt store, the hooks, the repository's config")
 }
 
-// stageSpec is what wt-exec hands its confining stage.
-type stageSpec struct {
-	Path    string   `json:"path"`
-	Args    []string `json:"args"`
-	Write   []string `json:"write"`
-	Signals bool     `json:"signals"`
-}
-
-// stage returns the program, arguments and environment that run the
-// command at path with args under the confinement: wt-exec's own binary,
-// which applies it and then execs the command (ConfineStage). Go's
-// ForkExec runs no code between fork and exec, so the restriction is
-// applied by the next program instead; it costs one exec of wt-exec.
-func (c *Confinement) stage(self, path string, args, env []string) (string, []string, []string, error) {
-	spec := stageSpec{Path: path, Args: args, Signals: c.Signals}
-	for _, r := range c.Rules {
-		spec.Write = append(spec.Write, r.Path)
-	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	env = append(withoutVar(withoutVar(env, "TMPDIR"), ConfinedEnv), "TMPDIR="+c.TempDir, ConfinedEnv+"=1", stageEnv+"="+string(b))
-	return self, []string{"wt-exec"}, env, nil
+// childEnv returns the environment of the confined command: its private
+// TMPDIR and WT_CONFINED set.
+func (c *Confinement) childEnv(env []string) []string {
+	return append(withoutVar(withoutVar(env, "TMPDIR"), ConfinedEnv), "TMPDIR="+c.TempDir, ConfinedEnv+"=1")
 }
 
 func withoutVar(env []string, name string) []string {
@@ -282,62 +257,74 @@ func withoutVar(env []string, name string) []string {
 	return out
 }
 
-// ConfineStage is the confining stage: when wt-exec was started as one
-// (WT_CONFINE_STAGE in its environment), it restricts itself with Landlock
-// and execs the command, and never returns. Otherwise it returns at once.
-// main calls it first.
-func ConfineStage() {
-	v, ok := os.LookupEnv(stageEnv)
-	if !ok {
-		return
-	}
-	var spec stageSpec
-	if err := json.Unmarshal([]byte(v), &spec); err != nil || spec.Path == "" || len(spec.Args) == 0 {
-		stageFail(125, decision.New(decision.ConfinementUnavailable, "the confining stage got no command to run"))
-	}
-	if err := restrict(spec); err != nil {
-		stageFail(125, decision.Wrap(decision.ConfinementUnavailable, err, "apply the Landlock confinement"))
-	}
-	env := withoutVar(os.Environ(), stageEnv)
-	err := unix.Exec(spec.Path, spec.Args, env)
-	code := 126
-	if errors.Is(err, fs.ErrNotExist) {
-		code = 127
-	}
-	d, _ := decision.As(execError(spec.Path, err))
-	stageFail(code, d)
+// ruleset is a Landlock ruleset ready to enforce (fd -1: nothing to
+// enforce, Landlock being absent in best-effort mode).
+type ruleset struct {
+	fd    int
+	flags uint32
 }
 
-func stageFail(code int, err *decision.Error) {
-	fmt.Fprintf(os.Stderr, "wt-exec: refused: %s: %s\n", err.Code, err.Message)
-	if err.Hint != "" {
-		fmt.Fprintf(os.Stderr, "wt-exec: hint: %s\n", err.Hint)
-	}
-	os.Exit(code)
-}
-
-// restrict applies the confinement to this process (all its threads) and
-// everything it will start: reads everywhere, writes only beneath the
-// directories given and to the device files, and signals only within the
-// domain where the kernel scopes them.
+// ruleset builds the confinement's Landlock ruleset: reads everywhere,
+// writes only beneath the directories of the rules and to the device
+// files, and signals only within the domain where the kernel scopes them.
 //
 // It is one ruleset, not paths then scopes: a domain that handles no file
 // right still denies every link and rename across directories (Landlock's
 // "refer" is denied by default), which would break git's object writes.
 // Networking is not restricted, and of the IPC scopes only signals are.
-func restrict(spec stageSpec) error {
+func (c *Confinement) ruleset() (ruleset, error) {
 	cfg := landlock.V7
 	cfg.HandledAccessNet = 0
 	cfg.Scoped = 0
-	if spec.Signals {
+	if c.Signals {
 		cfg.Scoped = landlock.ScopedSet(llsys.ScopeSignal)
 	}
+	var write []string
+	for _, r := range c.Rules {
+		write = append(write, r.Path)
+	}
 	dev := landlock.AccessFSSet(llsys.AccessFSReadFile | llsys.AccessFSWriteFile | llsys.AccessFSIoctlDev)
-	return cfg.BestEffort().Restrict(
+	fd, flags, err := cfg.BestEffort().NewRulesetFD(
 		landlock.RODirs("/"),
-		landlock.RWDirs(spec.Write...).WithRefer().WithIoctlDev().IgnoreIfMissing(),
+		landlock.RWDirs(write...).WithRefer().WithIoctlDev().IgnoreIfMissing(),
 		landlock.PathAccess(dev, devices...).IgnoreIfMissing(),
 	)
+	return ruleset{fd: fd, flags: flags}, err
+}
+
+// forkConfined runs fork (a fork and exec of the command) on an OS thread
+// of its own that it first confines with the ruleset, so that the child
+// starts inside the Landlock domain, and wt-exec's other threads do not.
+// A Landlock domain (and no_new_privs, which enforcing one needs) belongs
+// to a thread and passes to the processes it forks; Go's ForkExec forks
+// from the thread that calls it and runs no code of ours between fork and
+// exec, so the restriction is put on that thread before the fork. The
+// thread is never unlocked: it ends with its goroutine, confined, instead
+// of serving other goroutines.
+func forkConfined(rs ruleset, fork func() (int, error)) (int, error) {
+	if rs.fd < 0 {
+		return fork()
+	}
+	type result struct {
+		pid int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked (see above)
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "set no_new_privs for the confined command")}
+			return
+		}
+		if err := llsys.LandlockRestrictSelf(rs.fd, rs.flags); err != nil {
+			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "apply the Landlock confinement")}
+			return
+		}
+		pid, err := fork()
+		done <- result{pid, err}
+	}()
+	r := <-done
+	return r.pid, r.err
 }
 
 // kernelABI is the kernel's Landlock ABI version, 0 when it has none.

@@ -143,11 +143,18 @@ func execError(path string, err error) error {
 // (clone3 into it: the child is never outside). A kernel that refuses the
 // cgroup gets the child without one, as before cgroups.
 func (s *supervisor) forkExec(path string, argv []string, attr *syscall.ProcAttr) (int, error) {
+	fork := func() (int, error) { return syscall.ForkExec(path, argv, attr) }
+	if s.ruleset != nil {
+		// Each attempt forks from a new thread confined for it alone.
+		fork = func() (int, error) {
+			return forkConfined(*s.ruleset, func() (int, error) { return syscall.ForkExec(path, argv, attr) })
+		}
+	}
 	if s.cg == nil {
-		return syscall.ForkExec(path, argv, attr)
+		return fork()
 	}
 	attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, s.cg.fd
-	pid, err := syscall.ForkExec(path, argv, attr)
+	pid, err := fork()
 	if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) {
 		return pid, err
 	}
@@ -156,5 +163,5 @@ func (s *supervisor) forkExec(path string, argv []string, attr *syscall.ProcAttr
 	}
 	s.dropCgroup()
 	attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
-	return syscall.ForkExec(path, argv, attr)
+	return fork()
 }

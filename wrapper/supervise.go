@@ -33,6 +33,9 @@ type supervisor struct {
 	tmpDir string
 	// cg is the command's cgroup (nil where wt-exec could make none).
 	cg *leaseCgroup
+	// ruleset, for a confined command, is what its thread of fork
+	// enforces (see forkConfined).
+	ruleset *ruleset
 
 	sigs    chan os.Signal
 	restore func() // gives the terminal back its settings
@@ -205,13 +208,15 @@ func (s *supervisor) stopped() error {
 func (s *supervisor) launch(path string, env []string, conf *Confinement) (*store.ChildGroup, error) {
 	argv := s.opts.Args
 	if conf != nil {
-		self, err := os.Executable()
+		rs, err := conf.ruleset()
 		if err != nil {
-			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "find wt-exec's own binary for the confining stage")
+			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "build the Landlock ruleset")
 		}
-		if path, argv, env, err = conf.stage(self, path, argv, env); err != nil {
-			return nil, decision.Wrap(decision.Internal, err, "prepare the confining stage")
+		if rs.fd >= 0 {
+			defer unix.Close(rs.fd) // Best effort: the child has its domain by then.
 		}
+		s.ruleset = &rs
+		env = conf.childEnv(env)
 	}
 	restore, err := s.start(path, argv, env)
 	s.restore = restore

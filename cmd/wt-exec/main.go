@@ -9,8 +9,7 @@ import (
 )
 
 func main() {
-	wrapper.ConfineStage() // as the confining stage of a confined command, never returns
-	wrapper.Early()        // signal set-up overlaps the command line's parsing
+	wrapper.Early() // signal set-up overlaps the command line's parsing
 	code, died, toGroup := cli.ExecDying(os.Args[1:], os.Stdout, os.Stderr)
 	wrapper.DieBy(died, toGroup) // the child died of a signal: so does wt-exec
 	os.Exit(code)

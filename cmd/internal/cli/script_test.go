@@ -34,7 +34,6 @@ func TestMain(m *testing.M) {
 	testscript.Main(inTestCgroup{m}, map[string]func(){
 		"wt-admin": func() { os.Exit(Admin(os.Args[1:], os.Stdout, os.Stderr)) },
 		"wt-exec": func() {
-			wrapper.ConfineStage()
 			code, died, toGroup := ExecDying(os.Args[1:], os.Stdout, os.Stderr)
 			wrapper.DieBy(died, toGroup)
 			os.Exit(code)
