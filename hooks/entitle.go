@@ -350,7 +350,18 @@ func judgeLease(path string, own bool, a store.Allocation, repo store.Repository
 		return decision.New(decision.WriterLeaseExpired, "the lease of %s (client %s, pid %d) expired at %s", path, l.Holder.ClientID, l.Holder.PID, *l.ExpiresAt).
 			WithHint("its holder renews it while wt-exec runs with --ttl; a nested wt-exec --ttl D renews it too")
 	}
+	// The ancestry first: a holder found among pid's ancestors (pid and
+	// start ticks) is live, since a process that exits hands its children
+	// on at once, so an entitled commit reads the holder's /proc entry
+	// once, in the walk. Liveness is asked apart only to word a refusal.
 	r := proc.NewReader()
+	anc, err := r.HasAncestor(pid, l.Holder.Identity())
+	if err != nil && !errors.Is(err, proc.ErrNoProcess) {
+		return decision.Wrap(decision.InvalidHolder, err, "ancestry of pid %d", pid)
+	}
+	if anc {
+		return nil
+	}
 	live, err := proc.IsLive(r, l.Holder.Identity())
 	if err != nil {
 		return decision.Wrap(decision.InvalidHolder, err, "holder of lease %s", l.LeaseID)
@@ -360,14 +371,7 @@ func judgeLease(path string, own bool, a store.Allocation, repo store.Repository
 			WithHint("if its command still runs (wt-admin ps %s), hand the lease to it: wt-admin lease adopt %s --client-id %s --holder PID; else %s",
 				shell.Word(path), shell.Word(path), shell.Word(l.Holder.ClientID), take)
 	}
-	anc, err := r.HasAncestor(pid, l.Holder.Identity())
-	if err != nil && !errors.Is(err, proc.ErrNoProcess) {
-		return decision.Wrap(decision.InvalidHolder, err, "ancestry of pid %d", pid)
-	}
-	if !anc {
-		return decision.New(decision.WriterLeaseHeld, "%s is held by client %s, pid %d, since %s: this process does not descend from it", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt).
-			WithHint("write from the agent that holds it, or wait until it ends and %s", take).
-			WithFact("holder", l.Holder)
-	}
-	return nil
+	return decision.New(decision.WriterLeaseHeld, "%s is held by client %s, pid %d, since %s: this process does not descend from it", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt).
+		WithHint("write from the agent that holds it, or wait until it ends and %s", take).
+		WithFact("holder", l.Holder)
 }

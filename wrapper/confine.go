@@ -264,7 +264,7 @@ type ruleset struct {
 	flags uint32
 }
 
-// ruleset builds the confinement's Landlock ruleset: reads everywhere,
+// buildRuleset builds the confinement's Landlock ruleset: reads everywhere,
 // writes only beneath the directories of the rules and to the device
 // files, and signals only within the domain where the kernel scopes them.
 //
@@ -272,7 +272,7 @@ type ruleset struct {
 // right still denies every link and rename across directories (Landlock's
 // "refer" is denied by default), which would break git's object writes.
 // Networking is not restricted, and of the IPC scopes only signals are.
-func (c *Confinement) ruleset() (ruleset, error) {
+func (c *Confinement) buildRuleset() (ruleset, error) {
 	cfg := landlock.V7
 	cfg.HandledAccessNet = 0
 	cfg.Scoped = 0

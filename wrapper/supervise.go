@@ -33,8 +33,8 @@ type supervisor struct {
 	tmpDir string
 	// cg is the command's cgroup (nil where wt-exec could make none).
 	cg *leaseCgroup
-	// ruleset, for a confined command, is what its thread of fork
-	// enforces (see forkConfined).
+	// ruleset, while a confined command starts, is what the thread that
+	// forks it enforces (see forkConfined).
 	ruleset *ruleset
 
 	sigs    chan os.Signal
@@ -208,14 +208,18 @@ func (s *supervisor) stopped() error {
 func (s *supervisor) launch(path string, env []string, conf *Confinement) (*store.ChildGroup, error) {
 	argv := s.opts.Args
 	if conf != nil {
-		rs, err := conf.ruleset()
+		rs, err := conf.buildRuleset()
 		if err != nil {
 			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "build the Landlock ruleset")
 		}
-		if rs.fd >= 0 {
-			defer unix.Close(rs.fd) // Best effort: the child has its domain by then.
-		}
 		s.ruleset = &rs
+		defer func() {
+			// Used only by this start: the child has its domain by then.
+			if rs.fd >= 0 {
+				unix.Close(rs.fd) // Best effort: a ruleset fd only.
+			}
+			s.ruleset = nil
+		}()
 		env = conf.childEnv(env)
 	}
 	restore, err := s.start(path, argv, env)
