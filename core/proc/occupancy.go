@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -26,14 +25,15 @@ type RuntimeBinding struct {
 
 // Encode returns the binding as an external-binding string.
 func (b RuntimeBinding) Encode() (string, error) {
-	if _, err := decodeRuntime(mustJSON(b)); err != nil {
+	data := mustJSON(b)
+	if _, err := decodeRuntime(data); err != nil {
 		return "", err
 	}
-	return RuntimeBindingPrefix + string(mustJSON(b)), nil
+	return RuntimeBindingPrefix + string(data), nil
 }
 
 func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
+	b, err := strictjson.Marshal(v)
 	if err != nil {
 		panic(err) // only plain structs of strings and ints are marshalled here
 	}

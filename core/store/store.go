@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +16,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/core/strictjson"
 )
 
 // Directory and file names under <common-dir>/wt.
@@ -269,7 +269,7 @@ func (tx *Tx) put(path string, rec Record, d durability) error {
 	m := rec.meta()
 	m.SchemaVersion = SchemaVersion
 	m.RecordVersion++
-	data, err := json.MarshalIndent(rec, "", "  ")
+	data, err := strictjson.MarshalIndent(rec)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/strictjson"
 )
 
 // validID refuses ids that cannot safely name a file: record ids are uuids.
@@ -515,7 +516,7 @@ func (tx *Tx) PutRegistration(r *Registration) error {
 	r.Contract = RegistrationContract
 	r.SchemaVersion = SchemaVersion
 	r.RecordVersion++
-	data, err := json.MarshalIndent(r, "", "  ")
+	data, err := strictjson.MarshalIndent(r)
 	if err != nil {
 		return err
 	}
@@ -699,7 +700,7 @@ func (tx *Tx) AppendEvent(e Event) error {
 	if e.Detail == nil {
 		e.Detail = map[string]any{}
 	}
-	line, err := json.Marshal(e)
+	line, err := strictjson.Marshal(e)
 	if err != nil {
 		return err
 	}

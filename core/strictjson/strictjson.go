@@ -22,6 +22,10 @@
 // an escape, a number where a string belongs), is decoded by encoding/json
 // after the walk, so the result and the errors are encoding/json's in every
 // case; a fuzz test holds the two ways to the same answers.
+//
+// It is also how wt writes what it reads (Marshal, MarshalIndent): the same
+// types are encoded by reflection on their fields, byte for byte as
+// encoding/json encodes them, and anything else is handed to encoding/json.
 package strictjson
 
 import (

@@ -1,0 +1,370 @@
+package strictjson
+
+import (
+	"encoding"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Marshal returns v as encoding/json's Marshal does, byte for byte, and
+// MarshalIndent as its MarshalIndent(v, "", "  ") does: wt's records are
+// written through them. For the types of wt's records (strings, integers,
+// booleans, pointers, slices, string-keyed maps, interfaces holding these,
+// and structs of them with plain JSON names) they write the bytes
+// themselves: a new process does not pay for encoding/json's first-use
+// analysis of each record type, about 0.1 ms per type in a run of wt-exec.
+// Any other value (a float, a type that marshals itself, a tag option other
+// than omitempty, ...) is handed to encoding/json whole, so the result and
+// the errors are encoding/json's in every case; a fuzz test holds the two
+// ways to the same bytes.
+func Marshal(v any) ([]byte, error) { return marshal(v, false) }
+
+// MarshalIndent is Marshal with encoding/json's MarshalIndent(v, "", "  ")
+// layout.
+func MarshalIndent(v any) ([]byte, error) { return marshal(v, true) }
+
+func marshal(v any, indent bool) ([]byte, error) {
+	e := encoder{indent: indent}
+	if err := e.value(reflect.ValueOf(v), 0); err == nil {
+		return e.buf, nil
+	} else if !errors.Is(err, errIndirect) {
+		return nil, err
+	}
+	if indent {
+		return json.MarshalIndent(v, "", "  ")
+	}
+	return json.Marshal(v)
+}
+
+type encoder struct {
+	buf    []byte
+	indent bool
+	hops   int // pointers and interfaces followed on the way to the value
+}
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// selfMarshaling: t, or a pointer to it, encodes itself.
+func selfMarshaling(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return t.Implements(marshalerType) || t.Implements(textMarshalerType) ||
+		p.Implements(marshalerType) || p.Implements(textMarshalerType)
+}
+
+// newline starts a line at depth (MarshalIndent's layout only).
+func (e *encoder) newline(depth int) {
+	if !e.indent {
+		return
+	}
+	e.buf = append(e.buf, '\n')
+	for range depth {
+		e.buf = append(e.buf, ' ', ' ')
+	}
+}
+
+// value appends v; it returns errIndirect for what it leaves to
+// encoding/json, with e.buf then of no use.
+func (e *encoder) value(v reflect.Value, depth int) error {
+	if !v.IsValid() {
+		e.buf = append(e.buf, "null"...)
+		return nil
+	}
+	t := v.Type()
+	if t.Kind() != reflect.Interface && selfMarshaling(t) {
+		return errIndirect
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		e.buf = strconv.AppendBool(e.buf, v.Bool())
+	case reflect.String:
+		e.buf = appendString(e.buf, v.String())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		e.buf = strconv.AppendInt(e.buf, v.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		e.buf = strconv.AppendUint(e.buf, v.Uint(), 10)
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		// A pointer cycle: encoding/json reports it (it counts from 1000).
+		if e.hops++; e.hops > 1000 {
+			return errIndirect
+		}
+		err := e.value(v.Elem(), depth)
+		e.hops--
+		return err
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return errIndirect // base64
+		}
+		if v.IsNil() {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		return e.elements(v, depth)
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String || selfMarshaling(t.Key()) {
+			return errIndirect
+		}
+		if v.IsNil() {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		return e.mapMembers(v, depth)
+	case reflect.Struct:
+		return e.structMembers(v, depth)
+	default:
+		// Floats (encoding/json's own formatting), arrays, channels,
+		// functions, complex numbers.
+		return errIndirect
+	}
+	return nil
+}
+
+func (e *encoder) elements(v reflect.Value, depth int) error {
+	if v.Len() == 0 {
+		e.buf = append(e.buf, "[]"...)
+		return nil
+	}
+	e.buf = append(e.buf, '[')
+	for i := range v.Len() {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.newline(depth + 1)
+		if err := e.value(v.Index(i), depth+1); err != nil {
+			return err
+		}
+	}
+	e.newline(depth)
+	e.buf = append(e.buf, ']')
+	return nil
+}
+
+func (e *encoder) mapMembers(v reflect.Value, depth int) error {
+	keys := v.MapKeys()
+	if len(keys) == 0 {
+		e.buf = append(e.buf, "{}"...)
+		return nil
+	}
+	slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+	e.buf = append(e.buf, '{')
+	for i, k := range keys {
+		if err := e.member(i, k.String(), v.MapIndex(k), depth); err != nil {
+			return err
+		}
+	}
+	e.newline(depth)
+	e.buf = append(e.buf, '}')
+	return nil
+}
+
+func (e *encoder) structMembers(v reflect.Value, depth int) error {
+	fields, ok := encodedFields(v.Type())
+	if !ok {
+		return errIndirect
+	}
+	e.buf = append(e.buf, '{')
+	n := 0
+	for _, f := range fields {
+		fv, ok := fieldByIndex(v, f.index)
+		if !ok || f.omitEmpty && isEmpty(fv) {
+			continue
+		}
+		if err := e.member(n, f.name, fv, depth); err != nil {
+			return err
+		}
+		n++
+	}
+	if n > 0 {
+		e.newline(depth)
+	}
+	e.buf = append(e.buf, '}')
+	return nil
+}
+
+// member appends the i-th member of an object, "name": value.
+func (e *encoder) member(i int, name string, v reflect.Value, depth int) error {
+	if i > 0 {
+		e.buf = append(e.buf, ',')
+	}
+	e.newline(depth + 1)
+	e.buf = appendString(e.buf, name)
+	e.buf = append(e.buf, ':')
+	if e.indent {
+		e.buf = append(e.buf, ' ')
+	}
+	return e.value(v, depth+1)
+}
+
+// fieldByIndex is v's field at index, through embedded structs; ok is false
+// where an embedded pointer on the way is nil (encoding/json leaves such
+// fields out).
+func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return reflect.Value{}, false
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v, true
+}
+
+// isEmpty is encoding/json's omitempty test.
+func isEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool:
+		return !v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() == 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return v.Uint() == 0
+	case reflect.Float32, reflect.Float64:
+		return v.Float() == 0
+	case reflect.Interface, reflect.Pointer:
+		return v.IsNil()
+	}
+	return false
+}
+
+type encodedField struct {
+	name      string
+	index     []int
+	omitEmpty bool
+}
+
+type fieldList struct {
+	fields []encodedField
+	ok     bool
+}
+
+var encodeCache sync.Map // reflect.Type -> fieldList
+
+// encodedFields lists a struct's JSON fields in encoding/json's order
+// (declaration order, embedded structs' fields in place). ok is false for a
+// struct whose fields encoding/json would treat in ways this encoder does
+// not: a name it would not take as it is or given twice (its dominance
+// rules), a tag option other than omitempty, an embedded pointer or
+// non-struct.
+func encodedFields(t reflect.Type) ([]encodedField, bool) {
+	if c, ok := encodeCache.Load(t); ok {
+		l := c.(fieldList)
+		return l.fields, l.ok
+	}
+	var l fieldList
+	l.ok = true
+	names := map[string]bool{}
+	var add func(t reflect.Type, index []int)
+	add = func(t reflect.Type, index []int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			name, opts, _ := strings.Cut(tag, ",")
+			at := append(slices.Clip(index), i)
+			if f.Anonymous && name == "" {
+				if f.Type.Kind() == reflect.Struct {
+					add(f.Type, at)
+					continue
+				}
+				l.ok = false // an embedded pointer or other type
+				continue
+			}
+			if tag == "-" || !f.IsExported() {
+				continue
+			}
+			if !plainName(name) || opts != "" && opts != "omitempty" {
+				l.ok = false
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if names[name] {
+				l.ok = false
+			}
+			names[name] = true
+			l.fields = append(l.fields, encodedField{name: name, index: at, omitEmpty: opts == "omitempty"})
+		}
+	}
+	add(t, nil)
+	encodeCache.Store(t, l)
+	return l.fields, l.ok
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s quoted as encoding/json quotes it (HTML escaping
+// on, as in Marshal): <, >, & and the controls as \u escapes (\b \f \n \r
+// \t short), U+2028 and U+2029 escaped, bytes that are not UTF-8 as
+// U+FFFD.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// WritesItself reports whether Marshal writes v itself rather than handing
+// it to encoding/json (tests hold wt's record types to it).
+func WritesItself(v any) bool {
+	e := encoder{}
+	return e.value(reflect.ValueOf(v), 0) == nil
+}
