@@ -53,11 +53,19 @@ var (
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
-// selfMarshaling: t, or a pointer to it, encodes itself.
+var selfCache sync.Map // reflect.Type -> bool
+
+// selfMarshaling: t, or a pointer to it, encodes itself. Worked out once
+// per type: reflect.PointerTo searches the binary's types by name.
 func selfMarshaling(t reflect.Type) bool {
+	if v, ok := selfCache.Load(t); ok {
+		return v.(bool)
+	}
 	p := reflect.PointerTo(t)
-	return t.Implements(marshalerType) || t.Implements(textMarshalerType) ||
+	self := t.Implements(marshalerType) || t.Implements(textMarshalerType) ||
 		p.Implements(marshalerType) || p.Implements(textMarshalerType)
+	selfCache.Store(t, self)
+	return self
 }
 
 // newline starts a line at depth (MarshalIndent's layout only).
