@@ -21,6 +21,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/decision"
 )
 
@@ -29,27 +30,13 @@ const JSONSchemaVersion = 1
 
 // Exit codes shared by wt-admin and wt-hook (docs/design.md, "Output").
 const (
-	ExitOK      = 0
-	ExitRefused = 1
-	ExitUsage   = 2
+	ExitOK      = textout.ExitOK
+	ExitRefused = textout.ExitRefused
+	ExitUsage   = textout.ExitUsage
 )
 
-// ExitError carries an exit code to main. Err has already been reported when
-// Reported is true.
-type ExitError struct {
-	Code     int
-	Err      error
-	Reported bool
-}
-
-func (e *ExitError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("exit %d", e.Code)
-	}
-	return e.Err.Error()
-}
-
-func (e *ExitError) Unwrap() error { return e.Err }
+// ExitError carries an exit code to main (textout.ExitError).
+type ExitError = textout.ExitError
 
 // Env is what one run of a binary shares between its commands: the output
 // streams, and whether --json was asked for.
@@ -72,7 +59,7 @@ func UsageErr(format string, args ...any) error {
 // the process exit code. It owns the mapping from errors to exit codes and
 // the one place errors are written.
 func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr io.Writer) int {
-	e := &Env{Bin: bin, Stdout: termSafe{stdout}, Stderr: termSafe{stderr}}
+	e := &Env{Bin: bin, Stdout: textout.Safe(stdout), Stderr: textout.Safe(stderr)}
 	for _, a := range args {
 		if a == "--" {
 			break
@@ -134,27 +121,9 @@ func setUsageHandlers(c *ucli.Command) {
 // Report writes err once (as a JSON envelope with --json, else two lines on
 // stderr) and returns the exit code for it.
 func (e *Env) Report(err error) int {
-	code := ExitRefused
-	var xe *ExitError
-	if errors.As(err, &xe) {
-		code = xe.Code
-		if xe.Reported {
-			return code
-		}
-		if xe.Err != nil {
-			err = xe.Err
-		}
-	}
-	d, ok := decision.As(err)
-	if !ok {
-		d = &decision.Error{Code: decision.Internal, Message: err.Error()}
-	}
-	if d.Code == decision.Usage {
-		code = ExitUsage
-		if d.Hint == "" {
-			d = &decision.Error{Code: d.Code, Message: d.Message, Facts: d.Facts, Err: d.Err,
-				Hint: fmt.Sprintf("see %s --help", strings.TrimSpace(e.Bin+" "+e.Command))}
-		}
+	code, d, reported := textout.Decide(err, e.Bin, e.Command)
+	if reported {
+		return code
 	}
 	if e.JSON || e.JSONOut != nil {
 		errObj := map[string]any{"code": d.Code, "message": d.Message, "hint": d.Hint}
@@ -172,20 +141,7 @@ func (e *Env) Report(err error) int {
 			return code
 		}
 	}
-	if code == ExitUsage {
-		// One line: the code and what is wrong; the hint gives the form.
-		fmt.Fprintf(e.Stderr, "%s: %s: %s\n", e.Bin, d.Code, Clean(d.Message))
-		fmt.Fprintf(e.Stderr, "%s: hint: %s\n", e.Bin, Clean(d.Hint))
-		return code
-	}
-	verb := "refused"
-	if d.Code == decision.Internal || d.Code == decision.GitFailed {
-		verb = "error"
-	}
-	fmt.Fprintf(e.Stderr, "%s: %s: %s: %s\n", e.Bin, verb, d.Code, Clean(d.Message))
-	if d.Hint != "" {
-		fmt.Fprintf(e.Stderr, "%s: hint: %s\n", e.Bin, Clean(d.Hint))
-	}
+	textout.Print(e.Stderr, e.Bin, code, d)
 	return code
 }
 
