@@ -7,7 +7,7 @@ GO      ?= go
 PREFIX  ?= $(shell if [ -w /usr/local/bin ] || { [ ! -e /usr/local/bin ] && [ -w /usr/local ]; }; then echo /usr/local; else echo "$$HOME/.local"; fi)
 BINDIR  ?= $(PREFIX)/bin
 DATADIR ?= $(PREFIX)/share
-BINS    := wt-exec wt-hook wt-admin wt-fleet
+BINS    := wt-exec wt-hook wt-gate wt-admin wt-fleet
 BENCHCOUNT ?= 5
 # Commits per variant in each run of BenchmarkCommitHooks: a second of them
 # is about ten, too few for a median to settle on a shared machine.
@@ -28,7 +28,7 @@ all: build
 
 build:
 	@mkdir -p bin
-	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o bin/ ./cmd/wt-exec ./cmd/wt-hook ./cmd/wt-admin ./cmd/wt-fleet
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o bin/ ./cmd/wt-exec ./cmd/wt-hook ./cmd/wt-gate ./cmd/wt-admin ./cmd/wt-fleet
 
 # Man pages and shell completions, made from the command-line definitions
 # by a generator built without urfave_cli_no_docs (the binaries keep their

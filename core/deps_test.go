@@ -39,6 +39,12 @@ func TestImportRules(t *testing.T) {
 	// Landlock libraries) nor wt-admin's maintenance and doctor.
 	forbidden["cmd/wt-hook"] = []string{"go.etcd.io/", mod + "cmd/internal/cli", mod + "wrapper", mod + "core/maint",
 		mod + "cmd/internal/doctor", "github.com/creack/pty", "github.com/landlock-lsm/"}
+	// wt-gate, which the shims run for every commit, push and checkout,
+	// links no command-line library at all (cmd/internal/gate).
+	forbidden["cmd/wt-gate"] = []string{"github.com/urfave/cli/v2", "text/template", "regexp", "go.etcd.io/",
+		mod + "cmd/internal/cli", mod + "cmd/internal/clikit", mod + "cmd/internal/hookcli", mod + "wrapper",
+		mod + "install", mod + "core/maint", mod + "cmd/internal/doctor", "github.com/creack/pty", "github.com/landlock-lsm/"}
+	forbidden["cmd/internal/textout"] = []string{"github.com/urfave/cli/v2"}
 	forbidden["cmd/internal/clikit"] = []string{mod + "cmd/internal/cli", mod + "cmd/internal/hookcli", mod + "wrapper", mod + "hooks", mod + "install", mod + "core/maint"}
 	for pattern, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../"+pattern).CombinedOutput()

@@ -25,11 +25,15 @@ var Hooks = []string{"pre-commit", "pre-push", "reference-transaction", "post-ch
 // branches (wt-hook install --server; shim v3 on).
 var ServerHooks = []string{"pre-receive"}
 
-// Version is the shim version install writes.
-const Version = 3
+// Version is the shim version install writes. Since v4 the shims of the
+// client hooks run wt-gate when it is an executable file beside the
+// recorded wt-hook, and wt-hook run otherwise: the same judgement
+// (cmd/internal/gate), without a command-line library to start at every
+// commit.
+const Version = 4
 
 // versions lists every shim version shipped, newest first.
-var versions = []int{3, 2, 1}
+var versions = []int{4, 3, 2, 1}
 
 const binMark = "@BIN@"
 

@@ -55,16 +55,76 @@ func TestRecognize(t *testing.T) {
 // TestRecognizeOld: a shim of an older shipped version is still recognised
 // (so install updates it and uninstall removes it).
 func TestRecognizeOld(t *testing.T) {
-	for _, v := range []int{1, 2} {
-		for _, h := range []string{"pre-commit", "pre-push", "reference-transaction"} {
+	for _, v := range versions[1:] {
+		for _, h := range append(Hooks, ServerHooks...) {
 			tpl, err := template(h, v)
 			if err != nil {
-				t.Fatal(err)
+				if v >= 3 || h != "post-checkout" && h != "pre-receive" {
+					t.Fatalf("v%d %s: %v", v, h, err)
+				}
+				continue // came with v3
 			}
 			s := strings.Replace(tpl, binMark, shell.Quote("/usr/bin/wt-hook"), 1)
 			if got, bin, ok := Recognize(h, []byte(s)); !ok || got != v || bin != "/usr/bin/wt-hook" {
 				t.Errorf("%s v%d: %v %q %v", h, v, got, bin, ok)
 			}
+		}
+	}
+}
+
+// TestShimRunsGate: the client hooks' shims run wt-gate when it is an
+// executable file beside the recorded wt-hook, with the arguments they
+// would pass wt-hook; without it (missing, or not executable) they run
+// wt-hook run, as before.
+func TestShimRunsGate(t *testing.T) {
+	dir := t.TempDir()
+	bin, hooks := filepath.Join(dir, "bin"), filepath.Join(dir, "hooks")
+	for _, d := range []string{bin, hooks} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := filepath.Join(dir, "log")
+	for _, name := range []string{"wt-hook", "wt-gate"} {
+		script := "#!/bin/sh\necho " + name + " \"$@\" >>" + shell.Quote(log) + "\n"
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := map[string][]string{"pre-commit": nil, "pre-push": {"origin", "/r"},
+		"reference-transaction": {"prepared"}, "post-checkout": {"a", "b", "1"}}
+	run := func(hook string) string {
+		t.Helper()
+		os.Remove(log)
+		s, err := Render(hook, filepath.Join(bin, "wt-hook"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shim := filepath.Join(hooks, hook)
+		if err := os.WriteFile(shim, []byte(s), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(shim, calls[hook]...)
+		cmd.Env = append(os.Environ(), "GIT_DIR="+dir) // no pass there
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", hook, err, out)
+		}
+		b, _ := os.ReadFile(log)
+		return strings.TrimSpace(string(b))
+	}
+	for hook, args := range calls {
+		want := strings.TrimSpace(strings.Join(append([]string{"run", hook}, args...), " "))
+		if got := run(hook); got != "wt-gate "+want {
+			t.Errorf("%s with wt-gate beside wt-hook: ran %q, want wt-gate %s", hook, got, want)
+		}
+	}
+	if err := os.Chmod(filepath.Join(bin, "wt-gate"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for hook, args := range calls {
+		want := strings.TrimSpace(strings.Join(append([]string{"run", hook}, args...), " "))
+		if got := run(hook); got != "wt-hook "+want {
+			t.Errorf("%s with no executable wt-gate: ran %q, want wt-hook %s", hook, got, want)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func TestPackages(t *testing.T) {
 	}
 	run(t, root, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-tags", "urfave_cli_no_docs",
 		"-ldflags", "-X github.com/wt-tool/wt/cmd/internal/clikit.stamped=v1.2.3-pkgtest", "-o", filepath.Join(work, "bin")+"/",
-		"./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-admin", "./cmd/wt-fleet")
+		"./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate", "./cmd/wt-admin", "./cmd/wt-fleet")
 	run(t, root, nil, "go", "run", "-tags", "wt_gendocs", "./cmd/internal/gendocs", filepath.Join(work, "build", "docs"))
 
 	// unpacked checks a package unpacked into scratch.
@@ -70,7 +70,7 @@ func TestPackages(t *testing.T) {
 			}
 		}
 	}
-	common := []string{"usr/bin/wt-exec", "usr/bin/wt-hook", "usr/bin/wt-fleet", "usr/share/man/man1/wt-admin.1",
+	common := []string{"usr/bin/wt-exec", "usr/bin/wt-hook", "usr/bin/wt-gate", "usr/bin/wt-fleet", "usr/share/man/man1/wt-admin.1",
 		"usr/share/man/man1/wt-fleet.1", "usr/share/bash-completion/completions/wt-admin",
 		"usr/share/fish/vendor_completions.d/wt-hook.fish", "usr/share/doc/wt/copyright"}
 	pkg := func(t *testing.T, packager string) string {

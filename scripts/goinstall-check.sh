@@ -32,8 +32,8 @@ export GOPROXY="file://$tmp/proxy,file://$cache" GOSUMDB=off GOFLAGS=-mod=mod
 CGO_ENABLED=0 go install -trimpath -tags urfave_cli_no_docs "$mod/cmd/...@$ver"
 
 got=$(ls "$GOPATH/bin" | tr '\n' ' ')
-if [ "$got" != "wt-admin wt-exec wt-fleet wt-hook " ]; then
-	echo "goinstall-check: go install $mod/cmd/...@$ver installed: $got(want wt-admin wt-exec wt-fleet wt-hook)" >&2
+if [ "$got" != "wt-admin wt-exec wt-fleet wt-gate wt-hook " ]; then
+	echo "goinstall-check: go install $mod/cmd/...@$ver installed: $got(want wt-admin wt-exec wt-fleet wt-gate wt-hook)" >&2
 	exit 1
 fi
 for b in wt-admin wt-exec wt-hook; do
@@ -43,10 +43,10 @@ for b in wt-admin wt-exec wt-hook; do
 	*) echo "goinstall-check: $b --version says \"$out\", not $ver" >&2; exit 1 ;;
 	esac
 done
-for b in wt-admin wt-exec wt-fleet wt-hook; do
+for b in wt-admin wt-exec wt-fleet wt-gate wt-hook; do
 	if ! go version -m "$GOPATH/bin/$b" | grep -q 'CGO_ENABLED=0'; then
 		echo "goinstall-check: $b is not a static (CGO_ENABLED=0) build" >&2
 		exit 1
 	fi
 done
-echo "goinstall-check: go install $mod/cmd/...@$ver from a clean GOPATH installs the four binaries, static, at $ver"
+echo "goinstall-check: go install $mod/cmd/...@$ver from a clean GOPATH installs the five binaries, static, at $ver"

@@ -174,7 +174,13 @@ func floor(b *testing.B, name string) string {
 
 func shippedPkg(b *testing.B, name, pkg string) string {
 	b.Helper()
-	bin := filepath.Join(b.TempDir(), name)
+	return shippedInto(b, b.TempDir(), name, pkg)
+}
+
+// shippedInto builds pkg as dir/name.
+func shippedInto(b *testing.B, dir, name, pkg string) string {
+	b.Helper()
+	bin := filepath.Join(dir, name)
 	cmd := exec.Command("go", "build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", bin, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -193,6 +199,8 @@ func shippedPkg(b *testing.B, name, pkg string) string {
 // are reported too (wt-added/shell-added, wt-added/lefthook-added).
 func BenchmarkCommitHooks(b *testing.B) {
 	wthook, wtexec := shipped(b, "wt-hook"), shipped(b, "wt-exec")
+	// Installed beside wt-hook, as make install does: the shims run it.
+	shippedInto(b, filepath.Dir(wthook), "wt-gate", "github.com/wt-tool/wt/cmd/wt-gate")
 	type variant struct {
 		name  string
 		dir   string

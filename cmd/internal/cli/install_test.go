@@ -45,7 +45,7 @@ func TestMakeInstallNonRoot(t *testing.T) {
 	files := map[string][]byte{"Makefile": mk, "build/docs/man/man1/wt-admin.1": []byte(".TH wt-admin 1\n"),
 		"build/docs/completions/bash/wt-admin": []byte("complete\n"), "build/docs/completions/zsh/_wt-admin": []byte("#compdef\n"),
 		"build/docs/completions/fish/wt-admin.fish": []byte("complete\n")}
-	for _, b := range []string{"wt-exec", "wt-hook", "wt-admin", "wt-fleet"} {
+	for _, b := range []string{"wt-exec", "wt-hook", "wt-gate", "wt-admin", "wt-fleet"} {
 		files[filepath.Join("bin", b)] = []byte("#!/bin/sh\n")
 	}
 	for name, data := range files {
@@ -71,7 +71,7 @@ func TestMakeInstallNonRoot(t *testing.T) {
 		t.Fatalf("make install as nobody: %v\n%s", err, out)
 	}
 	local := filepath.Join(home, ".local", "bin")
-	if !strings.Contains(out, "installed wt-exec wt-hook wt-admin wt-fleet into "+local) ||
+	if !strings.Contains(out, "installed wt-exec wt-hook wt-gate wt-admin wt-fleet into "+local) ||
 		!strings.Contains(out, `add it: export PATH="`+local+`:$PATH"`) {
 		t.Errorf("make install as nobody said:\n%s", out)
 	}

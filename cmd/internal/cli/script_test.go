@@ -18,6 +18,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/wt-tool/wt/cmd/internal/fleetcli"
+	"github.com/wt-tool/wt/cmd/internal/gate"
 	"github.com/wt-tool/wt/cmd/internal/hookcli"
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
 	"github.com/wt-tool/wt/core/proc"
@@ -39,6 +40,8 @@ func TestMain(m *testing.M) {
 			os.Exit(code)
 		},
 		"wt-hook": func() { os.Exit(hookcli.Hook(os.Args[1:], os.Stdout, os.Stderr)) },
+		// The shims run wt-gate, found beside wt-hook, for the client hooks.
+		"wt-gate": func() { os.Exit(gate.Main(os.Args[1:], os.Stdin, os.Stderr)) },
 		// agentsh stands for an agent program that runs commands: a named
 		// ancestor for --holder ancestor:agentsh. It runs its arguments as
 		// a child and exits with the child's status.

@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
+	"github.com/wt-tool/wt/cmd/internal/gate"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/hooks"
 	"github.com/wt-tool/wt/install"
@@ -102,42 +103,19 @@ func hookApp(e *env) *ucli.App {
 						Name:      "reference-transaction",
 						Usage:     "refuse a ref update of a governed feature worktree by a process that is not its live writer (ref lines on stdin)",
 						ArgsUsage: "STATE",
-						Action: e.Action("run reference-transaction", 1, func(c *ucli.Context) error {
-							if c.Args().Len() != 1 {
-								return clikit.UsageErr("run reference-transaction takes the transaction's STATE")
-							}
-							return e.refTransaction(c.Args().First())
-						}),
+						Action:    e.runHook("reference-transaction", 1),
 					},
 					{
 						Name:      "pre-push",
 						Usage:     "refuse a push that is not the live writer's, or of another branch (ref lines on stdin)",
 						ArgsUsage: "REMOTE URL",
-						Action: e.Action("run pre-push", 2, func(c *ucli.Context) error {
-							if c.Args().Len() != 2 {
-								return clikit.UsageErr("run pre-push takes REMOTE and URL, as git passes them")
-							}
-							return e.prePush()
-						}),
+						Action:    e.runHook("pre-push", 2),
 					},
 					{
 						Name:      "post-checkout",
 						Usage:     "report a governed worktree whose HEAD left its task branch (git passes PREV NEW FLAG)",
 						ArgsUsage: "PREV NEW FLAG",
-						Action: e.Action("run post-checkout", 3, func(c *ucli.Context) error {
-							if c.Args().Len() != 3 {
-								return clikit.UsageErr("run post-checkout takes PREV, NEW and FLAG, as git passes them")
-							}
-							d, warn, err := hooks.PostCheckout(".")
-							if err != nil || d == nil {
-								return err
-							}
-							if warn {
-								fmt.Fprintf(e.Stderr, "%s: warning: %s: %s (hint: %s)\n", e.Bin, d.Code, d.Message, d.Hint)
-								return nil
-							}
-							return d
-						}),
+						Action:    e.runHook("post-checkout", 3),
 					},
 					{
 						Name:  "pre-receive",
@@ -147,13 +125,9 @@ func hookApp(e *env) *ucli.App {
 						}),
 					},
 					{
-						Name:  "pre-commit",
-						Usage: "refuse a commit from a process that is not the worktree's live writer",
-						Action: e.Action("run pre-commit", 0, func(c *ucli.Context) error {
-							// git runs hooks at the top of the worktree.
-							v, err := hooks.PreCommit(".", os.Getpid(), os.Getppid())
-							return e.verdict(v, err, false)
-						}),
+						Name:   "pre-commit",
+						Usage:  "refuse a commit from a process that is not the worktree's live writer",
+						Action: e.runHook("pre-commit", 0),
 					},
 				},
 			},
@@ -182,30 +156,20 @@ func hookBinary(path string) (string, error) {
 	return path, nil
 }
 
-func (e *env) refTransaction(state string) error {
-	vs, err := hooks.RefTransaction(".", state, os.Stdin, os.Getpid())
-	if err != nil {
-		return err
-	}
-	for _, v := range vs {
-		if !v.Allowed {
-			return v.Refusal
+// runHook is the action of wt-hook run HOOK: the gate's judgement
+// (gate.Judge, which wt-gate runs too), its warnings on stderr, and with
+// --json the verdict of pre-commit.
+func (e *env) runHook(hook string, maxArgs int) ucli.ActionFunc {
+	return e.Action("run "+hook, maxArgs, func(c *ucli.Context) error {
+		v, warnings, err := gate.Judge(hook, c.Args().Slice(), os.Stdin)
+		if err == nil && v != nil && e.JSON {
+			return e.verdict(*v, nil, false)
 		}
-		e.warnVerdict(v)
-	}
-	return nil
-}
-
-func (e *env) prePush() error {
-	v, err := hooks.PrePush(".", os.Stdin, os.Getpid())
-	if err != nil {
+		for _, w := range warnings {
+			fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Bin, w)
+		}
 		return err
-	}
-	if !v.Allowed {
-		return v.Refusal
-	}
-	e.warnVerdict(v)
-	return nil
+	})
 }
 
 // verdict reports the decision for this process: a refusal exits
@@ -218,7 +182,7 @@ func (e *env) verdict(v hooks.Verdict, err error, show bool) error {
 	if !v.Allowed {
 		return v.Refusal
 	}
-	warnings := warningsOf(v)
+	warnings := gate.Warnings(v)
 	if !show && !e.JSON {
 		e.warnVerdict(v)
 		return nil
@@ -228,16 +192,9 @@ func (e *env) verdict(v hooks.Verdict, err error, show bool) error {
 	})
 }
 
-func warningsOf(v hooks.Verdict) []string {
-	if !v.Warning || v.Refusal == nil {
-		return nil
-	}
-	return []string{fmt.Sprintf("policy enforcement is warn, so this is allowed; it would be refused: %s: %s (hint: %s)", v.Refusal.Code, v.Refusal.Message, v.Refusal.Hint)}
-}
-
 // warnVerdict prints the warnings of an allowed verdict on stderr.
 func (e *env) warnVerdict(v hooks.Verdict) {
-	for _, w := range warningsOf(v) {
+	for _, w := range gate.Warnings(v) {
 		fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Bin, w)
 	}
 }

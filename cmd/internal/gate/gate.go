@@ -1,0 +1,122 @@
+// Package gate is the hooks git runs, as wt's shims call them: the
+// judgement of `wt-hook run HOOK` and all of wt-gate, its fast twin.
+//
+// git starts a hook at every commit, push and checkout, and a Go program
+// pays at every start for what it links: wt-hook's command line (urfave/cli,
+// its templates and reflection) costs a commit 0.5–0.9 ms before any
+// decision is made. wt-gate links this package, the hooks and the store,
+// and nothing of a CLI library; the shims run it when it is installed
+// beside the recorded wt-hook, and wt-hook run otherwise. Both judge through
+// Judge and print what wt-hook prints, under wt-hook's name.
+package gate
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/wt-tool/wt/cmd/internal/textout"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/hooks"
+)
+
+// Bin is the name the gate's lines carry: the hooks are wt-hook's,
+// whichever binary answers for them.
+const Bin = "wt-hook"
+
+// Hooks are the hooks Judge runs (wt-hook run's, but for pre-receive,
+// which only a fenced remote's shim calls, through wt-hook).
+var Hooks = []string{"pre-commit", "reference-transaction", "pre-push", "post-checkout"}
+
+// Judge runs hook, with the arguments git passed it, for this process in
+// the current directory (git runs hooks at the top of the worktree): it
+// returns the verdict (pre-commit's, for wt-hook's --json), the warnings to
+// print, and the refusal or failure (a USAGE error for a call git would not
+// make). Warnings come before a refusal, as the verdicts did.
+func Judge(hook string, args []string, stdin io.Reader) (verdict *hooks.Verdict, warnings []string, err error) {
+	want := map[string]int{"pre-commit": 0, "reference-transaction": 1, "pre-push": 2, "post-checkout": 3}
+	n, ok := want[hook]
+	if !ok {
+		return nil, nil, decision.New(decision.Usage, "run: unknown hook %q", hook).
+			WithHint("wt-hook run pre-commit | pre-push REMOTE URL | reference-transaction STATE | post-checkout PREV NEW FLAG")
+	}
+	if len(args) != n {
+		return nil, nil, decision.New(decision.Usage, "%s", usage[hook])
+	}
+	switch hook {
+	case "pre-commit":
+		v, err := hooks.PreCommit(".", os.Getpid(), os.Getppid())
+		if err != nil {
+			return nil, nil, err
+		}
+		if !v.Allowed {
+			return &v, nil, v.Refusal
+		}
+		return &v, Warnings(v), nil
+	case "reference-transaction":
+		vs, err := hooks.RefTransaction(".", args[0], stdin, os.Getpid())
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, v := range vs {
+			if !v.Allowed {
+				return nil, warnings, v.Refusal
+			}
+			warnings = append(warnings, Warnings(v)...)
+		}
+		return nil, warnings, nil
+	case "pre-push":
+		v, err := hooks.PrePush(".", stdin, os.Getpid())
+		if err != nil {
+			return nil, nil, err
+		}
+		if !v.Allowed {
+			return nil, nil, v.Refusal
+		}
+		return nil, Warnings(v), nil
+	default: // post-checkout
+		d, warn, err := hooks.PostCheckout(".")
+		if err != nil || d == nil {
+			return nil, nil, err
+		}
+		if warn {
+			return nil, []string{fmt.Sprintf("%s: %s (hint: %s)", d.Code, d.Message, d.Hint)}, nil
+		}
+		return nil, nil, d
+	}
+}
+
+var usage = map[string]string{
+	"pre-commit":            "run pre-commit takes no arguments",
+	"reference-transaction": "run reference-transaction takes the transaction's STATE",
+	"pre-push":              "run pre-push takes REMOTE and URL, as git passes them",
+	"post-checkout":         "run post-checkout takes PREV, NEW and FLAG, as git passes them",
+}
+
+// Warnings are an allowed verdict's warnings (a refusal under enforcement
+// "warn").
+func Warnings(v hooks.Verdict) []string {
+	if !v.Warning || v.Refusal == nil {
+		return nil
+	}
+	return []string{fmt.Sprintf("policy enforcement is warn, so this is allowed; it would be refused: %s: %s (hint: %s)", v.Refusal.Code, v.Refusal.Message, v.Refusal.Hint)}
+}
+
+// Main is wt-gate with args (without the program name): exactly what a
+// shim passes wt-hook, "run", the hook and git's arguments. It prints what
+// wt-hook run prints and exits as it does: 0 allowed, 1 refused, 2 usage.
+func Main(args []string, stdin io.Reader, stderr io.Writer) int {
+	stderr = textout.Safe(stderr)
+	if len(args) < 2 || args[0] != "run" {
+		return textout.Report(stderr, "wt-gate", "", decision.New(decision.Usage, "wt-gate answers for wt's installed hooks: wt-gate run HOOK [ARGS] (got %q)", args).
+			WithHint("run the hook as git does, or ask wt-hook: wt-hook check"))
+	}
+	_, warnings, err := Judge(args[1], args[2:], stdin)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", Bin, w)
+	}
+	if err != nil {
+		return textout.Report(stderr, Bin, "run "+args[1], err)
+	}
+	return textout.ExitOK
+}
