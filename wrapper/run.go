@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -217,7 +216,7 @@ func Run(opts Options) (Result, error) {
 			s.abort()
 		} else {
 			s.restore()
-			signal.Stop(s.sigs)
+			s.stopCatching()
 		}
 		if res.Grant.Applicable {
 			// Give back what the section wrote before the failure.
@@ -407,14 +406,14 @@ func (s *supervisor) runNested(path string, endWatch func()) (Result, error) {
 	if s.startCtx.Err() != nil {
 		endWatch()
 		s.restore()
-		signal.Stop(s.sigs)
+		s.stopCatching()
 		return res, s.stopped()
 	}
 	_, err := s.launch(path, s.opts.Environ, nil)
 	endWatch()
 	if err != nil {
 		s.restore()
-		signal.Stop(s.sigs)
+		s.stopCatching()
 		return res, err
 	}
 	s.superviseInto(&res)

@@ -37,7 +37,10 @@ type supervisor struct {
 	// forks it enforces (see forkConfined).
 	ruleset *ruleset
 
+	// sigs gets every signal a run handles, stops the stop signals until
+	// the child starts (watchStart); both are set by catch, once.
 	sigs    chan os.Signal
+	caught  sync.Once
 	restore func() // gives the terminal back its settings
 
 	pid    int         // the child, leader of its own group (or session, with a pty)
@@ -61,9 +64,8 @@ type supervisor struct {
 	// raw is set while the terminal is in raw mode (pty relay): notices
 	// wait in held until it is restored, so that they are not printed as
 	// a staircase (a raw terminal does not return the carriage at \n).
-	raw  bool
-	held []string
-	// stops gets the stop signals until the child starts (watchStart).
+	raw   bool
+	held  []string
 	stops chan os.Signal
 	// startCtx ends at a stop signal before the child starts (watchStart);
 	// stopSig is that signal.
@@ -79,14 +81,32 @@ func (s *supervisor) prepare() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return decision.Wrap(decision.Internal, err, "become a child subreaper")
 	}
-	// Signals are caught before the child exists, so none is lost between
-	// fork and the loop; they wait in the channel until then.
-	if s.sigs, s.stops = early.take(); s.sigs == nil {
-		s.sigs, s.stops = notifyChannels()
-	}
 	s.restore = func() {}
 	s.status = -1
 	return nil
+}
+
+// catch makes sure the signals a run handles are caught, and sets s.sigs
+// and s.stops: it takes the channels Early set up (waiting until they
+// catch), else sets them up now. Signals are caught before the child
+// exists (launch calls catch before the fork), so none is lost between
+// fork and the supervision loop; they wait in the channels until then.
+// Taken there rather than before the lease section, Early's set-up (the
+// runtime's signal thread and a round trip with it per signal, 0.5 ms and
+// more on a busy machine) overlaps the section's reads and writes.
+func (s *supervisor) catch() {
+	s.caught.Do(func() {
+		if s.sigs, s.stops = early.take(); s.sigs == nil {
+			s.sigs, s.stops = notifyChannels()
+		}
+	})
+}
+
+// stopCatching ends the catching of signals for a run that ends without a
+// child to forward them to.
+func (s *supervisor) stopCatching() {
+	s.catch()
+	signal.Stop(s.sigs)
 }
 
 // notifyChannels starts catching the signals a run handles: every one it
@@ -155,20 +175,21 @@ func (e *earlySignals) take() (sigs, stops chan os.Signal) {
 // never exists. The signal also waits in s.sigs, as every signal does, for
 // supervise. The returned function ends the watch.
 func (s *supervisor) watchStart() func() {
-	ch := s.stops
 	ctx, cancel := context.WithCancel(context.Background())
 	s.startCtx = ctx
 	done := make(chan struct{})
 	go func() {
+		s.catch()
 		select {
-		case sig := <-ch:
+		case sig := <-s.stops:
 			s.stopSig.Store(sig)
 			cancel()
 		case <-done:
 		}
 	}()
 	return func() {
-		signal.Stop(ch)
+		s.catch()
+		signal.Stop(s.stops)
 		close(done)
 		cancel()
 	}
@@ -206,6 +227,7 @@ func (s *supervisor) stopped() error {
 // reaped, even an exited child's /proc entry is there, and nothing reaps
 // before supervise.
 func (s *supervisor) launch(path string, env []string, conf *Confinement) (*store.ChildGroup, error) {
+	s.catch()
 	argv := s.opts.Args
 	if conf != nil {
 		rs, err := conf.buildRuleset()
