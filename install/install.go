@@ -245,6 +245,9 @@ type Problem struct {
 	Hook    string `json:"hook"`
 	Path    string `json:"path"`
 	Message string `json:"message"`
+	// Outdated: the hook is a wt shim of an older version, which still
+	// gates writes (through wt-hook run); wt-hook install updates it.
+	Outdated bool `json:"outdated,omitempty"`
 }
 
 // Check reports every hook in dir that is not wt's current shim running an
@@ -272,6 +275,7 @@ func Check(dir string) ([]Problem, error) {
 			p.Message = "the " + h.Hook + " hook is someone else's: wt does not gate writes through it"
 		case h.ShimVersion != Version:
 			p.Message = fmt.Sprintf("the %s hook is shim v%d; this wt-hook writes v%d", h.Hook, h.ShimVersion, Version)
+			p.Outdated = true
 		default:
 			if fi, err := os.Stat(h.Binary); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 				continue

@@ -217,3 +217,31 @@ func TestInstallRemovesChainedShim(t *testing.T) {
 		t.Errorf("install did not say so: %+v", res.Hooks[0])
 	}
 }
+
+// TestCheckOutdated: a shim of an older version is reported, as outdated
+// (it still gates, through wt-hook run); a current one is not reported.
+func TestCheckOutdated(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "wt-hook")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(dir, bin); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := Check(dir); err != nil || len(ps) != 0 {
+		t.Fatalf("current shims: %+v %v", ps, err)
+	}
+	tpl, err := template("pre-commit", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(tpl, binMark, shell.Quote(bin), 1)
+	if err := os.WriteFile(filepath.Join(dir, "pre-commit"), []byte(old), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := Check(dir)
+	if err != nil || len(ps) != 1 || ps[0].Hook != "pre-commit" || !ps[0].Outdated || !strings.Contains(ps[0].Message, "shim v3") {
+		t.Fatalf("a v3 pre-commit: %+v %v", ps, err)
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -78,6 +79,8 @@ func ungatedWarnings(c *ucli.Context, a store.Allocation) []string {
 		return append(out, fmt.Sprintf("%s: the hooks dir of %s cannot be found: %v", decision.HooksMissing, a.WorktreePath, err))
 	}
 	problems, err := install.Check(dir)
+	// An older wt shim still gates (doctor reports it, to be updated).
+	problems = slices.DeleteFunc(problems, func(p install.Problem) bool { return p.Outdated })
 	if err != nil || len(problems) > 0 {
 		fix := fmt.Sprintf("(cd %s && wt-hook install)", shell.Word(a.WorktreePath))
 		if inTree {
