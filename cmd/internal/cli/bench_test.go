@@ -178,13 +178,13 @@ func shippedPkg(b *testing.B, name, pkg string) string {
 }
 
 // shippedInto builds pkg as dir/name, and leaves it there as an install
-// does: a copy written in one go. A binary the linker wrote in place
-// starts 0.25–0.4 ms slower on these machines until its pages leave the
-// page cache (measured interleaved: wt-exec --version 2.26–2.36 ms
-// as linked, 1.93–1.98 ms for each of six copies); make install, the
-// packages and a restart all give the copy's state. Every program a
-// benchmark compares (the floors included) is built here, so all are
-// alike; WT_BENCH_BEFORE binaries are copied the same way.
+// does: a copy written in one go. On these machines how quickly a program
+// starts depends on how its pages came into the page cache, and the file
+// the linker wrote starts 0.25–0.4 ms later than such a copy (measured
+// interleaved: wt-exec --version 2.26–2.36 ms as linked, 1.93–1.98 ms for
+// each of six copies). Every program a benchmark compares (the floors
+// included) is built here, so all are alike; WT_BENCH_BEFORE programs are
+// copied the same way.
 func shippedInto(b *testing.B, dir, name, pkg string) string {
 	b.Helper()
 	built := filepath.Join(b.TempDir(), name)
