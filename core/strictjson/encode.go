@@ -178,13 +178,13 @@ func (e *encoder) mapMembers(v reflect.Value, depth int) error {
 }
 
 func (e *encoder) structMembers(v reflect.Value, depth int) error {
-	fields, ok := encodedFields(v.Type())
-	if !ok {
+	fs := fieldsOf(v.Type())
+	if !fs.encodable {
 		return errIndirect
 	}
 	e.buf = append(e.buf, '{')
 	n := 0
-	for _, f := range fields {
+	for _, f := range fs.list {
 		fv, ok := fieldByIndex(v, f.index)
 		if !ok || f.omitEmpty && isEmpty(fv) {
 			continue
@@ -248,69 +248,6 @@ func isEmpty(v reflect.Value) bool {
 		return v.IsNil()
 	}
 	return false
-}
-
-type encodedField struct {
-	name      string
-	index     []int
-	omitEmpty bool
-}
-
-type fieldList struct {
-	fields []encodedField
-	ok     bool
-}
-
-var encodeCache sync.Map // reflect.Type -> fieldList
-
-// encodedFields lists a struct's JSON fields in encoding/json's order
-// (declaration order, embedded structs' fields in place). ok is false for a
-// struct whose fields encoding/json would treat in ways this encoder does
-// not: a name it would not take as it is or given twice (its dominance
-// rules), a tag option other than omitempty, an embedded pointer or
-// non-struct.
-func encodedFields(t reflect.Type) ([]encodedField, bool) {
-	if c, ok := encodeCache.Load(t); ok {
-		l := c.(fieldList)
-		return l.fields, l.ok
-	}
-	var l fieldList
-	l.ok = true
-	names := map[string]bool{}
-	var add func(t reflect.Type, index []int)
-	add = func(t reflect.Type, index []int) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			tag := f.Tag.Get("json")
-			name, opts, _ := strings.Cut(tag, ",")
-			at := append(slices.Clip(index), i)
-			if f.Anonymous && name == "" {
-				if f.Type.Kind() == reflect.Struct {
-					add(f.Type, at)
-					continue
-				}
-				l.ok = false // an embedded pointer or other type
-				continue
-			}
-			if tag == "-" || !f.IsExported() {
-				continue
-			}
-			if !plainName(name) || opts != "" && opts != "omitempty" {
-				l.ok = false
-			}
-			if name == "" {
-				name = f.Name
-			}
-			if names[name] {
-				l.ok = false
-			}
-			names[name] = true
-			l.fields = append(l.fields, encodedField{name: name, index: at, omitEmpty: opts == "omitempty"})
-		}
-	}
-	add(t, nil)
-	encodeCache.Store(t, l)
-	return l.fields, l.ok
 }
 
 const hexDigits = "0123456789abcdef"

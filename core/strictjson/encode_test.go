@@ -104,6 +104,13 @@ func TestMarshalHandsOver(t *testing.T) {
 	type cyc struct {
 		Next *cyc `json:"next"`
 	}
+	type hidden struct {
+		H string `json:"h"`
+	}
+	type viaPointer struct {
+		*hidden
+		A string `json:"a"`
+	}
 	loop := &cyc{}
 	loop.Next = loop
 	values := []any{
@@ -116,6 +123,8 @@ func TestMarshalHandsOver(t *testing.T) {
 		time.Unix(0, 0).UTC(),
 		map[int]string{2: "b", 1: "a"},
 		[2]int{1, 2},
+		viaPointer{&hidden{"promoted"}, "a"},
+		viaPointer{nil, "a"},
 	}
 	for _, v := range values {
 		if direct(v) {

@@ -472,53 +472,75 @@ func where(at string) string {
 }
 
 type field struct {
-	typ   reflect.Type
-	index []int // for reflect.Value.FieldByIndex, through embedded structs
+	name      string
+	typ       reflect.Type
+	index     []int // for reflect.Value.FieldByIndex, through embedded structs
+	omitEmpty bool
 }
 
 type fieldSet struct {
+	list     []field // in encoding/json's order
 	byName   map[string]field
 	required []string
 	// walkable: every field is of a walkable type, none is named twice,
 	// none has a name encoding/json would not take or the ",string" option.
 	walkable bool
+	// encodable: Marshal writes the struct itself (see encode.go): no
+	// option but omitempty, no name twice or of another spelling, no
+	// embedded pointer or non-struct.
+	encodable bool
 }
 
 var fieldCache sync.Map // reflect.Type -> fieldSet
 
-// fieldsOf lists a struct's JSON fields (embedded structs flattened) and
-// which are required: all but those tagged omitempty, which later versions
-// of a record added and older files lack.
+// fieldsOf lists a struct's JSON fields (embedded structs flattened, in
+// encoding/json's order: declaration order, an embedded struct's fields in
+// its place) and which are required to decode: all but those tagged
+// omitempty, which later versions of a record added and older files lack.
+// Decoding and encoding share it, so a type is analysed once per process.
 func fieldsOf(t reflect.Type) fieldSet {
 	if v, ok := fieldCache.Load(t); ok {
 		return v.(fieldSet)
 	}
-	fs := fieldSet{byName: map[string]field{}, walkable: true}
+	fs := fieldSet{byName: map[string]field{}, walkable: true, encodable: true}
 	var add func(t reflect.Type, index []int)
 	add = func(t reflect.Type, index []int) {
-		for i := 0; i < t.NumField(); i++ {
+		for i := range t.NumField() {
 			f := t.Field(i)
 			tag := f.Tag.Get("json")
 			name, opts, _ := strings.Cut(tag, ",")
 			at := append(slices.Clip(index), i)
-			if f.Anonymous && f.Type.Kind() == reflect.Struct && name == "" {
+			if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
 				add(f.Type, at)
 				continue
 			}
-			if name == "-" || !f.IsExported() {
+			if f.Anonymous && name == "" && f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct {
+				// encoding/json promotes its fields, exported or not.
+				fs.walkable, fs.encodable = false, false
 				continue
 			}
-			if f.Anonymous || !plainName(name) || strings.Contains(","+opts+",", ",string,") {
+			if tag == "-" || !f.IsExported() {
+				continue
+			}
+			if f.Anonymous {
+				fs.walkable, fs.encodable = false, false
+			}
+			if !plainName(name) || hasOption(opts, "string") {
 				fs.walkable = false
+			}
+			if !plainName(name) || opts != "" && opts != "omitempty" {
+				fs.encodable = false
 			}
 			if name == "" {
 				name = f.Name
 			}
 			if _, twice := fs.byName[name]; twice {
-				fs.walkable = false
+				fs.walkable, fs.encodable = false, false
 			}
-			fs.byName[name] = field{typ: f.Type, index: at}
-			if !strings.Contains(","+opts+",", ",omitempty,") {
+			fd := field{name: name, typ: f.Type, index: at, omitEmpty: hasOption(opts, "omitempty")}
+			fs.list = append(fs.list, fd)
+			fs.byName[name] = fd
+			if !fd.omitEmpty {
 				fs.required = append(fs.required, name)
 			}
 		}
@@ -526,6 +548,19 @@ func fieldsOf(t reflect.Type) fieldSet {
 	add(t, nil)
 	fieldCache.Store(t, fs)
 	return fs
+}
+
+// hasOption reports whether the options of a json tag (after the name)
+// include opt.
+func hasOption(opts, opt string) bool {
+	for opts != "" {
+		var o string
+		o, opts, _ = strings.Cut(opts, ",")
+		if o == opt {
+			return true
+		}
+	}
+	return false
 }
 
 // plainName: a JSON name of letters, digits and underscores (or none), which
