@@ -51,18 +51,21 @@ type encoder struct {
 var (
 	marshalerType     = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	numberType        = reflect.TypeFor[json.Number]()
 )
 
 var selfCache sync.Map // reflect.Type -> bool
 
-// selfMarshaling: t, or a pointer to it, encodes itself. Worked out once
-// per type: reflect.PointerTo searches the binary's types by name.
+// selfMarshaling: t, or a pointer to it, encodes itself, or encoding/json
+// gives it a form of its own (json.Number, written as a bare number).
+// Worked out once per type: reflect.PointerTo searches the binary's types
+// by name.
 func selfMarshaling(t reflect.Type) bool {
 	if v, ok := selfCache.Load(t); ok {
 		return v.(bool)
 	}
 	p := reflect.PointerTo(t)
-	self := t.Implements(marshalerType) || t.Implements(textMarshalerType) ||
+	self := t == numberType || t.Implements(marshalerType) || t.Implements(textMarshalerType) ||
 		p.Implements(marshalerType) || p.Implements(textMarshalerType)
 	selfCache.Store(t, self)
 	return self

@@ -125,6 +125,8 @@ func TestMarshalHandsOver(t *testing.T) {
 		[2]int{1, 2},
 		viaPointer{&hidden{"promoted"}, "a"},
 		viaPointer{nil, "a"},
+		json.Number("12"),
+		map[string]any{"n": json.Number("1e3")},
 	}
 	for _, v := range values {
 		if direct(v) {
