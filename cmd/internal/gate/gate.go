@@ -4,10 +4,12 @@
 // git starts a hook at every commit, push and checkout, and a Go program
 // pays at every start for what it links: wt-hook's command line (urfave/cli,
 // its templates and reflection) costs a commit about 0.35 ms before any
-// decision is made (docs/performance.md). wt-gate links this package, the hooks and the store,
-// and nothing of a CLI library; the shims run it when it is installed
-// beside the recorded wt-hook, and wt-hook run otherwise. Both judge through
-// Judge and print what wt-hook prints, under wt-hook's name.
+// decision is made (docs/performance.md). wt-gate links this package, the
+// hooks and the store, and nothing of a CLI library; the shims run it when
+// it is installed beside the recorded wt-hook, and wt-hook run otherwise.
+// Both judge through Judge and print what wt-hook prints, under wt-hook's
+// name. pre-receive, which only a fenced remote's shim calls, is wt-hook's
+// alone.
 package gate
 
 import (
@@ -23,10 +25,6 @@ import (
 // Bin is the name the gate's lines carry: the hooks are wt-hook's,
 // whichever binary answers for them.
 const Bin = "wt-hook"
-
-// Hooks are the hooks Judge runs (wt-hook run's, but for pre-receive,
-// which only a fenced remote's shim calls, through wt-hook).
-var Hooks = []string{"pre-commit", "reference-transaction", "pre-push", "post-checkout"}
 
 // Judge runs hook, with the arguments git passed it, for this process in
 // the current directory (git runs hooks at the top of the worktree): it
