@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -54,20 +53,20 @@ var (
 	numberType        = reflect.TypeFor[json.Number]()
 )
 
-var selfCache sync.Map // reflect.Type -> bool
+var selfCache typeCache[bool]
 
 // selfMarshaling: t, or a pointer to it, encodes itself, or encoding/json
 // gives it a form of its own (json.Number, written as a bare number).
 // Worked out once per type: reflect.PointerTo searches the binary's types
 // by name.
 func selfMarshaling(t reflect.Type) bool {
-	if v, ok := selfCache.Load(t); ok {
-		return v.(bool)
+	if self, ok := selfCache.load(t); ok {
+		return self
 	}
 	p := reflect.PointerTo(t)
 	self := t == numberType || t.Implements(marshalerType) || t.Implements(textMarshalerType) ||
 		p.Implements(marshalerType) || p.Implements(textMarshalerType)
-	selfCache.Store(t, self)
+	selfCache.store(t, self)
 	return self
 }
 

@@ -157,10 +157,11 @@ func (w *walker) value(t reflect.Type, dst reflect.Value, at string) error {
 		}
 		fields := fieldsOf(t)
 		seen, err := w.members(at, func(k string) error {
-			f, ok := fields.byName[k]
+			i, ok := fields.byName[k]
 			if !ok {
 				return fmt.Errorf("%s: unknown key %q", where(at), k)
 			}
+			f := fields.list[i]
 			var fv reflect.Value
 			if dst.IsValid() {
 				fv = dst.FieldByIndex(f.index)
@@ -479,8 +480,8 @@ type field struct {
 }
 
 type fieldSet struct {
-	list     []field // in encoding/json's order
-	byName   map[string]field
+	list     []field        // in encoding/json's order
+	byName   map[string]int // index in list
 	required []string
 	// walkable: every field is of a walkable type, none is named twice,
 	// none has a name encoding/json would not take or the ",string" option.
@@ -491,7 +492,31 @@ type fieldSet struct {
 	encodable bool
 }
 
-var fieldCache sync.Map // reflect.Type -> fieldSet
+// typeCache holds what was worked out about each type, for the process.
+// A map under a mutex: a process analyses a dozen types once each, and
+// sync.Map's stores cost more than the analysis they save.
+type typeCache[V any] struct {
+	mu sync.Mutex
+	m  map[reflect.Type]V
+}
+
+func (c *typeCache[V]) load(t reflect.Type) (V, bool) {
+	c.mu.Lock()
+	v, ok := c.m[t]
+	c.mu.Unlock()
+	return v, ok
+}
+
+func (c *typeCache[V]) store(t reflect.Type, v V) {
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[reflect.Type]V{}
+	}
+	c.m[t] = v
+	c.mu.Unlock()
+}
+
+var fieldCache typeCache[fieldSet]
 
 // fieldsOf lists a struct's JSON fields (embedded structs flattened, in
 // encoding/json's order: declaration order, an embedded struct's fields in
@@ -499,10 +524,11 @@ var fieldCache sync.Map // reflect.Type -> fieldSet
 // omitempty, which later versions of a record added and older files lack.
 // Decoding and encoding share it, so a type is analysed once per process.
 func fieldsOf(t reflect.Type) fieldSet {
-	if v, ok := fieldCache.Load(t); ok {
-		return v.(fieldSet)
+	if fs, ok := fieldCache.load(t); ok {
+		return fs
 	}
-	fs := fieldSet{byName: map[string]field{}, walkable: true, encodable: true}
+	n := t.NumField()
+	fs := fieldSet{byName: make(map[string]int, n), list: make([]field, 0, n), required: make([]string, 0, n), walkable: true, encodable: true}
 	var add func(t reflect.Type, index []int)
 	add = func(t reflect.Type, index []int) {
 		for i := range t.NumField() {
@@ -538,15 +564,15 @@ func fieldsOf(t reflect.Type) fieldSet {
 				fs.walkable, fs.encodable = false, false
 			}
 			fd := field{name: name, typ: f.Type, index: at, omitEmpty: hasOption(opts, "omitempty")}
+			fs.byName[name] = len(fs.list)
 			fs.list = append(fs.list, fd)
-			fs.byName[name] = fd
 			if !fd.omitEmpty {
 				fs.required = append(fs.required, name)
 			}
 		}
 	}
 	add(t, nil)
-	fieldCache.Store(t, fs)
+	fieldCache.store(t, fs)
 	return fs
 }
 
@@ -566,8 +592,8 @@ func hasOption(opts, opt string) bool {
 // plainName: a JSON name of letters, digits and underscores (or none), which
 // encoding/json takes as it is.
 func plainName(name string) bool {
-	for _, c := range name {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
 			return false
 		}
 	}
@@ -575,7 +601,7 @@ func plainName(name string) bool {
 }
 
 var (
-	walkCache       sync.Map // reflect.Type -> bool
+	walkCache       typeCache[bool]
 	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 	textType        = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
@@ -585,12 +611,12 @@ var (
 // and structs of walkable types, none of which decodes itself
 // (json.Unmarshaler, encoding.TextUnmarshaler).
 func walkable(t reflect.Type) bool {
-	if v, ok := walkCache.Load(t); ok {
-		return v.(bool)
+	if ok, known := walkCache.load(t); known {
+		return ok
 	}
-	walkCache.Store(t, true) // a type that contains itself is walkable if the rest is
+	walkCache.store(t, true) // a type that contains itself is walkable if the rest is
 	ok := walkableNow(t)
-	walkCache.Store(t, ok)
+	walkCache.store(t, ok)
 	return ok
 }
 
@@ -613,7 +639,7 @@ func walkableNow(t reflect.Type) bool {
 		if !fs.walkable {
 			return false
 		}
-		for _, f := range fs.byName {
+		for _, f := range fs.list {
 			if !walkable(f.typ) {
 				return false
 			}
