@@ -31,6 +31,9 @@ type Verdict struct {
 	// Refusal is the decision that refuses (or, with Warning, would).
 	Refusal *decision.Error `json:"-"`
 	Warning bool            `json:"warning"`
+	// procs is the /proc reader the judgement read through (nil before
+	// any): what it read is not read again (see writePass).
+	procs *proc.Reader
 	// own is true when the entitlement is for the checkout's own
 	// allocation (a governed feature worktree judged in itself), the only
 	// case in which pre-commit leaves a pass.
@@ -114,11 +117,12 @@ func underGate(c gitrepo.Checkout, pid int, fn func(g *gate) error) (governed bo
 
 // gate judges entitlement inside one shared store section, for one process.
 type gate struct {
-	r    *alloc.Repo
-	tx   *store.Tx
-	pid  int
-	pol  store.Policy
-	repo *store.Repository
+	r     *alloc.Repo
+	tx    *store.Tx
+	pid   int
+	pol   store.Policy
+	repo  *store.Repository
+	procs *proc.Reader
 }
 
 func newGate(r *alloc.Repo, tx *store.Tx, pid int) (*gate, error) {
@@ -130,12 +134,12 @@ func newGate(r *alloc.Repo, tx *store.Tx, pid int) (*gate, error) {
 		return nil, decision.New(decision.InvalidMetadata, "policy.json is missing from %s", r.Store.Root()).
 			WithHint("run wt-admin init to finish setting the repository up")
 	}
-	return &gate{r: r, tx: tx, pid: pid, pol: pol}, nil
+	return &gate{r: r, tx: tx, pid: pid, pol: pol, procs: proc.NewReader()}, nil
 }
 
 // verdict starts a verdict about the checkout at path under the gate's policy.
 func (g *gate) verdict(path, branch string) Verdict {
-	return Verdict{Path: path, Branch: branch, pol: g.pol, warnOnly: g.pol.Enforcement == store.EnforcementWarn}
+	return Verdict{Path: path, Branch: branch, pol: g.pol, warnOnly: g.pol.Enforcement == store.EnforcementWarn, procs: g.procs}
 }
 
 // done turns a verdict without refusal into an allowance.
@@ -297,7 +301,7 @@ func (g *gate) judge(v *Verdict, a store.Allocation, own *gitrepo.Checkout) {
 		}
 		g.repo = &repo
 	}
-	if d := judgeLease(path, own != nil, a, *g.repo, l, ok, g.pid); d != nil {
+	if d := judgeLease(g.procs, path, own != nil, a, *g.repo, l, ok, g.pid); d != nil {
 		v.Refusal = d
 		return
 	}
@@ -336,7 +340,7 @@ func foreignBindings(a store.Allocation, l store.Lease) *decision.Error {
 // allocation, for the process pid. path is where the write happens: the
 // worktree itself (own), whose path the lease must record, or the
 // allocation's recorded path for a write to its branch from elsewhere.
-func judgeLease(path string, own bool, a store.Allocation, repo store.Repository, l store.Lease, ok bool, pid int) *decision.Error {
+func judgeLease(r *proc.Reader, path string, own bool, a store.Allocation, repo store.Repository, l store.Lease, ok bool, pid int) *decision.Error {
 	take := fmt.Sprintf("run the write under wt-exec: wt-exec -C %s -- git commit ...", shell.Word(path))
 	if !ok {
 		return decision.New(decision.WriterLeaseRequired, "no live writer holds %s (task %s): writes need its writer lease", path, a.TaskKey).
@@ -354,7 +358,6 @@ func judgeLease(path string, own bool, a store.Allocation, repo store.Repository
 	// start ticks) is live, since a process that exits hands its children
 	// on at once, so an entitled commit reads the holder's /proc entry
 	// once, in the walk. Liveness is asked apart only to word a refusal.
-	r := proc.NewReader()
 	anc, err := r.HasAncestor(pid, l.Holder.Identity())
 	if err != nil && !errors.Is(err, proc.ErrNoProcess) {
 		return decision.Wrap(decision.InvalidHolder, err, "ancestry of pid %d", pid)

@@ -37,17 +37,28 @@ func PreCommit(dir string, pid, gitPID int) (Verdict, error) {
 	// checkout allowed for any other reason (unmanaged, a role with its own
 	// gate, a warning) gets none, so its reference transaction is judged.
 	if err == nil && v.Allowed && !v.Warning && v.own && v.Code == decision.Entitled && !c.Detached && c.Branch == v.Branch {
-		writePass(c, gitPID)
+		writePass(c, gitPID, v.procs)
 	}
 	return v, err
 }
 
 // writePass writes the pass for the git process gitPID, which must be a
 // running process called git; it is written whole (temporary file and
-// rename) without fsync: it describes a process of this boot.
-func writePass(c gitrepo.Checkout, gitPID int) {
-	st, err := proc.ReadStat(gitPID)
-	if err != nil || st.Comm != "git" || !st.Running() {
+// rename) without fsync: it describes a process of this boot. The
+// entitlement's ancestry walk passed through gitPID, the hook's parent, and
+// its stat from there names it (read again only where the walk is absent).
+func writePass(c gitrepo.Checkout, gitPID int, procs *proc.Reader) {
+	st, ok := proc.Stat{}, false
+	if procs != nil {
+		st, ok = procs.Walked(gitPID)
+	}
+	if !ok {
+		var err error
+		if st, err = proc.ReadStat(gitPID); err != nil {
+			return
+		}
+	}
+	if st.Comm != "git" || !st.Running() {
 		return
 	}
 	boot, err := proc.BootID()

@@ -32,6 +32,18 @@ func (r *Reader) Ancestors(pid int) ([]int, error) {
 	return chain, nil
 }
 
+// Walked returns pid's stat as the reader's last HasAncestor read it, if
+// that walk passed pid: a caller that needs a process of the chain (a
+// hook's parent) reads its /proc entry once.
+func (r *Reader) Walked(pid int) (Stat, bool) {
+	for _, st := range r.walked {
+		if st.PID == pid {
+			return st, true
+		}
+	}
+	return Stat{}, false
+}
+
 // HasAncestor reports whether the process identified by anc is pid itself or
 // one of its ancestors, comparing start ticks at the matching hop so that a
 // reused pid is never mistaken for the original. This sits on every hook call:
@@ -41,6 +53,7 @@ func (r *Reader) HasAncestor(pid int, anc Identity) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	r.walked = r.walked[:0]
 	if anc.BootID != boot {
 		return false, nil
 	}
@@ -52,6 +65,7 @@ func (r *Reader) HasAncestor(pid int, anc Identity) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		r.walked = append(r.walked, st)
 		if pid == anc.PID {
 			return st.StartTicks == anc.StartTicks, nil
 		}

@@ -301,3 +301,39 @@ func TestCarryingEnv(t *testing.T) {
 		t.Fatalf("a prefix matched: %v", got)
 	}
 }
+
+// TestWalked: a walk keeps the stats it read, so that a caller needing a
+// process of the chain does not read its /proc entry again; a new walk
+// forgets the old one.
+func TestWalked(t *testing.T) {
+	r := NewReader()
+	if _, ok := r.Walked(os.Getppid()); ok {
+		t.Fatal("a reader that walked nothing has a stat")
+	}
+	gp, err := ReadStat(os.Getppid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	above, err := Describe(gp.PPID) // the parent's parent: the walk passes the parent
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.HasAncestor(os.Getpid(), above); err != nil || !ok {
+		t.Fatalf("grandparent is not an ancestor: %v %v", ok, err)
+	}
+	st, ok := r.Walked(os.Getppid())
+	if !ok || st.PID != os.Getppid() || st.StartTicks != gp.StartTicks || st.Comm != gp.Comm {
+		t.Fatalf("Walked(parent) = %+v %v, want %+v", st, ok, gp)
+	}
+	child := start(t, "", false, "sleep", "60")
+	if _, ok := r.Walked(child.Process.Pid); ok {
+		t.Fatal("a process off the chain was walked")
+	}
+	self, _ := Describe(os.Getpid())
+	if ok, _ := r.HasAncestor(os.Getpid(), self); !ok {
+		t.Fatal("a process is not its own ancestor")
+	}
+	if _, ok := r.Walked(os.Getppid()); ok {
+		t.Fatal("a new walk kept the parent of the old one")
+	}
+}

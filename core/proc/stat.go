@@ -137,6 +137,8 @@ func trimSpace(b []byte) []byte {
 type Reader struct {
 	buf  []byte
 	path []byte
+	// walked is what the last HasAncestor read, a stat a hop.
+	walked []Stat
 }
 
 // NewReader returns a Reader with a buffer large enough for any stat line.

@@ -32,14 +32,13 @@ const Bin = "wt-hook"
 // print, and the refusal or failure (a USAGE error for a call git would not
 // make). Warnings come before a refusal, as the verdicts did.
 func Judge(hook string, args []string, stdin io.Reader) (verdict *hooks.Verdict, warnings []string, err error) {
-	want := map[string]int{"pre-commit": 0, "reference-transaction": 1, "pre-push": 2, "post-checkout": 3}
-	n, ok := want[hook]
+	form, ok := forms[hook]
 	if !ok {
 		return nil, nil, decision.New(decision.Usage, "run: unknown hook %q", hook).
 			WithHint("wt-hook run pre-commit | pre-push REMOTE URL | reference-transaction STATE | post-checkout PREV NEW FLAG")
 	}
-	if len(args) != n {
-		return nil, nil, decision.New(decision.Usage, "%s", usage[hook])
+	if len(args) != form.args {
+		return nil, nil, decision.New(decision.Usage, "%s", form.usage)
 	}
 	switch hook {
 	case "pre-commit":
@@ -84,11 +83,16 @@ func Judge(hook string, args []string, stdin io.Reader) (verdict *hooks.Verdict,
 	}
 }
 
-var usage = map[string]string{
-	"pre-commit":            "run pre-commit takes no arguments",
-	"reference-transaction": "run reference-transaction takes the transaction's STATE",
-	"pre-push":              "run pre-push takes REMOTE and URL, as git passes them",
-	"post-checkout":         "run post-checkout takes PREV, NEW and FLAG, as git passes them",
+// forms are the hooks Judge runs: how many arguments git passes each, and
+// what a call with another number is told.
+var forms = map[string]struct {
+	args  int
+	usage string
+}{
+	"pre-commit":            {0, "run pre-commit takes no arguments"},
+	"reference-transaction": {1, "run reference-transaction takes the transaction's STATE"},
+	"pre-push":              {2, "run pre-push takes REMOTE and URL, as git passes them"},
+	"post-checkout":         {3, "run post-checkout takes PREV, NEW and FLAG, as git passes them"},
 }
 
 // Warnings are an allowed verdict's warnings (a refusal under enforcement
@@ -98,6 +102,13 @@ func Warnings(v hooks.Verdict) []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("policy enforcement is warn, so this is allowed; it would be refused: %s: %s (hint: %s)", v.Refusal.Code, v.Refusal.Message, v.Refusal.Hint)}
+}
+
+// PrintWarnings writes each warning as its line on w: "BIN: warning: ...".
+func PrintWarnings(w io.Writer, bin string, warnings []string) {
+	for _, msg := range warnings {
+		fmt.Fprintf(w, "%s: warning: %s\n", bin, msg)
+	}
 }
 
 // Main is wt-gate with args (without the program name): exactly what a
@@ -110,9 +121,7 @@ func Main(args []string, stdin io.Reader, stderr io.Writer) int {
 			WithHint("run the hook as git does, or ask wt-hook: wt-hook check"))
 	}
 	_, warnings, err := Judge(args[1], args[2:], stdin)
-	for _, w := range warnings {
-		fmt.Fprintf(stderr, "%s: warning: %s\n", Bin, w)
-	}
+	PrintWarnings(stderr, Bin, warnings)
 	if err != nil {
 		return textout.Report(stderr, Bin, "run "+args[1], err)
 	}

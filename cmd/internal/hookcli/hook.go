@@ -165,9 +165,7 @@ func (e *env) runHook(hook string, maxArgs int) ucli.ActionFunc {
 		if err == nil && v != nil && e.JSON {
 			return e.verdict(*v, nil, false)
 		}
-		for _, w := range warnings {
-			fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Bin, w)
-		}
+		gate.PrintWarnings(e.Stderr, e.Bin, warnings)
 		return err
 	})
 }
@@ -193,11 +191,7 @@ func (e *env) verdict(v hooks.Verdict, err error, show bool) error {
 }
 
 // warnVerdict prints the warnings of an allowed verdict on stderr.
-func (e *env) warnVerdict(v hooks.Verdict) {
-	for _, w := range gate.Warnings(v) {
-		fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Bin, w)
-	}
-}
+func (e *env) warnVerdict(v hooks.Verdict) { gate.PrintWarnings(e.Stderr, e.Bin, gate.Warnings(v)) }
 
 // hooksAction is the action of a command on git's hooks dir: it finds the
 // dir, runs fn on it and prints the hooks it leaves.
