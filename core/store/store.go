@@ -202,6 +202,10 @@ type Tx struct {
 	durable bool
 	// events is events.jsonl, opened by the section's first AppendEvent.
 	events *os.File
+	// records are the allocation records this section has read: under the
+	// lock only the section itself writes them (PutAllocation forgets its
+	// own), so a second look (PutAllocationRuntime's) reads no file again.
+	records map[string]Allocation
 }
 
 func (tx *Tx) path(parts ...string) string {

@@ -449,3 +449,57 @@ func TestGitAdminTurns(t *testing.T) {
 		t.Fatalf("with the turn free: ran %v, %v", ran, err)
 	}
 }
+
+// TestAllocationReadOncePerSection: a section reads an allocation record
+// once (PutAllocationRuntime's second look comes from what it read); what a
+// caller does to its copy does not reach that memory, and the section's own
+// PutAllocation is read back.
+func TestAllocationReadOncePerSection(t *testing.T) {
+	s := newStore(t)
+	a := putAlloc(t, s)
+	branch := "wt/T-1"
+	a.Branch = &branch
+	if err := s.Write(func(tx *Tx) error { return tx.PutAllocation(&a) }); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(s.Root(), "allocations", a.AllocationID+".json")
+	if err := s.Write(func(tx *Tx) error {
+		got, err := tx.Allocation(a.AllocationID)
+		if err != nil {
+			return err
+		}
+		// Gone from disk: only the section's memory can answer now.
+		saved, _ := os.ReadFile(rec)
+		os.Remove(rec)
+		defer os.WriteFile(rec, saved, 0o644)
+		got.ExternalBindings = append(got.ExternalBindings, "mutated")
+		*got.Branch = "mutated"
+		again, err := tx.Allocation(a.AllocationID)
+		if err != nil {
+			return err
+		}
+		if len(again.ExternalBindings) != 0 || again.Branch == nil || *again.Branch == "mutated" {
+			t.Errorf("a caller's change reached the section's copy: %q %v", again.ExternalBindings, again.Branch)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(func(tx *Tx) error {
+		got, err := tx.Allocation(a.AllocationID)
+		if err != nil {
+			return err
+		}
+		got.Owner = "bob"
+		if err := tx.PutAllocation(&got); err != nil {
+			return err
+		}
+		again, err := tx.Allocation(a.AllocationID)
+		if err == nil && again.Owner != "bob" {
+			t.Errorf("the section's own write is not read back: owner %q", again.Owner)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

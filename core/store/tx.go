@@ -183,11 +183,14 @@ func (tx *Tx) allocation(id string, withRuntime bool) (Allocation, error) {
 	return a, tx.layRuntime(&a)
 }
 
-// allocationRecord reads allocations/<id>.json alone.
+// allocationRecord reads allocations/<id>.json alone, once a section.
 func (tx *Tx) allocationRecord(id string) (Allocation, error) {
 	var a Allocation
 	if err := validID("allocation", id); err != nil {
 		return a, err
+	}
+	if a, ok := tx.records[id]; ok {
+		return a.clone(), nil
 	}
 	p := tx.path(allocationsDir, id+".json")
 	ok, err := readRecord(p, &a)
@@ -200,7 +203,21 @@ func (tx *Tx) allocationRecord(id string) (Allocation, error) {
 	if a.AllocationID != id {
 		return a, invalid(p, fmt.Errorf("allocation_id %q does not match the file name", a.AllocationID))
 	}
+	if tx.records == nil {
+		tx.records = map[string]Allocation{}
+	}
+	tx.records[id] = a.clone()
 	return a, nil
+}
+
+// clone is a copy of a that shares nothing a caller may change.
+func (a Allocation) clone() Allocation {
+	a.ExternalBindings = slices.Clone(a.ExternalBindings)
+	if a.Branch != nil {
+		b := *a.Branch
+		a.Branch = &b
+	}
+	return a
 }
 
 // layRuntime lays the allocation's runtime file, when there is one, over
@@ -325,6 +342,7 @@ func (tx *Tx) PutAllocation(a *Allocation) error {
 			return err
 		}
 	}
+	delete(tx.records, a.AllocationID)
 	return tx.put(tx.path(allocationsDir, a.AllocationID+".json"), a, durable)
 }
 
