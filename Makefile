@@ -20,7 +20,7 @@ TAGS    ?= urfave_cli_no_docs
 # describe of this checkout; a build without make falls back to what the Go
 # toolchain records (module version, or VCS revision and dirty flag).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
-LDFLAGS := -X github.com/wt-tool/wt/cmd/internal/clikit.stamped=$(VERSION)
+LDFLAGS := -X github.com/wt-tool/wt/cmd/internal/textout.stamped=$(VERSION)
 
 .PHONY: all build docs install package demo test lint bench fuzz clean
 

@@ -9,7 +9,8 @@ import (
 
 // TestImportRules keeps the picture of STYLE.md true:
 //
-//	cmd/*  ->  cmd/internal/{cli,hookcli}  ->  cmd/internal/clikit
+//	cmd/*  ->  cmd/internal/{cli,hookcli}  ->  cmd/internal/clikit  ->  cmd/internal/textout
+//	cmd/*  ->  cmd/internal/{execcli,gate}  ->  cmd/internal/textout
 //	       ->  wrapper  hooks  cmd/internal/doctor -> install  ->  core/...
 //
 // core never imports the CLI library or the packages above it, and the
@@ -44,6 +45,11 @@ func TestImportRules(t *testing.T) {
 	forbidden["cmd/wt-gate"] = []string{"github.com/urfave/cli/v2", "text/template", "regexp", "go.etcd.io/",
 		mod + "cmd/internal/cli", mod + "cmd/internal/clikit", mod + "cmd/internal/hookcli", mod + "wrapper",
 		mod + "install", mod + "core/maint", mod + "cmd/internal/doctor", "github.com/creack/pty", "github.com/landlock-lsm/"}
+	// wt-exec, which starts before every agent command, reads its command
+	// line itself (cmd/internal/execcli) and links neither the CLI library
+	// nor wt-admin's maintenance, status and doctor.
+	forbidden["cmd/wt-exec"] = append(forbidden["cmd/wt-exec"], "github.com/urfave/cli/v2", "text/template", "regexp",
+		mod+"cmd/internal/cli", mod+"cmd/internal/clikit", mod+"cmd/internal/hookcli", mod+"core/maint", mod+"core/view", mod+"cmd/internal/doctor")
 	forbidden["cmd/internal/textout"] = []string{"github.com/urfave/cli/v2"}
 	forbidden["cmd/internal/clikit"] = []string{mod + "cmd/internal/cli", mod + "cmd/internal/hookcli", mod + "wrapper", mod + "hooks", mod + "install", mod + "core/maint"}
 	for pattern, bad := range forbidden {

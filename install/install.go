@@ -348,6 +348,25 @@ func HookBinaryBeside() (string, error) {
 	return bin, nil
 }
 
+// EnsureBeside is Ensure with the wt-hook installed beside the running
+// binary (HookBinaryBeside), as wt-admin init and wt-exec --task install
+// the hooks; where says where they are (installed in, or in place in, the
+// hooks dir).
+func EnsureBeside(ctx context.Context, g *gitrepo.Repo) (installed bool, where string, err error) {
+	bin, err := HookBinaryBeside()
+	if err != nil {
+		return false, "not installed", err
+	}
+	res, installed, err := Ensure(ctx, g, bin)
+	if err != nil {
+		return false, "not installed", err
+	}
+	if installed {
+		return true, "installed in " + res.HooksDir, nil
+	}
+	return false, "in place in " + res.HooksDir, nil
+}
+
 // Ensure installs wt's shims in the hooks dir git uses for the worktree at
 // dir unless every one is already in place, recording bin. A hooks dir
 // inside the working tree is left alone (wt-hook install --force decides

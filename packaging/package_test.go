@@ -55,7 +55,7 @@ func TestPackages(t *testing.T) {
 		}
 	}
 	run(t, root, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-tags", "urfave_cli_no_docs",
-		"-ldflags", "-X github.com/wt-tool/wt/cmd/internal/clikit.stamped=v1.2.3-pkgtest", "-o", filepath.Join(work, "bin")+"/",
+		"-ldflags", "-X github.com/wt-tool/wt/cmd/internal/textout.stamped=v1.2.3-pkgtest", "-o", filepath.Join(work, "bin")+"/",
 		"./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate", "./cmd/wt-admin", "./cmd/wt-fleet")
 	run(t, root, nil, "go", "run", "-tags", "wt_gendocs", "./cmd/internal/gendocs", filepath.Join(work, "build", "docs"))
 

@@ -4,13 +4,13 @@ package main
 import (
 	"os"
 
-	"github.com/wt-tool/wt/cmd/internal/cli"
+	"github.com/wt-tool/wt/cmd/internal/execcli"
 	"github.com/wt-tool/wt/wrapper"
 )
 
 func main() {
 	wrapper.Early() // signal set-up overlaps the command line's parsing
-	code, died, toGroup := cli.ExecDying(os.Args[1:], os.Stdout, os.Stderr)
+	code, died, toGroup := execcli.ExecDying(os.Args[1:], os.Stdout, os.Stderr)
 	wrapper.DieBy(died, toGroup) // the child died of a signal: so does wt-exec
 	os.Exit(code)
 }

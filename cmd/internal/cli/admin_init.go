@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -62,7 +61,7 @@ func (e *env) initCommand() *ucli.Command {
 				var installed bool
 				var g *gitrepo.Repo
 				if g, err = gitrepo.Discover(c.Context, repoDir(c)); err == nil {
-					installed, hooks, err = ensureHooks(c.Context, g)
+					installed, hooks, err = install.EnsureBeside(c.Context, g)
 				}
 				if err != nil {
 					warnings = append(warnings, hookWarning(err))
@@ -140,24 +139,6 @@ func printPolicy(w io.Writer, p store.Policy) {
 	}
 	fmt.Fprintf(tw, "confine\t%s\n", confine)
 	tw.Flush()
-}
-
-// ensureHooks installs wt's shims for the repository g, recording the
-// wt-hook installed beside this binary, unless they are all in place. It
-// says where they are.
-func ensureHooks(ctx context.Context, g *gitrepo.Repo) (installed bool, where string, err error) {
-	bin, err := install.HookBinaryBeside()
-	if err != nil {
-		return false, "not installed", err
-	}
-	res, installed, err := install.Ensure(ctx, g, bin)
-	if err != nil {
-		return false, "not installed", err
-	}
-	if installed {
-		return true, "installed in " + res.HooksDir, nil
-	}
-	return false, "in place in " + res.HooksDir, nil
 }
 
 // hookWarning turns a failed hook installation into a warning that names

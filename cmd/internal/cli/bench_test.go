@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wt-tool/wt/cmd/internal/execcli"
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
 	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/store"
@@ -159,7 +160,7 @@ func BenchmarkExecContention8(b *testing.B) {
 			defer wg.Done()
 			for next.Add(1) <= int64(b.N) {
 				err := exec.Command(wtexec, "-C", wts[0], "--", "/bin/true").Run()
-				if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == ExitExecRefused {
+				if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == execcli.ExitRefused {
 					refused.Add(1)
 				} else if err != nil {
 					b.Error(err)

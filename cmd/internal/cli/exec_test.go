@@ -21,6 +21,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/wt-tool/wt/cmd/internal/execcli"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
@@ -69,7 +70,7 @@ func (r result) ok(t *testing.T) result {
 
 func (r result) refused(t *testing.T, code string) result {
 	t.Helper()
-	if r.code != ExitExecRefused || !strings.Contains(r.stderr, "refused: "+code) {
+	if r.code != execcli.ExitRefused || !strings.Contains(r.stderr, "refused: "+code) {
 		t.Fatalf("want exit 125 with %s, got %d\nstderr: %s", code, r.code, r.stderr)
 	}
 	return r
@@ -802,7 +803,7 @@ func TestOrphanAdopt(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "wt-admin lease adopt") {
 		t.Errorf("the orphaned agent's commit: %d %s", r.code, r.stderr)
 	}
-	if r := run(t, wts[0], "wt-exec", "--", "true"); r.code != ExitExecRefused || !strings.Contains(r.stderr, "wt-admin lease adopt") {
+	if r := run(t, wts[0], "wt-exec", "--", "true"); r.code != execcli.ExitRefused || !strings.Contains(r.stderr, "wt-admin lease adopt") {
 		t.Errorf("wt-exec on the orphaned lease: %d %s", r.code, r.stderr)
 	}
 	pid, _ := os.ReadFile(filepath.Join(dir, "pid"))

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/wt-tool/wt/cmd/internal/execcli"
 	"github.com/wt-tool/wt/core/gitrepo"
 )
 
@@ -37,7 +38,7 @@ func TestFailedLeaseWriteGivesBack(t *testing.T) {
 	id := allocID(t, repo, "w0")
 	store := filepath.Join(repo, ".git", "wt")
 	r := readOnly(t, wts[0], "exec wt-exec -- true", filepath.Join(store, "leases"))
-	if r.code != ExitExecRefused || !strings.Contains(r.stderr, "STORE_NOT_WRITABLE") {
+	if r.code != execcli.ExitRefused || !strings.Contains(r.stderr, "STORE_NOT_WRITABLE") {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	if exists(gitrepo.LockFile(filepath.Join(repo, ".git"), "w0")) {
@@ -66,7 +67,7 @@ func TestStoreNotWritable(t *testing.T) {
 	top, repo, wts := governed(t, 1)
 	store := filepath.Join(repo, ".git", "wt")
 	r := readOnly(t, wts[0], "exec wt-exec -- touch "+filepath.Join(top, "ran"), store)
-	if r.code != ExitExecRefused || !strings.Contains(r.stderr, "refused: STORE_NOT_WRITABLE: wt's store cannot be written at "+store) ||
+	if r.code != execcli.ExitRefused || !strings.Contains(r.stderr, "refused: STORE_NOT_WRITABLE: wt's store cannot be written at "+store) ||
 		!strings.Contains(r.stderr, "hint: make it writable") {
 		t.Errorf("wt-exec: exit %d\n%s", r.code, r.stderr)
 	}

@@ -17,6 +17,7 @@ import (
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/wt-tool/wt/cmd/internal/execcli"
 	"github.com/wt-tool/wt/cmd/internal/fleetcli"
 	"github.com/wt-tool/wt/cmd/internal/gate"
 	"github.com/wt-tool/wt/cmd/internal/hookcli"
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 	testscript.Main(inTestCgroup{m}, map[string]func(){
 		"wt-admin": func() { os.Exit(Admin(os.Args[1:], os.Stdout, os.Stderr)) },
 		"wt-exec": func() {
-			code, died, toGroup := ExecDying(os.Args[1:], os.Stdout, os.Stderr)
+			code, died, toGroup := execcli.ExecDying(os.Args[1:], os.Stdout, os.Stderr)
 			wrapper.DieBy(died, toGroup)
 			os.Exit(code)
 		},

@@ -21,7 +21,7 @@ func TestVersionStamped(t *testing.T) {
 		out   string
 		flags []string
 	}{
-		{stampedBin, []string{"-ldflags", "-X github.com/wt-tool/wt/cmd/internal/clikit.stamped=v9.8.7-test"}},
+		{stampedBin, []string{"-ldflags", "-X github.com/wt-tool/wt/cmd/internal/textout.stamped=v9.8.7-test"}},
 		{plainBin, nil},
 	} {
 		args := append(append([]string{"build"}, b.flags...), "-o", b.out, "github.com/wt-tool/wt/cmd/wt-admin")

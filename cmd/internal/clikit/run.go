@@ -1,12 +1,12 @@
-// Package clikit is what the command lines of wt-exec, wt-hook and wt-admin
-// share: running a urfave/cli app with wt's exit codes, usage errors and
-// JSON envelope, terminal-safe output, and the version. Each binary's
-// application is a package of its own (cmd/internal/cli for wt-admin and
-// wt-exec, cmd/internal/hookcli for wt-hook), so that a binary links only
-// what it uses: wt-hook, which git starts at every commit, links neither
-// wt-exec's supervisor (pty, Landlock) nor wt-admin's maintenance. Those
-// packages and this one are the only places that write to stdout and
-// stderr.
+// Package clikit is what the urfave/cli command lines of wt-hook and
+// wt-admin share: running an app with wt's exit codes, usage errors and
+// JSON envelope, and the version printers. Each binary's application is a
+// package of its own (cmd/internal/cli for wt-admin, cmd/internal/hookcli
+// for wt-hook, cmd/internal/execcli for wt-exec, which links no CLI
+// library), so that a binary links only what it uses: wt-hook, which git
+// starts at every commit, links neither wt-exec's supervisor (pty,
+// Landlock) nor wt-admin's maintenance. Those packages, textout and this
+// one are the only places that write to stdout and stderr.
 package clikit
 
 import (
@@ -26,7 +26,7 @@ import (
 )
 
 // JSONSchemaVersion is the version of the --json envelope.
-const JSONSchemaVersion = 1
+const JSONSchemaVersion = textout.JSONSchemaVersion
 
 // Exit codes shared by wt-admin and wt-hook (docs/design.md, "Output").
 const (
@@ -46,8 +46,6 @@ type Env struct {
 	Stderr  io.Writer
 	JSON    bool
 	Command string
-	// JSONOut is where wt-exec --json DEST writes its one envelope.
-	JSONOut io.WriteCloser
 }
 
 // UsageErr is a USAGE refusal (exit 2).
@@ -64,7 +62,7 @@ func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr i
 		if a == "--" {
 			break
 		}
-		if a == "--json" && bin != "wt-exec" { // wt-exec's --json names a destination
+		if a == "--json" {
 			e.JSON = true
 		}
 	}
@@ -125,46 +123,16 @@ func (e *Env) Report(err error) int {
 	if reported {
 		return code
 	}
-	if e.JSON || e.JSONOut != nil {
-		errObj := map[string]any{"code": d.Code, "message": d.Message, "hint": d.Hint}
-		for k, v := range d.Facts {
-			if _, taken := errObj[k]; !taken {
-				errObj[k] = v
-			}
-		}
-		env := map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version(),
-			"command": e.Command, "ok": false, "error": errObj, "warnings": []string{}}
-		if e.JSONOut != nil {
-			e.WriteJSONOut(env)
-		} else {
-			e.WriteJSON(env)
-			return code
-		}
+	if e.JSON {
+		e.WriteJSON(textout.ErrorEnvelope(e.Command, d))
+		return code
 	}
 	textout.Print(e.Stderr, e.Bin, code, d)
 	return code
 }
 
-// WriteJSONOut writes wt-exec's one envelope to its --json destination
-// and closes it, so that a reader of a pipe sees the end.
-func (e *Env) WriteJSONOut(env map[string]any) {
-	if e.JSONOut == nil {
-		return
-	}
-	enc := json.NewEncoder(e.JSONOut)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(env) // Best effort: a destination closed by its reader has nobody to tell.
-	e.JSONOut.Close()
-	e.JSONOut = nil
-}
-
 // WriteJSON writes v to stdout, indented.
-func (e *Env) WriteJSON(v any) {
-	enc := json.NewEncoder(e.Stdout)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v) // Best effort: a closed stdout has nobody to tell.
-}
+func (e *Env) WriteJSON(v any) { textout.WriteJSON(e.Stdout, v, "  ") }
 
 // Success prints a decision: the envelope with --json, else human text.
 func (e *Env) Success(code, reason string, result any, warnings []string, human func(w io.Writer)) error {
@@ -184,8 +152,7 @@ func (e *Env) Success(code, reason string, result any, warnings []string, human 
 		}
 		dec["code"] = code
 		dec["reason"] = reason
-		e.WriteJSON(map[string]any{"schema_version": JSONSchemaVersion, "tool_version": Version(),
-			"command": e.Command, "ok": true, "decision": dec, "warnings": warnings})
+		e.WriteJSON(textout.Envelope(e.Command, true, dec, warnings))
 		return nil
 	}
 	human(e.Stdout)

@@ -1,0 +1,241 @@
+package execcli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wt-tool/wt/cmd/internal/textout"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/wrapper"
+)
+
+// Kind is what a flag takes.
+type Kind int
+
+// Flag kinds.
+const (
+	String Kind = iota
+	Bool
+	Duration
+	// StringSlice is a string flag that may be given more than once.
+	StringSlice
+)
+
+// Flag is one of wt-exec's flags. Usage names its value's placeholder in
+// backquotes (as urfave/cli reads it for the man pages, which are made
+// from this table).
+type Flag struct {
+	Name    string
+	Aliases []string
+	Kind    Kind
+	Usage   string
+	// Default is the value when the flag is not given ("" for none); for
+	// a Duration it is in time.ParseDuration's form.
+	Default string
+}
+
+// Usage is wt-exec's one-line description and its synopsis.
+const (
+	Summary  = "run a command as the live writer of a governed worktree"
+	Synopsis = "wt-exec [-C DIR] [--task KEY [--base REV] [--path PATH]] [--client-id ID] [--session-id ID] [--run-id ID]\n   [--holder SELECTOR] [--owner NAME] [--kind KIND] [--ttl DURATION] [--grace DURATION] [--pty | --no-pty]\n   [--wait [--timeout DURATION]] -- COMMAND [ARG...]"
+)
+
+// Flags are wt-exec's flags, in the order its help lists them.
+var Flags = []Flag{
+	{Name: "C", Kind: String, Usage: "run in `DIR` (a directory of the governed worktree)"},
+	{Name: "client-id", Kind: String, Usage: "the writer's client `ID` (default $WT_CLIENT_ID, else the command's name)"},
+	{Name: "session-id", Kind: String, Usage: "the writer's session `ID` (default $WT_SESSION_ID)"},
+	{Name: "run-id", Kind: String, Usage: "the writer's run `ID` (default $WT_RUN_ID)"},
+	{Name: "holder", Kind: String, Usage: "the lease holder: self, PID or ancestor:NAME (default: the outer wt-exec's holder, else self)"},
+	{Name: "owner", Kind: String, Usage: "refuse unless the allocation's owner is `NAME`"},
+	{Name: "kind", Kind: String, Default: wrapper.DefaultKind, Usage: "occupancy `KIND`: agent, test, preview, background or command"},
+	{Name: "ttl", Kind: Duration, Usage: "lease expiry, renewed every ttl/3 while the command runs (default: none)"},
+	{Name: "grace", Kind: Duration, Default: wrapper.DefaultGrace.String(), Usage: "time between SIGTERM and SIGKILL for what the command leaves behind"},
+	{Name: "pty", Kind: Bool, Usage: "give the command a new pty (default when stdin and stdout are terminals)"},
+	{Name: "no-pty", Kind: Bool, Usage: "no pty: the command's group takes the terminal's foreground"},
+	{Name: "verbose", Kind: Bool, Usage: "print the lease decision on stderr"},
+	{Name: "confine", Kind: Bool, Usage: "confine the command with Landlock (refuse where the kernel cannot): it may write only in its worktree and what git and agents need"},
+	{Name: "no-confine", Kind: Bool, Usage: "do not confine the command, whatever the policy says"},
+	{Name: "allow-write", Kind: StringSlice, Usage: "with confinement, also let the command write beneath `DIR` (repeatable)"},
+	{Name: "explain", Kind: Bool, Usage: "print the confinement rules this run would have, and run nothing"},
+	{Name: "json", Kind: String, Usage: "write the grant (once the command runs) or the refusal as one JSON object to `DEST`: a path, or fd:N for an open file descriptor"},
+	{Name: "wait", Kind: Bool, Usage: "when a live writer holds the lease, wait for it (in line with other waiters) instead of exiting 125"},
+	{Name: "timeout", Kind: Duration, Usage: "with --wait, give up after `DURATION` (exit 125, WRITER_LEASE_WAIT_TIMEOUT)"},
+	// The one-step launch: --task finds the task's worktree or allocates
+	// it, and makes sure the repository's hooks are installed.
+	{Name: "task", Kind: String, Usage: "run in task `KEY`'s worktree, allocating it (with --owner) when the task has none; -C names the repository"},
+	{Name: "base", Kind: String, Usage: "with --task, a new worktree starts at `REV` (default: the publication branch)"},
+	{Name: "path", Kind: String, Usage: "with --task, where a new worktree goes (default: ../REPO-KEY beside the canonical checkout)"},
+	{Name: "help", Aliases: []string{"h"}, Kind: Bool, Usage: "show help"},
+	{Name: "version", Aliases: []string{"v"}, Kind: Bool, Usage: "print the version"},
+}
+
+// Line is a parsed command line: the flags given (by their first name)
+// and the command that follows them.
+type Line struct {
+	set     map[string]bool
+	strs    map[string]string
+	lists   map[string][]string
+	durs    map[string]time.Duration
+	Command []string
+}
+
+// IsSet reports whether the flag name was given.
+func (l *Line) IsSet(name string) bool { return l.set[name] }
+
+// String is a String flag's value, or its default.
+func (l *Line) String(name string) string {
+	if v, ok := l.strs[name]; ok {
+		return v
+	}
+	return flagNamed(name).Default
+}
+
+// Bool is whether a Bool flag is on.
+func (l *Line) Bool(name string) bool { return l.strs[name] == "true" }
+
+// Duration is a Duration flag's value, or its default.
+func (l *Line) Duration(name string) time.Duration {
+	if d, ok := l.durs[name]; ok {
+		return d
+	}
+	d, _ := time.ParseDuration(flagNamed(name).Default) // "" is 0
+	return d
+}
+
+// Strings is every value a StringSlice flag was given, in order.
+func (l *Line) Strings(name string) []string { return l.lists[name] }
+
+func flagNamed(name string) *Flag {
+	for i := range Flags {
+		if Flags[i].Name == name {
+			return &Flags[i]
+		}
+		for _, a := range Flags[i].Aliases {
+			if a == name {
+				return &Flags[i]
+			}
+		}
+	}
+	return nil
+}
+
+// Parse reads wt-exec's command line as the Go flag package (and so
+// urfave/cli) reads one: a flag is -NAME or --NAME; a value follows as
+// the next argument or after "=" (a bool takes only "="); flags end at
+// "--" or at the first argument that is not a flag, which begins the
+// command. A flag given twice keeps its last value (allow-write keeps
+// all). Errors are USAGE refusals in wt's words.
+func Parse(args []string) (*Line, error) {
+	l := &Line{set: map[string]bool{}, strs: map[string]string{}, lists: map[string][]string{}, durs: map[string]time.Duration{}}
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			break
+		}
+		name := strings.TrimPrefix(a[1:], "-")
+		if name == "" || name[0] == '-' || name[0] == '=' {
+			return nil, usageErr("bad flag syntax: %s", a)
+		}
+		name, value, hasValue := strings.Cut(name, "=")
+		f := flagNamed(name)
+		if f == nil {
+			return nil, usageErr("there is no flag --%s", name)
+		}
+		if f.Kind == Bool {
+			if !hasValue {
+				value = "true"
+			}
+			b, err := strconv.ParseBool(value)
+			if err != nil {
+				return nil, usageErr("--%s %q: a flag that is on or off takes true or false", name, value)
+			}
+			value = strconv.FormatBool(b)
+		} else if !hasValue {
+			if i+1 >= len(args) {
+				return nil, usageErr("--%s needs a value", name)
+			}
+			i++
+			value = args[i]
+		}
+		switch f.Kind {
+		case Duration:
+			d, err := time.ParseDuration(value)
+			if err != nil {
+				return nil, usageErr("--%s %q: a duration needs a number and a unit, e.g. 30s, 10m, 1h", name, value)
+			}
+			l.durs[f.Name] = d
+		case StringSlice:
+			l.lists[f.Name] = append(l.lists[f.Name], value)
+		}
+		l.strs[f.Name] = value
+		l.set[f.Name] = true
+	}
+	l.Command = args[i:]
+	return l, nil
+}
+
+func usageErr(format string, args ...any) error {
+	return &textout.ExitError{Code: textout.ExitUsage, Err: decision.New(decision.Usage, format, args...)}
+}
+
+// placeholder splits a usage text into its value's placeholder (the
+// backquoted word, else VALUE for a flag that takes one) and the text
+// without the backquotes, as urfave/cli does for the man pages.
+func placeholder(f Flag) (name, usage string) {
+	usage = f.Usage
+	if i := strings.IndexByte(usage, '`'); i >= 0 {
+		if j := strings.IndexByte(usage[i+1:], '`'); j >= 0 {
+			name = usage[i+1 : i+1+j]
+			usage = usage[:i] + name + usage[i+2+j:]
+		}
+	}
+	if name == "" && f.Kind != Bool {
+		name = "value"
+	}
+	return name, usage
+}
+
+// PrintHelp writes wt-exec's help.
+func PrintHelp(w io.Writer) {
+	fmt.Fprintf(w, "NAME:\n   wt-exec - %s\n\nUSAGE:\n   %s\n\nVERSION:\n   %s\n\nGLOBAL OPTIONS:\n", Summary, strings.ReplaceAll(Synopsis, "\n", "\n   "), textout.Version())
+	rows := make([][2]string, 0, len(Flags))
+	width := 0
+	for _, f := range Flags {
+		ph, usage := placeholder(f)
+		left := dashed(f.Name)
+		for _, a := range f.Aliases {
+			left += ", " + dashed(a)
+		}
+		if ph != "" {
+			left += " " + ph
+		}
+		if f.Default != "" {
+			usage += fmt.Sprintf(" (default: %s)", f.Default)
+		}
+		if f.Kind == StringSlice {
+			usage += " [ --" + f.Name + " " + ph + " ]"
+		}
+		rows = append(rows, [2]string{left, usage})
+		width = max(width, len(left))
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "   %-*s  %s\n", width, r[0], r[1])
+	}
+}
+
+// dashed is a flag name as it is typed: -C, --client-id.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
