@@ -22,13 +22,24 @@ import (
 // than omitempty, ...) is handed to encoding/json whole, so the result and
 // the errors are encoding/json's in every case; a fuzz test holds the two
 // ways to the same bytes.
-func Marshal(v any) ([]byte, error) { return marshal(v, false) }
+func Marshal(v any) ([]byte, error) { return marshal(v, false, true) }
 
 // MarshalIndent is Marshal with encoding/json's MarshalIndent(v, "", "  ")
 // layout.
-func MarshalIndent(v any) ([]byte, error) { return marshal(v, true) }
+func MarshalIndent(v any) ([]byte, error) { return marshal(v, true, true) }
 
-func marshal(v any, indent bool) ([]byte, error) {
+// marshal is Marshal (indent false) or MarshalIndent; fast allows a
+// generated encoder (tests compare it with the reflection encoder).
+func marshal(v any, indent, fast bool) ([]byte, error) {
+	if fe, ok := v.(fastEncoder); ok && fast {
+		if rv := reflect.ValueOf(v); rv.Kind() != reflect.Pointer || !rv.IsNil() {
+			f := Enc{indent: indent}
+			fe.AppendFastJSON(&f, 0)
+			if f.err == nil {
+				return f.buf, nil
+			}
+		}
+	}
 	e := encoder{indent: indent}
 	if err := e.value(reflect.ValueOf(v), 0); err == nil {
 		return e.buf, nil
@@ -71,14 +82,18 @@ func selfMarshaling(t reflect.Type) bool {
 }
 
 // newline starts a line at depth (MarshalIndent's layout only).
-func (e *encoder) newline(depth int) {
-	if !e.indent {
-		return
+func (e *encoder) newline(depth int) { e.buf = appendNewline(e.buf, e.indent, depth) }
+
+// appendNewline starts a line at depth when indenting.
+func appendNewline(buf []byte, indent bool, depth int) []byte {
+	if !indent {
+		return buf
 	}
-	e.buf = append(e.buf, '\n')
+	buf = append(buf, '\n')
 	for range depth {
-		e.buf = append(e.buf, ' ', ' ')
+		buf = append(buf, ' ', ' ')
 	}
+	return buf
 }
 
 // value appends v; it returns errIndirect for what it leaves to

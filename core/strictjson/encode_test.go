@@ -45,7 +45,7 @@ func direct(v any) bool { return WritesItself(v) }
 func sameMarshal(t *testing.T, v any) {
 	t.Helper()
 	for _, indent := range []bool{false, true} {
-		got, err := marshal(v, indent)
+		got, err := marshal(v, indent, true)
 		var want []byte
 		var werr error
 		if indent {

@@ -46,11 +46,12 @@ import (
 
 // Decode decodes data, exactly one JSON value, into v (a non-nil pointer),
 // strictly (see the package doc).
-func Decode(data []byte, v any) error { return decode(data, v, true) }
+func Decode(data []byte, v any) error { return decode(data, v, true, true) }
 
-// decode is Decode; direct allows the decoding walk (tests compare it with
+// decode is Decode; fast allows a generated decoder and direct the
+// decoding walk (tests compare each with the others and with
 // encoding/json's decoding).
-func decode(data []byte, v any, direct bool) error {
+func decode(data []byte, v any, fast, direct bool) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return errors.New("strictjson: Decode needs a non-nil pointer")
@@ -61,6 +62,12 @@ func decode(data []byte, v any, direct bool) error {
 	t, dst := rv.Type().Elem(), rv.Elem()
 	// Into a zero value only: encoding/json merges into what is there, and
 	// the walk builds values afresh.
+	if fd, ok := v.(fastDecoder); ok && fast && dst.IsZero() {
+		if decodeFast(data, fd) {
+			return nil
+		}
+		dst.SetZero()
+	}
 	if direct && walkable(t) && dst.IsZero() {
 		w := walker{data: data}
 		err := w.value(t, dst, "")

@@ -150,8 +150,8 @@ var walkSeeds = []string{
 // encoding/json, and fails unless both give the same value and error.
 func sameDecoding(t *testing.T, data []byte) {
 	var walked, indirect wRec
-	werr := decode(data, &walked, true)
-	ierr := decode(data, &indirect, false)
+	werr := decode(data, &walked, true, true)
+	ierr := decode(data, &indirect, false, false)
 	if fmt.Sprint(werr) != fmt.Sprint(ierr) {
 		t.Fatalf("%q: the walk says %v, encoding/json %v", data, werr, ierr)
 	}
