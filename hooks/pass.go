@@ -43,8 +43,12 @@ func PreCommit(dir string, pid, gitPID int) (Verdict, error) {
 }
 
 // writePass writes the pass for the git process gitPID, which must be a
-// running process called git; it is written whole (temporary file and
-// rename) without fsync: it describes a process of this boot. The
+// running process called git, without fsync: it describes a process of
+// this boot. An existing pass is rewritten in place (safefile.Overwrite:
+// one write, padded with spaces after the line); the first is written
+// whole (temporary file and rename). A reader that meets a pass being
+// rewritten reads a line that names no process or a process that was
+// judged: either way no commit passes unjudged. The
 // entitlement's ancestry walk passed through gitPID, the hook's parent, and
 // its stat from there names it (read again only where the walk is absent).
 func writePass(c gitrepo.Checkout, gitPID int, procs *proc.Reader) {
@@ -66,11 +70,15 @@ func writePass(c gitrepo.Checkout, gitPID int, procs *proc.Reader) {
 		return
 	}
 	ref := "refs/heads/" + c.Branch
+	line := fmt.Appendf(nil, "v1 %s %d %d %s\n", boot, gitPID, st.StartTicks, ref)
+	if safefile.Overwrite(filepath.Join(c.GitDir, PassFile), line) {
+		return // in place: the shim reads the first line
+	}
 	f, err := os.CreateTemp(c.GitDir, PassFile+".tmp*")
 	if err != nil {
 		return
 	}
-	_, werr := fmt.Fprintf(f, "v1 %s %d %d %s\n", boot, gitPID, st.StartTicks, ref)
+	_, werr := f.Write(line)
 	if cerr := f.Close(); werr != nil || cerr != nil {
 		os.Remove(f.Name())
 		return

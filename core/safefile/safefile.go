@@ -7,9 +7,9 @@
 package safefile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 
@@ -36,6 +36,15 @@ const (
 // Open opens path for reading as a regular file (see the package doc) and
 // returns it with its size. The caller closes it.
 func Open(path string, follow Follow) (*os.File, int64, error) {
+	fd, size, err := openRegular(path, follow)
+	if err != nil {
+		return nil, 0, err
+	}
+	return os.NewFile(uintptr(fd), path), size, nil
+}
+
+// openRegular is Open's descriptor.
+func openRegular(path string, follow Follow) (int, int64, error) {
 	flags := unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC
 	if follow == NoFollow {
 		flags |= unix.O_NOFOLLOW
@@ -44,47 +53,52 @@ func Open(path string, follow Follow) (*os.File, int64, error) {
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-			return nil, 0, fs.ErrNotExist
+			return -1, 0, fs.ErrNotExist
 		case errors.Is(err, unix.ELOOP) && follow == NoFollow:
-			return nil, 0, ErrSymlink
+			return -1, 0, ErrSymlink
 		}
-		return nil, 0, &fs.PathError{Op: "open", Path: path, Err: err}
+		return -1, 0, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd) // Best effort: already failing.
-		return nil, 0, &fs.PathError{Op: "fstat", Path: path, Err: err}
+		return -1, 0, &fs.PathError{Op: "fstat", Path: path, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd) // Best effort: already failing.
-		return nil, 0, ErrNotRegular
+		return -1, 0, ErrNotRegular
 	}
-	return os.NewFile(uintptr(fd), path), st.Size, nil
+	return fd, st.Size, nil
 }
 
 // Read reads the whole of path, a regular file of at most limit bytes. It
 // uses four system calls (open, fstat, read, close) for a file that does not
 // grow while it is read: the buffer is one byte larger than the file, so a
 // short read is the whole file. A file that grows past limit while it is
-// read is refused too.
+// read is refused too. It reads through the bare descriptor: an os.File
+// would ask the descriptor's flags and offer it to the runtime's poller
+// (which refuses a regular file) at every read.
 func Read(path string, limit int64, follow Follow) ([]byte, error) {
-	f, size, err := Open(path, follow)
+	fd, size, err := openRegular(path, follow)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close() // Best effort: read only.
+	defer unix.Close(fd) // Best effort: read only.
 	if size > limit {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, size, limit)
 	}
 	buf := make([]byte, size+1)
 	n := 0
 	for {
-		m, err := f.Read(buf[n:])
-		n += m
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
 		}
-		if err != nil || n < len(buf) {
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		n += m
+		if m == 0 || n < len(buf) {
 			return buf[:n], nil
 		}
 		if int64(len(buf)) > limit {
@@ -114,4 +128,46 @@ func SwapIn(tmp, path string) bool {
 	}
 	os.Remove(tmp) // Best effort: see above.
 	return true
+}
+
+// Overwrite writes data over the regular file at path in place, with one
+// pwrite at offset 0, and reports whether it did. It does so only where
+// the file and data each fit in the first page: the kernel checks for a
+// fatal signal between the pages of a write, not within one, so a process
+// killed at any moment leaves the old bytes or the new, never a mix. Data
+// shorter than the file is followed by spaces up to the file's length
+// (white space after a JSON value, or after the first line, which is all
+// a reader of these files reads), so no truncation is needed. Where it
+// reports false (no such file, a larger one, a short write) nothing that
+// the caller must undo happened but, for a short write, a mix of old and
+// new bytes, which the caller's whole-file replacement then puts right.
+// It is for files that describe processes of this boot (not fsynced), and
+// only under a lock that keeps their readers out: a reader in the middle
+// of a write may read a mix. A file rewritten in place costs an open and
+// a write, where a temporary file, a swap and a removal cost ten times
+// that on ext4.
+func Overwrite(path string, data []byte) bool {
+	page := unix.Getpagesize()
+	if len(data) > page {
+		return false
+	}
+	// Nothing but a regular file is opened for writing (a device's open
+	// may act), and it must still be the one opened.
+	var lst, st unix.Stat_t
+	if unix.Lstat(path, &lst) != nil || lst.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd) // Best effort: the data is in the page cache once written.
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Ino != lst.Ino || st.Dev != lst.Dev || st.Size > int64(page) {
+		return false
+	}
+	if pad := int(st.Size) - len(data); pad > 0 {
+		data = append(data[:len(data):len(data)], bytes.Repeat([]byte{' '}, pad)...)
+	}
+	n, err := unix.Pwrite(fd, data, 0)
+	return err == nil && n == len(data)
 }

@@ -319,7 +319,15 @@ func (tx *Tx) list(dir string) ([]string, error) {
 // (but for a boot-scoped write), rename over path, and for a durable write
 // fsync the directory. rename
 // never follows a symlink at path: it replaces the link itself.
+//
+// A boot-scoped file that exists already is rewritten in place where it
+// can be (safefile.Overwrite: one write of at most a page, which a killed
+// process leaves whole or undone, padded with spaces to the old length).
+// Its readers take the store's lock, as its writers do.
 func writeAtomic(path string, data []byte, d durability) error {
+	if d == bootScoped && safefile.Overwrite(path, data) {
+		return nil
+	}
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

@@ -392,18 +392,39 @@ func TestTornRuntimeOfEarlierBoot(t *testing.T) {
 	}
 }
 
-// TestBootScopedReplace: a boot-scoped write over an existing file swaps
-// the new one in (no rename over it, which ext4 makes write the data out)
-// and leaves no temporary file; over a directory it fails as a rename does.
+// TestBootScopedReplace: a boot-scoped write over an existing file of at
+// most a page rewrites it in place (padded with spaces to its old length),
+// over a larger one swaps the new one in (no rename over it, which ext4
+// makes write the data out); neither leaves a temporary file. Over a
+// directory it fails as a rename does.
 func TestBootScopedReplace(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.json")
-	for _, content := range []string{"one", "two", "three"} {
+	var first unix.Stat_t
+	longest := 0
+	for i, content := range []string{"one", "three", "two"} {
+		if err := writeAtomic(p, []byte(content), bootScoped); err != nil {
+			t.Fatal(err)
+		}
+		longest = max(longest, len(content))
+		if b, _ := os.ReadFile(p); strings.TrimRight(string(b), " ") != content || len(b) != longest {
+			t.Fatalf("read %q, want %q padded to the longest written", b, content)
+		}
+		var st unix.Stat_t
+		unix.Stat(p, &st)
+		if i == 0 {
+			first = st
+		} else if st.Ino != first.Ino {
+			t.Fatalf("write %d did not rewrite the file in place", i)
+		}
+	}
+	big := strings.Repeat("x", os.Getpagesize()+1)
+	for _, content := range []string{big, big + "y"} {
 		if err := writeAtomic(p, []byte(content), bootScoped); err != nil {
 			t.Fatal(err)
 		}
 		if b, _ := os.ReadFile(p); string(b) != content {
-			t.Fatalf("read %q, want %q", b, content)
+			t.Fatalf("read %d bytes, want %d", len(b), len(content))
 		}
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
