@@ -87,3 +87,31 @@ func TestRecordsEncodeAsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestEventDetailRecords: records inside an event's detail (a lease's
+// child group, a holder, a lease) are written by their generated encoders
+// within the reflection encoder's map, byte for byte as encoding/json
+// writes the event.
+func TestEventDetailRecords(t *testing.T) {
+	var l Lease
+	fill(reflect.ValueOf(&l).Elem(), 0)
+	var h proc.Holder
+	fill(reflect.ValueOf(&h).Elem(), 0)
+	ev := Event{At: "t", Event: "writer_lease_released", Detail: map[string]any{
+		"child": l.Child, "none": (*ChildGroup)(nil), "holder": h, "lease": &l, "leases": []Lease{l}, "n": 3,
+	}}
+	for _, indent := range []bool{false, true} {
+		var got, want []byte
+		var err, werr error
+		if indent {
+			got, err = strictjson.MarshalIndent(ev)
+			want, werr = json.MarshalIndent(ev, "", "  ")
+		} else {
+			got, err = strictjson.Marshal(ev)
+			want, werr = json.Marshal(ev)
+		}
+		if err != nil || werr != nil || !bytes.Equal(got, want) {
+			t.Fatalf("got\n%s (%v)\nwant\n%s (%v)", got, err, want, werr)
+		}
+	}
+}

@@ -107,6 +107,19 @@ func (e *encoder) value(v reflect.Value, depth int) error {
 	if t.Kind() != reflect.Interface && selfMarshaling(t) {
 		return errIndirect
 	}
+	// A record inside a map or an interface (an event's detail) is written
+	// by its generated encoder, as at the top.
+	if k := t.Kind(); (k == reflect.Struct || k == reflect.Pointer && !v.IsNil()) && v.CanInterface() {
+		if fe, ok := v.Interface().(fastEncoder); ok {
+			f := Enc{buf: e.buf, indent: e.indent}
+			fe.AppendFastJSON(&f, depth)
+			if f.err != nil {
+				return f.err
+			}
+			e.buf = f.buf
+			return nil
+		}
+	}
 	switch t.Kind() {
 	case reflect.Bool:
 		e.buf = strconv.AppendBool(e.buf, v.Bool())
