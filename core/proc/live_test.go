@@ -103,6 +103,25 @@ func TestGroupMembers(t *testing.T) {
 	}
 }
 
+// orphan runs a real process in dir that is not a descendant of this test
+// process (its parent shell exits at once, so it is reparented away) and
+// kills it at the end of the test.
+func orphan(t *testing.T, dir, script string) int {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "("+script+") >/dev/null 2>&1 </dev/null & echo $!")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("orphan pid %q", out)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) }) // Best effort: it may have ended.
+	return pid
+}
+
 func TestPathsInUse(t *testing.T) {
 	dir := t.TempDir()
 	inside := filepath.Join(dir, "sub")
@@ -111,9 +130,11 @@ func TestPathsInUse(t *testing.T) {
 	os.WriteFile(file, []byte("x"), 0o644)
 	outside := t.TempDir()
 
-	byCwd := start(t, inside, false, "sleep", "60")
-	byFile := start(t, outside, false, "sh", "-c", "exec 3<"+file+"; exec sleep 60")
-	other := start(t, outside, false, "sleep", "60")
+	byCwd := orphan(t, inside, "exec sleep 60")
+	byFile := orphan(t, outside, "exec 3<"+file+"; exec sleep 60")
+	other := orphan(t, outside, "exec sleep 60")
+	// A process this test started: the asker's own, never evidence.
+	own := start(t, inside, false, "sleep", "60")
 
 	var uses []Use
 	deadline := time.Now().Add(5 * time.Second)
@@ -135,14 +156,17 @@ func TestPathsInUse(t *testing.T) {
 	for _, u := range uses {
 		got[u.PID] = u.Why
 	}
-	if got[byCwd.Process.Pid] != WhyCwd {
-		t.Errorf("process with cwd inside: %q in %+v", got[byCwd.Process.Pid], uses)
+	if got[byCwd] != WhyCwd {
+		t.Errorf("process with cwd inside: %q in %+v", got[byCwd], uses)
 	}
-	if got[byFile.Process.Pid] != WhyFile {
-		t.Errorf("process with an open file inside: %q in %+v", got[byFile.Process.Pid], uses)
+	if got[byFile] != WhyFile {
+		t.Errorf("process with an open file inside: %q in %+v", got[byFile], uses)
 	}
-	if _, ok := got[other.Process.Pid]; ok {
+	if _, ok := got[other]; ok {
 		t.Errorf("process outside reported: %+v", uses)
+	}
+	if _, ok := got[own.Process.Pid]; ok {
+		t.Errorf("a process the asker started is reported: %+v", uses)
 	}
 	// The asking process and its ancestors are never evidence: this test
 	// process maps its own binary, so scanning the binary's directory must not

@@ -50,8 +50,11 @@ type Use struct {
 	Path    string `json:"path"`
 }
 
-// NewScan reads the stat of every process once. The calling process and its
-// ancestors are marked so that PathsInUse never reports them.
+// NewScan reads the stat of every process once. The calling process, its
+// ancestors and its descendants are marked so that PathsInUse never
+// reports them: what the asker started (wt-exec's fleet helper, the git it
+// asks for the fleet's remote, before any command of its own exists) is
+// its own doing, never evidence that another process uses a path.
 func NewScan() (*Scan, error) {
 	d, err := os.Open("/proc")
 	if err != nil {
@@ -80,6 +83,9 @@ func NewScan() (*Scan, error) {
 		s.procs = append(s.procs, st)
 	}
 	s.exclude = s.chainOf(s.self)
+	for _, pid := range s.Descendants(s.self) {
+		s.exclude[pid] = true
+	}
 	return s, nil
 }
 
@@ -164,8 +170,8 @@ func (s *Scan) Descendants(pid int) []int {
 }
 
 // PathsInUse returns the processes whose cwd, open files or file mappings lie
-// inside dir (dir itself included), excluding the asking process and its
-// ancestors. dir is made absolute and its symlinks resolved, because the
+// inside dir (dir itself included), excluding the asking process, its
+// ancestors and its descendants. dir is made absolute and its symlinks resolved, because the
 // kernel reports resolved paths. One Use per process: the first reason found.
 func (s *Scan) PathsInUse(dir string) ([]Use, error) {
 	root, err := Canonical(dir)
