@@ -474,6 +474,42 @@ func TestExecSignals(t *testing.T) {
 	storeValid(t, repo, allocID(t, repo, "w0"))
 }
 
+// TestExecSignalDuringRelease: a SIGTERM that reaches wt-exec after its
+// command ended, while it waits for the store's lock to release the lease,
+// neither kills it half way nor is forwarded anywhere: the lease is
+// released and wt-exec exits as its command did.
+func TestExecSignalDuringRelease(t *testing.T) {
+	// The wt-exec binary itself: this test binary, which testscript runs
+	// as wt-exec, links packages that catch SIGTERM for their own ends,
+	// and there the old behaviour (a kill half way) did not show.
+	bin := buildCrash(t, "wt-exec")
+	top, repo, wts := governed(t, 1)
+	pidFile, done := filepath.Join(top, "pid"), filepath.Join(top, "done")
+	cmd, out, errb := command("", bin, "-C", wts[0], "--", "sh", "-c", waitLoop, "sh", pidFile, done)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	child := readPID(t, pidFile)
+	// Hold the store's lock, as another wt command would, then end the
+	// command: wt-exec reaps it and waits for the lock to release.
+	lock, err := os.Open(storeLock(repo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(done, nil, 0o644)
+	waitFor(t, "wt-exec to reap its command", func() bool { return !exists(fmt.Sprintf("/proc/%d", child)) })
+	cmd.Process.Signal(syscall.SIGTERM)
+	syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if r := resultOf(cmd, cmd.Wait(), out, errb); r.code != 0 {
+		t.Fatalf("exit %d, want the command's 0\n%s", r.code, r.stderr)
+	}
+	storeValid(t, repo, allocID(t, repo, "w0"))
+}
+
 // TestExecAncestorHolder binds the lease to a named ancestor; nested
 // wt-exec under the same holder (named again, or inherited through
 // WT_HOLDER_PID) renew the lease and leave it to the outer one, and a nested
