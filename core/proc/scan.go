@@ -22,8 +22,13 @@ import (
 // part and are read once, on the first call of PathsInUse. A Scan is safe for
 // use by one goroutine at a time.
 type Scan struct {
-	self     int
+	self int
+	// exclude is the asker and its ancestors; own is its descendants
+	// (what it started itself), left out of PathsInUse only: a process the
+	// asker started that carries a lease in its environment is still that
+	// lease's.
 	exclude  map[int]bool
+	own      map[int]bool
 	procs    []Stat
 	byPID    map[int]int
 	refsOnce sync.Once
@@ -83,8 +88,9 @@ func NewScan() (*Scan, error) {
 		s.procs = append(s.procs, st)
 	}
 	s.exclude = s.chainOf(s.self)
+	s.own = map[int]bool{}
 	for _, pid := range s.Descendants(s.self) {
-		s.exclude[pid] = true
+		s.own[pid] = true
 	}
 	return s, nil
 }
@@ -222,7 +228,8 @@ func Canonical(dir string) (string, error) {
 	}
 }
 
-// readRefs reads cwd, fds and maps of every process except the excluded ones,
+// readRefs reads cwd, fds and maps of every process but the asker, its
+// ancestors and its descendants,
 // spread over the available CPUs: the work is system calls on independent
 // files, and on a 2-core machine two readers halve the wall time.
 func (s *Scan) readRefs() {
@@ -234,7 +241,7 @@ func (s *Scan) readRefs() {
 	var wg sync.WaitGroup
 	next := make(chan int, len(s.procs))
 	for i := range s.procs {
-		if !s.exclude[s.procs[i].PID] {
+		if pid := s.procs[i].PID; !s.exclude[pid] && !s.own[pid] {
 			next <- i
 		}
 	}
