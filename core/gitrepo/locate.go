@@ -9,7 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/safefile"
 )
 
 // Checkout is the worktree that holds a directory, found by reading git's
@@ -217,19 +220,19 @@ func RemoveLock(commonDir, key, reason string) (bool, error) {
 }
 
 func writeTemp(commonDir, key, reason string) (string, error) {
-	f, err := os.CreateTemp(AdminDir(commonDir, key), ".wt-locked-*")
+	fd, tmp, err := safefile.CreateTemp(AdminDir(commonDir, key), ".wt-locked-")
 	if err != nil {
 		return "", err
 	}
-	_, err = f.WriteString(reason + "\n")
-	if cerr := f.Close(); err == nil {
+	err = safefile.WriteAll(fd, []byte(reason+"\n"))
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(f.Name()) // Best effort: already failing.
+		os.Remove(tmp) // Best effort: already failing.
 		return "", err
 	}
-	return f.Name(), nil
+	return tmp, nil
 }
 
 // LocateGitDir finds the repository of a git dir named by $GIT_DIR, for a

@@ -18,7 +18,7 @@ import (
 // removes only an empty cgroup. Any other error is returned, and is never
 // evidence that the cgroup is empty.
 func CgroupMembers(dir string) ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	b, err := ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Lstat(dir); errors.Is(serr, fs.ErrNotExist) {
 			return nil, nil
@@ -51,7 +51,7 @@ func OwnCgroup() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile("/proc/self/cgroup")
+	b, err := ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return "", err
 	}

@@ -16,7 +16,7 @@ import (
 const bootIDFile = "/proc/sys/kernel/random/boot_id"
 
 var bootID = sync.OnceValues(func() (string, error) {
-	b, err := os.ReadFile(bootIDFile)
+	b, err := ReadFile(bootIDFile)
 	if err != nil {
 		return "", decision.Wrap(decision.InvalidHolder, err, "boot identity is unavailable")
 	}

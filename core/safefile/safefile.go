@@ -11,7 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -170,4 +173,40 @@ func Overwrite(path string, data []byte) bool {
 	}
 	n, err := unix.Pwrite(fd, data, 0)
 	return err == nil && n == len(data)
+}
+
+// CreateTemp creates a new file in dir named prefix followed by a random
+// number, as os.CreateTemp does (mode 0600, never an existing name, never
+// through a symlink), and returns its bare descriptor and path: wt's
+// writers write it whole and close it, and an os.File would ask the
+// descriptor's flags and offer it to the runtime's poller first. The
+// caller closes the descriptor.
+func CreateTemp(dir, prefix string) (fd int, path string, err error) {
+	for try := 0; try < 10000; try++ {
+		path = filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		fd, err = unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == unix.EEXIST {
+			continue
+		}
+		if err != nil {
+			return -1, "", &fs.PathError{Op: "createtemp", Path: path, Err: err}
+		}
+		return fd, path, nil
+	}
+	return -1, "", &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, prefix+"*"), Err: fs.ErrExist}
+}
+
+// WriteAll writes data to fd, as many write(2) calls as it takes.
+func WriteAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
 }

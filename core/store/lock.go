@@ -3,7 +3,6 @@ package store
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -32,30 +31,58 @@ func lockWait() time.Duration {
 	return DefaultLockWait
 }
 
-// lock takes the store's flock(2), shared or exclusive, without ever
-// blocking in the kernel: gofrs/flock tries at once and then every 2 ms
-// until it gets it, ctx ends (INTERRUPTED: a signal told the command to
-// stop) or the bound passes (STORE_BUSY, naming the process that holds the
-// lock, from /proc/locks).
-func lock(ctx context.Context, l *flock.Flock, exclusive bool) error {
+// lock takes the store's flock(2) on fd (the lock file at path), shared or
+// exclusive, without ever blocking in the kernel: it tries at once and
+// then every 2 ms until it gets it, ctx ends (INTERRUPTED: a signal told
+// the command to stop) or the bound passes (STORE_BUSY, naming the
+// process that holds the lock, from /proc/locks). It works on the bare
+// descriptor, as gofrs/flock's try-lock does on an os.File: an os.File
+// would ask the descriptor's flags and offer it to the runtime's poller
+// in every section of every wt-exec run and commit gate.
+func lock(ctx context.Context, fd int, path string, exclusive bool) error {
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	try := func() (bool, error) {
+		for {
+			err := unix.Flock(fd, how|unix.LOCK_NB)
+			switch err {
+			case nil:
+				return true, nil
+			case unix.EINTR:
+				continue
+			case unix.EWOULDBLOCK:
+				return false, nil
+			}
+			return false, invalid(path, fmt.Errorf("lock: %w", err))
+		}
+	}
+	// The first try comes before any timer: a timer starts the runtime's
+	// poller, and the lock is free in nearly every section.
+	if ok, err := try(); ok || err != nil {
+		return err
+	}
 	wait, cancel := context.WithTimeout(ctx, lockWait())
 	defer cancel()
-	try := l.TryRLockContext
-	if exclusive {
-		try = l.TryLockContext
-	}
-	ok, err := try(wait, 2*time.Millisecond)
-	if ok {
-		return nil
-	}
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return invalid(l.Path(), fmt.Errorf("lock: %w", err))
+	retry := time.NewTicker(2 * time.Millisecond)
+	defer retry.Stop()
+	for {
+		select {
+		case <-retry.C:
+			if ok, err := try(); ok || err != nil {
+				return err
+			}
+			continue
+		case <-wait.Done():
+		}
+		break
 	}
 	if ctx.Err() != nil {
-		return decision.New(decision.Interrupted, "stopped while waiting for wt's store lock %s (held by %s)", l.Path(), lockHolder(l.Path())).
+		return decision.New(decision.Interrupted, "stopped while waiting for wt's store lock %s (held by %s)", path, lockHolder(path)).
 			WithHint("nothing was changed; run the command again")
 	}
-	return decision.New(decision.StoreBusy, "wt's store lock %s has been held for more than %s by %s", l.Path(), lockWait(), lockHolder(l.Path())).
+	return decision.New(decision.StoreBusy, "wt's store lock %s has been held for more than %s by %s", path, lockWait(), lockHolder(path)).
 		WithHint("see what that process does: ps -o pid,stat,args -p PID; if it is stopped (T), continue or end it, then run the command again")
 }
 

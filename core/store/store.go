@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gofrs/flock"
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
@@ -166,26 +165,30 @@ func (s *Store) with(exclusive bool, fn func(*Tx) error) error {
 		return err
 	}
 	lp := filepath.Join(s.root, lockName)
-	l := flock.New(lp, flock.SetFlag(os.O_RDONLY))
-	defer l.Close() // Best effort: closing the fd drops the lock.
+	fd, err := unix.Open(lp, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return invalid(lp, fmt.Errorf("lock: open: %w", err))
+	}
+	defer unix.Close(fd) // Best effort: closing the fd drops the lock.
 	ctx := s.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := lock(ctx, l, exclusive); err != nil {
+	if err := lock(ctx, fd, lp, exclusive); err != nil {
 		return err
 	}
 	// The lock is only worth something on the file that is really there: a
 	// swap between our check and our open would leave us locking another
 	// inode (or a FIFO put there, which the open did not block on only
 	// because checkLockFile saw a regular file a moment before).
-	held, err1 := l.Stat()
-	now, err2 := os.Lstat(lp)
-	if err1 != nil || err2 != nil || !held.Mode().IsRegular() || !os.SameFile(held, now) {
+	var held, now unix.Stat_t
+	err1 := unix.Fstat(fd, &held)
+	err2 := unix.Lstat(lp, &now)
+	if err1 != nil || err2 != nil || held.Mode&unix.S_IFMT != unix.S_IFREG || held.Dev != now.Dev || held.Ino != now.Ino {
 		return invalid(lp, errors.New("the store lock changed while it was taken"))
 	}
 	tx := &Tx{s: s, exclusive: exclusive}
-	err := fn(tx)
+	err = fn(tx)
 	if cerr := tx.closeEvents(); err == nil {
 		err = cerr
 	}
@@ -201,7 +204,10 @@ type Tx struct {
 	// then fsynced before the lock is dropped.
 	durable bool
 	// events is events.jsonl, opened by the section's first AppendEvent.
-	events *os.File
+	// events is events.jsonl opened for the section's appends (eventsOpen),
+	// a bare descriptor: one write(2) a line, nothing of os.File's poller.
+	events     int
+	eventsOpen bool
 	// records are the allocation records this section has read: under the
 	// lock only the section itself writes them (PutAllocation forgets its
 	// own), so a second look (PutAllocationRuntime's) reads no file again.
@@ -329,30 +335,32 @@ func writeAtomic(path string, data []byte, d durability) error {
 		return nil
 	}
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	fd, tmp, err := safefile.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return notWritable(path, fmt.Errorf("write %s: %w", path, err))
 	}
-	tmp := f.Name()
-	ok := false
+	ok, closed := false, false
 	defer func() {
+		if !closed {
+			unix.Close(fd) // Best effort: already failing.
+		}
 		if !ok {
-			f.Close()      // Best effort: already failing.
 			os.Remove(tmp) // Best effort: a leftover temp file is skipped by readers.
 		}
 	}()
-	if err := f.Chmod(0o644); err != nil {
+	if err := unix.Fchmod(fd, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := safefile.WriteAll(fd, data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if d != bootScoped {
-		if err := f.Sync(); err != nil {
+		if err := unix.Fsync(fd); err != nil {
 			return fmt.Errorf("fsync %s: %w", path, err)
 		}
 	}
-	if err := f.Close(); err != nil {
+	closed = true
+	if err := unix.Close(fd); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if d == bootScoped && safefile.SwapIn(tmp, path) {

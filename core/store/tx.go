@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -725,7 +726,15 @@ func (tx *Tx) AppendEvent(e Event) error {
 	if err := tx.PrepareEvents(); err != nil {
 		return err
 	}
-	if _, err := tx.events.Write(append(line, '\n')); err != nil {
+	line = append(line, '\n')
+	n, err := unix.Write(tx.events, line)
+	for err == unix.EINTR && n <= 0 {
+		n, err = unix.Write(tx.events, line)
+	}
+	if err == nil && n != len(line) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
 		return notWritable(tx.path(eventsName), fmt.Errorf("append: %w", err))
 	}
 	return nil
@@ -738,7 +747,7 @@ func (tx *Tx) AppendEvent(e Event) error {
 // the regular-file check instead of blocking the section forever.
 func (tx *Tx) PrepareEvents() error {
 	tx.mustWrite()
-	if tx.events != nil {
+	if tx.eventsOpen {
 		return nil
 	}
 	p := tx.path(eventsName)
@@ -754,7 +763,7 @@ func (tx *Tx) PrepareEvents() error {
 		unix.Close(fd) // Best effort: already failing.
 		return invalid(p, errors.New("not a regular file"))
 	}
-	tx.events = os.NewFile(uintptr(fd), p)
+	tx.events, tx.eventsOpen = fd, true
 	return nil
 }
 
@@ -768,17 +777,19 @@ func (tx *Tx) Durable() {
 
 // closeEvents ends the section's use of events.jsonl.
 func (tx *Tx) closeEvents() error {
-	if tx.events == nil {
+	if !tx.eventsOpen {
 		return nil
 	}
 	var err error
 	if tx.durable {
-		err = tx.events.Sync()
+		if err = unix.Fsync(tx.events); err != nil {
+			err = fmt.Errorf("fsync %s: %w", tx.path(eventsName), err)
+		}
 	}
-	if cerr := tx.events.Close(); err == nil {
-		err = cerr
+	if cerr := unix.Close(tx.events); err == nil && cerr != nil {
+		err = fmt.Errorf("close %s: %w", tx.path(eventsName), cerr)
 	}
-	tx.events = nil
+	tx.eventsOpen = false
 	return err
 }
 
