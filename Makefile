@@ -83,6 +83,8 @@ lint:
 	$(GO) vet ./...
 
 # Benchmarks: medians come from BENCHCOUNT runs; docs/performance.md has the peers to compare with.
+# -p 1: one package's benchmarks at a time (go test runs packages in parallel,
+# and another package's benchmark on the second core doubled wt-exec's times).
 # wt-exec is measured beside flock(1) and tini, wt-admin ps beside fuser -m
 # (psmisc); they are installed if missing.
 # git commit is measured beside a shell hook and lefthook (installed into
@@ -91,7 +93,7 @@ bench:
 	@command -v tini >/dev/null || apt-get install -y -qq tini >/dev/null 2>&1 || echo "bench: tini is not installed; its benchmark is skipped"
 	@command -v fuser >/dev/null || apt-get install -y -qq psmisc >/dev/null 2>&1 || echo "bench: fuser (psmisc) is not installed; its benchmark is skipped"
 	@command -v lefthook >/dev/null || test -x bin/tools/lefthook || GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/evilmartians/lefthook@v1.13.6 || echo "bench: lefthook could not be installed; its benchmark is skipped"
-	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench . -skip 'BenchmarkCommitHooks' -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ ./core/fleet/etcdfleet/ ./cmd/internal/cli/ | tee bench.out
+	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -p 1 -run '^$$' -bench . -skip 'BenchmarkCommitHooks' -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ ./core/fleet/etcdfleet/ ./cmd/internal/cli/ | tee bench.out
 	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench 'BenchmarkCommitHooks' -benchtime $(COMMITS)x -count $(BENCHCOUNT) ./cmd/internal/cli/ | tee -a bench.out
 	@echo "medians: go run ./scripts/benchmedian < bench.out"
 	@$(GO) run ./scripts/benchmedian < bench.out
