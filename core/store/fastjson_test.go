@@ -151,17 +151,16 @@ func decodeBoth(p generatedPair, data []byte) string {
 
 // TestGeneratedDecodersMatch: what a generated decoder gives, value or
 // error, is what the reflection walk gives for the plain twin; it decodes
-// the plain documents itself and hands the others over.
+// every document a record writes itself, escapes included.
 func TestGeneratedDecodersMatch(t *testing.T) {
 	for _, p := range generatedPairs {
 		docs := samples(t, p)
-		for i, data := range docs {
+		for _, data := range docs {
 			if why := decodeBoth(p, data); why != "" {
 				t.Errorf("%s %s: %s", p.name, data, why)
 			}
-			escaped := i >= 4
-			if got := strictjson.DecodesItself(data, p.rec()); got == escaped {
-				t.Errorf("%s: DecodesItself(%s) = %v", p.name, data, got)
+			if !strictjson.DecodesItself(data, p.rec()) {
+				t.Errorf("%s: the generated decoder gave up on %s", p.name, data)
 			}
 			for _, bad := range mutations(data) {
 				if why := decodeBoth(p, bad); why != "" {

@@ -11,10 +11,9 @@ import (
 // new process reads and writes its first records without the reflection
 // walk's first-use analysis of each type (its field lists, tags and maps:
 // about two thirds of what a wt-exec run spent in JSON). They are a fast
-// path only. A generated decoder takes the plain case (every key known,
-// none twice, none missing, strings without escapes, integers as
-// integers, null only where a pointer or slice is) and gives up on
-// anything else; Decode then decodes the document by the reflection walk,
+// path only. A generated decoder takes the plain case (every key known
+// and unescaped, none twice, none missing, integers as integers, null only
+// where a pointer or slice is) and gives up on anything else; Decode then decodes the document by the reflection walk,
 // whose results and errors are encoding/json's. A generated encoder writes
 // what the reflection encoder writes; tests hold both pairs to the same
 // answers on every record type.
@@ -76,18 +75,25 @@ func (d *Dec) Null() bool {
 	return true
 }
 
-// String reads a string without escapes, in UTF-8.
+// String reads a string, unescaped as the reflection walk unescapes it
+// (store): a runtime binding is JSON inside a string, and every record
+// that holds one has escapes.
 func (d *Dec) String() string {
 	if d.bad || d.w.peek() != '"' {
 		d.bad = true
 		return ""
 	}
 	start := d.w.pos
-	if d.w.str() || !utf8.Valid(d.w.data[start+1:d.w.pos-1]) {
-		d.bad = true
-		return ""
+	escaped := d.w.str()
+	raw := d.w.data[start:d.w.pos]
+	if !escaped && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1])
 	}
-	return string(d.w.data[start+1 : d.w.pos-1])
+	u, ok := unquote(raw)
+	if !ok {
+		d.bad = true
+	}
+	return u
 }
 
 // number is the next scalar, which must be a number.
