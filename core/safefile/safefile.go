@@ -145,8 +145,9 @@ func SwapIn(tmp, path string) bool {
 // the caller must undo happened but, for a short write, a mix of old and
 // new bytes, which the caller's whole-file replacement then puts right.
 // It is for files that describe processes of this boot (not fsynced), and
-// only under a lock that keeps their readers out: a reader in the middle
-// of a write may read a mix. A file rewritten in place costs an open and
+// only where a reader in the middle of a write, which may read a mix, is
+// kept out (the store's records, under its lock) or is harmless (the
+// commit gate's pass: see hooks.writePass). A file rewritten in place costs an open and
 // a write, where a temporary file, a swap and a removal cost ten times
 // that on ext4.
 func Overwrite(path string, data []byte) bool {
