@@ -221,32 +221,16 @@ func (r *Reader) Stat(pid int) (Stat, error) {
 // ReadStat reads /proc/<pid>/stat with a fresh buffer.
 func ReadStat(pid int) (Stat, error) { return NewReader().Stat(pid) }
 
-// ReadFile reads the whole of a small kernel file (/proc, /sys) with bare
-// system calls: open, read until the end, close. os.ReadFile would also
-// ask the descriptor's flags and register it with the runtime's poller
-// (procfs and cgroupfs files can be polled), which then starts up for a
-// process that polls nothing.
+// ReadFile reads the whole of a small kernel file (/proc, /sys) as a
+// Reader does, open, read until the end, close, into a buffer of its own.
+// os.ReadFile would also ask the descriptor's flags and register it with
+// the runtime's poller (procfs and cgroupfs files can be polled), which
+// then starts up for a process that polls nothing.
 func ReadFile(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	r := Reader{buf: make([]byte, 512)}
+	b, err := r.readFile(append([]byte(path), 0), false)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
-	defer unix.Close(fd) // Best effort: read only.
-	buf := make([]byte, 0, 512)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		m, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m == 0 {
-			return buf, nil
-		}
-		buf = buf[:len(buf)+m]
-	}
+	return b, nil
 }

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/gofrs/flock"
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
@@ -32,58 +32,70 @@ func lockWait() time.Duration {
 }
 
 // lock takes the store's flock(2) on fd (the lock file at path), shared or
-// exclusive, without ever blocking in the kernel: it tries at once and
-// then every 2 ms until it gets it, ctx ends (INTERRUPTED: a signal told
-// the command to stop) or the bound passes (STORE_BUSY, naming the
-// process that holds the lock, from /proc/locks). It works on the bare
-// descriptor, as gofrs/flock's try-lock does on an os.File: an os.File
-// would ask the descriptor's flags and offer it to the runtime's poller
-// in every section of every wt-exec run and commit gate.
+// exclusive (flockWait), until ctx ends (INTERRUPTED: a signal told the
+// command to stop) or the bound passes (STORE_BUSY, naming the process
+// that holds the lock, from /proc/locks).
 func lock(ctx context.Context, fd int, path string, exclusive bool) error {
 	how := unix.LOCK_SH
 	if exclusive {
 		how = unix.LOCK_EX
 	}
-	try := func() (bool, error) {
-		for {
-			err := unix.Flock(fd, how|unix.LOCK_NB)
-			switch err {
-			case nil:
-				return true, nil
-			case unix.EINTR:
-				continue
-			case unix.EWOULDBLOCK:
-				return false, nil
-			}
-			return false, invalid(path, fmt.Errorf("lock: %w", err))
-		}
-	}
-	// The first try comes before any timer: a timer starts the runtime's
-	// poller, and the lock is free in nearly every section.
-	if ok, err := try(); ok || err != nil {
-		return err
-	}
-	wait, cancel := context.WithTimeout(ctx, lockWait())
-	defer cancel()
-	retry := time.NewTicker(2 * time.Millisecond)
-	defer retry.Stop()
-	for {
-		select {
-		case <-retry.C:
-			if ok, err := try(); ok || err != nil {
-				return err
-			}
-			continue
-		case <-wait.Done():
-		}
-		break
-	}
-	if ctx.Err() != nil {
+	ok, err := flockWait(ctx, fd, how, lockWait())
+	switch {
+	case err != nil:
+		return invalid(path, fmt.Errorf("lock: %w", err))
+	case ok:
+		return nil
+	case ctx.Err() != nil:
 		return decision.New(decision.Interrupted, "stopped while waiting for wt's store lock %s (held by %s)", path, lockHolder(path)).
 			WithHint("nothing was changed; run the command again")
 	}
 	return decision.New(decision.StoreBusy, "wt's store lock %s has been held for more than %s by %s", path, lockWait(), lockHolder(path)).
 		WithHint("see what that process does: ps -o pid,stat,args -p PID; if it is stopped (T), continue or end it, then run the command again")
+}
+
+// flockWait takes flock(2) how (LOCK_SH or LOCK_EX) on fd without ever
+// blocking in the kernel: at once, then every 2 ms until it gets it (true),
+// ctx ends or, for a bound of zero or more, the bound passes (false, nil).
+// It works on the bare descriptor, as gofrs/flock's try-lock does on an
+// os.File, which would ask the descriptor's flags and offer it to the
+// runtime's poller; and no timer exists until the first try fails, since
+// a timer starts that poller too and the lock is free in nearly every
+// store section of a wt-exec run or a commit gate.
+func flockWait(ctx context.Context, fd, how int, bound time.Duration) (bool, error) {
+	try := func() (bool, error) {
+		for {
+			switch err := unix.Flock(fd, how|unix.LOCK_NB); err {
+			case nil:
+				return true, nil
+			case unix.EINTR:
+			case unix.EWOULDBLOCK:
+				return false, nil
+			default:
+				return false, err
+			}
+		}
+	}
+	if ok, err := try(); ok || err != nil {
+		return ok, err
+	}
+	if bound >= 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, bound)
+		defer cancel()
+	}
+	retry := time.NewTicker(2 * time.Millisecond)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case <-retry.C:
+			if ok, err := try(); ok || err != nil {
+				return ok, err
+			}
+		}
+	}
 }
 
 // lockHolder names the processes that hold a lock on the file at path, from
@@ -148,12 +160,15 @@ func processName(pid int) string {
 // git can fail an add that lists the worktrees while one is removed; such
 // an add is undone whole and refused GIT_FAILED, and runs again.)
 func (s *Store) WithGitAdmin(ctx context.Context, fn func() error) error {
-	l := flock.New(s.root, flock.SetFlag(os.O_RDONLY))
-	defer l.Close() // Best effort: closing the fd drops the lock.
+	fd, err := unix.Open(s.root, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return invalid(s.root, fmt.Errorf("lock: %w", &fs.PathError{Op: "open", Path: s.root, Err: err}))
+	}
+	defer unix.Close(fd) // Best effort: closing the fd drops the lock.
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ok, err := l.TryLockContext(ctx, 2*time.Millisecond)
+	ok, err := flockWait(ctx, fd, unix.LOCK_EX, -1)
 	if !ok {
 		if ctx.Err() != nil {
 			return decision.New(decision.Interrupted, "stopped while waiting for another git worktree add or remove in this repository (held by %s)", lockHolder(s.root)).

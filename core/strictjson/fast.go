@@ -3,7 +3,6 @@ package strictjson
 import (
 	"reflect"
 	"strconv"
-	"unicode/utf8"
 )
 
 // Generated code (go run ./scripts/genfastjson, from the module root)
@@ -85,11 +84,7 @@ func (d *Dec) String() string {
 	}
 	start := d.w.pos
 	escaped := d.w.str()
-	raw := d.w.data[start:d.w.pos]
-	if !escaped && utf8.Valid(raw) {
-		return string(raw[1 : len(raw)-1])
-	}
-	u, ok := unquote(raw)
+	u, ok := stringOf(d.w.data[start:d.w.pos], escaped)
 	if !ok {
 		d.bad = true
 	}

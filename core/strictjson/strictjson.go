@@ -230,11 +230,7 @@ func store(dst reflect.Value, raw []byte, escaped bool) error {
 		if raw[0] != '"' {
 			return errIndirect
 		}
-		if !escaped && utf8.Valid(raw) {
-			dst.SetString(string(raw[1 : len(raw)-1]))
-			break
-		}
-		u, ok := unquote(raw)
+		u, ok := stringOf(raw, escaped)
 		if !ok {
 			return errIndirect
 		}
@@ -342,6 +338,17 @@ func (w *walker) key() (string, error) {
 	var k string
 	err := json.Unmarshal(raw, &k)
 	return k, err
+}
+
+// stringOf is the string that raw, a JSON string with its quotes, spells
+// (escaped: it holds a backslash): as is when it needs no unescaping and
+// is UTF-8, else unquote's. ok is false for what only encoding/json can
+// read.
+func stringOf(raw []byte, escaped bool) (string, bool) {
+	if !escaped && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	return unquote(raw)
 }
 
 // unquote returns the string that raw, a JSON string with its quotes,
