@@ -96,3 +96,62 @@ func TestReferenceTransactionPass(t *testing.T) {
 		})
 	}
 }
+
+// TestReferenceTransactionPassOddName: the shim finds the start ticks of
+// its parent after the last ") " of /proc/PPID/stat, so a parent whose name
+// holds ") " and what look like fields is still recognised by its pass
+// (a shim that cut at the first ") " would read the name's fake fields,
+// miss the start ticks and ask wt-hook).
+func TestReferenceTransactionPassOddName(t *testing.T) {
+	dir := t.TempDir()
+	hooksDir, gitDir := filepath.Join(dir, "hooks"), filepath.Join(dir, "gitdir")
+	os.Mkdir(hooksDir, 0o755)
+	os.Mkdir(gitDir, 0o755)
+	stand := filepath.Join(dir, "wt-hook")
+	os.WriteFile(stand, []byte("#!/bin/sh\necho \"$*\" > \"$0.args\"\ncat >/dev/null\nexit 7\n"), 0o755)
+	shim, err := Render("reference-transaction", stand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(hooksDir, "reference-transaction")
+	os.WriteFile(path, []byte(shim), 0o755)
+	const oid = "1111111111111111111111111111111111111111"
+	input := filepath.Join(dir, "input")
+	os.WriteFile(input, []byte(oid+" "+oid+" HEAD\n"+oid+" "+oid+" refs/heads/wt/T-1\n"), 0o644)
+	// The parent plays git: a script whose name (its comm) reads like
+	// stat fields. It waits for the pass, then runs the shim as git would.
+	parent := filepath.Join(dir, "g) S 1 2 3 4 5")
+	os.WriteFile(parent, []byte("#!/bin/sh\nread -r go\n\"$1\" prepared <\"$2\"\n"), 0o755)
+	cmd := exec.Command(parent, path, input)
+	cmd.Env = append(os.Environ(), "GIT_DIR="+gitDir)
+	goLine, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := proc.ReadStat(cmd.Process.Pid)
+	if err != nil || st.Comm != filepath.Base(parent) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the parent's stat: %+v %v", st, err)
+	}
+	self, err := proc.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, cmd.Process.Pid, st.StartTicks)
+	os.WriteFile(filepath.Join(gitDir, "wt-hook-pass"), []byte(pass), 0o644)
+	goLine.Write([]byte("go\n"))
+	goLine.Close()
+	if err := cmd.Wait(); err != nil {
+		args, _ := os.ReadFile(stand + ".args")
+		t.Fatalf("the pass of %q was not accepted: %v (wt-hook asked with %q), output %q", st.Comm, err, args, out.String())
+	}
+	if _, err := os.Stat(stand + ".args"); err == nil {
+		t.Fatal("wt-hook ran though the pass names the parent")
+	}
+}

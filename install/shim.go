@@ -29,11 +29,13 @@ var ServerHooks = []string{"pre-receive"}
 // client hooks run wt-gate when it is an executable file beside the
 // recorded wt-hook, and wt-hook run otherwise: the same judgement
 // (cmd/internal/gate), without a command-line library to start at every
-// commit.
-const Version = 4
+// commit. v5 changes only how the reference-transaction shim finds the
+// fields of /proc/PPID/stat: the same check, without a pattern match at
+// every byte of the line (docs/performance.md).
+const Version = 5
 
 // versions lists every shim version shipped, newest first.
-var versions = []int{4, 3, 2, 1}
+var versions = []int{5, 4, 3, 2, 1}
 
 const binMark = "@BIN@"
 
