@@ -54,7 +54,7 @@ func TestPackages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run(t, root, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-tags", "urfave_cli_no_docs",
+	run(t, root, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-tags", "urfave_cli_no_docs,grpcnotrace",
 		"-ldflags", "-X github.com/wt-tool/wt/cmd/internal/textout.stamped=v1.2.3-pkgtest", "-o", filepath.Join(work, "bin")+"/",
 		"./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate", "./cmd/wt-admin", "./cmd/wt-fleet")
 	run(t, root, nil, "go", "run", "-tags", "wt_gendocs", "./cmd/internal/gendocs", filepath.Join(work, "build", "docs"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the README's `go install`, from a clean GOPATH: this checkout's
 # HEAD is served at a version by a file:// module proxy, and
-#   CGO_ENABLED=0 go install -trimpath -tags urfave_cli_no_docs MODULE/cmd/...@VERSION
+#   CGO_ENABLED=0 go install -trimpath -tags urfave_cli_no_docs,grpcnotrace MODULE/cmd/...@VERSION
 # must install exactly the four binaries, static, each reporting VERSION.
 # Dependencies come from the local module cache (itself a proxy layout), so
 # the check needs no network once `go mod download` has run (the checksum
@@ -29,7 +29,7 @@ export GOPATH="$tmp/gopath" GOMODCACHE="$tmp/gopath/pkg/mod" GOBIN=
 # GOSUMDB=off: every module comes from a local file: this checkout, and the
 # module cache that go mod download filled and checked against go.sum.
 export GOPROXY="file://$tmp/proxy,file://$cache" GOSUMDB=off GOFLAGS=-mod=mod
-CGO_ENABLED=0 go install -trimpath -tags urfave_cli_no_docs "$mod/cmd/...@$ver"
+CGO_ENABLED=0 go install -trimpath -tags urfave_cli_no_docs,grpcnotrace "$mod/cmd/...@$ver"
 
 got=$(ls "$GOPATH/bin" | tr '\n' ' ')
 if [ "$got" != "wt-admin wt-exec wt-fleet wt-gate wt-hook " ]; then

@@ -200,7 +200,7 @@ func shippedPkg(b *testing.B, name, pkg string) string {
 func shippedInto(b *testing.B, dir, name, pkg string) string {
 	b.Helper()
 	built := filepath.Join(b.TempDir(), name)
-	cmd := exec.Command("go", "build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", built, pkg)
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "urfave_cli_no_docs,grpcnotrace", "-o", built, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
