@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
@@ -74,16 +76,16 @@ func writePass(c gitrepo.Checkout, gitPID int, procs *proc.Reader) {
 	if safefile.Overwrite(filepath.Join(c.GitDir, PassFile), line) {
 		return // in place: the shim reads the first line
 	}
-	f, err := os.CreateTemp(c.GitDir, PassFile+".tmp*")
+	fd, tmp, err := safefile.CreateTemp(c.GitDir, PassFile+".tmp")
 	if err != nil {
 		return
 	}
-	_, werr := f.Write(line)
-	if cerr := f.Close(); werr != nil || cerr != nil {
-		os.Remove(f.Name())
+	werr := safefile.WriteAll(fd, line)
+	if cerr := unix.Close(fd); werr != nil || cerr != nil {
+		os.Remove(tmp)
 		return
 	}
-	if p := filepath.Join(c.GitDir, PassFile); !safefile.SwapIn(f.Name(), p) && os.Rename(f.Name(), p) != nil {
-		os.Remove(f.Name())
+	if p := filepath.Join(c.GitDir, PassFile); !safefile.SwapIn(tmp, p) && os.Rename(tmp, p) != nil {
+		os.Remove(tmp)
 	}
 }

@@ -47,23 +47,10 @@ func TestReferenceTransactionPass(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			hooksDir, gitDir := filepath.Join(dir, "hooks"), filepath.Join(dir, "gitdir")
-			os.Mkdir(hooksDir, 0o755)
-			os.Mkdir(gitDir, 0o755)
+			_, gitDir, stand, path := shimWithStandIn(t)
 			if tc.pass != "" {
 				os.WriteFile(filepath.Join(gitDir, "wt-hook-pass"), []byte(tc.pass), 0o644)
 			}
-			// The stand-in wt-hook exits 7 so that its status is seen to
-			// come through.
-			stand := filepath.Join(dir, "wt-hook")
-			os.WriteFile(stand, []byte("#!/bin/sh\necho \"$*\" > \"$0.args\"\ncat > \"$0.stdin\"\nexit 7\n"), 0o755)
-			shim, err := Render("reference-transaction", stand)
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(hooksDir, "reference-transaction")
-			os.WriteFile(path, []byte(shim), 0o755)
 			if tc.chained {
 				os.WriteFile(path+".wt-chained", []byte("#!/bin/sh\ncat > \"$0.stdin\"\n"), 0o755)
 			}
@@ -103,18 +90,7 @@ func TestReferenceTransactionPass(t *testing.T) {
 // (a shim that cut at the first ") " would read the name's fake fields,
 // miss the start ticks and ask wt-hook).
 func TestReferenceTransactionPassOddName(t *testing.T) {
-	dir := t.TempDir()
-	hooksDir, gitDir := filepath.Join(dir, "hooks"), filepath.Join(dir, "gitdir")
-	os.Mkdir(hooksDir, 0o755)
-	os.Mkdir(gitDir, 0o755)
-	stand := filepath.Join(dir, "wt-hook")
-	os.WriteFile(stand, []byte("#!/bin/sh\necho \"$*\" > \"$0.args\"\ncat >/dev/null\nexit 7\n"), 0o755)
-	shim, err := Render("reference-transaction", stand)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(hooksDir, "reference-transaction")
-	os.WriteFile(path, []byte(shim), 0o755)
+	dir, gitDir, stand, path := shimWithStandIn(t)
 	const oid = "1111111111111111111111111111111111111111"
 	input := filepath.Join(dir, "input")
 	os.WriteFile(input, []byte(oid+" "+oid+" HEAD\n"+oid+" "+oid+" refs/heads/wt/T-1\n"), 0o644)
@@ -154,4 +130,25 @@ func TestReferenceTransactionPassOddName(t *testing.T) {
 	if _, err := os.Stat(stand + ".args"); err == nil {
 		t.Fatal("wt-hook ran though the pass names the parent")
 	}
+}
+
+// shimWithStandIn writes the reference-transaction shim into DIR/hooks,
+// recording a stand-in wt-hook at DIR/wt-hook that writes its arguments to
+// wt-hook.args and its stdin to wt-hook.stdin and exits 7 (so that its
+// status is seen to come through), and makes an empty git dir DIR/gitdir.
+func shimWithStandIn(t *testing.T) (dir, gitDir, stand, shimPath string) {
+	t.Helper()
+	dir = t.TempDir()
+	hooksDir, gitDir := filepath.Join(dir, "hooks"), filepath.Join(dir, "gitdir")
+	os.Mkdir(hooksDir, 0o755)
+	os.Mkdir(gitDir, 0o755)
+	stand = filepath.Join(dir, "wt-hook")
+	os.WriteFile(stand, []byte("#!/bin/sh\necho \"$*\" > \"$0.args\"\ncat > \"$0.stdin\"\nexit 7\n"), 0o755)
+	shim, err := Render("reference-transaction", stand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shimPath = filepath.Join(hooksDir, "reference-transaction")
+	os.WriteFile(shimPath, []byte(shim), 0o755)
+	return dir, gitDir, stand, shimPath
 }
