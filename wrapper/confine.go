@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -63,8 +65,11 @@ const ConfinedEnv = "WT_CONFINED"
 var defaultWritable = []string{".cache", ".claude", ".codex", ".aider", ".npm", "go/pkg/mod"}
 
 // devices are the device files a confined command may open for writing
-// (and use ioctls on): the null devices and terminals.
-var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"}
+// (and use ioctls on): the null devices, its controlling terminal
+// (/dev/tty) and /dev/ptmx. Of the terminals in /dev/pts it may open only
+// its own (ownTerminals): another agent's pane or the operator's shell is
+// neither writable nor open to ioctls such as TIOCSTI.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx"}
 
 // Rule is one line of a confinement: a directory and why it is writable.
 type Rule struct {
@@ -81,6 +86,10 @@ type Confinement struct {
 	Dropped []Rule `json:"dropped,omitempty"`
 	Signals bool   `json:"signals_scoped"`
 	TempDir string `json:"tmpdir"`
+	// Refs says how its refs are guarded (refGuardNS or refGuardLandlock).
+	Refs string `json:"refs"`
+	// guard is the plan behind Refs.
+	guard *refGuard
 }
 
 // Record is the confinement as the lease records it.
@@ -92,39 +101,93 @@ func (c *Confinement) Record() *store.Confinement {
 	return r
 }
 
-// PlanConfinement works out what the command may write in checkout c:
-// beneath its worktree, its own git dir, the parts of the common dir a
-// commit, fetch or push writes (objects, refs, logs, reftable), a private
-// temporary directory (tmpDir, which becomes its TMPDIR), the agents'
-// state and cache directories under $HOME that exist, and allow (the
-// policy's list and --allow-write), and the objects, refs and logs of the
-// remotes on this machine (remotes: their git dirs; a push runs
-// git-receive-pack in the command's domain). Everything else is read-only: other
-// worktrees, the wt store, the hooks, the repository's config. A directory
-// given in allow that contains or lies in a protected place is refused
-// (CONFINEMENT_CONFLICT); a default one is dropped and listed.
-func PlanConfinement(c gitrepo.Checkout, environ, allow, remotes []string, tmpDir string, abi int) (*Confinement, error) {
+// ConfinementInput is what a confinement is planned from.
+type ConfinementInput struct {
+	// Checkout is the worktree the command runs in.
+	Checkout gitrepo.Checkout
+	// Branch is the allocation's branch ("" for a detached worktree): its
+	// ref directory is the one the command may write refs in.
+	Branch string
+	// Environ is the command's environment (HOME, XDG_CACHE_HOME).
+	Environ []string
+	// Allow are the policy's and --allow-write's directories.
+	Allow []string
+	// Remotes are the git dirs of the repository's remotes on this machine.
+	Remotes []string
+	// TempDir is the command's private TMPDIR.
+	TempDir string
+	ABI     int
+	// DryRun plans without making anything (--explain).
+	DryRun bool
+}
+
+// PlanConfinement works out what the command may write: beneath its
+// worktree, its own git dir, the objects a commit or fetch adds, the refs
+// its task may move (see refguard.go), a private temporary directory
+// (its TMPDIR), the agents' state and cache directories under $HOME that
+// exist, the directories of in.Allow, and the objects, refs and logs of
+// the remotes on this machine (a push runs git-receive-pack in the
+// command's domain). Everything else is read-only: other worktrees, the
+// wt store, the hooks, the repository's config, the publication branch,
+// tags, replace and notes refs. A directory given in allow that does not
+// exist is refused (CONFINEMENT_CONFLICT, with the mkdir that makes it);
+// one that contains or lies in a protected place is refused too; a default
+// one is dropped and listed.
+func PlanConfinement(in ConfinementInput) (*Confinement, error) {
+	c := in.Checkout
 	if c.Key == gitrepo.MainKey {
 		return nil, decision.New(decision.ConfinementUnavailable, "%s is the canonical checkout, whose git dir is the repository's own: wt confines commands in linked worktrees only", c.TopLevel).
 			WithHint("run the agent in a worktree of its task: wt-exec --task KEY --owner NAME -- COMMAND")
 	}
-	conf := &Confinement{ABI: abi, Signals: abi >= scopeABI, TempDir: tmpDir}
-	conf.Rules = append(conf.Rules, Rule{c.TopLevel, "the worktree"}, Rule{c.GitDir, "its git dir: index, HEAD, its reflog"})
-	conf.Rules = append(conf.Rules, gitStateRules(c.CommonDir, "")...)
-	conf.Rules = append(conf.Rules, Rule{tmpDir, "its private TMPDIR, removed when it ends"})
+	conf := &Confinement{ABI: in.ABI, Signals: in.ABI >= scopeABI, TempDir: in.TempDir}
 	protected, err := protectedPlaces(c)
 	if err != nil {
 		return nil, err
 	}
-	for _, gitDir := range remotes {
+	// The allowed directories first: a refused one leaves nothing made.
+	var allowed []Rule
+	for _, d := range in.Allow {
+		if !filepath.IsAbs(d) {
+			return nil, decision.New(decision.Usage, "--allow-write %s is not an absolute path", d).WithHint("name the directory by its absolute path")
+		}
+		d = filepath.Clean(d)
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return nil, decision.New(decision.ConfinementConflict, "%s may not be writable to a confined command: it is not an existing directory", d).
+				WithHint("make it first: mkdir -p %s", shell.Word(d))
+		}
+		if clash := conflict(d, protected); clash != "" {
+			return nil, decision.New(decision.ConfinementConflict, "%s may not be writable to a confined command: it holds or lies in %s", d, clash).
+				WithHint("allow a directory that holds no worktree and nothing of the repository's git dir")
+		}
+		allowed = append(allowed, Rule{d, "allowed (policy or --allow-write)"})
+	}
+	guard, err := planGuard(in)
+	if err != nil {
+		return nil, err
+	}
+	conf.guard, conf.Refs = guard, guard.mode
+	conf.Rules = append(conf.Rules, Rule{c.TopLevel, "the worktree"}, Rule{c.GitDir, "its git dir: index, HEAD, its reflog, its own refs"})
+	if guard.mode == refGuardNS {
+		conf.Rules = append(conf.Rules, Rule{guard.shadow, "its view of the common dir " + c.CommonDir + ": objects, refs and logs, the rest read-only mounts"})
+	} else {
+		conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, "objects"), "objects a commit or fetch adds"})
+		if guard.branchDir != "" {
+			conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, guard.branchDir), "its branch's ref directory"},
+				Rule{filepath.Join(c.CommonDir, "logs", guard.branchDir), "its branch's reflogs"})
+		}
+		conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, "refs", "remotes"), "remote-tracking refs"},
+			Rule{filepath.Join(c.CommonDir, "logs", "refs", "remotes"), "remote-tracking reflogs"})
+	}
+	conf.Rules = append(conf.Rules, Rule{in.TempDir, "its private TMPDIR, removed when it ends"})
+	for _, gitDir := range in.Remotes {
 		if clash := conflict(gitDir, protected); clash != "" {
 			conf.Dropped = append(conf.Dropped, Rule{gitDir, "a remote that holds " + clash})
 			continue
 		}
 		conf.Rules = append(conf.Rules, gitStateRules(gitDir, "a push into the local remote "+gitDir)...)
 	}
-	home, _ := envLookup(environ, "HOME")
-	cache, _ := envLookup(environ, "XDG_CACHE_HOME")
+	home, _ := envLookup(in.Environ, "HOME")
+	cache, _ := envLookup(in.Environ, "XDG_CACHE_HOME")
 	var defaults []string
 	if home != "" && filepath.IsAbs(home) {
 		for _, d := range defaultWritable {
@@ -147,18 +210,26 @@ func PlanConfinement(c gitrepo.Checkout, environ, allow, remotes []string, tmpDi
 		}
 		conf.Rules = append(conf.Rules, Rule{d, "an agent's state or cache"})
 	}
-	for _, d := range allow {
-		if !filepath.IsAbs(d) {
-			return nil, decision.New(decision.Usage, "--allow-write %s is not an absolute path", d).WithHint("name the directory by its absolute path")
-		}
-		d = filepath.Clean(d)
-		if clash := conflict(d, protected); clash != "" {
-			return nil, decision.New(decision.ConfinementConflict, "%s may not be writable to a confined command: it holds or lies in %s", d, clash).
-				WithHint("allow a directory that holds no worktree and nothing of the repository's git dir")
-		}
-		conf.Rules = append(conf.Rules, Rule{d, "allowed (policy or --allow-write)"})
-	}
+	conf.Rules = append(conf.Rules, allowed...)
 	return conf, nil
+}
+
+// planGuard plans the guard of the refs (refguard.go); a dry run makes
+// nothing and plans the mount namespace where it would be made.
+func planGuard(in ConfinementInput) (*refGuard, error) {
+	ns := mountNSAvailable()
+	if in.DryRun {
+		g := &refGuard{mode: refGuardLandlock, branchDir: taskRefDir(in.Branch)}
+		if ns {
+			g.mode, g.shadow = refGuardNS, filepath.Join(in.TempDir, ".wt-common")
+			g.readOnly = []string{"everything in " + in.Checkout.CommonDir + " but objects, refs, logs and its own admin dir",
+				"refs/ and logs/refs/: heads (but " + taskRefDir(in.Branch) + "/), tags, replace, notes, every other ref directory but remotes"}
+		} else {
+			g.readOnly = []string{"refs/ and the common dir's root: the stash and ref deletions fail (no mount namespace: wt-exec is not root)"}
+		}
+		return g, nil
+	}
+	return planRefGuard(in.Checkout.CommonDir, in.Checkout.GitDir, in.Branch, in.TempDir, ns)
 }
 
 // gitStateDirs are the directories of a git dir that a commit, fetch or
@@ -229,7 +300,8 @@ func (c *Confinement) Explain(worktree string) []string {
 	for _, r := range c.Rules {
 		out = append(out, fmt.Sprintf("  write    %s  (%s)", r.Path, r.Why))
 	}
-	out = append(out, "  devices  "+strings.Join(devices, " "))
+	out = append(out, c.guard.explain()...)
+	out = append(out, "  devices  "+strings.Join(devices, " ")+" and its own terminal")
 	for _, r := range c.Dropped {
 		out = append(out, fmt.Sprintf("  not      %s  (%s)", r.Path, r.Why))
 	}
@@ -238,7 +310,7 @@ func (c *Confinement) Explain(worktree string) []string {
 	} else {
 		out = append(out, fmt.Sprintf("  signals  not scoped (Landlock ABI %d < %d)", c.ABI, scopeABI))
 	}
-	return append(out, "  everything else is read-only: other worktrees, the wt store, the hooks, the repository's config")
+	return append(out, "  fds      none above 2 but those named with --keep-fd", "  everything else is read-only: other worktrees, the wt store, the hooks, the repository's config")
 }
 
 // childEnv returns the environment of the confined command: its private
@@ -262,6 +334,8 @@ func withoutVar(env []string, name string) []string {
 type ruleset struct {
 	fd    int
 	flags uint32
+	// guard's mount namespace, if any, is made by the forking thread.
+	guard *refGuard
 }
 
 // buildRuleset builds the confinement's Landlock ruleset: reads everywhere,
@@ -272,7 +346,7 @@ type ruleset struct {
 // right still denies every link and rename across directories (Landlock's
 // "refer" is denied by default), which would break git's object writes.
 // Networking is not restricted, and of the IPC scopes only signals are.
-func (c *Confinement) buildRuleset() (ruleset, error) {
+func (c *Confinement) buildRuleset(terminals []string) (ruleset, error) {
 	cfg := landlock.V7
 	cfg.HandledAccessNet = 0
 	cfg.Scoped = 0
@@ -287,9 +361,9 @@ func (c *Confinement) buildRuleset() (ruleset, error) {
 	fd, flags, err := cfg.BestEffort().NewRulesetFD(
 		landlock.RODirs("/"),
 		landlock.RWDirs(write...).WithRefer().WithIoctlDev().IgnoreIfMissing(),
-		landlock.PathAccess(dev, devices...).IgnoreIfMissing(),
+		landlock.PathAccess(dev, append(slices.Clone(devices), terminals...)...).IgnoreIfMissing(),
 	)
-	return ruleset{fd: fd, flags: flags}, err
+	return ruleset{fd: fd, flags: flags, guard: c.guard}, err
 }
 
 // forkConfined runs fork (a fork and exec of the command) on an OS thread
@@ -312,6 +386,10 @@ func forkConfined(rs ruleset, fork func() (int, error)) (int, error) {
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked (see above)
+		if err := rs.guard.enterMountNS(); err != nil {
+			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "make the confined command's mount namespace")}
+			return
+		}
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "set no_new_privs for the confined command")}
 			return
@@ -360,7 +438,7 @@ func confinementRefusal(abi int) *decision.Error {
 // it: nil when the mode (the policy's, or --confine/--no-confine) is off,
 // or auto on a kernel that cannot (said once through Notify). require on
 // such a kernel refuses.
-func (s *supervisor) confinement(c gitrepo.Checkout, pol store.Policy) (*Confinement, error) {
+func (s *supervisor) confinement(c gitrepo.Checkout, branch string, pol store.Policy) (*Confinement, error) {
 	mode := s.opts.confineMode(pol)
 	if mode == ConfineOff {
 		return nil, nil
@@ -381,7 +459,7 @@ func (s *supervisor) confinement(c gitrepo.Checkout, pol store.Policy) (*Confine
 		}
 		s.tmpDir = d
 	}
-	conf, err := s.opts.planConfinement(c, pol, s.tmpDir, abi)
+	conf, err := s.opts.planConfinement(c, branch, pol, s.tmpDir, abi, false)
 	if err != nil && mode == ConfineAuto && decision.CodeOf(err) == decision.ConfinementUnavailable {
 		s.opts.Notify("the command runs unconfined (confine auto): " + err.Error())
 		return nil, nil
@@ -402,8 +480,9 @@ func (s *supervisor) removeTempDir() {
 
 // Explain plans the confinement of a run in opts.Dir as wt-exec would,
 // without taking a lease or running anything, and says it in words. The
-// policy comes from the caller (mode and allow list).
-func Explain(opts Options, pol store.Policy) ([]string, error) {
+// policy comes from the caller (mode and allow list), and so does the
+// allocation's branch.
+func Explain(opts Options, branch string, pol store.Policy) ([]string, error) {
 	dir := opts.Dir
 	if dir == "" {
 		dir = "."
@@ -418,7 +497,7 @@ func Explain(opts Options, pol store.Policy) ([]string, error) {
 	if abi < MinConfineABI {
 		return append(head, "this kernel cannot confine: "+confinementRefusal(abi).Message), nil
 	}
-	conf, err := opts.planConfinement(c, pol, filepath.Join(os.TempDir(), "wt-exec-tmp-XXXXXXXX"), abi)
+	conf, err := opts.planConfinement(c, branch, pol, filepath.Join(os.TempDir(), "wt-exec-tmp-XXXXXXXX"), abi, true)
 	if err != nil {
 		return nil, err
 	}
@@ -486,7 +565,34 @@ func (o Options) confineMode(pol store.Policy) ConfineMode {
 // planConfinement plans the run's confinement in c, with tmpDir as its
 // private TMPDIR: the policy's and --allow-write's directories, and the
 // repository's local remotes.
-func (o Options) planConfinement(c gitrepo.Checkout, pol store.Policy, tmpDir string, abi int) (*Confinement, error) {
-	allow := append(slices.Clone(pol.ConfineAllow), o.AllowWrite...)
-	return PlanConfinement(c, o.Environ, allow, localRemotes(c.CommonDir), tmpDir, abi)
+func (o Options) planConfinement(c gitrepo.Checkout, branch string, pol store.Policy, tmpDir string, abi int, dryRun bool) (*Confinement, error) {
+	return PlanConfinement(ConfinementInput{Checkout: c, Branch: branch, Environ: o.Environ,
+		Allow: append(slices.Clone(pol.ConfineAllow), o.AllowWrite...), Remotes: localRemotes(c.CommonDir),
+		TempDir: tmpDir, ABI: abi, DryRun: dryRun})
+}
+
+// closeInherited keeps every descriptor above 2 that wt-exec inherited
+// from passing into a confined command (a launcher's socket, a terminal or
+// a file opened elsewhere would carry rights the confinement denies), but
+// those in keep (--keep-fd): it marks them close-on-exec, so wt-exec itself
+// may go on using them (--json fd:N). Go opens its own with close-on-exec.
+func closeInherited(keep []int) error {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		ents, rerr := os.ReadDir("/proc/self/fd")
+		if rerr != nil {
+			return decision.Wrap(decision.ConfinementUnavailable, err, "close the inherited descriptors")
+		}
+		for _, e := range ents {
+			if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+				_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC) // Best effort: the listing's own fd is gone by now.
+			}
+		}
+	}
+	for _, fd := range keep {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
+			return decision.Wrap(decision.Usage, err, "--keep-fd %d: no such open descriptor", fd).
+				WithHint("open it before wt-exec starts, e.g. wt-exec --keep-fd %d ... %d<FILE", fd, fd)
+		}
+	}
+	return nil
 }

@@ -78,6 +78,9 @@ type Options struct {
 	// directories a confined command may write beneath.
 	Confine    *ConfineMode
 	AllowWrite []string
+	// KeepFDs are inherited descriptors above 2 that a confined command
+	// gets (--keep-fd); every other one is closed for it.
+	KeepFDs []int
 	// Verbose reports, through Notify, what wt-exec does without (a cgroup
 	// it may not make).
 	Verbose bool
@@ -183,7 +186,7 @@ func Run(opts Options) (Result, error) {
 			if s.startCtx != nil && s.startCtx.Err() != nil {
 				return nil, s.stopped()
 			}
-			conf, err := s.confinement(c, g.Policy)
+			conf, err := s.confinement(c, branchOf(g.Allocation), g.Policy)
 			if err != nil {
 				return nil, err
 			}
@@ -427,4 +430,12 @@ func (s *supervisor) superviseInto(res *Result) {
 	if (s.died == unix.SIGINT || s.died == unix.SIGQUIT) && s.opts.Stdin != nil && isTerminal(s.opts.Stdin) {
 		res.ToGroup = isForeground(int(s.opts.Stdin.Fd()))
 	}
+}
+
+// branchOf is the allocation's branch, "" when it has none (detached).
+func branchOf(a store.Allocation) string {
+	if a.Branch == nil {
+		return ""
+	}
+	return *a.Branch
 }

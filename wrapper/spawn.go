@@ -5,6 +5,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/creack/pty"
@@ -67,6 +70,7 @@ func (s *supervisor) start(path string, argv, env []string) (restore func(), err
 		errFd = s.opts.Stderr.Fd()
 	}
 	attr.Files = []uintptr{tty.Fd(), tty.Fd(), errFd}
+	s.ownTTY = tty.Name()
 	// Setsid + Setctty: the child leads a new session whose controlling
 	// terminal is the pty (fd 0 in the child). Its group is its pid, so no
 	// Setpgid, which would conflict with Setsid.
@@ -144,10 +148,17 @@ func execError(path string, err error) error {
 // cgroup gets the child without one, as before cgroups.
 func (s *supervisor) forkExec(path string, argv []string, attr *syscall.ProcAttr) (int, error) {
 	fork := func() (int, error) { return syscall.ForkExec(path, argv, attr) }
-	if s.ruleset != nil {
+	if s.conf != nil {
+		rs, err := s.conf.buildRuleset(s.ownTerminals(attr.Files))
+		if err != nil {
+			return 0, decision.Wrap(decision.ConfinementUnavailable, err, "build the Landlock ruleset")
+		}
+		if rs.fd >= 0 {
+			defer unix.Close(rs.fd) // Best effort: a ruleset fd only; the child has its domain by then.
+		}
 		// Each attempt forks from a new thread confined for it alone.
 		fork = func() (int, error) {
-			return forkConfined(*s.ruleset, func() (int, error) { return syscall.ForkExec(path, argv, attr) })
+			return forkConfined(rs, func() (int, error) { return syscall.ForkExec(path, argv, attr) })
 		}
 	}
 	if s.cg == nil {
@@ -164,4 +175,24 @@ func (s *supervisor) forkExec(path string, argv []string, attr *syscall.ProcAttr
 	s.dropCgroup()
 	attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
 	return fork()
+}
+
+// ownTerminals are the terminals the command's standard descriptors are
+// (by their /dev/pts or /dev/tty* path), and its pty: the only ones a
+// confined command may open for writing and use ioctls on.
+func (s *supervisor) ownTerminals(fds []uintptr) []string {
+	var out []string
+	if s.ownTTY != "" {
+		out = append(out, s.ownTTY)
+	}
+	for _, fd := range fds {
+		if !term.IsTerminal(int(fd)) {
+			continue
+		}
+		p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fd)))
+		if err == nil && (strings.HasPrefix(p, "/dev/pts/") || strings.HasPrefix(p, "/dev/tty")) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

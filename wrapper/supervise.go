@@ -33,9 +33,11 @@ type supervisor struct {
 	tmpDir string
 	// cg is the command's cgroup (nil where wt-exec could make none).
 	cg *leaseCgroup
-	// ruleset, while a confined command starts, is what the thread that
-	// forks it enforces (see forkConfined).
-	ruleset *ruleset
+	// conf, while a confined command starts, is its confinement; the
+	// thread that forks it enforces its ruleset (see forkConfined), built
+	// with the command's own terminal (ownTTY, its pty when it has one).
+	conf   *Confinement
+	ownTTY string
 
 	// sigs gets every signal a run handles, stops the stop signals until
 	// the child starts (watchStart); both are set by catch, once.
@@ -230,19 +232,12 @@ func (s *supervisor) launch(path string, env []string, conf *Confinement) (*stor
 	s.catch()
 	argv := s.opts.Args
 	if conf != nil {
-		rs, err := conf.buildRuleset()
-		if err != nil {
-			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "build the Landlock ruleset")
-		}
-		s.ruleset = &rs
-		defer func() {
-			// Used only by this start: the child has its domain by then.
-			if rs.fd >= 0 {
-				unix.Close(rs.fd) // Best effort: a ruleset fd only.
-			}
-			s.ruleset = nil
-		}()
+		s.conf = conf
+		defer func() { s.conf = nil }()
 		env = conf.childEnv(env)
+		if err := closeInherited(s.opts.KeepFDs); err != nil {
+			return nil, err
+		}
 	}
 	restore, err := s.start(path, argv, env)
 	s.restore = restore

@@ -46,8 +46,12 @@ func TestMain(m *testing.M) {
 		// agentsh stands for an agent program that runs commands: a named
 		// ancestor for --holder ancestor:agentsh. It runs its arguments as
 		// a child and exits with the child's status.
-		"agentsh":  agentsh,
-		"wt-fleet": func() { os.Exit(fleetcli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"agentsh": agentsh,
+		// ttyvictim and ttyprobe: another agent's terminal, and what a
+		// confined agent would try on it (ttyprobe_test.go).
+		"ttyvictim": ttyvictim,
+		"ttyprobe":  ttyprobe,
+		"wt-fleet":  func() { os.Exit(fleetcli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 		// etcd-server DIR CLIENT_PORT PEER_PORT runs a real etcd member (a
 		// separate process, for tests that stop, freeze and restart it). It
 		// writes its pid to DIR/pid and creates DIR/ready once it serves.
@@ -205,8 +209,12 @@ func TestScripts(t *testing.T) {
 		// [cgroup]: this process may make a cgroup v2 beneath its own, as
 		// wt-exec does for its command (root, or a delegated subtree).
 		// [landlock]: the kernel has Landlock with signal scoping (ABI >= 6),
-		// which confine.txtar needs.
+		// which confine.txtar needs. [root]: euid 0 (confine-refs.txtar's
+		// mount namespace).
 		Condition: func(cond string) (bool, error) {
+			if cond == "root" {
+				return os.Geteuid() == 0, nil
+			}
 			if cond == "landlock" {
 				v, err := llsys.LandlockGetABIVersion()
 				return err == nil && v >= 6, nil

@@ -22,7 +22,9 @@ import (
 	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/hooks"
 	"github.com/wt-tool/wt/wrapper"
 )
@@ -207,6 +209,13 @@ func (r *run) options(l *Line) (wrapper.Options, error) {
 	}
 	opts.Confine = confineFlag(l)
 	opts.AllowWrite = l.Strings("allow-write")
+	for _, v := range l.Strings("keep-fd") {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 3 {
+			return opts, usageErr("--keep-fd %q: give a descriptor number above 2 (0, 1 and 2 are always passed)", v)
+		}
+		opts.KeepFDs = append(opts.KeepFDs, n)
+	}
 	if len(opts.Args) == 0 {
 		return opts, usageErr("no command given: wt-exec [OPTIONS] -- COMMAND [ARG...]")
 	}
@@ -311,7 +320,18 @@ func (r *run) explain(l *Line) error {
 	if err != nil {
 		return err
 	}
-	lines, err := wrapper.Explain(opts, pol)
+	// The allocation's branch decides which ref directory is writable; a
+	// worktree wt does not govern is explained as detached.
+	branch := ""
+	if c, err := gitrepo.Locate(dir); err == nil {
+		_ = repo.Store.Read(func(tx *store.Tx) error { // Best effort: no allocation, no branch.
+			if t, err := repo.ResolveCheckout(tx, c); err == nil && t.Allocation.Branch != nil {
+				branch = *t.Allocation.Branch
+			}
+			return nil
+		})
+	}
+	lines, err := wrapper.Explain(opts, branch, pol)
 	if err != nil {
 		return err
 	}

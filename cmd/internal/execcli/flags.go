@@ -60,6 +60,7 @@ var Flags = []Flag{
 	{Name: "confine", Kind: Bool, Usage: "confine the command with Landlock (refuse where the kernel cannot): it may write only in its worktree and what git and agents need"},
 	{Name: "no-confine", Kind: Bool, Usage: "do not confine the command, whatever the policy says"},
 	{Name: "allow-write", Kind: StringSlice, Usage: "with confinement, also let the command write beneath `DIR` (repeatable)"},
+	{Name: "keep-fd", Kind: StringSlice, Usage: "with confinement, pass the inherited descriptor `N` on to the command (repeatable); every other one above 2 is closed for it"},
 	{Name: "explain", Kind: Bool, Usage: "print the confinement rules this run would have, and run nothing"},
 	{Name: "json", Kind: String, Usage: "write the grant (once the command runs) or the refusal as one JSON object to `DEST`: a path, or fd:N for an open file descriptor"},
 	{Name: "wait", Kind: Bool, Usage: "when a live writer holds the lease, wait for it (in line with other waiters) instead of exiting 125"},
