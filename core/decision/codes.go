@@ -29,6 +29,11 @@ const (
 	OwnerMismatch         = "OWNER_MISMATCH"
 	InvalidLifecycle      = "INVALID_LIFECYCLE"
 	UnregisteredWorktree  = "UNREGISTERED_WORKTREE"
+	// GitMetadataUntrusted: a governed worktree's git files (its .git file,
+	// its admin dir's commondir or gitdir, its config.worktree) disagree
+	// with wt's records or could make git start a program: wt runs no git
+	// on it until they are repaired.
+	GitMetadataUntrusted  = "GIT_METADATA_UNTRUSTED"
 	InvalidTarget         = "INVALID_TARGET"
 	InvalidHolder         = "INVALID_HOLDER"
 	InvalidRuntimeBinding = "INVALID_RUNTIME_BINDING"
@@ -228,6 +233,7 @@ var codes = [...]string{
 	OwnerMismatch,
 	InvalidLifecycle,
 	UnregisteredWorktree,
+	GitMetadataUntrusted,
 	InvalidTarget,
 	InvalidHolder,
 	InvalidRuntimeBinding,

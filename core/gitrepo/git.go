@@ -51,11 +51,40 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), msg)
 }
 
+// neutral are the settings every git wt runs is given on its command line
+// (which wins over every config file, and passes to the git processes it
+// starts): each configuration that would start a program is off. wt's own
+// git commands read and update refs, list and remove worktrees and read a
+// worktree's status; none of them needs a pager, an editor, a credential
+// helper or a file system monitor. Hooks are left as the repository sets
+// them here, because wt asks git where they are (rev-parse --git-path
+// hooks), and git worktree add runs post-checkout; the ref updates wt makes
+// run with hooks off (GitUnhooked), and so does every command on a
+// governed worktree (GitIn). Filters stay those of the repository's own
+// config, which a confined agent cannot write (a governed worktree's
+// config.worktree is checked by VerifyMetadata).
+var neutral = []string{
+	"-c", "core.fsmonitor=false",
+	"-c", "core.pager=cat",
+	"-c", "core.editor=:",
+	"-c", "sequence.editor=:",
+	"-c", "diff.external=",
+	"-c", "credential.helper=",
+	"-c", "core.askPass=",
+	"-c", "core.alternateRefsCommand=",
+	"-c", "uploadpack.packObjectsHook=",
+}
+
 // run runs git -C dir args... and returns its stdout.
 func run(ctx context.Context, dir string, readOnly bool, args ...string) ([]byte, error) {
-	full := append([]string{"-C", dir}, args...)
+	return runEnv(ctx, dir, readOnly, nil, args...)
+}
+
+// runEnv is run with extra variables in git's environment.
+func runEnv(ctx context.Context, dir string, readOnly bool, extra []string, args ...string) ([]byte, error) {
+	full := append(append([]string{"-C", dir}, neutral...), args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = gitEnv(readOnly)
+	cmd.Env = append(gitEnv(readOnly), extra...)
 	var out, errb bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &errb
@@ -80,7 +109,7 @@ func runDetached(ctx context.Context, dir, marker string, args ...string) error 
 	}
 	defer os.Remove(errf.Name()) // Best effort: a temporary file.
 	defer errf.Close()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{"-C", dir}, neutral...), args...)...)
 	cmd.Env = append(gitEnv(false), marker)
 	cmd.Stderr = errf
 	err = cmd.Run()

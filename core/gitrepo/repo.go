@@ -157,17 +157,37 @@ func (r *Repo) Refs(ctx context.Context) (map[string]string, error) {
 }
 
 // RemoveWorktree runs `git worktree remove PATH`, never with --force: git
-// refuses a worktree that is locked or holds changes.
-func (r *Repo) RemoveWorktree(ctx context.Context, path string) error {
+// refuses a worktree that is locked or holds changes. git checks the
+// worktree's status with a git of its own that finds the common dir
+// through the worktree's files, so they are verified first (key is the
+// worktree's admin dir name; VerifyMetadata).
+func (r *Repo) RemoveWorktree(ctx context.Context, key, path string) error {
+	if err := VerifyMetadata(r.CommonDir, key, path); err != nil {
+		return err
+	}
 	_, err := r.Git(ctx, false, "worktree", "remove", "--end-of-options", path)
 	return err
 }
 
-// Changes lists what `git status` reports in the worktree at dir: modified,
-// staged, deleted and untracked files (ignored files are not listed; git
-// worktree remove deletes them with the checkout).
-func (r *Repo) Changes(ctx context.Context, dir string) ([]string, error) {
-	out, err := run(ctx, dir, true, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")
+// GitIn runs a git command in the governed linked worktree key, whose
+// checkout is at path, with its git dir, common dir and work tree taken
+// from the repository's own records (GIT_DIR, GIT_COMMON_DIR,
+// GIT_WORK_TREE), never from the worktree's .git file or its admin dir's
+// commondir, and only once VerifyMetadata has found them agreeing.
+func (r *Repo) GitIn(ctx context.Context, key, path string, readOnly bool, args ...string) ([]byte, error) {
+	if err := VerifyMetadata(r.CommonDir, key, path); err != nil {
+		return nil, err
+	}
+	env := []string{"GIT_DIR=" + AdminDir(r.CommonDir, key), "GIT_COMMON_DIR=" + r.CommonDir, "GIT_WORK_TREE=" + path}
+	return runEnv(ctx, path, readOnly, env, append([]string{"-c", "core.hooksPath=/dev/null"}, args...)...)
+}
+
+// Changes lists what `git status` reports in the governed worktree key at
+// path (see GitIn): modified, staged, deleted and untracked files (ignored
+// files are not listed; git worktree remove deletes them with the
+// checkout).
+func (r *Repo) Changes(ctx context.Context, key, path string) ([]string, error) {
+	out, err := r.GitIn(ctx, key, path, true, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")
 	if err != nil {
 		return nil, err
 	}

@@ -326,7 +326,7 @@ func planFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, a store.Alloca
 		}
 	}
 	if plan.Checkout == CheckoutPresent {
-		if err := unused(ctx, r, a.WorktreePath); err != nil {
+		if err := unused(ctx, r, a.WorktreeKey, a.WorktreePath); err != nil {
 			return FinishPlan{}, err
 		}
 	}
@@ -351,8 +351,11 @@ func planFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, a store.Alloca
 
 // unused refuses a worktree with changes git would lose, or that a process
 // uses (its cwd, an open file or a mapping there).
-func unused(ctx context.Context, r *alloc.Repo, path string) error {
-	changes, err := r.Git.Changes(ctx, path)
+func unused(ctx context.Context, r *alloc.Repo, key, path string) error {
+	changes, err := r.Git.Changes(ctx, key, path)
+	if decision.CodeOf(err) == decision.GitMetadataUntrusted {
+		return err
+	}
 	if err != nil {
 		return decision.Wrap(decision.GitFailed, err, "git status in %s", path)
 	}
@@ -644,7 +647,7 @@ func removeCheckout(ctx context.Context, r *alloc.Repo, plan FinishPlan, planned
 			WithHint("run the dry run again and apply its plan")
 	}
 	if !item.Prunable && !planned {
-		if err := unused(ctx, r, plan.TargetPath); err != nil {
+		if err := unused(ctx, r, plan.WorktreeKey, plan.TargetPath); err != nil {
 			return err
 		}
 	}

@@ -601,7 +601,9 @@ func removeRegistration(ctx context.Context, r *alloc.Repo, op, target, key stri
 	if err != nil {
 		return err
 	}
-	if err := r.Git.RemoveWorktree(ctx, target); err != nil {
+	if err := r.Git.RemoveWorktree(ctx, key, target); decision.CodeOf(err) == decision.GitMetadataUntrusted {
+		return err
+	} else if err != nil {
 		return decision.Wrap(decision.GitFailed, err, "git worktree remove %s", target).
 			WithHint("nothing was forced; look at git worktree list")
 	}

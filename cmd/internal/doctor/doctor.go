@@ -239,6 +239,16 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 			continue
 		}
 		seen[a.AllocationID] = true
+		if !wt.Prunable {
+			if err := gitrepo.VerifyMetadata(r.Git.CommonDir, wt.Key, wt.Path); err != nil {
+				f := Finding{Check: "gates", Subject: wt.Path, Problem: decision.CodeOf(err) + ": " + err.Error()}
+				var d *decision.Error
+				if errors.As(err, &d) {
+					f.Problem, f.Fix = d.Code+": "+d.Message, d.Hint
+				}
+				rep.Findings = append(rep.Findings, f)
+			}
+		}
 		if wt.Prunable && a.Role != store.RoleAudit && a.Lifecycle != store.Released {
 			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
 				Problem: fmt.Sprintf("%s: the checkout of task %s (%s) was deleted; its task key is stuck until the task is finished", decision.CheckoutMissing, a.TaskKey, a.Lifecycle),

@@ -1,0 +1,117 @@
+package gitrepo
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/shell"
+)
+
+// A governed worktree's own files are the agent's to write: its .git
+// file, and in its admin dir (which must stay writable for HEAD, the index
+// and rebase state) the commondir and gitdir files and config.worktree.
+// None of them is evidence wt trusts. A git command wt runs on a governed
+// worktree takes its git dir and common dir from wt's records (GitIn), and
+// runs only after VerifyMetadata found those files saying what the records
+// say; otherwise an agent could point the operator's git at a directory of
+// its own whose config starts its program (core.fsmonitor, a filter, a
+// hook).
+
+// worktreeConfigAllowed are the only keys a governed worktree's
+// config.worktree may set (lower case, as git compares them): sparse
+// checkout and identity, nothing that names a program.
+var worktreeConfigAllowed = map[string]bool{
+	"core.sparsecheckout": true, "core.sparsecheckoutcone": true,
+	"user.name": true, "user.email": true,
+}
+
+// VerifyMetadata checks that the linked worktree key of commonDir, whose
+// checkout wt records at path, is what git's files say: path/.git is a
+// file naming the admin dir commonDir/worktrees/key, the admin dir's
+// commondir leads back to commonDir and its gitdir to path/.git, and its
+// config.worktree sets nothing but worktreeConfigAllowed. A checkout that
+// is gone is not checked here (its callers report it). Anything else is
+// GIT_METADATA_UNTRUSTED, with the commands that repair it.
+func VerifyMetadata(commonDir, key, path string) error {
+	admin := AdminDir(commonDir, key)
+	dotgit := filepath.Join(path, ".git")
+	untrusted := func(format string, args ...any) error {
+		return decision.New(decision.GitMetadataUntrusted, "worktree %s: "+format, append([]any{path}, args...)...).
+			WithHint("printf '%%s\\n' ../.. > %s && git -C %s worktree repair %s",
+				shell.Word(filepath.Join(admin, "commondir")), shell.Word(filepath.Dir(commonDir)), shell.Word(path))
+	}
+	if fi, err := os.Lstat(dotgit); err == nil {
+		if !fi.Mode().IsRegular() {
+			return untrusted("its .git is not a gitdir file")
+		}
+		gd, err := gitdirOf(dotgit)
+		if err != nil || !same(gd, admin) {
+			return untrusted("its .git file names %s, not its admin dir %s", gd, admin)
+		}
+	}
+	b, err := readGitFile(filepath.Join(admin, "commondir"))
+	if err != nil {
+		return untrusted("its admin dir's commondir cannot be read: %v", err)
+	}
+	cd := strings.TrimRight(string(b), "\r\n")
+	if !filepath.IsAbs(cd) {
+		cd = filepath.Join(admin, cd)
+	}
+	if !same(cd, commonDir) {
+		return untrusted("its admin dir's commondir names %s, not the repository's %s", cd, commonDir)
+	}
+	if back, err := CheckoutOf(commonDir, key); err != nil || !same(back, path) {
+		return untrusted("its admin dir's gitdir names %s, not %s", filepath.Join(back, ".git"), dotgit)
+	}
+	if bad, err := worktreeConfigKeys(filepath.Join(admin, "config.worktree")); err != nil {
+		return untrusted("its config.worktree cannot be read safely: %v", err)
+	} else if bad != "" {
+		return decision.New(decision.GitMetadataUntrusted, "worktree %s: its config.worktree sets %s, which wt does not run git with", path, bad).
+			WithHint("git config --file %s --unset-all %s", shell.Word(filepath.Join(admin, "config.worktree")), shell.Word(bad))
+	}
+	return nil
+}
+
+// worktreeConfigKeys reads a config.worktree and returns the first key it
+// sets that is not allowed ("" when none; a missing file sets none). A
+// line it cannot read as git's config syntax (an include, a continued
+// value, a section it cannot parse) counts as not allowed.
+func worktreeConfigKeys(p string) (string, error) {
+	b, err := readGitFile(p)
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	section := ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 || strings.ContainsAny(line[1:end], "\" ") {
+				return line, nil // a subsection ("filter \"x\"", "includeIf ..."): never allowed
+			}
+			section = strings.ToLower(line[1:end])
+			if rest := strings.TrimSpace(line[end+1:]); rest == "" {
+				continue
+			} else {
+				line = rest
+			}
+		}
+		name, _, _ := strings.Cut(line, "=")
+		key := section + "." + strings.ToLower(strings.TrimSpace(name))
+		if !worktreeConfigAllowed[key] || strings.HasSuffix(strings.TrimSpace(line), "\\") {
+			return key, nil
+		}
+	}
+	return "", sc.Err()
+}
