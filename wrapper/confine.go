@@ -217,7 +217,7 @@ func PlanConfinement(in ConfinementInput) (*Confinement, error) {
 // planGuard plans the guard of the refs (refguard.go); a dry run makes
 // nothing and plans the mount namespace where it would be made.
 func planGuard(in ConfinementInput) (*refGuard, error) {
-	ns := mountNSAvailable()
+	ns := canMountNS()
 	if in.DryRun {
 		g := &refGuard{mode: refGuardLandlock, branchDir: taskRefDir(in.Branch)}
 		if ns {

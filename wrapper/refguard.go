@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/proc"
 )
 
 // A confined command's git must be able to write its own task branch, its
@@ -72,7 +73,7 @@ type refGuard struct {
 // canMountNS reports whether this process may make a mount namespace:
 // CAP_SYS_ADMIN in its effective set.
 func canMountNS() bool {
-	b, err := os.ReadFile("/proc/self/status")
+	b, err := proc.ReadFile("/proc/self/status")
 	if err != nil {
 		return false
 	}
@@ -84,9 +85,6 @@ func canMountNS() bool {
 	}
 	return false
 }
-
-// mountNSAvailable is canMountNS, replaceable by tests.
-var mountNSAvailable = canMountNS
 
 // taskRefDir is the directory, relative to a git dir, holding the lock
 // files of branch's ref (refs/heads/wt for wt/T-1), "" for no branch.
