@@ -31,6 +31,9 @@ const (
 	FencePrefixKey    = "wt.fence.branchprefix"
 	// DefaultBranchPrefix is the allocation branches' prefix (wt/<task>).
 	DefaultBranchPrefix = "wt/"
+	// TaskDirLeaf is the last component of a task-dir layout's branch
+	// (wt/<task>/work; store.Policy.TaskBranch).
+	TaskDirLeaf = "work"
 )
 
 // ParseServerFence reads a fence from `git config --get-regexp ^wt\.fence\.`
@@ -105,6 +108,12 @@ func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) er
 		task, ok := strings.CutPrefix(u.Ref, "refs/heads/"+f.BranchPrefix)
 		if !ok || task == "" {
 			continue
+		}
+		// The task-dir layout's branch is <prefix><task>/work: a token for
+		// that task is the one it needs (a flat task key ending in /work
+		// keeps its own reading).
+		if t, dir := strings.CutSuffix(task, "/"+TaskDirLeaf); dir && len(tokens[task]) == 0 && t != "" {
+			task = t
 		}
 		revs := tokens[task]
 		if len(revs) == 0 {

@@ -108,6 +108,9 @@ type ConfinementInput struct {
 	// Branch is the allocation's branch ("" for a detached worktree): its
 	// ref directory is the one the command may write refs in.
 	Branch string
+	// Publication is the policy's publication branch, which must not share
+	// that directory.
+	Publication string
 	// Environ is the command's environment (HOME, XDG_CACHE_HOME).
 	Environ []string
 	// Allow are the policy's and --allow-write's directories.
@@ -217,9 +220,12 @@ func PlanConfinement(in ConfinementInput) (*Confinement, error) {
 // planGuard plans the guard of the refs (refguard.go); a dry run makes
 // nothing and plans the mount namespace where it would be made.
 func planGuard(in ConfinementInput) (*refGuard, error) {
+	if err := checkBranchDir(in.Branch, in.Publication); err != nil {
+		return nil, err
+	}
 	ns := canMountNS()
 	if in.DryRun {
-		g := &refGuard{mode: refGuardLandlock, branchDir: taskRefDir(in.Branch)}
+		g := &refGuard{mode: refGuardLandlock, branchDir: taskRefDir(in.Branch), ownDir: ownRefDir(in.Branch)}
 		if ns {
 			g.mode, g.shadow = refGuardNS, filepath.Join(in.TempDir, ".wt-common")
 			g.readOnly = []string{"everything in " + in.Checkout.CommonDir + " but objects, refs, logs and its own admin dir",
@@ -566,7 +572,7 @@ func (o Options) confineMode(pol store.Policy) ConfineMode {
 // private TMPDIR: the policy's and --allow-write's directories, and the
 // repository's local remotes.
 func (o Options) planConfinement(c gitrepo.Checkout, branch string, pol store.Policy, tmpDir string, abi int, dryRun bool) (*Confinement, error) {
-	return PlanConfinement(ConfinementInput{Checkout: c, Branch: branch, Environ: o.Environ,
+	return PlanConfinement(ConfinementInput{Checkout: c, Branch: branch, Publication: pol.PublicationBranch, Environ: o.Environ,
 		Allow: append(slices.Clone(pol.ConfineAllow), o.AllowWrite...), Remotes: localRemotes(c.CommonDir),
 		TempDir: tmpDir, ABI: abi, DryRun: dryRun})
 }

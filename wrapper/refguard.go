@@ -66,6 +66,8 @@ type refGuard struct {
 	// branchDir is the ref directory of the task's branch ("" for a
 	// detached worktree), relative to the common dir.
 	branchDir string
+	// ownDir is true when branchDir is the task's own (task-dir layout).
+	ownDir bool
 	// readOnly lists what stays read-only, for --explain.
 	readOnly []string
 }
@@ -95,6 +97,25 @@ func taskRefDir(branch string) string {
 	return path.Dir("refs/heads/" + branch)
 }
 
+// checkBranchDir refuses a confinement whose writable ref directory would
+// hold the publication branch (a task branch with no directory of its own,
+// such as "feature" beside "main"): the kernel grants directories, so the
+// publication branch would be writable.
+func checkBranchDir(branch, publication string) error {
+	dir := taskRefDir(branch)
+	if dir == "" || publication == "" || !strings.HasPrefix("refs/heads/"+publication, dir+"/") {
+		return nil
+	}
+	return decision.New(decision.ConfinementConflict, "branch %s keeps its ref in %s/, which also holds the publication branch %s: a confined command could move %s", branch, dir, publication, publication).
+		WithHint("allocate the task on a branch in a directory of its own: wt-admin allocate --task KEY --owner NAME --branch wt/KEY/work PATH")
+}
+
+// ownRefDir reports whether branch has a ref directory no other task's
+// default branch shares: the task-dir layout's wt/<task>/work.
+func ownRefDir(branch string) bool {
+	return strings.HasPrefix(branch, "wt/") && strings.HasSuffix(branch, "/work") && len(branch) > len("wt//work")
+}
+
 // guardedRefDirs are the ref directories made read-only inside refs/ (and
 // logs/refs/), made if missing so that a command cannot create them: a
 // replace or notes ref made by the command would change what every
@@ -109,7 +130,7 @@ var guardedRefDirs = []string{"heads", "tags", "replace", "notes"}
 // the branch's ref and reflog directories in the real common dir, all
 // empty, which git ignores).
 func planRefGuard(common, gitDir, branch, shadowParent string, ns bool) (*refGuard, error) {
-	g := &refGuard{mode: refGuardLandlock, branchDir: taskRefDir(branch)}
+	g := &refGuard{mode: refGuardLandlock, branchDir: taskRefDir(branch), ownDir: ownRefDir(branch)}
 	dirs := []string{filepath.Join(common, "refs", "remotes"), filepath.Join(common, "logs", "refs", "remotes")}
 	for _, d := range guardedRefDirs {
 		dirs = append(dirs, filepath.Join(common, "refs", d))
@@ -239,6 +260,9 @@ func (g *refGuard) explain() []string {
 	out := []string{"  refs     guarded by " + g.mode}
 	if g.branchDir != "" {
 		out = append(out, "  refs     writable: "+g.branchDir+"/ (its branch's directory), refs/remotes, its own refs and HEAD"+map[bool]string{true: ", refs/stash", false: ""}[g.mode == refGuardNS])
+		if !g.ownDir {
+			out = append(out, "  refs     shared: other branches in "+g.branchDir+"/ (other tasks' in the flat layout) are writable too; wt-admin policy --branch-layout task-dir gives each new task a directory of its own")
+		}
 	}
 	for _, r := range g.readOnly {
 		out = append(out, "  read-only "+r)

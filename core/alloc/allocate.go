@@ -99,16 +99,11 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 			return res, decision.New(decision.InvalidBranch, "audit worktrees are detached and take no branch").
 				WithHint("drop --branch, or use --role feature")
 		}
-	} else {
-		b := req.Branch
-		if b == "" {
-			b = "wt/" + req.TaskKey
+	} else if req.Branch != "" {
+		if err := r.validBranch(ctx, req.Branch); err != nil {
+			return res, err
 		}
-		if !r.Git.ValidBranchName(ctx, b) {
-			return res, decision.New(decision.InvalidBranch, "%q is not a valid branch name", b).
-				WithHint("pass --branch NAME with a valid git branch name")
-		}
-		branch = &b
+		branch = &req.Branch
 	}
 
 	// Phase 1, under the lock: finish or undo what crashed before, check the
@@ -127,6 +122,14 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 		}
 		if !ok {
 			return decision.New(decision.InvalidMetadata, "policy.json is missing").WithHint("run wt-admin init")
+		}
+		if branch == nil && req.Role != store.RoleAudit {
+			// The default branch follows the policy's layout.
+			b := pol.TaskBranch(req.TaskKey)
+			if err := r.validBranch(ctx, b); err != nil {
+				return err
+			}
+			branch = &b
 		}
 		base := req.Base
 		if base == "" {
@@ -615,4 +618,12 @@ func (r *Repo) recoverOne(ctx context.Context, tx *store.Tx, j store.Journal, pl
 		return "blocked", err.Error()
 	}
 	return "rolled_back", detail
+}
+
+func (r *Repo) validBranch(ctx context.Context, b string) error {
+	if !r.Git.ValidBranchName(ctx, b) {
+		return decision.New(decision.InvalidBranch, "%q is not a valid branch name", b).
+			WithHint("pass --branch NAME with a valid git branch name")
+	}
+	return nil
 }

@@ -31,12 +31,14 @@ type PolicyChange struct {
 	// Confine is off, auto or require; ConfineAllow comma-separated
 	// absolute directories ("" clears the list).
 	Confine, ConfineAllow *string
+	// BranchLayout is flat or task-dir.
+	BranchLayout *string
 }
 
 func (c PolicyChange) empty() bool {
 	return c.PublicationBranch == nil && c.Enforcement == nil && c.Unmanaged == nil && c.MaxActive == nil &&
 		c.Coordinator == nil && c.EtcdEndpoints == nil && c.FleetTTL == nil && c.FleetRemote == nil &&
-		c.Confine == nil && c.ConfineAllow == nil && c.FleetServerFence == nil
+		c.Confine == nil && c.ConfineAllow == nil && c.FleetServerFence == nil && c.BranchLayout == nil
 }
 
 // InitResult is what init did.
@@ -243,6 +245,15 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 			next.ConfineAllow = append(next.ConfineAllow, filepath.Clean(p))
 		}
 	}
+	if v := c.BranchLayout; v != nil {
+		switch *v {
+		case store.LayoutFlat, store.LayoutTaskDir:
+			next.BranchLayout = *v
+		default:
+			return pol, nil, decision.New(decision.InvalidPolicy, "branch layout %q is not flat or task-dir", *v).
+				WithHint("pass --branch-layout task-dir (wt/<task>/work) or --branch-layout flat (wt/<task>)")
+		}
+	}
 	if v := c.FleetServerFence; v != nil {
 		switch *v {
 		case "on":
@@ -284,6 +295,7 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 	add("max_active", maxActiveText(pol.MaxActive), maxActiveText(next.MaxActive))
 	add("confine", pol.ConfineMode(), next.ConfineMode())
 	add("confine_allow", strings.Join(pol.ConfineAllow, ","), strings.Join(next.ConfineAllow, ","))
+	add("branch_layout", pol.Layout(), next.Layout())
 	return next, diffs, nil
 }
 

@@ -193,6 +193,13 @@ func (x *Policy) DecodeFastJSON(d *strictjson.Dec) {
 			}
 			seen |= 0x2000
 			x.ConfineAllow = d.Strings()
+		case "branch_layout":
+			if seen&0x4000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x4000
+			x.BranchLayout = d.String()
 		default:
 			d.GiveUp()
 			return
@@ -265,6 +272,11 @@ func (x Policy) AppendFastJSON(e *strictjson.Enc, depth int) {
 	if len(x.ConfineAllow) != 0 {
 		e.Key(n, "\"confine_allow\"", depth)
 		e.Strings(x.ConfineAllow, depth+1)
+		n++
+	}
+	if len(x.BranchLayout) != 0 {
+		e.Key(n, "\"branch_layout\"", depth)
+		e.String(x.BranchLayout)
 		n++
 	}
 	e.Close(n, depth)

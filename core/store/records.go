@@ -84,6 +84,36 @@ type Policy struct {
 	// confined command may write beneath (absolute paths).
 	Confine      string   `json:"confine,omitempty"`
 	ConfineAllow []string `json:"confine_allow,omitempty"`
+	// BranchLayout names the task branch a new allocation gets when none
+	// is given: flat (or absent) is wt/<task>, task-dir is wt/<task>/work,
+	// a ref directory of the task's own, which is what lets confinement
+	// keep every other task's branch out of a confined agent's reach.
+	BranchLayout string `json:"branch_layout,omitempty"`
+}
+
+// Branch layouts.
+const (
+	LayoutFlat    = "flat"
+	LayoutTaskDir = "task-dir"
+)
+
+// Layout is the policy's branch layout (flat when unset).
+func (p Policy) Layout() string { return or(p.BranchLayout, LayoutFlat) }
+
+// or is v, or def when v is unset.
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// TaskBranch is the branch the layout gives task's allocations.
+func (p Policy) TaskBranch(task string) string {
+	if p.Layout() == LayoutTaskDir {
+		return "wt/" + task + "/work"
+	}
+	return "wt/" + task
 }
 
 // Confinement modes.
@@ -94,12 +124,7 @@ const (
 )
 
 // ConfineMode is the policy's confinement mode (off when unset).
-func (p Policy) ConfineMode() string {
-	if p.Confine == "" {
-		return ConfineOff
-	}
-	return p.Confine
-}
+func (p Policy) ConfineMode() string { return or(p.Confine, ConfineOff) }
 
 // Coordinators.
 const (

@@ -28,6 +28,7 @@ func policyFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "fleet-server-fence", Usage: "fleet mode: on when the remote checks fencing tokens (wt-hook install --server there); every push then carries its token"},
 		&ucli.StringFlag{Name: "confine", Usage: "wt-exec confines its command with Landlock: off, auto (where the kernel can) or require"},
 		&ucli.StringFlag{Name: "confine-allow", Usage: "more directories a confined command may write beneath: /ABS/DIR[,/ABS/DIR] (\"\" clears)"},
+		&ucli.StringFlag{Name: "branch-layout", Usage: "a new allocation's default branch: flat (wt/TASK) or task-dir (wt/TASK/work, a ref directory per task, so confinement keeps other tasks' branches out of reach)"},
 	}
 }
 
@@ -36,7 +37,8 @@ func policyChange(c *ucli.Context) alloc.PolicyChange {
 		Enforcement: optString(c, "enforcement"), Unmanaged: optString(c, "unmanaged"), MaxActive: optString(c, "max-active"),
 		Coordinator: optString(c, "coordinator"), EtcdEndpoints: optString(c, "etcd-endpoints"),
 		FleetTTL: optString(c, "fleet-ttl"), FleetRemote: optString(c, "fleet-remote"),
-		Confine: optString(c, "confine"), ConfineAllow: optString(c, "confine-allow"), FleetServerFence: optString(c, "fleet-server-fence")}
+		Confine: optString(c, "confine"), ConfineAllow: optString(c, "confine-allow"), FleetServerFence: optString(c, "fleet-server-fence"),
+		BranchLayout: optString(c, "branch-layout")}
 }
 
 func (e *env) initCommand() *ucli.Command {
@@ -138,6 +140,7 @@ func printPolicy(w io.Writer, p store.Policy) {
 		confine += " (also writable: " + strings.Join(p.ConfineAllow, ", ") + ")"
 	}
 	fmt.Fprintf(tw, "confine\t%s\n", confine)
+	fmt.Fprintf(tw, "branch_layout\t%s (%s)\n", p.Layout(), p.TaskBranch("TASK"))
 	tw.Flush()
 }
 
