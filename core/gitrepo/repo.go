@@ -233,3 +233,37 @@ func (r *Repo) ValidRefName(ctx context.Context, name string) bool {
 
 // Short abbreviates an object name for messages (12 hex digits).
 func Short(oid string) string { return oid[:min(12, len(oid))] }
+
+// MissingObjects walks every object reachable from tips (ref names or
+// object names) and returns those missing from the object store, as
+// "<type> <oid>" (git fsck --connectivity-only: it reads the objects' links,
+// not their contents). A confined agent may add objects and, since git's
+// object writes need the rights to remove files in objects/, may also
+// delete them; this is how the loss is found.
+func (r *Repo) MissingObjects(ctx context.Context, tips []string) ([]string, error) {
+	if len(tips) == 0 {
+		return nil, nil
+	}
+	out, err := r.Git(ctx, true, append([]string{"fsck", "--connectivity-only", "--no-dangling", "--no-progress", "--no-reflogs", "--end-of-options"}, tips...)...)
+	var missing []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "missing "); ok {
+			missing = append(missing, rest)
+		}
+	}
+	var ge *Error
+	if errors.As(err, &ge) {
+		// A tip that is itself missing: "error: <oid>: object missing".
+		for _, line := range strings.Split(ge.Stderr, "\n") {
+			if rest, ok := strings.CutPrefix(line, "error: "); ok {
+				if oid, ok := strings.CutSuffix(rest, ": object missing"); ok {
+					missing = append(missing, "object "+oid)
+				}
+			}
+		}
+	}
+	if err != nil && len(missing) == 0 {
+		return nil, err
+	}
+	return missing, nil
+}

@@ -59,7 +59,7 @@ type Report struct {
 // at all is a finding, not an error: doctor is what a person runs when
 // something is wrong.
 func Run(ctx context.Context, dir string) (Report, error) {
-	rep := Report{Checked: []string{"store", "hooks", "leases", "registrations", "prune", "journals", "gates"}, Findings: []Finding{}, Notes: []Finding{}}
+	rep := Report{Checked: []string{"store", "hooks", "leases", "registrations", "prune", "journals", "gates", "objects"}, Findings: []Finding{}, Notes: []Finding{}}
 	r, err := alloc.Open(ctx, dir)
 	switch decision.CodeOf(err) {
 	case "":
@@ -72,6 +72,7 @@ func Run(ctx context.Context, dir string) (Report, error) {
 	}
 	rep.Repository = r.Git.TopLevel
 	var pol store.Policy
+	var tips []string
 	repo := shell.Word(r.Git.TopLevel)
 	inv, invErr := r.Git.Inventory(ctx)
 	if invErr != nil {
@@ -101,12 +102,66 @@ func Run(ctx context.Context, dir string) (Report, error) {
 		if invErr == nil {
 			rep.checkGates(tx, r, inv, allocs, repo)
 		}
+		tips = governedTips(pol, allocs)
 		return nil
 	})
+	if err == nil {
+		// Outside the store's lock: the walk reads every reachable object.
+		rep.checkObjects(ctx, r, tips, repo)
+	}
 	if err == nil && pol.FleetOn() {
 		rep.checkFleet(ctx, r, pol)
 	}
 	return rep, err
+}
+
+// governedTips are the refs whose history wt governs: the publication
+// branch and the branch of every allocation not released.
+func governedTips(pol store.Policy, allocs []store.Allocation) []string {
+	var tips []string
+	if pol.PublicationBranch != "" {
+		tips = append(tips, "refs/heads/"+pol.PublicationBranch)
+	}
+	for _, a := range allocs {
+		if a.Branch != nil && a.Lifecycle != store.Released {
+			tips = append(tips, "refs/heads/"+*a.Branch)
+		}
+	}
+	return tips
+}
+
+// checkObjects: every object reachable from the governed refs is in the
+// object store. A confined agent can delete objects (git's object writes
+// need the right to remove files in objects/, design.md "Refs under
+// confinement"); this is where such a loss shows.
+func (rep *Report) checkObjects(ctx context.Context, r *alloc.Repo, tips []string, repo string) {
+	refs, err := r.Git.Refs(ctx)
+	if err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "objects", Subject: "git for-each-ref", Problem: err.Error(), Hint: "run git for-each-ref in the repository"})
+		return
+	}
+	present := tips[:0:0]
+	for _, t := range tips {
+		if _, ok := refs[t]; ok {
+			present = append(present, t)
+		}
+	}
+	missing, err := r.Git.MissingObjects(ctx, present)
+	if err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "objects", Subject: "git fsck", Problem: err.Error(),
+			Hint: fmt.Sprintf("run git -C %s fsck --connectivity-only and read what it says", repo)})
+		return
+	}
+	if len(missing) == 0 {
+		return
+	}
+	shown := missing
+	if len(shown) > 5 {
+		shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(missing)-5))
+	}
+	rep.Findings = append(rep.Findings, Finding{Check: "objects", Subject: strings.Join(present, " "),
+		Problem: fmt.Sprintf("%d object(s) reachable from the governed refs are missing: %s", len(missing), strings.Join(shown, ", ")),
+		Hint:    fmt.Sprintf("fetch them again from a remote that has them (git -C %s fetch --refetch origin), or restore them from a backup; git -C %s fsck --connectivity-only lists them", repo, repo)})
 }
 
 // checkFleet: in fleet mode, the wt-fleet helper is installed and etcd
@@ -304,6 +359,10 @@ func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDi
 			// mismatch, so the fix is to move it back.
 			f.Problem = fmt.Sprintf("the worktree of lease %s (client %s) was moved to %s; the lease and the allocation record %s", l.LeaseID, l.Holder.ClientID, at, l.WorktreePath)
 			f.Fix = fmt.Sprintf("git -C %s worktree move %s %s", repo, shell.Word(at), path)
+		case p.HolderLive && p.MissingWorktree:
+			alarm := view.VanishedUnderHolder(repo, l)
+			f.Problem = "ALARM: " + alarm.Code + ": " + alarm.Message
+			f.Hint = alarm.Hint
 		case p.HolderLive:
 			continue // a live holder's lease, expired or not, is its own business
 		case !p.NoLiveMutationRisk:
