@@ -153,9 +153,13 @@ const (
 	ResourcePlanMismatch = "RESOURCE_PLAN_MISMATCH"
 
 	// Backfill blockers: each refused binding lists every one that applies.
-	RecordMissing           = "RECORD_MISSING"
-	AdminDirUnavailable     = "ADMIN_DIR_UNAVAILABLE"
-	CheckoutMissing         = "CHECKOUT_MISSING"
+	RecordMissing       = "RECORD_MISSING"
+	AdminDirUnavailable = "ADMIN_DIR_UNAVAILABLE"
+	CheckoutMissing     = "CHECKOUT_MISSING"
+	// LeasedCheckoutMissing: an alarm of status and doctor: a worktree's
+	// checkout is gone while its lease holder still runs (git worktree
+	// remove -f -f, rm -rf): the writer's uncommitted work is lost.
+	LeasedCheckoutMissing   = "LEASED_CHECKOUT_MISSING"
 	StaleRegistrationMarker = "STALE_REGISTRATION_MARKER"
 	GitPointerMismatch      = "GIT_POINTER_MISMATCH"
 	RegistrationTimeUnknown = "REGISTRATION_TIME_UNKNOWN"
@@ -301,6 +305,7 @@ var codes = [...]string{
 	Backfilled,
 	ResourcePlanMismatch,
 	RecordMissing,
+	LeasedCheckoutMissing,
 	AdminDirUnavailable,
 	CheckoutMissing,
 	StaleRegistrationMarker,

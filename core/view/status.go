@@ -44,6 +44,8 @@ type Row struct {
 
 // Problem is something about a worktree that weakens or blocks its gate.
 type Problem struct {
+	// Alarm marks what needs a person now (status prints it first).
+	Alarm   bool   `json:"alarm,omitempty"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Fix     string `json:"fix,omitempty"`
@@ -276,6 +278,9 @@ func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, erro
 			}
 			row.Lease = &LeaseView{LeaseID: l.LeaseID, Holder: l.Holder, Generation: l.Generation,
 				Freshness: liveness.Freshness(s, l, now), ExpiresAt: l.ExpiresAt, Child: l.Child, Fleet: l.Fleet, Confined: l.Confined}
+			if row.Lease.Freshness == liveness.FreshMissingWorktree && s.IsLive(l.Holder.Identity()) {
+				row.Problems = append([]Problem{VanishedUnderHolder(repoArg, l)}, row.Problems...)
+			}
 		}
 		js, err := tx.Journals()
 		if err != nil {
@@ -293,6 +298,15 @@ func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, erro
 		return nil
 	})
 	return res, err
+}
+
+// VanishedUnderHolder is the alarm of a leased worktree whose checkout is
+// gone while its holder runs: whatever the writer had not committed is
+// lost, and it goes on writing into a directory that is not there.
+func VanishedUnderHolder(repoArg string, l store.Lease) Problem {
+	return Problem{Alarm: true, Code: decision.LeasedCheckoutMissing,
+		Message: fmt.Sprintf("the checkout is gone while its lease holder runs: client %s, pid %d (lease %s); what it had not committed is lost", l.Holder.ClientID, l.Holder.PID, l.LeaseID),
+		Hint:    fmt.Sprintf("see what it runs with wt-admin --repo %s ps %s, stop it (kill -TERM %d), then finish or re-allocate the task", repoArg, shell.Word(l.WorktreePath), l.Holder.PID)}
 }
 
 // FinishCommand is the dry run of finishing allocation a, in repository

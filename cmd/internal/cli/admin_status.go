@@ -60,7 +60,11 @@ func (e *env) statusCommand() *ucli.Command {
 				tw.Flush()
 				for _, row := range res.Rows {
 					for _, p := range row.Problems {
-						fmt.Fprintf(w, "problem: %s: %s: %s\n", clikit.Clean(row.Path), p.Code, clikit.Clean(p.Message))
+						kind := "problem"
+						if p.Alarm {
+							kind = "ALARM"
+						}
+						fmt.Fprintf(w, "%s: %s: %s: %s\n", kind, clikit.Clean(row.Path), p.Code, clikit.Clean(p.Message))
 						if p.Fix != "" {
 							fmt.Fprintf(w, "  fix: %s\n", clikit.Clean(p.Fix))
 						} else if p.Hint != "" {
