@@ -171,7 +171,7 @@ func PlanConfinement(in ConfinementInput) (*Confinement, error) {
 	conf.guard, conf.Refs = guard, guard.mode
 	conf.Rules = append(conf.Rules, Rule{c.TopLevel, "the worktree"}, Rule{c.GitDir, "its git dir: index, HEAD, its reflog, its own refs"})
 	if guard.mode == refGuardNS {
-		conf.Rules = append(conf.Rules, Rule{guard.shadow, "its view of the common dir " + c.CommonDir + ": objects, refs and logs, the rest read-only mounts"})
+		conf.Rules = append(conf.Rules, Rule{c.CommonDir, "the common dir as its mount namespace shows it: objects, refs and logs; the rest read-only mounts"})
 	} else {
 		conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, "objects"), "objects a commit or fetch adds"})
 		if guard.branchDir != "" {
@@ -227,7 +227,7 @@ func planGuard(in ConfinementInput) (*refGuard, error) {
 	if in.DryRun {
 		g := &refGuard{mode: refGuardLandlock, branchDir: taskRefDir(in.Branch), ownDir: ownRefDir(in.Branch)}
 		if ns {
-			g.mode, g.shadow = refGuardNS, filepath.Join(in.TempDir, ".wt-common")
+			g.mode, g.common = refGuardNS, in.Checkout.CommonDir
 			g.readOnly = []string{"everything in " + in.Checkout.CommonDir + " but objects, refs, logs and its own admin dir",
 				"refs/ and logs/refs/: heads (but " + taskRefDir(in.Branch) + "/), tags, replace, notes, every other ref directory but remotes"}
 		} else {
@@ -235,7 +235,7 @@ func planGuard(in ConfinementInput) (*refGuard, error) {
 		}
 		return g, nil
 	}
-	return planRefGuard(in.Checkout.CommonDir, in.Checkout.GitDir, in.Branch, in.TempDir, ns)
+	return planRefGuard(in.Checkout.CommonDir, in.Checkout.GitDir, in.Branch, ns)
 }
 
 // gitStateDirs are the directories of a git dir that a commit, fetch or
@@ -340,8 +340,6 @@ func withoutVar(env []string, name string) []string {
 type ruleset struct {
 	fd    int
 	flags uint32
-	// guard's mount namespace, if any, is made by the forking thread.
-	guard *refGuard
 }
 
 // buildRuleset builds the confinement's Landlock ruleset: reads everywhere,
@@ -369,22 +367,21 @@ func (c *Confinement) buildRuleset(terminals []string) (ruleset, error) {
 		landlock.RWDirs(write...).WithRefer().WithIoctlDev().IgnoreIfMissing(),
 		landlock.PathAccess(dev, append(slices.Clone(devices), terminals...)...).IgnoreIfMissing(),
 	)
-	return ruleset{fd: fd, flags: flags, guard: c.guard}, err
+	return ruleset{fd: fd, flags: flags}, err
 }
 
 // forkConfined runs fork (a fork and exec of the command) on an OS thread
-// of its own that it first confines with the ruleset, so that the child
-// starts inside the Landlock domain, and wt-exec's other threads do not.
-// A Landlock domain (and no_new_privs, which enforcing one needs) belongs
-// to a thread and passes to the processes it forks; Go's ForkExec forks
-// from the thread that calls it and runs no code of ours between fork and
-// exec, so the restriction is put on that thread before the fork. The
-// thread is never unlocked: it ends with its goroutine, confined, instead
-// of serving other goroutines.
-func forkConfined(rs ruleset, fork func() (int, error)) (int, error) {
-	if rs.fd < 0 {
-		return fork()
-	}
+// of its own that it first confines, so that the child starts inside the
+// Landlock domain (and the mount namespace, if any), and wt-exec's other
+// threads do not. A Landlock domain (and no_new_privs, which enforcing one
+// needs) belongs to a thread and passes to the processes it forks; Go's
+// ForkExec forks from the thread that calls it and runs no code of ours
+// between fork and exec, so the restriction is put on that thread before
+// the fork. The ruleset is built on that thread after its mount namespace
+// is made, so that its paths name what the command will see (the common
+// dir's view, not the real common dir). The thread is never unlocked: it
+// ends with its goroutine, confined, instead of serving other goroutines.
+func forkConfined(c *Confinement, terminals []string, fork func() (int, error)) (int, error) {
 	type result struct {
 		pid int
 		err error
@@ -392,17 +389,25 @@ func forkConfined(rs ruleset, fork func() (int, error)) (int, error) {
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked (see above)
-		if err := rs.guard.enterMountNS(); err != nil {
+		if err := c.guard.enterMountNS(); err != nil {
 			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "make the confined command's mount namespace")}
 			return
 		}
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "set no_new_privs for the confined command")}
+		rs, err := c.buildRuleset(terminals)
+		if err != nil {
+			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "build the Landlock ruleset")}
 			return
 		}
-		if err := llsys.LandlockRestrictSelf(rs.fd, rs.flags); err != nil {
-			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "apply the Landlock confinement")}
-			return
+		if rs.fd >= 0 {
+			defer unix.Close(rs.fd) // Best effort: a ruleset fd only; the child has its domain by then.
+			if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+				done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "set no_new_privs for the confined command")}
+				return
+			}
+			if err := llsys.LandlockRestrictSelf(rs.fd, rs.flags); err != nil {
+				done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "apply the Landlock confinement")}
+				return
+			}
 		}
 		pid, err := fork()
 		done <- result{pid, err}

@@ -2,6 +2,7 @@ package wrapper
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -26,13 +27,12 @@ import (
 // takes packed-refs.lock in the common dir's root.
 //
 // Where wt-exec may make a mount namespace (CAP_SYS_ADMIN: root), the
-// command runs in one of its own in which the common dir is a private
-// directory (the shadow, in its private TMPDIR) holding bind mounts of the
-// real one's parts: objects, refs and logs writable, the command's own
+// command runs in one of its own in which the common dir is a private view
+// (a tmpfs over it) holding bind mounts of the real one's parts: objects, refs and logs writable, the command's own
 // admin dir writable, everything else read-only, and inside refs/ and
 // logs/ the heads, tags, replace, notes and every other ref directory
 // read-only again except the directory of the task's branch. Lock files
-// the command makes in the shadow's root (packed-refs.lock) are its own and
+// the command makes in the view's root (packed-refs.lock) are its own and
 // vanish with it; config and packed-refs are read-only mounts, so writing
 // them fails as it did before. Landlock's own rules, and its ban on
 // mounting and unmounting, keep the command from undoing any of it.
@@ -48,19 +48,23 @@ const (
 	refGuardLandlock = "landlock only"
 )
 
-// mountStep is one bind mount of the command's namespace: src on dst,
-// read-only when ro.
+// mountStep is one bind mount of the command's namespace: the common
+// dir's part rel, from the real common dir onto the same place in the
+// command's view of it, read-only when ro; point when its mount point is
+// made first (an entry of the common dir's root; dir when a directory).
 type mountStep struct {
-	src, dst string
-	ro       bool
+	rel            string
+	ro, point, dir bool
 }
 
 // refGuard is how a confined command's refs are guarded.
 type refGuard struct {
 	mode string
-	// shadow is the private common dir mounted over the real one (mount
-	// namespace only).
-	shadow string
+	// common is the common dir the namespace's view covers, with the
+	// real one's mode and owner (mount namespace only).
+	common           string
+	rootMode         uint32
+	rootUID, rootGID uint32
 	// steps are the mounts, in order (mount namespace only).
 	steps []mountStep
 	// branchDir is the ref directory of the task's branch ("" for a
@@ -116,6 +120,14 @@ func ownRefDir(branch string) bool {
 	return strings.HasPrefix(branch, "wt/") && strings.HasSuffix(branch, "/work") && len(branch) > len("wt//work")
 }
 
+// canonicalOnly are the entries of a common dir's root that are the
+// canonical checkout's own state (its index, messages, fetch and merge
+// heads) or that only gitweb and old remotes read: no git in a linked
+// worktree reads them, so the command's view of the common dir leaves
+// them out (one mount fewer each, and the operator's index unseen).
+var canonicalOnly = map[string]bool{"index": true, "COMMIT_EDITMSG": true, "FETCH_HEAD": true, "ORIG_HEAD": true,
+	"MERGE_MSG": true, "MERGE_MODE": true, "SQUASH_MSG": true, "AUTO_MERGE": true, "description": true, "branches": true, "gitk.cache": true}
+
 // guardedRefDirs are the ref directories made read-only inside refs/ (and
 // logs/refs/), made if missing so that a command cannot create them: a
 // replace or notes ref made by the command would change what every
@@ -124,12 +136,12 @@ var guardedRefDirs = []string{"heads", "tags", "replace", "notes"}
 
 // planRefGuard plans how the refs of common are guarded for a command in
 // the worktree whose admin dir is gitDir, on branch (its allocation's
-// branch, "" when detached), with shadowParent as the directory the
-// shadow common dir is made in. It makes the directories the plan needs
-// (the shadow and its mount points; missing guarded ref directories and
-// the branch's ref and reflog directories in the real common dir, all
-// empty, which git ignores).
-func planRefGuard(common, gitDir, branch, shadowParent string, ns bool) (*refGuard, error) {
+// branch, "" when detached), ns when in a mount namespace. It makes the
+// directories the plan needs in the real common dir (missing guarded ref
+// directories and the branch's ref and reflog directories, all empty,
+// which git ignores); the namespace's mount points are made in it by
+// enterMountNS.
+func planRefGuard(common, gitDir, branch string, ns bool) (*refGuard, error) {
 	g := &refGuard{mode: refGuardLandlock, branchDir: taskRefDir(branch), ownDir: ownRefDir(branch)}
 	dirs := []string{filepath.Join(common, "refs", "remotes"), filepath.Join(common, "logs", "refs", "remotes")}
 	for _, d := range guardedRefDirs {
@@ -148,10 +160,12 @@ func planRefGuard(common, gitDir, branch, shadowParent string, ns bool) (*refGua
 		return g, nil
 	}
 	g.mode = refGuardNS
-	g.shadow = filepath.Join(shadowParent, ".wt-common")
-	if err := os.Mkdir(g.shadow, 0o700); err != nil {
-		return nil, decision.Wrap(decision.ConfinementUnavailable, err, "make the command's private common dir")
+	g.common = common
+	var st unix.Stat_t
+	if err := unix.Stat(common, &st); err != nil {
+		return nil, decision.Wrap(decision.ConfinementUnavailable, err, "stat %s", common)
 	}
+	g.rootMode, g.rootUID, g.rootGID = st.Mode&0o7777, st.Uid, st.Gid
 	ents, err := os.ReadDir(common)
 	if err != nil {
 		return nil, decision.Wrap(decision.ConfinementUnavailable, err, "list %s", common)
@@ -163,30 +177,25 @@ func planRefGuard(common, gitDir, branch, shadowParent string, ns bool) (*refGua
 		if strings.HasSuffix(name, ".lock") {
 			continue // someone's lock of the moment: not the command's to see as a file of its own
 		}
-		src, dst := filepath.Join(common, name), filepath.Join(g.shadow, name)
-		fi, err := os.Lstat(src)
-		if err != nil {
-			continue // gone since the listing
+		if canonicalOnly[name] {
+			continue
 		}
-		switch {
-		case fi.IsDir():
-			err = os.Mkdir(dst, 0o700)
-		case fi.Mode().IsRegular():
-			err = mkEmpty(dst)
+		var dir bool
+		switch t := e.Type(); {
+		case t.IsDir():
+			dir = true
+		case t.IsRegular():
 		default:
 			continue // a symlink or special file in a common dir: not git's, not shown
 		}
-		if err != nil {
-			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "make the mount point %s", dst)
-		}
-		g.steps = append(g.steps, mountStep{src: src, dst: dst, ro: !writable[name]})
+		g.steps = append(g.steps, mountStep{rel: name, ro: !writable[name], point: true, dir: dir})
 		if !writable[name] && name != "worktrees" {
 			g.readOnly = append(g.readOnly, name)
 		}
 	}
 	// The command's own admin dir, writable inside the read-only worktrees/.
 	if rel, err := filepath.Rel(common, gitDir); err == nil && !strings.HasPrefix(rel, "..") {
-		later = append(later, mountStep{src: gitDir, dst: filepath.Join(g.shadow, rel)})
+		later = append(later, mountStep{rel: rel})
 		g.readOnly = append(g.readOnly, "worktrees (but its own admin dir)")
 	}
 	for _, base := range []string{"refs", filepath.Join("logs", "refs")} {
@@ -199,21 +208,19 @@ func planRefGuard(common, gitDir, branch, shadowParent string, ns bool) (*refGua
 				continue
 			}
 			rel := filepath.Join(base, e.Name())
-			later = append(later, mountStep{src: filepath.Join(common, rel), dst: filepath.Join(g.shadow, rel), ro: true})
+			later = append(later, mountStep{rel: rel, ro: true})
 			g.readOnly = append(g.readOnly, rel)
 		}
 	}
 	if g.branchDir != "" {
 		// Bound from the real, writable directory, on top of the read-only
-		// heads (its source is read before the read-only mounts hide it:
-		// the steps run in order, but each src is a real path).
+		// heads: every source is taken from the real common dir's tree,
+		// never from the mounts made before it.
 		for _, rel := range []string{g.branchDir, filepath.Join("logs", g.branchDir)} {
-			later = append(later, mountStep{src: filepath.Join(common, rel), dst: filepath.Join(g.shadow, rel)})
+			later = append(later, mountStep{rel: rel})
 		}
 	}
 	g.steps = append(g.steps, later...)
-	// Last: the shadow over the real common dir.
-	g.steps = append(g.steps, mountStep{src: g.shadow, dst: common})
 	return g, nil
 }
 
@@ -228,6 +235,13 @@ func mkEmpty(p string) error {
 // enterMountNS puts the calling thread (locked, about to fork the
 // command) in a mount namespace of its own and makes the guard's mounts
 // there. Mounts propagate into it from the host (slave), never out.
+//
+// The common dir's view is a tmpfs mounted over it, so that lock files the
+// command makes in its root (packed-refs.lock) are its own and vanish with
+// the namespace, and nothing is made or removed on disk. Each part of the
+// real common dir is cloned from a detached copy of its mount tree
+// (open_tree), taken before the tmpfs covers it, and moved onto a mount
+// point made in the tmpfs.
 func (g *refGuard) enterMountNS() error {
 	if g == nil || g.mode != refGuardNS {
 		return nil
@@ -238,15 +252,54 @@ func (g *refGuard) enterMountNS() error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("make the mount namespace a slave: %w", err)
 	}
+	// Two detached copies of the real common dir's mount tree: one as it
+	// is, one read-only throughout, so that a read-only part is a clone of
+	// the second and needs no call of its own to be made read-only.
+	var trees [2]int
+	for i := range trees {
+		t, err := unix.OpenTree(unix.AT_FDCWD, g.common, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("clone the mount tree of %s: %w", g.common, err)
+		}
+		defer unix.Close(t)
+		trees[i] = t
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(trees[1], "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		return fmt.Errorf("make a read-only copy of %s: %w", g.common, err)
+	}
+	opts := fmt.Sprintf("mode=%o,uid=%d,gid=%d,size=1m,nr_inodes=4096", g.rootMode, g.rootUID, g.rootGID)
+	if err := unix.Mount("wt-common", g.common, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount the command's view of %s: %w", g.common, err)
+	}
 	for _, s := range g.steps {
-		if err := unix.Mount(s.src, s.dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s on %s: %w", s.src, s.dst, err)
+		dst := filepath.Join(g.common, s.rel)
+		if s.point {
+			var err error
+			if s.dir {
+				err = os.Mkdir(dst, 0o700)
+			} else {
+				err = mkEmpty(dst)
+			}
+			if err != nil {
+				return fmt.Errorf("make the mount point %s: %w", dst, err)
+			}
 		}
-		if !s.ro {
-			continue // every writable source is a real path, bound before the shadow covers the common dir: writable as it is
+		tree := trees[0]
+		if s.ro {
+			tree = trees[1]
 		}
-		if err := unix.Mount("", s.dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
-			return fmt.Errorf("remount %s read-only: %w", s.dst, err)
+		src, err := unix.OpenTree(tree, s.rel, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+		if errors.Is(err, unix.ENOENT) {
+			continue // gone since the listing
+		}
+		if err != nil {
+			return fmt.Errorf("clone %s: %w", s.rel, err)
+		}
+		err = unix.MoveMount(src, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		unix.Close(src)
+		if err != nil {
+			return fmt.Errorf("mount %s on %s: %w", s.rel, dst, err)
 		}
 	}
 	return nil

@@ -148,17 +148,11 @@ func execError(path string, err error) error {
 // cgroup gets the child without one, as before cgroups.
 func (s *supervisor) forkExec(path string, argv []string, attr *syscall.ProcAttr) (int, error) {
 	fork := func() (int, error) { return syscall.ForkExec(path, argv, attr) }
-	if s.conf != nil {
-		rs, err := s.conf.buildRuleset(s.ownTerminals(attr.Files))
-		if err != nil {
-			return 0, decision.Wrap(decision.ConfinementUnavailable, err, "build the Landlock ruleset")
-		}
-		if rs.fd >= 0 {
-			defer unix.Close(rs.fd) // Best effort: a ruleset fd only; the child has its domain by then.
-		}
+	if conf := s.conf; conf != nil {
+		terminals := s.ownTerminals(attr.Files)
 		// Each attempt forks from a new thread confined for it alone.
 		fork = func() (int, error) {
-			return forkConfined(rs, func() (int, error) { return syscall.ForkExec(path, argv, attr) })
+			return forkConfined(conf, terminals, func() (int, error) { return syscall.ForkExec(path, argv, attr) })
 		}
 	}
 	if s.cg == nil {
