@@ -1,6 +1,7 @@
 package install
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +15,6 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/safefile"
-	"github.com/wt-tool/wt/core/shell"
 )
 
 // ChainSuffix names a foreign hook kept beside wt's shim and run by it.
@@ -132,6 +132,13 @@ func InstallOf(dir, bin string, hooks []string) (Result, error) {
 		if err != nil {
 			return res, err
 		}
+		backups, err := removeBackupShims(dir, h)
+		if err != nil {
+			return res, err
+		}
+		if err := dropDuplicateChain(dir, h); err != nil {
+			return res, err
+		}
 		st, err := stateOf(dir, h)
 		if err != nil {
 			return res, err
@@ -168,9 +175,59 @@ func InstallOf(dir, bin string, hooks []string) (Result, error) {
 		if unchained {
 			st.Changed += "; removed a wt shim kept as " + h + ChainSuffix
 		}
+		for _, b := range backups {
+			st.Changed += "; removed a wt shim a hook manager kept as " + b
+		}
 		res.Hooks = append(res.Hooks, st)
 	}
 	return res, nil
+}
+
+// removeBackupShims removes wt shims that a hook manager kept under its
+// backup name for hook (BackupSuffixes) when it took the hook: pre-commit
+// would run one as its legacy hook, and it would chain the manager's hook
+// again; lefthook would put one back on its uninstall. Only exact wt shims
+// are removed.
+func removeBackupShims(dir, hook string) ([]string, error) {
+	var out []string
+	for _, suf := range BackupSuffixes {
+		p := filepath.Join(dir, hook+suf)
+		b, err := safefile.Read(p, 1<<20, safefile.NoFollow)
+		if err != nil {
+			continue // absent, or not something wt wrote
+		}
+		if _, _, ok := Recognize(hook, b); !ok {
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			return out, decision.Wrap(decision.Internal, err, "remove the wt shim kept as %s", p)
+		}
+		out = append(out, filepath.Base(p))
+	}
+	return out, nil
+}
+
+// dropDuplicateChain removes HOOK.wt-chained when the hook in HOOK's place
+// is foreign and byte-identical to it: a hook manager installed again over
+// wt's shim (pre-commit moves the shim to HOOK.legacy) wrote the same hook
+// it had written before, so the kept copy is only a copy.
+func dropDuplicateChain(dir, hook string) error {
+	p := filepath.Join(dir, hook)
+	kept, err := safefile.Read(p+ChainSuffix, 1<<20, safefile.NoFollow)
+	if err != nil {
+		return nil
+	}
+	cur, err := safefile.Read(p, 1<<20, safefile.NoFollow)
+	if err != nil || !bytes.Equal(cur, kept) {
+		return nil
+	}
+	if _, _, ok := Recognize(hook, cur); ok {
+		return nil // unchainShim's case
+	}
+	if err := os.Remove(p + ChainSuffix); err != nil {
+		return decision.Wrap(decision.Internal, err, "remove %s, a copy of %s", p+ChainSuffix, p)
+	}
+	return nil
 }
 
 // Uninstall removes wt's shims and puts each kept foreign hook back under
@@ -193,24 +250,37 @@ func UninstallOf(dir string, hooks []string) (Result, error) {
 		if _, err := unchainShim(dir, h); err != nil {
 			return res, err
 		}
+		backups, err := removeBackupShims(dir, h)
+		if err != nil {
+			return res, err
+		}
+		if err := dropDuplicateChain(dir, h); err != nil {
+			return res, err
+		}
 		st, err := stateOf(dir, h)
 		if err != nil {
 			return res, err
+		}
+		for _, b := range backups {
+			st.Changed += "removed a wt shim a hook manager kept as " + b + "; "
 		}
 		switch {
 		case st.State == "wt":
 			if err := os.Remove(st.Path); err != nil {
 				return res, decision.Wrap(decision.Internal, err, "remove %s", st.Path)
 			}
-			st.State, st.Changed, st.ShimVersion, st.Binary = "missing", "removed", 0, ""
+			st.State, st.Changed, st.ShimVersion, st.Binary = "missing", st.Changed+"removed", 0, ""
 			if st.Chained != "" {
 				if err := os.Rename(st.Chained, st.Path); err != nil {
 					return res, decision.Wrap(decision.Internal, err, "restore %s", st.Path)
 				}
-				st.State, st.Changed, st.Chained = "foreign", "removed; the foreign hook is back", ""
+				st.State, st.Changed, st.Chained = "foreign", strings.TrimSuffix(st.Changed, "removed")+"removed; the foreign hook is back", ""
 			}
 		default:
-			st.Changed = "not wt's: left alone"
+			st.Changed += "not wt's: left alone"
+			if st.Chained != "" {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s is kept beside someone else's %s: wt did not write either, and leaves both", st.Chained, st.Path))
+			}
 		}
 		res.Hooks = append(res.Hooks, st)
 	}
@@ -218,27 +288,7 @@ func UninstallOf(dir string, hooks []string) (Result, error) {
 }
 
 // writeExec writes an executable file atomically (temp file, rename).
-func writeExec(path, content string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return decision.Wrap(decision.Internal, err, "write %s", path)
-	}
-	_, err = f.WriteString(content)
-	if err == nil {
-		err = f.Chmod(0o755)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name()) // Best effort: already failing.
-		return decision.Wrap(decision.Internal, err, "write %s", path)
-	}
-	return nil
-}
+func writeExec(path, content string) error { return writeFile(path, content, 0o755) }
 
 // Problem is a hook that does not gate as wt's current shim would.
 type Problem struct {
@@ -367,27 +417,22 @@ func EnsureBeside(ctx context.Context, g *gitrepo.Repo) (installed bool, where s
 	return false, "in place in " + res.HooksDir, nil
 }
 
-// Ensure installs wt's shims in the hooks dir git uses for the worktree at
-// dir unless every one is already in place, recording bin. A hooks dir
-// inside the working tree is left alone (wt-hook install --force decides
-// that); installed reports whether anything was written.
+// Ensure installs wt's shims where PlanTarget says unless every one is
+// already in place, recording bin; installed reports whether anything was
+// written.
 func Ensure(ctx context.Context, g *gitrepo.Repo, bin string) (res Result, installed bool, err error) {
-	hooksDir, inTree, err := HooksDirOf(ctx, g)
+	t, err := PlanTarget(ctx, g)
 	if err != nil {
 		return res, false, err
 	}
-	problems, err := Check(hooksDir)
+	problems, err := CheckTarget(t)
 	if err != nil {
 		return res, false, err
 	}
 	if len(problems) == 0 {
-		res, err := Status(hooksDir)
+		res, err := Status(t.Dir)
 		return res, false, err
 	}
-	if inTree {
-		return Result{HooksDir: hooksDir}, false, decision.New(decision.HooksDirInWorktree, "git's hooks dir %s lies inside the working tree (core.hooksPath); wt installs there only when told to", hooksDir).
-			WithHint("(cd %s && wt-hook install --force)", shell.Word(g.TopLevel))
-	}
-	res, err = Install(hooksDir, bin)
+	res, err = InstallTarget(ctx, g, t, bin)
 	return res, err == nil, err
 }

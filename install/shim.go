@@ -31,11 +31,14 @@ var ServerHooks = []string{"pre-receive"}
 // (cmd/internal/gate), without a command-line library to start at every
 // commit. v5 changes only how the reference-transaction shim finds the
 // fields of /proc/PPID/stat: the same check, without a pattern match at
-// every byte of the line (docs/performance.md).
-const Version = 5
+// every byte of the line (docs/performance.md). v6 finds the hook it
+// chains in wt's own hooks dir (core.hooksPath taken from a hook manager,
+// owned.go): the manager's hook of the same name in the dir named by
+// wt-chain-dir, run by the path git would run it by.
+const Version = 6
 
 // versions lists every shim version shipped, newest first.
-var versions = []int{5, 4, 3, 2, 1}
+var versions = []int{6, 5, 4, 3, 2, 1}
 
 const binMark = "@BIN@"
 

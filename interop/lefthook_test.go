@@ -106,4 +106,52 @@ func TestLefthookCoexistence(t *testing.T) {
 	if !strings.Contains(out, "WRITER_LEASE_REQUIRED") {
 		t.Fatalf("after lefthook rewrote pre-commit, an unentitled commit:\n%s", out)
 	}
+
+	// lefthook install, after wt, kept wt's shim as pre-commit.old (which
+	// lefthook does not run). wt-hook install removes it and chains
+	// lefthook's hook again; wt-hook uninstall leaves no wt shim anywhere and
+	// lefthook's hook byte for byte; lefthook uninstall then has no wt shim
+	// to put back.
+	lefthookHook, err := os.ReadFile(filepath.Join(hooks, "pre-commit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(repo, path, true, "lefthook", "install", "--force")
+	out = run(repo, path, true, "wt-hook", "install")
+	if _, err := os.Stat(filepath.Join(hooks, "pre-commit.old")); err == nil {
+		t.Fatalf("wt-hook install left a pre-commit.old:\n%s", out)
+	}
+	run(repo, path, true, "wt-hook", "uninstall")
+	assertNoShim(t, hooks)
+	if b, _ := os.ReadFile(filepath.Join(hooks, "pre-commit")); string(b) != string(lefthookHook) {
+		t.Fatalf("after wt-hook uninstall, pre-commit is not lefthook's hook as it was:\n%s", b)
+	}
+	run(repo, path, true, "lefthook", "uninstall")
+	assertNoShim(t, hooks)
+
+	// wt first, then lefthook, then wt-hook uninstall without a reinstall:
+	// the shim lefthook kept as pre-commit.old goes too.
+	run(repo, path, true, "wt-hook", "install")
+	run(repo, path, true, "lefthook", "install")
+	if _, err := os.Stat(filepath.Join(hooks, "pre-commit.old")); err != nil {
+		t.Fatalf("lefthook install did not keep wt's shim as pre-commit.old: %v", err)
+	}
+	run(repo, path, true, "wt-hook", "uninstall")
+	assertNoShim(t, hooks)
+	run(repo, path, true, "lefthook", "uninstall")
+	assertNoShim(t, hooks)
+}
+
+// assertNoShim fails when any file of dir holds "wt-hook shim".
+func assertNoShim(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && strings.Contains(string(b), "wt-hook shim") {
+			t.Errorf("%s is a wt shim", e.Name())
+		}
+	}
 }

@@ -3,14 +3,12 @@ package cli
 import (
 	"fmt"
 	"io"
-	"slices"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
-	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/install"
 )
@@ -74,23 +72,8 @@ func ungatedWarnings(c *ucli.Context, a store.Allocation) []string {
 	if a.Role != store.RoleFeature {
 		return out
 	}
-	dir, inTree, err := install.HooksDir(c.Context, a.WorktreePath)
-	if err != nil {
-		return append(out, fmt.Sprintf("%s: the hooks dir of %s cannot be found: %v", decision.HooksMissing, a.WorktreePath, err))
-	}
-	problems, err := install.Check(dir)
-	// An older wt shim still gates (doctor reports it, to be updated).
-	problems = slices.DeleteFunc(problems, func(p install.Problem) bool { return p.Outdated })
-	if err != nil || len(problems) > 0 {
-		fix := fmt.Sprintf("(cd %s && wt-hook install)", shell.Word(a.WorktreePath))
-		if inTree {
-			fix = fmt.Sprintf("(cd %s && wt-hook install --force)", shell.Word(a.WorktreePath))
-		}
-		what := fmt.Sprintf("%d of wt's hooks are not in place", len(problems))
-		if err != nil {
-			what = err.Error()
-		}
-		out = append(out, fmt.Sprintf("%s: commits in %s are not gated: %s in %s; run %s", decision.HooksMissing, a.WorktreePath, what, dir, fix))
+	if w := install.Ungated(c.Context, a.WorktreePath); w != "" {
+		out = append(out, w)
 	}
 	return out
 }

@@ -78,7 +78,7 @@ func Run(ctx context.Context, dir string) (Report, error) {
 	if invErr != nil {
 		rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: "git worktree list", Problem: invErr.Error(), Hint: "run git worktree list in the repository"})
 	}
-	rep.checkHooks(ctx, r, repo, dir, inv)
+	rep.checkHooks(ctx, r, repo)
 	err = r.Store.Read(func(tx *store.Tx) error {
 		if _, err := tx.Repository(); err != nil {
 			rep.store(err)
@@ -201,50 +201,25 @@ func (rep *Report) store(err error) {
 }
 
 // checkHooks: every hook wt installs is a wt shim whose recorded binary
-// exists, in the hooks dir of every governed worktree. Linked worktrees
-// share one hooks dir unless core.hooksPath is relative: then each worktree
-// has its own (a tracked .githooks/ at that worktree's commit), and a
-// worktree whose commit predates the install has no shims at all.
-func (rep *Report) checkHooks(ctx context.Context, r *alloc.Repo, repo, dir string, inv []gitrepo.Worktree) {
-	from := []string{dir}
-	if hp, err := r.Git.Git(ctx, true, "config", "--get", "core.hooksPath"); err == nil {
-		if p := strings.TrimSpace(string(hp)); p != "" && !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") {
-			for _, wt := range inv {
-				if wt.Key != gitrepo.MainKey && !wt.Prunable {
-					from = append(from, wt.Path)
-				}
-			}
-		}
-	}
-	seen := map[string]bool{}
-	for i, at := range from {
-		hooksDir, inTree, err := install.HooksDir(ctx, at)
-		if err != nil {
-			rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: at, Problem: err.Error(), Hint: "run git rev-parse --git-path hooks in " + at})
-			continue
-		}
-		if i == 0 {
-			rep.HooksDir = hooksDir
-		}
-		if seen[hooksDir] {
-			continue
-		}
-		seen[hooksDir] = true
-		fix := fmt.Sprintf("(cd %s && wt-hook install)", shell.Word(at))
-		if i == 0 {
-			fix = fmt.Sprintf("(cd %s && wt-hook install)", repo)
-		}
-		if inTree {
-			fix = strings.TrimSuffix(fix, ")") + " --force)"
-		}
-		rep.checkHooksDir(hooksDir, fix)
-	}
-}
-
-func (rep *Report) checkHooksDir(hooksDir, fix string) {
-	problems, err := install.Check(hooksDir)
+// exists, in the hooks dir git uses. Linked worktrees share it: the common
+// dir's hooks, an absolute core.hooksPath, or wt's own hooks dir when wt
+// took core.hooksPath from a hook manager whose dir lies in the working
+// tree (install/owned.go). A manager's core.hooksPath that wt has not taken
+// (yet, or again) is one finding: worktrees without that dir have no gate.
+func (rep *Report) checkHooks(ctx context.Context, r *alloc.Repo, repo string) {
+	fix := fmt.Sprintf("(cd %s && wt-hook install)", repo)
+	t, err := install.PlanTarget(ctx, r.Git)
 	if err != nil {
-		rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: hooksDir, Problem: err.Error(), Fix: fix})
+		rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: r.Git.TopLevel, Problem: err.Error(), Hint: "run git rev-parse --git-path hooks in " + r.Git.TopLevel})
+		return
+	}
+	rep.HooksDir = t.Dir
+	if t.Takeover {
+		rep.HooksDir = t.Before
+	}
+	problems, err := install.CheckTarget(t)
+	if err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: t.Dir, Problem: err.Error(), Fix: fix})
 		return
 	}
 	for _, p := range problems {

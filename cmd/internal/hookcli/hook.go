@@ -11,6 +11,7 @@ import (
 	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/cmd/internal/gate"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/hooks"
 	"github.com/wt-tool/wt/install"
 )
@@ -57,9 +58,9 @@ func hookApp(e *env) *ucli.App {
 			},
 			{
 				Name:  "install",
-				Usage: "write wt's shims into the hooks dir git uses (core.hooksPath honoured, never changed)",
+				Usage: "write wt's shims into the hooks dir git uses; when core.hooksPath is a hook manager's dir in the working tree (husky), into wt's own, run ahead of it",
 				Flags: []ucli.Flag{
-					&ucli.BoolFlag{Name: "force", Usage: "install even when the hooks dir lies inside the working tree"},
+					&ucli.BoolFlag{Name: "force", Usage: "accepted and ignored: a hooks dir inside the working tree (husky's) needs no force any more, wt takes core.hooksPath and runs its hooks"},
 					&ucli.StringFlag{Name: "binary", Usage: "record `PATH` (absolute) as the wt-hook binary the shims run (default: this binary)"},
 					serverFlag, clikit.JSONFlag,
 					&ucli.StringFlag{Name: "etcd-endpoints", Usage: "with --server: the fleet's etcd client URLs, comma-separated"},
@@ -67,32 +68,32 @@ func hookApp(e *env) *ucli.App {
 					&ucli.StringFlag{Name: "key-space", Usage: "with --server: the key space itself, instead of --remote-url"},
 					&ucli.StringFlag{Name: "branch-prefix", Value: hooks.DefaultBranchPrefix, Usage: "with --server: task branches are refs/heads/PREFIX<task>"},
 				},
-				Action: e.hooksAction("install", decision.HooksInstalled, "wt's shims are in ", func(c *ucli.Context, dir string, inTree bool) (install.Result, error) {
-					if inTree && !c.Bool("force") {
-						return install.Result{}, decision.New(decision.HooksDirInWorktree, "git's hooks dir %s lies inside the working tree (core.hooksPath): other worktrees may not see it, and a tool that owns it may rewrite it", dir).
-							WithHint("install anyway with wt-hook install --force, or point core.hooksPath outside the working tree")
-					}
+				Action: e.hooksAction("install", decision.HooksInstalled, "wt's shims are in ", func(c *ucli.Context, g *gitrepo.Repo, t install.Target) (install.Result, error) {
 					bin, err := hookBinary(c.String("binary"))
 					if err != nil {
 						return install.Result{}, err
 					}
-					return install.Install(dir, bin)
+					return install.InstallTarget(c.Context, g, t, bin)
 				}),
 			},
 			{
 				Name:  "uninstall",
-				Usage: "remove wt's shims and put back the hooks that were there",
+				Usage: "remove wt's shims and put back the hooks (and core.hooksPath) that were there",
 				Flags: []ucli.Flag{serverFlag, clikit.JSONFlag},
-				Action: e.hooksAction("uninstall", decision.HooksUninstalled, "wt's shims are gone from ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
-					return install.Uninstall(dir)
+				Action: e.hooksAction("uninstall", decision.HooksUninstalled, "wt's shims are gone from ", func(c *ucli.Context, g *gitrepo.Repo, t install.Target) (install.Result, error) {
+					return install.UninstallTarget(c.Context, g, t)
 				}),
 			},
 			{
 				Name:  "status",
 				Usage: "show the hooks git runs: wt's shims, foreign hooks and what they chain",
 				Flags: []ucli.Flag{serverFlag, clikit.JSONFlag},
-				Action: e.hooksAction("status", decision.HooksShown, "hooks in ", func(_ *ucli.Context, dir string, _ bool) (install.Result, error) {
-					return install.Status(dir)
+				Action: e.hooksAction("status", decision.HooksShown, "hooks in ", func(_ *ucli.Context, _ *gitrepo.Repo, t install.Target) (install.Result, error) {
+					res, err := install.Status(t.Dir)
+					if err == nil && t.Takeover {
+						res.Warnings = append(res.Warnings, "core.hooksPath is "+t.Chain+", not wt's own hooks dir: wt-hook install takes it, and runs its hooks first")
+					}
+					return res, err
 				}),
 			},
 			{
@@ -195,20 +196,27 @@ func (e *env) warnVerdict(v hooks.Verdict) { gate.PrintWarnings(e.Stderr, e.Bin,
 
 // hooksAction is the action of a command on git's hooks dir: it finds the
 // dir, runs fn on it and prints the hooks it leaves.
-func (e *env) hooksAction(name, code, reason string, fn func(c *ucli.Context, dir string, inTree bool) (install.Result, error)) ucli.ActionFunc {
+func (e *env) hooksAction(name, code, reason string, fn func(c *ucli.Context, g *gitrepo.Repo, t install.Target) (install.Result, error)) ucli.ActionFunc {
 	return e.Action(name, 0, func(c *ucli.Context) error {
 		if c.Bool("server") {
 			return e.serverHooks(c, name, code, reason)
 		}
-		dir, inTree, err := install.HooksDir(c.Context, ".")
+		g, err := gitrepo.Discover(c.Context, ".")
 		if err != nil {
 			return err
 		}
-		res, err := fn(c, dir, inTree)
+		t, err := install.PlanTarget(c.Context, g)
 		if err != nil {
 			return err
 		}
-		return e.Success(code, reason+dir, res, nil, func(w io.Writer) { printHooks(w, e.Bin, res) })
+		if name == "status" && t.Takeover {
+			t.Dir = t.Before // what git runs now
+		}
+		res, err := fn(c, g, t)
+		if err != nil {
+			return err
+		}
+		return e.Success(code, reason+res.HooksDir, res, res.Warnings, func(w io.Writer) { printHooks(w, e.Bin, res) })
 	})
 }
 

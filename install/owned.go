@@ -1,0 +1,364 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/safefile"
+	"github.com/wt-tool/wt/core/shell"
+)
+
+// A hook manager that keeps its hooks in the working tree (husky 9 sets
+// core.hooksPath to .husky/_, an untracked directory a new worktree lacks;
+// a tracked .githooks/ differs from commit to commit) gives every worktree
+// a hooks dir of its own, or none. wt then takes core.hooksPath: its shims
+// live in one directory of the common dir, which every worktree shares,
+// and run the manager's hook of the same name from the manager's dir, by
+// the path git would have run it by (husky's dispatcher picks the script
+// by its own file name). The manager's dir is recorded in wt-chain-dir;
+// wt-hook uninstall puts core.hooksPath back as it was.
+
+// OwnDirName is wt's own hooks dir, in the common dir.
+const OwnDirName = "wt-hooks"
+
+// chainFile, in wt's own hooks dir, holds the hooks path wt took over (as
+// configured, relative or not) and whether it was the repository's own
+// setting ("local") or came from a wider config ("inherited").
+const chainFile = "wt-chain-dir"
+
+// ForwardHooks are the hooks a manager may run that wt does not judge: in
+// its own hooks dir wt writes a forwarder for each, which runs the
+// manager's hook (husky's list of client hooks).
+var ForwardHooks = []string{"applypatch-msg", "commit-msg", "post-applypatch", "post-commit", "post-merge",
+	"post-rewrite", "pre-applypatch", "pre-auto-gc", "pre-merge-commit", "pre-rebase", "prepare-commit-msg"}
+
+// BackupSuffixes are the names hook managers keep a hook they replace
+// under: pre-commit's HOOK.legacy (which it runs), lefthook's HOOK.old
+// (which it does not). A wt shim found there is wt's to remove.
+var BackupSuffixes = []string{".legacy", ".old"}
+
+// Target is where wt's shims go for a repository.
+type Target struct {
+	// Dir is the hooks dir the shims go in.
+	Dir string `json:"hooks_dir"`
+	// Owned: Dir is wt's own (core.hooksPath is, or is to be, Dir).
+	Owned bool `json:"owned,omitempty"`
+	// Chain is the hooks path of the manager whose hooks the shims run
+	// (Owned only; "" when none), as configured.
+	Chain string `json:"chain,omitempty"`
+	// ChainLocal: Chain was set in the repository's own config.
+	ChainLocal bool `json:"chain_local,omitempty"`
+	// Takeover: core.hooksPath is still the manager's; install sets it.
+	Takeover bool `json:"-"`
+	// Before is the hooks dir git used before a takeover, in this worktree.
+	Before string `json:"-"`
+}
+
+// OwnDir is wt's own hooks dir of the repository with common dir common.
+func OwnDir(common string) string { return filepath.Join(common, OwnDirName) }
+
+// PlanTarget works out where the shims of the repository g go: wt's own
+// hooks dir when core.hooksPath is it, or is relative, or lies inside the
+// working tree; else the hooks dir git uses (the common dir's hooks, or an
+// absolute core.hooksPath outside the tree, shared by every worktree).
+func PlanTarget(ctx context.Context, g *gitrepo.Repo) (Target, error) {
+	own := OwnDir(g.CommonDir)
+	raw, err := configValue(ctx, g, "")
+	if err != nil {
+		return Target{}, err
+	}
+	if raw == own {
+		t := Target{Dir: own, Owned: true}
+		t.Chain, t.ChainLocal, err = readChain(own)
+		return t, err
+	}
+	if raw != "" && managedInTree(raw, g.TopLevel) {
+		local, err := configValue(ctx, g, "--local")
+		if err != nil {
+			return Target{}, err
+		}
+		before, _, err := HooksDirOf(ctx, g)
+		if err != nil {
+			return Target{}, err
+		}
+		return Target{Dir: own, Owned: true, Chain: raw, ChainLocal: local == raw, Takeover: true, Before: before}, nil
+	}
+	dir, _, err := HooksDirOf(ctx, g)
+	return Target{Dir: dir}, err
+}
+
+// managedInTree reports whether a core.hooksPath value names a directory
+// that differs between worktrees: relative (git resolves it in each
+// worktree's root) or inside the working tree.
+func managedInTree(raw, top string) bool {
+	if strings.HasPrefix(raw, "~") {
+		return false
+	}
+	if !filepath.IsAbs(raw) {
+		return true
+	}
+	p := filepath.Clean(raw)
+	return p == top || strings.HasPrefix(p, top+string(filepath.Separator))
+}
+
+// configValue is core.hooksPath as git reads it ("" when unset); scope is
+// "" (every config) or "--local".
+func configValue(ctx context.Context, g *gitrepo.Repo, scope string) (string, error) {
+	args := []string{"config"}
+	if scope != "" {
+		args = append(args, scope)
+	}
+	out, err := g.Git(ctx, true, append(args, "--get", "core.hooksPath")...)
+	var ge *gitrepo.Error
+	if errors.As(err, &ge) && ge.ExitCode == 1 {
+		return "", nil // unset
+	}
+	if err != nil {
+		return "", decision.Wrap(decision.GitFailed, err, "read core.hooksPath")
+	}
+	return strings.TrimRight(string(out), "\n"), nil
+}
+
+func readChain(own string) (chain string, local bool, err error) {
+	b, err := safefile.Read(filepath.Join(own, chainFile), 1<<16, safefile.NoFollow)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, decision.Wrap(decision.HookConflict, err, "read %s", filepath.Join(own, chainFile))
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 2 {
+		return "", false, decision.New(decision.HookConflict, "%s is not wt's: a hooks path and local or inherited", filepath.Join(own, chainFile))
+	}
+	return lines[0], lines[1] == "local", nil
+}
+
+// InstallTarget writes wt's shims where t says, recording bin. Into its own
+// hooks dir it also writes the forwarders and the chain file, then (a
+// takeover) sets core.hooksPath; wt shims an older wt left in the
+// manager's dir (wt-hook install --force) are removed first, putting the
+// manager's hooks back byte for byte.
+func InstallTarget(ctx context.Context, g *gitrepo.Repo, t Target, bin string) (Result, error) {
+	if !t.Owned {
+		return Install(t.Dir, bin)
+	}
+	if t.Takeover && t.Before != "" && t.Before != t.Dir {
+		if st, err := Status(t.Before); err == nil && holdsShim(st) {
+			if _, err := Uninstall(t.Before); err != nil {
+				return Result{HooksDir: t.Dir}, err
+			}
+		}
+	}
+	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
+		return Result{HooksDir: t.Dir}, decision.Wrap(decision.Internal, err, "create %s", t.Dir)
+	}
+	if t.Takeover || t.Chain != "" {
+		scope := "inherited"
+		if t.ChainLocal {
+			scope = "local"
+		}
+		if err := writeFile(filepath.Join(t.Dir, chainFile), t.Chain+"\n"+scope+"\n", 0o644); err != nil {
+			return Result{HooksDir: t.Dir}, err
+		}
+	}
+	res, err := Install(t.Dir, bin)
+	if err != nil {
+		return res, err
+	}
+	fwd, err := template("forward", Version)
+	if err != nil {
+		return res, err
+	}
+	for _, h := range ForwardHooks {
+		p := filepath.Join(t.Dir, h)
+		cur, err := safefile.Read(p, 1<<20, safefile.NoFollow)
+		switch {
+		case err == nil && string(cur) == fwd:
+			continue
+		case err == nil && !IsForwarder(cur):
+			return res, decision.New(decision.HookConflict, "%s in wt's own hooks dir is not wt's forwarder: wt will not overwrite it", p).
+				WithHint("move it into the hook manager's dir (%s), then run wt-hook install again", t.Chain)
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return res, decision.Wrap(decision.Internal, err, "read %s", p)
+		}
+		if err := writeExec(p, fwd); err != nil {
+			return res, err
+		}
+	}
+	if t.Takeover {
+		if _, err := g.Git(ctx, false, "config", "--local", "core.hooksPath", t.Dir); err != nil {
+			return res, decision.Wrap(decision.GitFailed, err, "set core.hooksPath to %s", t.Dir)
+		}
+		for i := range res.Hooks {
+			res.Hooks[i].Changed += "; core.hooksPath was " + t.Chain + ", whose hook runs first"
+		}
+	}
+	return res, nil
+}
+
+// UninstallTarget removes wt's shims where t says. From its own hooks dir
+// (in use or not) it removes the shims, the forwarders and the chain file,
+// puts core.hooksPath back as it was before wt took it, and removes the
+// dir. Anything there that is not wt's is left, and the dir with it.
+func UninstallTarget(ctx context.Context, g *gitrepo.Repo, t Target) (Result, error) {
+	own := OwnDir(g.CommonDir)
+	var res Result
+	var err error
+	if !t.Owned {
+		if res, err = Uninstall(t.Dir); err != nil {
+			return res, err
+		}
+	} else if t.Takeover {
+		// The manager took core.hooksPath back: wt's dir is not in use.
+		if res, err = Uninstall(t.Before); err != nil {
+			return res, err
+		}
+	} else {
+		chain, local, err := readChain(own)
+		if err != nil {
+			return Result{HooksDir: own}, err
+		}
+		args := []string{"config", "--local", "--unset", "core.hooksPath"}
+		if local {
+			args = []string{"config", "--local", "core.hooksPath", chain}
+		}
+		if _, err := g.Git(ctx, false, args...); err != nil {
+			return Result{HooksDir: own}, decision.Wrap(decision.GitFailed, err, "put core.hooksPath back")
+		}
+		res = Result{HooksDir: own}
+	}
+	// The common dir's own hooks dir, where an install before a manager
+	// set core.hooksPath put the shims.
+	if plain := filepath.Join(g.CommonDir, "hooks"); plain != res.HooksDir {
+		if st, err := Status(plain); err == nil && holdsShim(st) {
+			if _, err := Uninstall(plain); err != nil {
+				return res, err
+			}
+			res.Warnings = append(res.Warnings, "also removed wt's shims from "+plain+", where an earlier install put them")
+		}
+	}
+	if _, err := os.Stat(own); err != nil {
+		return res, nil
+	}
+	ownRes, err := Uninstall(own)
+	if err != nil {
+		return res, err
+	}
+	if t.Owned && !t.Takeover {
+		res = ownRes
+		for i := range res.Hooks {
+			res.Hooks[i].Changed += "; core.hooksPath is back as it was"
+		}
+	}
+	for _, h := range ForwardHooks {
+		p := filepath.Join(own, h)
+		if b, err := safefile.Read(p, 1<<20, safefile.NoFollow); err == nil && IsForwarder(b) {
+			if err := os.Remove(p); err != nil {
+				return res, decision.Wrap(decision.Internal, err, "remove %s", p)
+			}
+		}
+	}
+	if err := os.Remove(filepath.Join(own, chainFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return res, decision.Wrap(decision.Internal, err, "remove %s", filepath.Join(own, chainFile))
+	}
+	if err := os.Remove(own); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s keeps files that are not wt's: left as they are", own))
+	}
+	return res, nil
+}
+
+// IsForwarder reports whether content is a wt forwarder of any version.
+func IsForwarder(content []byte) bool {
+	for _, v := range versions {
+		if t, err := template("forward", v); err == nil && bytes.Equal([]byte(t), content) {
+			return true
+		}
+	}
+	return false
+}
+
+func holdsShim(st Result) bool {
+	for _, h := range st.Hooks {
+		if h.State == "wt" {
+			return true
+		}
+	}
+	return false
+}
+
+// TargetFix is the command that installs wt's shims for the worktree at
+// dir.
+func TargetFix(dir string) string { return fmt.Sprintf("(cd %s && wt-hook install)", shell.Word(dir)) }
+
+func writeFile(path, content string, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return decision.Wrap(decision.Internal, err, "write %s", path)
+	}
+	_, err = f.WriteString(content)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name()) // Best effort: already failing.
+		return decision.Wrap(decision.Internal, err, "write %s", path)
+	}
+	return nil
+}
+
+// CheckTarget is Check for a target: a hooks path that wt has still to
+// take over (a manager set it, or took it back) is itself the problem.
+func CheckTarget(t Target) ([]Problem, error) {
+	if t.Takeover {
+		return []Problem{{Hook: "core.hooksPath", Path: t.Chain,
+			Message: "core.hooksPath is " + t.Chain + ", a hook manager's dir inside the working tree that wt's shims are not in: worktrees without it have no gate"}}, nil
+	}
+	return Check(t.Dir)
+}
+
+// Ungated says, as a HOOKS_MISSING line with its fix, when commits in the
+// worktree at dir would not be gated ("" when they are): wt's shims are
+// not where git looks there. An older wt shim still gates (doctor reports
+// it, to be updated).
+func Ungated(ctx context.Context, dir string) string {
+	g, err := gitrepo.Discover(ctx, dir)
+	var t Target
+	if err == nil {
+		t, err = PlanTarget(ctx, g)
+	}
+	if err != nil {
+		return fmt.Sprintf("%s: the hooks dir of %s cannot be found: %v", decision.HooksMissing, dir, err)
+	}
+	problems, err := CheckTarget(t)
+	var left []Problem
+	for _, p := range problems {
+		if !p.Outdated {
+			left = append(left, p)
+		}
+	}
+	if err == nil && len(left) == 0 {
+		return ""
+	}
+	what := fmt.Sprintf("%d of wt's hooks are not in place in %s", len(left), t.Dir)
+	if err != nil {
+		what = err.Error()
+	} else if t.Takeover {
+		what = left[0].Message
+	}
+	return fmt.Sprintf("%s: commits in %s are not gated: %s; run %s", decision.HooksMissing, dir, what, TargetFix(dir))
+}
