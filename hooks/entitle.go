@@ -3,6 +3,8 @@ package hooks
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wt-tool/wt/core/alloc"
@@ -301,7 +303,7 @@ func (g *gate) judge(v *Verdict, a store.Allocation, own *gitrepo.Checkout) {
 		}
 		g.repo = &repo
 	}
-	if d := judgeLease(g.procs, path, own != nil, a, *g.repo, l, ok, g.pid); d != nil {
+	if d := judgeLease(g.procs, gitrepo.AdminDir(g.r.Git.CommonDir, a.WorktreeKey), path, own != nil, a, *g.repo, l, ok, g.pid); d != nil {
 		v.Refusal = d
 		return
 	}
@@ -340,7 +342,7 @@ func foreignBindings(a store.Allocation, l store.Lease) *decision.Error {
 // allocation, for the process pid. path is where the write happens: the
 // worktree itself (own), whose path the lease must record, or the
 // allocation's recorded path for a write to its branch from elsewhere.
-func judgeLease(r *proc.Reader, path string, own bool, a store.Allocation, repo store.Repository, l store.Lease, ok bool, pid int) *decision.Error {
+func judgeLease(r *proc.Reader, adminDir, path string, own bool, a store.Allocation, repo store.Repository, l store.Lease, ok bool, pid int) *decision.Error {
 	take := fmt.Sprintf("run the write under wt-exec: wt-exec -C %s -- git commit ...", shell.Word(path))
 	if !ok {
 		return decision.New(decision.WriterLeaseRequired, "no live writer holds %s (task %s): writes need its writer lease", path, a.TaskKey).
@@ -365,6 +367,12 @@ func judgeLease(r *proc.Reader, path string, own bool, a store.Allocation, repo 
 	if anc {
 		return nil
 	}
+	// In a pid namespace of its own (a sandbox: bubblewrap
+	// --unshare-pid, unshare -p) the holder is out of sight: a process in
+	// the lease's cgroup, while the holder holds its lock, descends from it.
+	if inLeaseCgroup(pid, l) && liveness.HolderLocked(adminDir, l.LeaseID) {
+		return nil
+	}
 	live, err := proc.IsLive(r, l.Holder.Identity())
 	if err != nil {
 		return decision.Wrap(decision.InvalidHolder, err, "holder of lease %s", l.LeaseID)
@@ -377,4 +385,32 @@ func judgeLease(r *proc.Reader, path string, own bool, a store.Allocation, repo 
 	return decision.New(decision.WriterLeaseHeld, "%s is held by client %s, pid %d, since %s: this process does not descend from it", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt).
 		WithHint("write from the agent that holds it, or wait until it ends and %s", take).
 		WithFact("holder", l.Holder)
+}
+
+// inLeaseCgroup reports whether pid is in the cgroup wt-exec made for the
+// lease's command (or one beneath it). The kernel keeps every descendant of
+// the command there, and only a process that may write the cgroup's
+// cgroup.procs (root, or its delegate) can move another in; a confined
+// command cannot. The cgroup is compared by its path below the hierarchy's
+// root, read from /proc/PID/cgroup (a sandbox may mount the hierarchy
+// elsewhere, or not at all); in a cgroup namespace of its own the path is
+// "/", and the answer is no.
+func inLeaseCgroup(pid int, l store.Lease) bool {
+	if l.Child == nil || l.Child.Cgroup == "" {
+		return false
+	}
+	b, err := proc.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return false
+	}
+	name := "/wt-lease-" + l.LeaseID
+	for _, line := range strings.Split(string(b), "\n") {
+		rel, ok := strings.CutPrefix(line, "0::")
+		if !ok {
+			continue
+		}
+		i := strings.Index(rel+"/", name+"/")
+		return i >= 0 && strings.HasSuffix(l.Child.Cgroup, rel[:i+len(name)])
+	}
+	return false
 }

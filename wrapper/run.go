@@ -201,6 +201,10 @@ func Run(opts Options) (Result, error) {
 				name = "wt-lease-" + g.Lease.LeaseID
 			}
 			s.prepareCgroup(name)
+			if g.Lease.LeaseID != "" && s.holderLock == nil {
+				sweepHolderLocks(c.GitDir)
+				s.holderLock = takeHolderLock(c.GitDir, g.Lease.LeaseID)
+			}
 			return s.launch(path, childEnv(opts.Environ, g), conf)
 		})
 		return err
@@ -228,6 +232,7 @@ func Run(opts Options) (Result, error) {
 			}
 		}
 		s.releaseFleet()
+		s.holderLock.release()
 		s.removeTempDir()
 		s.dropCgroup()
 		return res, err
@@ -243,6 +248,7 @@ func Run(opts Options) (Result, error) {
 		opts.Notify("the lease was left in place: " + res.Released.Kept)
 	}
 	s.releaseFleet()
+	s.holderLock.release()
 	s.removeTempDir()
 	s.dropCgroup()
 	return res, nil

@@ -31,6 +31,8 @@ type supervisor struct {
 	grant *lease.Grant
 	// tmpDir is a confined command's private TMPDIR ("" when unconfined).
 	tmpDir string
+	// holderLock is held while the lease is (holderlock.go).
+	holderLock *holderLock
 	// cg is the command's cgroup (nil where wt-exec could make none).
 	cg *leaseCgroup
 	// conf, while a confined command starts, is its confinement; the
