@@ -28,6 +28,9 @@ type Request struct {
 	Branch  string // default wt/<TaskKey>; audit worktrees are detached
 	Base    string // default refs/heads/<publication branch>
 	Path    string
+	// NewTask says the task key is meant to be new: allocate then does not
+	// refuse a key close to a live task's (TASK_KEY_SIMILAR).
+	NewTask bool
 }
 
 // AllocateResult is the new allocation and what recovery did on the way.
@@ -145,6 +148,11 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 		}
 		if err := r.checkTaskAndBudget(tx, req.TaskKey, "", pol); err != nil {
 			return err
+		}
+		if !req.NewTask {
+			if err := checkSimilarKey(tx, req.TaskKey); err != nil {
+				return err
+			}
 		}
 		if branch != nil {
 			exists, err := r.Git.BranchExists(ctx, *branch)

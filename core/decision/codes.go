@@ -25,6 +25,7 @@ const (
 	PathExists            = "PATH_EXISTS"
 	BranchExists          = "BRANCH_EXISTS"
 	TaskKeyInUse          = "TASK_KEY_IN_USE"
+	TaskKeySimilar        = "TASK_KEY_SIMILAR"
 	BudgetExhausted       = "BUDGET_EXHAUSTED"
 	OwnerMismatch         = "OWNER_MISMATCH"
 	InvalidLifecycle      = "INVALID_LIFECYCLE"
@@ -233,6 +234,7 @@ var codes = [...]string{
 	PathExists,
 	BranchExists,
 	TaskKeyInUse,
+	TaskKeySimilar,
 	BudgetExhausted,
 	OwnerMismatch,
 	InvalidLifecycle,

@@ -17,13 +17,14 @@ func (e *env) allocateCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "allocate",
 		Usage:     "create a governed worktree for a task",
-		UsageText: "wt-admin allocate --task KEY --owner NAME [--role R] [--branch NAME] [--base REV] PATH",
+		UsageText: "wt-admin allocate --task KEY --owner NAME [--role R] [--branch NAME] [--base REV] [--new-task] PATH",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "task", Usage: "the task key (one ACTIVE or RETAINED allocation per key)"},
 			&ucli.StringFlag{Name: "owner", Usage: "who owns the task"},
 			&ucli.StringFlag{Name: "role", Value: "feature", Usage: "feature, audit, canonical, integration or recovery"},
 			&ucli.StringFlag{Name: "branch", Usage: "the new branch (default wt/<KEY>; audit worktrees are detached)"},
 			&ucli.StringFlag{Name: "base", Usage: "the commit to start from (default: the publication branch)"},
+			&ucli.BoolFlag{Name: "new-task", Usage: "the key is a new task even if it is close to a live task's (otherwise refused: TASK_KEY_SIMILAR, did you mean)"},
 			clikit.JSONFlag,
 		},
 		Action: e.Action("allocate", 1, func(c *ucli.Context) error {
@@ -35,7 +36,7 @@ func (e *env) allocateCommand() *ucli.Command {
 				return err
 			}
 			res, err := r.Allocate(c.Context, alloc.Request{TaskKey: c.String("task"), Owner: c.String("owner"),
-				Role: c.String("role"), Branch: c.String("branch"), Base: c.String("base"), Path: c.Args().First()})
+				Role: c.String("role"), Branch: c.String("branch"), Base: c.String("base"), Path: c.Args().First(), NewTask: c.Bool("new-task")})
 			var warnings []string
 			for _, rec := range res.Recovered {
 				warnings = append(warnings, fmt.Sprintf("interrupted allocate of %s (task %s): %s: %s", rec.Path, rec.TaskKey, rec.Outcome, rec.Detail))

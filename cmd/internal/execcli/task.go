@@ -58,7 +58,7 @@ func (r *run) taskWorktree(l *Line) (string, error) {
 	if path == "" {
 		path = TaskPath(repo.Git.TopLevel, task)
 	}
-	res, err := repo.Allocate(ctx, alloc.Request{TaskKey: task, Owner: l.String("owner"), Base: l.String("base"), Path: path})
+	res, err := repo.Allocate(ctx, alloc.Request{TaskKey: task, Owner: l.String("owner"), Base: l.String("base"), Path: path, NewTask: l.Bool("new-task")})
 	if decision.CodeOf(err) == decision.TaskKeyInUse {
 		// Another launch allocated it meanwhile: run there (its lease
 		// decides who writes).
