@@ -81,6 +81,9 @@ type Options struct {
 	// KeepFDs are inherited descriptors above 2 that a confined command
 	// gets (--keep-fd); every other one is closed for it.
 	KeepFDs []int
+	// Agent names the agent profile of a confined command (--agent); ""
+	// picks it by the command's program name.
+	Agent string
 	// Verbose reports, through Notify, what wt-exec does without (a cgroup
 	// it may not make).
 	Verbose bool
@@ -144,7 +147,7 @@ func Run(opts Options) (Result, error) {
 	if opts.Notify == nil {
 		opts.Notify = func(string) {}
 	}
-	path, err := lookPath(opts.Args[0], opts.Dir, opts.Environ)
+	path, err := LookPath(opts.Args[0], opts.Dir, opts.Environ)
 	if err != nil {
 		return res, err
 	}
@@ -262,12 +265,12 @@ func scan() (lease.Evidence, error) {
 	return s, nil
 }
 
-// lookPath finds the command as a shell would, with the child's PATH: not
+// LookPath finds the command as a shell would, with the child's PATH: not
 // found is COMMAND_NOT_FOUND (exit 127), found but not runnable is
 // COMMAND_NOT_EXECUTABLE (exit 126). A relative path is taken from dir, where
 // the child runs, as with git -C. It runs before the lease is taken, so a
 // typo costs nothing.
-func lookPath(name, dir string, environ []string) (string, error) {
+func LookPath(name, dir string, environ []string) (string, error) {
 	if strings.Contains(name, "/") {
 		if !filepath.IsAbs(name) && dir != "" {
 			name = filepath.Join(dir, name)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -115,11 +116,20 @@ func (r *run) main(args []string) (*wrapper.Result, error) {
 		opts.Started = r.grantJSON
 	}
 	if l.IsSet("task") {
+		// A command that cannot be started must not leave a worktree
+		// behind: one found on PATH, or by an absolute path, is checked
+		// before anything is allocated (a relative path names a file of
+		// the worktree, which does not exist yet).
+		if name := opts.Args[0]; !strings.Contains(name, "/") || filepath.IsAbs(name) {
+			if _, err := wrapper.LookPath(name, "", opts.Environ); err != nil {
+				return nil, commandErr(err)
+			}
+		}
 		if opts.Dir, err = r.taskWorktree(l); err != nil {
 			return nil, err
 		}
-	} else if l.IsSet("base") || l.IsSet("path") {
-		return nil, usageErr("--base and --path go with --task")
+	} else if l.IsSet("base") || l.IsSet("path") || l.IsSet("new-task") {
+		return nil, usageErr("--base, --path and --new-task go with --task")
 	}
 	verbose := l.Bool("verbose")
 	opts.Granted = func(g lease.Grant) { r.tellGrant(g, verbose) }
@@ -127,10 +137,8 @@ func (r *run) main(args []string) (*wrapper.Result, error) {
 	switch code := decision.CodeOf(err); {
 	case err == nil:
 		return &res, nil
-	case code == decision.CommandNotFound:
-		return nil, &textout.ExitError{Code: ExitNotFound, Err: err}
-	case code == decision.CommandNotRunnable:
-		return nil, &textout.ExitError{Code: ExitNotExecutable, Err: err}
+	case code == decision.CommandNotFound || code == decision.CommandNotRunnable:
+		return nil, commandErr(err)
 	case code == decision.Interrupted:
 		// Stopped by a signal before the command started: the status
 		// says so as a shell would (128+N).
@@ -209,6 +217,7 @@ func (r *run) options(l *Line) (wrapper.Options, error) {
 	}
 	opts.Confine = confineFlag(l)
 	opts.AllowWrite = l.Strings("allow-write")
+	opts.Agent = l.String("agent")
 	for _, v := range l.Strings("keep-fd") {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 3 {
@@ -307,7 +316,8 @@ func nestedEntitled(dir string) error {
 
 // explain prints the confinement a run would have, and runs nothing.
 func (r *run) explain(l *Line) error {
-	opts := wrapper.Options{Dir: l.String("C"), Environ: os.Environ(), AllowWrite: l.Strings("allow-write"), Confine: confineFlag(l)}
+	opts := wrapper.Options{Dir: l.String("C"), Environ: os.Environ(), AllowWrite: l.Strings("allow-write"), Confine: confineFlag(l),
+		Agent: l.String("agent"), Args: l.Command}
 	dir := opts.Dir
 	if dir == "" {
 		dir = "."
@@ -354,4 +364,13 @@ func confineFlag(l *Line) *wrapper.ConfineMode {
 		return nil
 	}
 	return &m
+}
+
+// commandErr gives a command that cannot be started its exit status: 127
+// when it is not found, 126 when it is found but cannot be run.
+func commandErr(err error) error {
+	if decision.CodeOf(err) == decision.CommandNotFound {
+		return &textout.ExitError{Code: ExitNotFound, Err: err}
+	}
+	return &textout.ExitError{Code: ExitNotExecutable, Err: err}
 }
