@@ -269,6 +269,15 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 			continue
 		}
 		seen[a.AllocationID] = true
+		if !wt.Prunable && wt.Path != a.WorktreePath && a.Lifecycle != store.Released {
+			// git worktree move: wt's records, and every wt command, still
+			// name the old path (a leased one is checkLeases' finding).
+			if _, leased, err := tx.Lease(a.AllocationID); err == nil && !leased {
+				rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
+					Problem: fmt.Sprintf("%s: task %s's worktree was moved (git worktree move) from %s, where wt's records keep it: wt-exec and every lease command there refuse it", decision.InvalidTarget, a.TaskKey, a.WorktreePath),
+					Fix:     fmt.Sprintf("git -C %s worktree move %s %s", repo, shell.Word(wt.Path), shell.Word(a.WorktreePath))})
+			}
+		}
 		if !wt.Prunable {
 			if err := gitrepo.VerifyMetadata(r.Git.CommonDir, wt.Key, wt.Path); err != nil {
 				f := Finding{Check: "gates", Subject: wt.Path, Problem: decision.CodeOf(err) + ": " + err.Error()}
