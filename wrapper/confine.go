@@ -88,8 +88,12 @@ type Confinement struct {
 	TempDir string `json:"tmpdir"`
 	// Refs says how its refs are guarded (refGuardNS or refGuardLandlock).
 	Refs string `json:"refs"`
+	// Agent is the agent profile applied ("" for none).
+	Agent string `json:"agent,omitempty"`
 	// guard is the plan behind Refs.
 	guard *refGuard
+	// agent is the profile's plan.
+	agent *agentPlan
 }
 
 // Record is the confinement as the lease records it.
@@ -122,6 +126,9 @@ type ConfinementInput struct {
 	ABI     int
 	// DryRun plans without making anything (--explain).
 	DryRun bool
+	// Agent is --agent (a profile name), Program the command's program:
+	// the agent profile is the one named, or the program's.
+	Agent, Program string
 }
 
 // PlanConfinement works out what the command may write: beneath its
@@ -191,6 +198,23 @@ func PlanConfinement(in ConfinementInput) (*Confinement, error) {
 	}
 	home, _ := envLookup(in.Environ, "HOME")
 	cache, _ := envLookup(in.Environ, "XDG_CACHE_HOME")
+	if prof, err := agentProfile(in.Agent, in.Program); err != nil {
+		return nil, err
+	} else if prof != nil {
+		plan, err := planAgent(prof, home, c.TopLevel, in.TempDir, guard.mode == refGuardNS, in.DryRun)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range plan.dirs {
+			if clash := conflict(d.Path, protected); clash != "" {
+				return nil, decision.New(decision.ConfinementConflict, "the %s profile's %s may not be writable to a confined command: it holds or lies in %s", prof.Name, d.Path, clash).
+					WithHint("run it with --no-confine, or move HOME out of the repository")
+			}
+		}
+		conf.Rules = append(conf.Rules, plan.dirs...)
+		conf.agent, conf.Agent = plan, prof.Name
+		guard.agent = plan
+	}
 	var defaults []string
 	if home != "" && filepath.IsAbs(home) {
 		for _, d := range defaultWritable {
@@ -307,6 +331,7 @@ func (c *Confinement) Explain(worktree string) []string {
 		out = append(out, fmt.Sprintf("  write    %s  (%s)", r.Path, r.Why))
 	}
 	out = append(out, c.guard.explain()...)
+	out = append(out, c.agent.explain()...)
 	out = append(out, "  devices  "+strings.Join(devices, " ")+" and its own terminal")
 	for _, r := range c.Dropped {
 		out = append(out, fmt.Sprintf("  not      %s  (%s)", r.Path, r.Why))
@@ -362,10 +387,17 @@ func (c *Confinement) buildRuleset(terminals []string) (ruleset, error) {
 		write = append(write, r.Path)
 	}
 	dev := landlock.AccessFSSet(llsys.AccessFSReadFile | llsys.AccessFSWriteFile | llsys.AccessFSIoctlDev)
+	var private []string
+	if c.agent != nil {
+		for _, p := range c.agent.private {
+			private = append(private, p.path) // in the namespace: the run's copy
+		}
+	}
 	fd, flags, err := cfg.BestEffort().NewRulesetFD(
 		landlock.RODirs("/"),
 		landlock.RWDirs(write...).WithRefer().WithIoctlDev().IgnoreIfMissing(),
 		landlock.PathAccess(dev, append(slices.Clone(devices), terminals...)...).IgnoreIfMissing(),
+		landlock.RWFiles(private...).IgnoreIfMissing(),
 	)
 	return ruleset{fd: fd, flags: flags}, err
 }
@@ -577,7 +609,11 @@ func (o Options) confineMode(pol store.Policy) ConfineMode {
 // private TMPDIR: the policy's and --allow-write's directories, and the
 // repository's local remotes.
 func (o Options) planConfinement(c gitrepo.Checkout, branch string, pol store.Policy, tmpDir string, abi int, dryRun bool) (*Confinement, error) {
-	return PlanConfinement(ConfinementInput{Checkout: c, Branch: branch, Publication: pol.PublicationBranch, Environ: o.Environ,
+	program := ""
+	if len(o.Args) > 0 {
+		program = o.Args[0]
+	}
+	return PlanConfinement(ConfinementInput{Checkout: c, Branch: branch, Publication: pol.PublicationBranch, Environ: o.Environ, Agent: o.Agent, Program: program,
 		Allow: append(slices.Clone(pol.ConfineAllow), o.AllowWrite...), Remotes: localRemotes(c.CommonDir),
 		TempDir: tmpDir, ABI: abi, DryRun: dryRun})
 }

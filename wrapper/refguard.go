@@ -72,6 +72,9 @@ type refGuard struct {
 	branchDir string
 	// ownDir is true when branchDir is the task's own (task-dir layout).
 	ownDir bool
+	// agent is the agent profile's plan, whose protected and private
+	// files are mounts of the namespace.
+	agent *agentPlan
 	// readOnly lists what stays read-only, for --explain.
 	readOnly []string
 }
@@ -300,6 +303,42 @@ func (g *refGuard) enterMountNS() error {
 		unix.Close(src)
 		if err != nil {
 			return fmt.Errorf("mount %s on %s: %w", s.rel, dst, err)
+		}
+	}
+	return g.agentMounts()
+}
+
+// agentMounts makes the agent profile's mounts: each protected file or
+// directory read-only over itself, each private copy over its file.
+func (g *refGuard) agentMounts() error {
+	if g.agent == nil {
+		return nil
+	}
+	bind := func(src, dst string, ro bool) error {
+		t, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+		if err != nil {
+			return fmt.Errorf("clone %s: %w", src, err)
+		}
+		defer unix.Close(t)
+		if ro {
+			attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+			if err := unix.MountSetattr(t, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+				return fmt.Errorf("make %s read-only: %w", src, err)
+			}
+		}
+		if err := unix.MoveMount(t, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("mount %s on %s: %w", src, dst, err)
+		}
+		return nil
+	}
+	for _, p := range g.agent.protect {
+		if err := bind(p, p, true); err != nil {
+			return err
+		}
+	}
+	for _, c := range g.agent.private {
+		if err := bind(c.copy, c.path, false); err != nil {
+			return err
 		}
 	}
 	return nil

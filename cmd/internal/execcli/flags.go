@@ -40,7 +40,7 @@ type Flag struct {
 // Usage is wt-exec's one-line description and its synopsis.
 const (
 	Summary  = "run a command as the live writer of a governed worktree"
-	Synopsis = "wt-exec [-C DIR] [--task KEY [--base REV] [--path PATH]] [--client-id ID] [--session-id ID] [--run-id ID]\n   [--holder SELECTOR] [--owner NAME] [--kind KIND] [--ttl DURATION] [--grace DURATION] [--pty | --no-pty]\n   [--wait [--timeout DURATION]] -- COMMAND [ARG...]"
+	Synopsis = "wt-exec [-C DIR] [--task KEY [--base REV] [--path PATH] [--new-task]] [--client-id ID] [--session-id ID] [--run-id ID]\n   [--holder SELECTOR] [--owner NAME] [--kind KIND] [--ttl DURATION] [--grace DURATION] [--pty | --no-pty]\n   [--wait [--timeout DURATION]] -- COMMAND [ARG...]"
 )
 
 // Flags are wt-exec's flags, in the order its help lists them.
@@ -61,6 +61,7 @@ var Flags = []Flag{
 	{Name: "no-confine", Kind: Bool, Usage: "do not confine the command, whatever the policy says"},
 	{Name: "allow-write", Kind: StringSlice, Usage: "with confinement, also let the command write beneath `DIR` (repeatable)"},
 	{Name: "keep-fd", Kind: StringSlice, Usage: "with confinement, pass the inherited descriptor `N` on to the command (repeatable); every other one above 2 is closed for it"},
+	{Name: "agent", Kind: String, Usage: "with confinement, apply agent profile `NAME` (claude, codex, gemini, opencode, aider): the state it writes, its command-defining files kept read-only or private to the run (default: the command's program name picks it)"},
 	{Name: "explain", Kind: Bool, Usage: "print the confinement rules this run would have, and run nothing"},
 	{Name: "json", Kind: String, Usage: "write the grant (once the command runs) or the refusal as one JSON object to `DEST`: a path, or fd:N for an open file descriptor"},
 	{Name: "wait", Kind: Bool, Usage: "when a live writer holds the lease, wait for it (in line with other waiters) instead of exiting 125"},
@@ -70,6 +71,7 @@ var Flags = []Flag{
 	{Name: "task", Kind: String, Usage: "run in task `KEY`'s worktree, allocating it (with --owner) when the task has none; -C names the repository"},
 	{Name: "base", Kind: String, Usage: "with --task, a new worktree starts at `REV` (default: the publication branch)"},
 	{Name: "path", Kind: String, Usage: "with --task, where a new worktree goes (default: ../REPO-KEY beside the canonical checkout)"},
+	{Name: "new-task", Kind: Bool, Usage: "with --task, the key is a new task even if it is close to a live task's (otherwise refused: TASK_KEY_SIMILAR, did you mean)"},
 	{Name: "help", Aliases: []string{"h"}, Kind: Bool, Usage: "show help"},
 	{Name: "version", Aliases: []string{"v"}, Kind: Bool, Usage: "print the version"},
 }

@@ -1,0 +1,288 @@
+package wrapper
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+)
+
+// Agent profiles: what each agent CLI must write under confinement, and
+// which of its files can make a later agent run commands (hooks, MCP
+// servers, notify programs), kept as data in agents.json. A profile is
+// picked by --agent NAME or by the command's program name.
+//
+//go:embed agents.json
+var agentsJSON []byte
+
+// AgentProfile is one agent's entry of agents.json.
+type AgentProfile struct {
+	Name     string        `json:"name"`
+	Programs []string      `json:"programs"`
+	Dirs     []string      `json:"dirs"`
+	Private  []PrivateFile `json:"private"`
+	Protect  []string      `json:"protect"`
+	Fallback []string      `json:"fallback"`
+	Notes    []string      `json:"notes"`
+}
+
+// PrivateFile is a file the run gets its own copy of.
+type PrivateFile struct {
+	Path string `json:"path"`
+	Init string `json:"init"`
+	// Trust "claude": the copy marks the worktree trusted in Claude
+	// Code's config (projects.<path>.hasTrustDialogAccepted).
+	Trust string `json:"trust"`
+}
+
+var agentProfiles = func() []AgentProfile {
+	var f struct {
+		Profiles []AgentProfile `json:"profiles"`
+	}
+	if err := json.Unmarshal(agentsJSON, &f); err != nil {
+		panic("wrapper/agents.json: " + err.Error())
+	}
+	return f.Profiles
+}()
+
+// AgentNames are the names of the agent profiles.
+func AgentNames() []string {
+	var out []string
+	for _, p := range agentProfiles {
+		out = append(out, p.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// agentProfile is the profile named name (--agent), or else the one whose
+// programs include the command's base name; nil for none. An unknown
+// --agent is a usage error.
+func agentProfile(name, program string) (*AgentProfile, error) {
+	if name != "" {
+		for i := range agentProfiles {
+			if agentProfiles[i].Name == name {
+				return &agentProfiles[i], nil
+			}
+		}
+		return nil, decision.New(decision.Usage, "--agent %q names no agent profile", name).
+			WithHint("pass one of: %s", strings.Join(AgentNames(), ", "))
+	}
+	base := filepath.Base(program)
+	for i := range agentProfiles {
+		for _, p := range agentProfiles[i].Programs {
+			if p == base {
+				return &agentProfiles[i], nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// agentPlan is a profile resolved for one run.
+type agentPlan struct {
+	name string
+	// dirs are writable directories.
+	dirs []Rule
+	// private and protect are kept by the mount namespace.
+	private []privateCopy
+	protect []string
+	// readOnly says what stays read-only without a namespace.
+	readOnly []string
+	notes    []string
+}
+
+// privateCopy is a file copied into the run's TMPDIR and mounted over the
+// real one.
+type privateCopy struct {
+	path, copy string
+}
+
+// expandHome resolves ~ and {uid} in a profile path; "" when the path
+// needs a HOME that is unset.
+func expandHome(p, home string) string {
+	p = strings.ReplaceAll(p, "{uid}", strconv.Itoa(os.Getuid()))
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home == "" || !filepath.IsAbs(home) {
+			return ""
+		}
+		return filepath.Join(home, rest)
+	}
+	return filepath.Clean(p)
+}
+
+// planAgent resolves profile p for a run with HOME home, the worktree top
+// and the private TMPDIR tmp; ns says whether the run gets a mount
+// namespace. Unless dryRun it makes what is missing (the dirs, the files
+// and what protect and private name, each with its init content) and the
+// private copies: as the operator, before any confinement.
+func planAgent(p *AgentProfile, home, top, tmp string, ns, dryRun bool) (*agentPlan, error) {
+	plan := &agentPlan{name: p.Name, notes: p.Notes}
+	mkdir := func(d string) error {
+		if dryRun {
+			return nil
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return decision.Wrap(decision.ConfinementUnavailable, err, "make %s for the %s profile", d, p.Name)
+		}
+		return nil
+	}
+	mkfile := func(f, init string) error {
+		if dryRun {
+			return nil
+		}
+		if err := mkdir(filepath.Dir(f)); err != nil {
+			return err
+		}
+		fd, err := os.OpenFile(f, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		if err == nil {
+			_, err = fd.WriteString(init)
+			if cerr := fd.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return decision.Wrap(decision.ConfinementUnavailable, err, "make %s for the %s profile", f, p.Name)
+		}
+		return nil
+	}
+	dirs := p.Dirs
+	if !ns {
+		// Without a namespace a private or protected file would be
+		// writable in its directory: those directories stay read-only,
+		// and only the fallback ones are writable.
+		dirs = p.Fallback
+		for _, f := range p.Private {
+			if x := expandHome(f.Path, home); x != "" {
+				plan.readOnly = append(plan.readOnly, x)
+			}
+		}
+		for _, d := range p.Dirs {
+			if !slices.Contains(p.Fallback, d) {
+				if x := expandHome(d, home); x != "" {
+					plan.readOnly = append(plan.readOnly, x+" (but the profile's fallback directories)")
+				}
+			}
+		}
+	}
+	for _, d := range dirs {
+		x := expandHome(d, home)
+		if x == "" {
+			continue
+		}
+		if err := mkdir(x); err != nil {
+			return nil, err
+		}
+		plan.dirs = append(plan.dirs, Rule{x, "the " + p.Name + " profile's state"})
+	}
+	if !ns {
+		return plan, nil
+	}
+	for _, pr := range p.Protect {
+		x := expandHome(strings.TrimSuffix(pr, "/"), home)
+		if x == "" {
+			continue
+		}
+		var err error
+		if strings.HasSuffix(pr, "/") {
+			err = mkdir(x)
+		} else {
+			err = mkfile(x, emptyFor(x))
+		}
+		if err != nil {
+			return nil, err
+		}
+		plan.protect = append(plan.protect, x)
+	}
+	for i, f := range p.Private {
+		x := expandHome(f.Path, home)
+		if x == "" {
+			continue
+		}
+		if err := mkfile(x, f.Init); err != nil {
+			return nil, err
+		}
+		c := privateCopy{path: x, copy: filepath.Join(tmp, fmt.Sprintf(".wt-private-%d-%s", i, filepath.Base(x)))}
+		if !dryRun {
+			if err := writePrivateCopy(x, c.copy, f.Trust, top); err != nil {
+				return nil, err
+			}
+		}
+		plan.private = append(plan.private, c)
+	}
+	return plan, nil
+}
+
+// emptyFor is the content a missing protected file is made with.
+func emptyFor(path string) string {
+	if strings.HasSuffix(path, ".json") || strings.HasSuffix(path, ".jsonc") {
+		return "{}\n"
+	}
+	return ""
+}
+
+// writePrivateCopy copies src to dst (the run's own copy); with trust
+// "claude" the copy marks the worktree top trusted in Claude Code's config.
+// A config that is not a JSON object is copied as it is.
+func writePrivateCopy(src, dst, trust, top string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return decision.Wrap(decision.ConfinementUnavailable, err, "read %s", src)
+	}
+	if trust == "claude" {
+		var cfg map[string]any
+		if json.Unmarshal(b, &cfg) == nil && cfg != nil {
+			projects, _ := cfg["projects"].(map[string]any)
+			if projects == nil {
+				projects = map[string]any{}
+			}
+			proj, _ := projects[top].(map[string]any)
+			if proj == nil {
+				proj = map[string]any{}
+			}
+			proj["hasTrustDialogAccepted"] = true
+			projects[top] = proj
+			cfg["projects"] = projects
+			if out, err := json.MarshalIndent(cfg, "", "  "); err == nil {
+				b = append(out, '\n')
+			}
+		}
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		return decision.Wrap(decision.ConfinementUnavailable, err, "copy %s for the run", src)
+	}
+	return nil
+}
+
+// explain is the plan in words.
+func (a *agentPlan) explain() []string {
+	if a == nil {
+		return nil
+	}
+	out := []string{"  agent    profile " + a.name}
+	for _, c := range a.private {
+		out = append(out, "  agent    private to this run: "+c.path+" (a copy; the real file is unchanged)")
+	}
+	for _, p := range a.protect {
+		out = append(out, "  agent    read-only: "+p+" (could make a later agent run commands)")
+	}
+	for _, r := range a.readOnly {
+		out = append(out, "  agent    read-only: "+r+" (no mount namespace: wt-exec is not root)")
+	}
+	for _, n := range a.notes {
+		out = append(out, "  agent    note: "+n)
+	}
+	return out
+}
