@@ -24,7 +24,7 @@ TAGS    ?= urfave_cli_no_docs,grpcnotrace
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/wt-tool/wt/cmd/internal/textout.stamped=$(VERSION)
 
-.PHONY: all build docs install package demo test lint bench fuzz clean
+.PHONY: all build docs install package demo test lint bench fuzz interop clean
 
 all: build
 
@@ -99,6 +99,13 @@ bench:
 	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench 'BenchmarkCommitHooks' -benchtime $(COMMITS)x -count $(BENCHCOUNT) ./cmd/internal/cli/ | tee -a bench.out
 	@echo "medians: go run ./scripts/benchmedian < bench.out"
 	@$(GO) run ./scripts/benchmedian < bench.out
+
+# wt with the real agent CLIs (npm) and hook managers (npm, apt, the Go
+# proxy), installed into bin/tools: needs the network, so never part of
+# make test. interop/run.sh says what it checks; INTEROP_LATEST=1 takes the
+# newest releases instead of the versions last tried.
+interop:
+	bash interop/run.sh
 
 # Short fuzzing of the parsers (their seed corpora run in every make test).
 fuzz:
