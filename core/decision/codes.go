@@ -206,6 +206,9 @@ const (
 	FleetNoLease       = "FLEET_NO_LEASE"
 	FleetLeaseLost     = "FLEET_LEASE_LOST"
 	FleetHelperMissing = "FLEET_HELPER_MISSING"
+	// FleetKeySpaceMismatch: a fenced remote on this machine records
+	// another key space than the client computes from its URL.
+	FleetKeySpaceMismatch = "FLEET_KEY_SPACE_MISMATCH"
 
 	FleetLeaseAcquired  = "FLEET_LEASE_ACQUIRED"
 	FleetStatusShown    = "FLEET_STATUS_SHOWN"
@@ -341,6 +344,7 @@ var codes = [...]string{
 	FleetNoLease,
 	FleetLeaseLost,
 	FleetHelperMissing,
+	FleetKeySpaceMismatch,
 	FleetLeaseAcquired,
 	FleetStatusShown,
 	FleetLeaseAbandoned,

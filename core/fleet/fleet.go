@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -101,9 +102,81 @@ func Key(remoteID, taskKey string) string { return Prefix(remoteID) + taskKey }
 // RemoteID names a remote's key space: the first 16 hex digits of the
 // sha256 of its normalized URL, so that every clone of one remote meets
 // in the same keys whatever URL form it uses.
-func RemoteID(remoteURL string) string {
-	sum := sha256.Sum256([]byte(NormalizeURL(remoteURL)))
+func RemoteID(remoteURL string) string { return RemoteIDIn(remoteURL, "") }
+
+// RemoteIDIn is RemoteID for a remote URL as the repository whose working
+// tree top is base reads it: a relative local path is resolved against
+// base (where git resolves it), as it would be by git there, and a local
+// path's symlinks are resolved, so that every spelling of one remote gives
+// one key space.
+func RemoteIDIn(remoteURL, base string) string {
+	sum := sha256.Sum256([]byte(NormalizeURLIn(remoteURL, base)))
 	return hex.EncodeToString(sum[:8])
+}
+
+// caseFoldHosts are the hosting services whose repository paths are not
+// case sensitive: github.com/Acme/App is github.com/acme/app.
+var caseFoldHosts = map[string]bool{"github.com": true, "gitlab.com": true, "bitbucket.org": true, "codeberg.org": true}
+
+// NormalizeURLIn is NormalizeURL with a relative local path resolved
+// against base ("" for the working directory) and a local path's symlinks
+// resolved (with or without its ".git").
+func NormalizeURLIn(raw, base string) string {
+	s := strings.TrimPrefix(strings.TrimSpace(raw), "file://")
+	if isLocalPath(s) {
+		if !filepath.IsAbs(s) && base != "" {
+			s = filepath.Join(base, s)
+		}
+		for _, p := range []string{s, strings.TrimRight(s, "/") + ".git"} {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				s = real
+				break
+			}
+		}
+	}
+	return NormalizeURL(s)
+}
+
+// LocalRemoteDir is the git dir of a remote URL that names a repository on
+// this machine (symlinks resolved; a bare repository or a checkout's
+// .git), "" otherwise.
+func LocalRemoteDir(raw, base string) string {
+	s := strings.TrimPrefix(strings.TrimSpace(raw), "file://")
+	if !isLocalPath(s) {
+		return ""
+	}
+	if !filepath.IsAbs(s) && base != "" {
+		s = filepath.Join(base, s)
+	}
+	for _, p := range []string{s, strings.TrimRight(s, "/") + ".git", filepath.Join(s, ".git")} {
+		if fi, err := os.Stat(filepath.Join(p, "config")); err == nil && fi.Mode().IsRegular() {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				return real
+			}
+		}
+	}
+	return ""
+}
+
+// isLocalPath reports whether a remote URL (file:// taken off) is a path
+// on this machine: no scheme, and not scp-like host:path.
+func isLocalPath(s string) bool {
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
+		return false
+	}
+	i := strings.Index(s, ":")
+	return i <= 0 || strings.Contains(s[:i], "/")
+}
+
+// hostPath is a hosted remote's host and path, the host lower-cased and,
+// on a service whose paths are not case sensitive, the path too.
+func hostPath(host, p string) string {
+	host = strings.ToLower(host)
+	p = path.Clean("/" + p)
+	if caseFoldHosts[host] {
+		p = strings.ToLower(p)
+	}
+	return host + p
 }
 
 // NormalizeURL reduces a git remote URL to host and path: scheme, user,
@@ -119,7 +192,7 @@ func NormalizeURL(raw string) string {
 		return strings.TrimRight(p, "/")
 	}
 	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
-		return strings.ToLower(u.Hostname()) + path.Clean("/"+trim(u.Path))
+		return hostPath(u.Hostname(), trim(u.Path))
 	}
 	if strings.HasPrefix(s, "file://") {
 		s = strings.TrimPrefix(s, "file://")
@@ -130,7 +203,7 @@ func NormalizeURL(raw string) string {
 		if j := strings.LastIndex(host, "@"); j >= 0 {
 			host = host[j+1:]
 		}
-		return strings.ToLower(host) + path.Clean("/"+trim(s[i+1:]))
+		return hostPath(host, trim(s[i+1:]))
 	}
 	if abs, err := filepath.Abs(s); err == nil {
 		s = abs

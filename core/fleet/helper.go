@@ -419,5 +419,19 @@ func KeySpace(ctx context.Context, g *gitrepo.Repo, pol store.Policy) (string, e
 		return "", decision.Wrap(decision.InvalidPolicy, err, "fleet mode names the key space after remote %q, which this repository lacks", remote).
 			WithHint("add it (git remote add %s URL) or name another: wt-admin policy --fleet-remote NAME", shell.Word(remote))
 	}
-	return RemoteID(strings.TrimSpace(string(out))), nil
+	raw := strings.TrimSpace(string(out))
+	space := RemoteIDIn(raw, g.TopLevel)
+	// A fenced remote on this machine records the key space it checks
+	// tokens under: a client that computes another would hold task keys
+	// the remote does not know.
+	if dir := LocalRemoteDir(raw, g.TopLevel); dir != "" {
+		rec, err := g.Git(ctx, true, "config", "--file", filepath.Join(dir, "config"), "--get", "wt.fence.keyspace")
+		if err == nil {
+			if r := strings.TrimSpace(string(rec)); r != "" && r != space {
+				return "", decision.New(decision.FleetKeySpaceMismatch, "remote %s (%s) checks tokens under key space %s, but this repository computes %s from its URL %q", remote, dir, r, space, raw).
+					WithHint("name the remote as its fence does: wt-hook install --server --remote-url URL in %s, with the URL clients use", shell.Word(dir))
+			}
+		}
+	}
+	return space, nil
 }

@@ -142,7 +142,8 @@ func fenceFromFlags(c *ucli.Context) (hooks.ServerFence, error) {
 	case c.IsSet("remote-url") == c.IsSet("key-space"):
 		return f, clikit.UsageErr("install --server needs one of --remote-url URL (as clients name this remote) or --key-space ID")
 	case c.IsSet("remote-url"):
-		f.KeySpace = fleet.RemoteID(c.String("remote-url"))
+		cwd, _ := os.Getwd()
+		f.KeySpace = fleet.RemoteIDIn(c.String("remote-url"), cwd)
 	default:
 		f.KeySpace = c.String("key-space")
 	}
