@@ -21,7 +21,11 @@ func ttyvictim() {
 		os.Exit(1)
 	}
 	defer ptmx.Close()
-	if err := os.WriteFile(dir+"/pts", []byte(tty.Name()), 0o644); err != nil {
+	// Written whole, then renamed: a waitfile that sees pts reads it all.
+	if err := os.WriteFile(dir+"/pts.tmp", []byte(tty.Name()), 0o644); err != nil {
+		os.Exit(1)
+	}
+	if err := os.Rename(dir+"/pts.tmp", dir+"/pts"); err != nil {
 		os.Exit(1)
 	}
 	for {
@@ -52,6 +56,10 @@ func ttyvictim() {
 // for writing, and push "id\n" into its input with TIOCSTI through a
 // descriptor opened for reading. It prints one line per attempt.
 func ttyprobe() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: ttyprobe PATH")
+		os.Exit(2)
+	}
 	p := os.Args[1]
 	if fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NOCTTY, 0); err != nil {
 		fmt.Println("write-open:", err)
