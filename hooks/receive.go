@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,7 +103,9 @@ func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) er
 		if at <= 0 || err != nil {
 			return decision.New(decision.InvalidHookInput, "push option %q is not %s=TASK@REVISION", o, fleet.FenceOption)
 		}
-		tokens[v[:at]] = append(tokens[v[:at]], rev)
+		if !slices.Contains(tokens[v[:at]], rev) {
+			tokens[v[:at]] = append(tokens[v[:at]], rev)
+		}
 	}
 	for _, u := range updates {
 		task, ok := strings.CutPrefix(u.Ref, "refs/heads/"+f.BranchPrefix)
@@ -116,6 +119,12 @@ func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) er
 			task = t
 		}
 		revs := tokens[task]
+		if len(revs) > 1 {
+			// Exactly one token per task: a pusher that tries several
+			// revisions is guessing.
+			return decision.New(decision.FleetFenced, "this push updates %s, task %s's branch, with %d different fencing tokens for it: exactly one is accepted", u.Ref, task, len(revs)).
+				WithHint("push from the task's writer, whose wt-exec gives every push its one token")
+		}
 		if len(revs) == 0 {
 			others := make([]string, 0, len(tokens))
 			for t := range tokens {
@@ -129,15 +138,9 @@ func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) er
 				WithHint("push from the task's writer: a wt-exec run in fleet mode with wt-admin policy --fleet-server-fence on gives every git push its token")
 		}
 		key := fleet.Key(f.KeySpace, task)
-		var last error
-		for _, rev := range revs {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			last = check(ctx, key, rev)
-			cancel()
-			if last == nil {
-				break
-			}
-		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		last := check(ctx, key, revs[0])
+		cancel()
 		if last != nil {
 			d, ok := decision.As(last)
 			if !ok {
