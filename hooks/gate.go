@@ -358,7 +358,7 @@ func fenced(v Verdict) *decision.Error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := h.Check(ctx, fl.Key, fl.Revision); err != nil {
+	if err := h.Check(ctx, fl.Key, fl.Revision, ""); err != nil {
 		d, ok := decision.As(err)
 		if !ok {
 			d = decision.Wrap(decision.FleetUnreachable, err, "check the fleet lease")

@@ -2,13 +2,23 @@ package hooks
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
@@ -23,6 +33,9 @@ type ServerFence struct {
 	KeySpace string `json:"key_space"`
 	// BranchPrefix selects the task branches: refs/heads/<prefix><task>.
 	BranchPrefix string `json:"branch_prefix"`
+	// Local: no coordinator; the remote accepts the newest grant's token
+	// (LocalChecker).
+	Local bool `json:"local,omitempty"`
 }
 
 // Git config keys of a server fence.
@@ -30,6 +43,7 @@ const (
 	FenceEndpointsKey = "wt.fence.endpoints"
 	FenceKeySpaceKey  = "wt.fence.keyspace"
 	FencePrefixKey    = "wt.fence.branchprefix"
+	FenceLocalKey     = "wt.fence.local"
 	// DefaultBranchPrefix is the allocation branches' prefix (wt/<task>).
 	DefaultBranchPrefix = "wt/"
 	// TaskDirLeaf is the last component of a task-dir layout's branch
@@ -57,9 +71,11 @@ func ParseServerFence(configLines string) (f ServerFence, ok bool) {
 			f.KeySpace = v
 		case FencePrefixKey:
 			f.BranchPrefix = v
+		case FenceLocalKey:
+			f.Local = v == "true"
 		}
 	}
-	return f, len(f.Endpoints) > 0 && f.KeySpace != ""
+	return f, (len(f.Endpoints) > 0 || f.Local) && f.KeySpace != ""
 }
 
 // PushOptions are the push options git hands a pre-receive hook
@@ -77,34 +93,45 @@ func PushOptions(getenv func(string) string) []string {
 }
 
 // Checker asks the fleet whether key still has create revision revision
-// (fleet.Helper.Check in the shipped hook).
-type Checker func(ctx context.Context, key string, revision int64) error
+// (fleet.Helper.Check in the shipped hook), and whether fenceHash is the
+// SHA-256 of its grant's secret; LocalChecker in local mode.
+type Checker func(ctx context.Context, key string, revision int64, fenceHash string) error
+
+// token is one task's fencing token in a push.
+type token struct {
+	epoch  int64
+	secret string
+}
 
 // PreReceive judges a push into a fenced remote (githooks(5) pre-receive:
 // "<old> <new> <ref>" lines on stdin, all refs accepted or none). Every
-// update of a task branch (created, moved or deleted) needs a fencing token
-// for that very task whose revision is still the task key's current one
-// in etcd: none is FLEET_FENCED, a token for another task is
-// FLEET_FENCED, a stale revision is FLEET_FENCED, and an etcd that cannot
-// be asked is FLEET_UNREACHABLE (fail closed). Other refs pass untouched.
+// update of a task branch (created, moved or deleted) needs exactly one
+// fencing token for that very task (fleet.FenceToken), which check accepts:
+// in fleet mode its epoch is still the task key's create revision in etcd
+// and its secret the one that key's holder was given; in local mode no
+// newer token of the task has been accepted, and the secret is the one
+// accepted with its epoch. None, several, a token for another task, a
+// stale or forged one are FLEET_FENCED; a check that cannot be made is
+// FLEET_UNREACHABLE (fail closed). Other refs pass untouched.
 func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) error {
 	updates, err := ParseRefUpdates(in)
 	if err != nil {
 		return err
 	}
-	tokens := map[string][]int64{}
+	tokens := map[string][]token{}
 	for _, o := range options {
 		v, ok := strings.CutPrefix(o, fleet.FenceOption+"=")
 		if !ok {
 			continue
 		}
-		at := strings.LastIndexByte(v, '@')
-		rev, err := strconv.ParseInt(v[at+1:], 10, 64)
-		if at <= 0 || err != nil {
-			return decision.New(decision.InvalidHookInput, "push option %q is not %s=TASK@REVISION", o, fleet.FenceOption)
+		task, epoch, secret, err := fleet.ParseFenceToken(v)
+		if err != nil {
+			return decision.New(decision.InvalidHookInput, "push option %s: %v", fleet.FenceOption, err).
+				WithHint("push from the task's writer under a wt-exec of this version, which gives every push its token")
 		}
-		if !slices.Contains(tokens[v[:at]], rev) {
-			tokens[v[:at]] = append(tokens[v[:at]], rev)
+		t := token{epoch, secret}
+		if !slices.Contains(tokens[task], t) {
+			tokens[task] = append(tokens[task], t)
 		}
 	}
 	for _, u := range updates {
@@ -118,43 +145,109 @@ func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) er
 		if t, dir := strings.CutSuffix(task, "/"+TaskDirLeaf); dir && len(tokens[task]) == 0 && t != "" {
 			task = t
 		}
-		revs := tokens[task]
-		if len(revs) > 1 {
-			// Exactly one token per task: a pusher that tries several
-			// revisions is guessing.
-			return decision.New(decision.FleetFenced, "this push updates %s, task %s's branch, with %d different fencing tokens for it: exactly one is accepted", u.Ref, task, len(revs)).
+		toks := tokens[task]
+		if len(toks) > 1 {
+			// Exactly one token per task: a pusher that tries several is
+			// guessing.
+			return decision.New(decision.FleetFenced, "this push updates %s, task %s's branch, with %d different fencing tokens for it: exactly one is accepted", u.Ref, task, len(toks)).
 				WithHint("push from the task's writer, whose wt-exec gives every push its one token")
 		}
-		if len(revs) == 0 {
+		if len(toks) == 0 {
 			others := make([]string, 0, len(tokens))
 			for t := range tokens {
 				others = append(others, t)
 			}
+			sort.Strings(others)
 			why := "carries no fencing token"
 			if len(others) > 0 {
 				why = "carries a fencing token for task " + strings.Join(others, ", ") + ", not for " + task
 			}
 			return decision.New(decision.FleetFenced, "this push updates %s, task %s's branch, and %s", u.Ref, task, why).
-				WithHint("push from the task's writer: a wt-exec run in fleet mode with wt-admin policy --fleet-server-fence on gives every git push its token")
+				WithHint("push from the task's writer: a wt-exec run with wt-admin policy --fleet-server-fence on gives every git push its token")
 		}
 		key := fleet.Key(f.KeySpace, task)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		last := check(ctx, key, revs[0])
+		last := check(ctx, key, toks[0].epoch, fleet.FenceHash(toks[0].secret))
 		cancel()
 		if last != nil {
 			d, ok := decision.As(last)
 			if !ok {
-				d = decision.Wrap(decision.FleetUnreachable, last, "check the fleet key %s", key)
+				d = decision.Wrap(decision.FleetUnreachable, last, "check the fencing token of %s", key)
 			}
 			if d.Code == decision.FleetUnreachable {
-				return decision.New(d.Code, "this push updates %s, task %s's branch, and etcd cannot be asked whether its token is current: %s", u.Ref, task, d.Message).
-					WithHint("task branches take pushes again once etcd answers; other refs are not affected")
+				asked := "etcd cannot be asked"
+				if f.Local {
+					asked = "the remote's fence record cannot be read"
+				}
+				return decision.New(d.Code, "this push updates %s, task %s's branch, and %s whether its token is current: %s", u.Ref, task, asked, d.Message).
+					WithHint("task branches take pushes again once the fence can be asked; other refs are not affected")
 			}
-			return decision.New(d.Code, "this push updates %s with a stale fencing token (revision %d): %s", u.Ref, revs[len(revs)-1], d.Message).
-				WithHint("the task's fleet lease was lost or taken over; the current writer pushes (wt-admin fleet status shows who holds task %s)", task)
+			return decision.New(d.Code, "this push updates %s with a stale or forged fencing token (epoch %d): %s", u.Ref, toks[0].epoch, d.Message).
+				WithHint("the task's lease was lost, taken over, or never this pusher's; the current writer pushes (wt-admin status, or wt-admin fleet status, shows who holds task %s)", task)
 		}
 	}
 	return nil
+}
+
+// LocalChecker is the Checker of a fence in local mode (no coordinator):
+// the remote's git dir keeps, per task, the newest epoch it has accepted
+// and the SHA-256 of that grant's secret (wt-fence/<sha256 of the key>,
+// under an flock). A token with a newer epoch is a newer grant, which
+// fences the older one; the same epoch must carry the same secret; an
+// older epoch is stale. A record that cannot be read is never accepted
+// over (FLEET_UNREACHABLE).
+func LocalChecker(gitDir string) Checker {
+	return func(_ context.Context, key string, epoch int64, fenceHash string) error {
+		dir := filepath.Join(gitDir, "wt-fence")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return decision.Wrap(decision.FleetUnreachable, err, "make %s", dir)
+		}
+		sum := sha256.Sum256([]byte(key))
+		p := filepath.Join(dir, hex.EncodeToString(sum[:16])+".json")
+		lock, err := os.OpenFile(p+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return decision.Wrap(decision.FleetUnreachable, err, "open %s.lock", p)
+		}
+		defer lock.Close()
+		if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+			return decision.Wrap(decision.FleetUnreachable, err, "lock %s", p)
+		}
+		var rec struct {
+			Key   string `json:"key"`
+			Epoch int64  `json:"epoch"`
+			Hash  string `json:"fence_hash"`
+		}
+		b, err := os.ReadFile(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return decision.Wrap(decision.FleetUnreachable, err, "read %s", p)
+		default:
+			if jerr := json.Unmarshal(b, &rec); jerr != nil || rec.Key != key || rec.Epoch <= 0 {
+				return decision.New(decision.FleetUnreachable, "%s is not a fence record of %s: no push to the task is accepted until it is repaired", p, key).
+					WithHint("look at it; removing it lets the next grant's token in")
+			}
+		}
+		switch {
+		case rec.Epoch > epoch:
+			return decision.New(decision.FleetFenced, "a newer grant of the task (epoch %d) has pushed since this token's (epoch %d)", rec.Epoch, epoch)
+		case rec.Epoch == epoch:
+			if subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(fenceHash)) != 1 {
+				return decision.New(decision.FleetFenced, "the token has the epoch of the grant that pushed last (%d), but not its secret", epoch)
+			}
+			return nil
+		}
+		rec.Key, rec.Epoch, rec.Hash = key, epoch, fenceHash
+		out, _ := json.Marshal(rec)
+		tmp := p + ".tmp"
+		if err := os.WriteFile(tmp, append(out, '\n'), 0o644); err != nil {
+			return decision.Wrap(decision.FleetUnreachable, err, "write %s", tmp)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			return decision.Wrap(decision.FleetUnreachable, err, "write %s", p)
+		}
+		return nil
+	}
 }
 
 // FenceChecker is the Checker of the shipped hook: the wt-fleet helper.

@@ -43,7 +43,7 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 	h := g.Lease.Holder
 	holder := fleet.Holder{Host: host, MachineID: strings.TrimSpace(string(machine)), BootID: h.BootID, PID: h.PID,
 		StartTicks: h.StartTicks, ClientID: h.ClientID, LeaseID: g.Lease.LeaseID, TaskKey: g.Allocation.TaskKey,
-		Since: time.Now().UTC().Format(time.RFC3339Nano)}
+		Since: time.Now().UTC().Format(time.RFC3339Nano), FenceHash: fleet.FenceHash(s.fenceSecret)}
 	sess, err := helper.Acquire(ctx, key, holder, ttl)
 	if dead, ok := deadPrevious(err, g); ok {
 		// The fleet key is the lease this grant just took over locally:

@@ -168,6 +168,9 @@ func Run(opts Options) (Result, error) {
 		return res, err
 	}
 	s := &supervisor{opts: opts, repo: repo, grant: &res.Grant}
+	if s.fenceSecret, err = fleet.NewFenceSecret(); err != nil {
+		return res, decision.Wrap(decision.Internal, err, "make the run's fencing secret")
+	}
 	if err := s.prepare(); err != nil {
 		return res, err
 	}
@@ -208,7 +211,7 @@ func Run(opts Options) (Result, error) {
 				sweepHolderLocks(c.GitDir)
 				s.holderLock = takeHolderLock(c.GitDir, g.Lease.LeaseID)
 			}
-			return s.launch(path, childEnv(opts.Environ, g), conf)
+			return s.launch(path, childEnv(opts.Environ, g, s.fenceSecret), conf)
 		})
 		return err
 	}
@@ -371,7 +374,7 @@ func envLookup(environ []string, name string) (string, bool) {
 }
 
 // childEnv is environ without inherited lease variables, plus the grant's.
-func childEnv(environ []string, g lease.Grant) []string {
+func childEnv(environ []string, g lease.Grant, secret string) []string {
 	out := make([]string, 0, len(environ)+6)
 	for _, kv := range environ {
 		k, _, _ := strings.Cut(kv, "=")
@@ -380,8 +383,20 @@ func childEnv(environ []string, g lease.Grant) []string {
 		}
 	}
 	out = append(out, g.Env()...)
-	if f := g.Lease.Fleet; f != nil && g.Policy.FleetServerFence {
-		out = withPushOption(out, fleet.FenceToken(g.Allocation.TaskKey, f.Revision))
+	if g.Policy.FleetServerFence && secret != "" && g.Role == store.RoleFeature {
+		// The grant's token (fleet.FenceToken): in fleet mode the fleet
+		// key's create revision, else the grant's time, which orders the
+		// grants of the task for the remote; and the secret made for this
+		// run, which nothing records but this environment.
+		epoch := int64(0)
+		if f := g.Lease.Fleet; f != nil {
+			epoch = f.Revision
+		} else if t, err := time.Parse(time.RFC3339Nano, g.Lease.AcquiredAt); err == nil {
+			epoch = t.UnixNano()
+		}
+		if epoch > 0 {
+			out = withPushOption(out, fleet.FenceToken(g.Allocation.TaskKey, epoch, secret))
+		}
 	}
 	return out
 }

@@ -33,6 +33,9 @@ type supervisor struct {
 	tmpDir string
 	// holderLock is held while the lease is (holderlock.go).
 	holderLock *holderLock
+	// fenceSecret is this run's fencing secret (fleet.NewFenceSecret):
+	// its push token carries it, its fleet key a hash of it.
+	fenceSecret string
 	// cg is the command's cgroup (nil where wt-exec could make none).
 	cg *leaseCgroup
 	// conf, while a confined command starts, is its confinement; the

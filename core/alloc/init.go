@@ -271,7 +271,9 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 	}
 	if next.Coordinator == store.CoordinatorNone {
 		// Off: nothing of the fleet configuration is kept.
-		next.EtcdEndpoints, next.FleetTTL, next.FleetRemote, next.FleetServerFence = nil, "", "", false
+		// The remote's fence stays: in local mode it orders the grants
+		// itself (hooks.LocalChecker).
+		next.EtcdEndpoints, next.FleetTTL, next.FleetRemote = nil, "", ""
 	}
 	add := func(field, from, to string) {
 		if from != to {

@@ -15,6 +15,7 @@ package fleet
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -34,8 +36,9 @@ type Coordinator interface {
 	// when etcd cannot be asked.
 	Acquire(ctx context.Context, key string, holder Holder, ttl time.Duration) (Session, error)
 	// Check refuses (FLEET_FENCED) unless key exists with create revision
-	// revision; FLEET_UNREACHABLE when etcd cannot be asked.
-	Check(ctx context.Context, key string, revision int64) error
+	// revision and, when fenceHash is not "", a holder whose FenceHash is
+	// fenceHash; FLEET_UNREACHABLE when etcd cannot be asked.
+	Check(ctx context.Context, key string, revision int64, fenceHash string) error
 	// List returns every task key under prefix.
 	List(ctx context.Context, prefix string) ([]Entry, error)
 	// Revoke ends the lease the key is attached to (the key goes with it)
@@ -70,6 +73,10 @@ type Holder struct {
 	LeaseID    string `json:"lease_id"`
 	TaskKey    string `json:"task_key"`
 	Since      string `json:"since"`
+	// FenceHash is the SHA-256 of the grant's fencing secret (FenceSecret):
+	// a remote that is handed the secret in a push can check it here, and
+	// whoever reads etcd learns nothing that would let them push.
+	FenceHash string `json:"fence_hash,omitempty"`
 }
 
 // Entry is one task key as etcd holds it.
@@ -87,13 +94,46 @@ type Entry struct {
 func Prefix(remoteID string) string { return "wt/" + remoteID + "/tasks/" }
 
 // FenceOption is the push option that carries a task's fencing token to a
-// remote that checks it: "wt-fence=<task>@<revision>", the create revision
-// of the task's fleet key when the pusher's wt-exec took it.
+// remote that checks it: "wt-fence=<task>@<epoch>.<secret>". The epoch
+// orders the grants of a task: in fleet mode the create revision of the
+// task's fleet key, in local mode the grant's time in nanoseconds. The
+// secret is 128 random bits made at the grant, which only the holder's
+// command is given (in its environment, as a push option); the fleet key
+// and the remote keep its SHA-256 alone.
 const FenceOption = "wt-fence"
 
-// FenceToken is the push option for task at revision.
-func FenceToken(task string, revision int64) string {
-	return fmt.Sprintf("%s=%s@%d", FenceOption, task, revision)
+// FenceToken is the push option for task at epoch with secret.
+func FenceToken(task string, epoch int64, secret string) string {
+	return fmt.Sprintf("%s=%s@%d.%s", FenceOption, task, epoch, secret)
+}
+
+// NewFenceSecret makes a grant's fencing secret: 128 random bits, hex.
+func NewFenceSecret() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// FenceHash is the SHA-256, hex, of a fencing secret.
+func FenceHash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// ParseFenceToken reads the value of a wt-fence push option (after "=").
+func ParseFenceToken(v string) (task string, epoch int64, secret string, err error) {
+	at := strings.LastIndexByte(v, '@')
+	if at <= 0 {
+		return "", 0, "", fmt.Errorf("%q is not TASK@EPOCH.SECRET", v)
+	}
+	num, sec, ok := strings.Cut(v[at+1:], ".")
+	epoch, perr := strconv.ParseInt(num, 10, 64)
+	if !ok || perr != nil || epoch <= 0 || len(sec) != 32 || strings.Trim(sec, "0123456789abcdef") != "" {
+		return "", 0, "", fmt.Errorf("%q is not TASK@EPOCH.SECRET (a token of an older wt has no secret)", v)
+	}
+	return v[:at], epoch, sec, nil
 }
 
 // Key is the fleet key of a task.

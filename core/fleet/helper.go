@@ -36,6 +36,8 @@ type Request struct {
 	Holder      *Holder       `json:"holder,omitempty"`
 	Revision    int64         `json:"revision,omitempty"`
 	Prefix      string        `json:"prefix,omitempty"`
+	// FenceHash (check): the SHA-256 of the fencing secret a push carried.
+	FenceHash string `json:"fence_hash,omitempty"`
 }
 
 // Response is one line the helper writes on stdout. A hold writes the
@@ -342,9 +344,9 @@ func (s *helperSession) Release(ctx context.Context) error {
 }
 
 // Check implements Coordinator.
-func (h *Helper) Check(ctx context.Context, key string, revision int64) error {
+func (h *Helper) Check(ctx context.Context, key string, revision int64, fenceHash string) error {
 	req := h.request("check")
-	req.Key, req.Revision = key, revision
+	req.Key, req.Revision, req.FenceHash = key, revision, fenceHash
 	_, err := h.call(ctx, req)
 	return err
 }

@@ -75,7 +75,8 @@ type Policy struct {
 	// FleetRemote is the git remote whose URL names the key space
 	// (default origin).
 	FleetRemote string `json:"fleet_remote,omitempty"`
-	// FleetServerFence is set when the fleet remote checks fencing tokens
+	// FleetServerFence is set when the remote checks fencing tokens (in
+	// fleet mode against etcd, in local mode by the order of grants)
 	// itself (wt-hook install --server): wt-exec then gives every git push
 	// its command makes the task's token as a push option.
 	FleetServerFence bool `json:"fleet_server_fence,omitempty"`

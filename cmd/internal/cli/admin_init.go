@@ -25,7 +25,7 @@ func policyFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "etcd-endpoints", Usage: "fleet mode: etcd client URLs, comma-separated"},
 		&ucli.StringFlag{Name: "fleet-ttl", Usage: "fleet mode: TTL of a task's fleet lease (default 10s)"},
 		&ucli.StringFlag{Name: "fleet-remote", Usage: "fleet mode: the git remote whose URL names the task keys (default origin)"},
-		&ucli.StringFlag{Name: "fleet-server-fence", Usage: "fleet mode: on when the remote checks fencing tokens (wt-hook install --server there); every push then carries its token"},
+		&ucli.StringFlag{Name: "fleet-server-fence", Usage: "on when the remote checks fencing tokens (wt-hook install --server there, with or without etcd); every push of a wt-exec command then carries its grant's token"},
 		&ucli.StringFlag{Name: "confine", Usage: "wt-exec confines its command with Landlock: off, auto (where the kernel can) or require"},
 		&ucli.StringFlag{Name: "confine-allow", Usage: "more directories a confined command may write beneath: /ABS/DIR[,/ABS/DIR] (\"\" clears)"},
 		&ucli.StringFlag{Name: "branch-layout", Usage: "a new allocation's default branch: flat (wt/TASK) or task-dir (wt/TASK/work, a ref directory per task, so confinement keeps other tasks' branches out of reach)"},

@@ -82,7 +82,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "hold":
 		return hold(ctx, co, req, pre, in, out, stderr)
 	case "check":
-		err = co.Check(ctx, req.Key, req.Revision)
+		err = co.Check(ctx, req.Key, req.Revision, req.FenceHash)
 	case "list":
 		resp.Entries, err = co.List(ctx, req.Prefix)
 	case "revoke":

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -84,8 +85,11 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 		if err != nil {
 			return err
 		}
+		if f.KeySpace == "" {
+			f.KeySpace = fleet.RemoteIDIn(gitDir, "") // its own path: what local clients compute
+		}
 		for _, kv := range [][2]string{{"receive.advertisePushOptions", "true"}, {hooks.FenceEndpointsKey, strings.Join(f.Endpoints, ",")},
-			{hooks.FenceKeySpaceKey, f.KeySpace}, {hooks.FencePrefixKey, f.BranchPrefix}} {
+			{hooks.FenceKeySpaceKey, f.KeySpace}, {hooks.FencePrefixKey, f.BranchPrefix}, {hooks.FenceLocalKey, strconv.FormatBool(f.Local)}} {
 			if err := gitConfig(ctx, gitDir, kv[0], kv[1]); err != nil {
 				return err
 			}
@@ -119,6 +123,10 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 			return
 		}
 		f := out.Fence
+		if f.Local {
+			fmt.Fprintf(w, "fence: task branches refs/heads/%s<task>; local mode: the newest grant's token is accepted, recorded in %s\n", f.BranchPrefix, filepath.Join(gitDir, "wt-fence"))
+			return
+		}
 		fmt.Fprintf(w, "fence: task branches refs/heads/%s<task>; tokens checked against etcd at %s under %s\n", f.BranchPrefix, strings.Join(f.Endpoints, ","), fleet.Prefix(f.KeySpace))
 	})
 }
@@ -135,12 +143,16 @@ func fenceFromFlags(c *ucli.Context) (hooks.ServerFence, error) {
 		}
 		f.Endpoints = append(f.Endpoints, e)
 	}
-	if len(f.Endpoints) == 0 {
-		return f, clikit.UsageErr("install --server needs --etcd-endpoints URL[,URL]")
-	}
+	// Without etcd the fence is local: the remote orders the grants itself.
+	f.Local = len(f.Endpoints) == 0
 	switch {
-	case c.IsSet("remote-url") == c.IsSet("key-space"):
-		return f, clikit.UsageErr("install --server needs one of --remote-url URL (as clients name this remote) or --key-space ID")
+	case c.IsSet("remote-url") && c.IsSet("key-space"):
+		return f, clikit.UsageErr("install --server takes one of --remote-url URL (as clients name this remote) or --key-space ID")
+	case !c.IsSet("remote-url") && !c.IsSet("key-space"):
+		if !f.Local {
+			return f, clikit.UsageErr("install --server with etcd needs one of --remote-url URL (as clients name this remote) or --key-space ID")
+		}
+		return f, nil // local: the key space of the remote's own path
 	case c.IsSet("remote-url"):
 		cwd, _ := os.Getwd()
 		f.KeySpace = fleet.RemoteIDIn(c.String("remote-url"), cwd)
@@ -164,10 +176,17 @@ func preReceive() error {
 	if !ok {
 		// Installed but not configured: fail closed for task branches.
 		f = hooks.ServerFence{BranchPrefix: hooks.DefaultBranchPrefix}
-		return hooks.PreReceive(f, os.Stdin, hooks.PushOptions(os.Getenv), func(context.Context, string, int64) error {
+		return hooks.PreReceive(f, os.Stdin, hooks.PushOptions(os.Getenv), func(context.Context, string, int64, string) error {
 			return decision.New(decision.FleetUnreachable, "the fence of this remote is not configured (wt.fence.endpoints, wt.fence.keyspace)").
 				WithHint("configure it: wt-hook install --server --etcd-endpoints URL --remote-url URL")
 		})
+	}
+	if f.Local {
+		gitDir, err := filepath.Abs(".") // receive-pack runs its hooks in the remote's git dir
+		if err != nil {
+			return err
+		}
+		return hooks.PreReceive(f, os.Stdin, hooks.PushOptions(os.Getenv), hooks.LocalChecker(gitDir))
 	}
 	check, err := hooks.FenceChecker(f)
 	if err != nil {

@@ -5,6 +5,7 @@ package etcdfleet
 
 import (
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -198,7 +199,7 @@ func isLeaseGone(err error) bool {
 }
 
 // Check implements fleet.Coordinator.
-func (co *Coordinator) Check(ctx context.Context, key string, revision int64) error {
+func (co *Coordinator) Check(ctx context.Context, key string, revision int64, fenceHash string) error {
 	cctx, cancel := co.ctx(ctx)
 	defer cancel()
 	resp, err := co.c.Get(cctx, key)
@@ -214,6 +215,13 @@ func (co *Coordinator) Check(ctx context.Context, key string, revision int64) er
 		e := entryOf(key, kv.Value, kv.CreateRevision, kv.Lease)
 		return decision.New(decision.FleetFenced, "the fleet lease this writer held (revision %d) was lost; %s holds the task now (revision %d)", revision, e.Holder.Describe(), kv.CreateRevision).
 			WithHint("do not push: the task moved on; see wt-admin fleet status").WithFact("fleet_holder", e.Holder)
+	}
+	if fenceHash != "" {
+		e := entryOf(key, kv.Value, kv.CreateRevision, kv.Lease)
+		if subtle.ConstantTimeCompare([]byte(e.Holder.FenceHash), []byte(fenceHash)) != 1 {
+			return decision.New(decision.FleetFenced, "the fencing token names the fleet lease of revision %d, but not its secret: it was not given by that lease's wt-exec", revision).
+				WithHint("push from the task's writer, whose wt-exec gives every push its token")
+		}
 	}
 	return nil
 }

@@ -24,7 +24,8 @@ func coordinator(t *testing.T) *etcdfleet.Coordinator {
 }
 
 func holder(client string) fleet.Holder {
-	return fleet.Holder{Host: "host-" + client, MachineID: "m", BootID: "b", PID: 42, StartTicks: 7, ClientID: client, TaskKey: "T-1", Since: "now"}
+	return fleet.Holder{Host: "host-" + client, MachineID: "m", BootID: "b", PID: 42, StartTicks: 7, ClientID: client, TaskKey: "T-1", Since: "now",
+		FenceHash: fleet.FenceHash("secret-of-" + client)}
 }
 
 // TestAcquireCheckRelease: one holder per key; the loser is told who holds
@@ -43,10 +44,16 @@ func TestAcquireCheckRelease(t *testing.T) {
 	} else if d, _ := decision.As(err); d.Facts["fleet_holder"].(fleet.Holder).ClientID != "agent-a" {
 		t.Fatalf("the refusal names %v", d.Facts["fleet_holder"])
 	}
-	if err := a.Check(ctx, key, s1.Revision()); err != nil {
-		t.Fatalf("check of the holder's revision: %v", err)
+	if err := a.Check(ctx, key, s1.Revision(), fleet.FenceHash("secret-of-agent-a")); err != nil {
+		t.Fatalf("check of the holder's revision and secret: %v", err)
 	}
-	if err := a.Check(ctx, key, s1.Revision()+1); decision.CodeOf(err) != decision.FleetFenced {
+	if err := a.Check(ctx, key, s1.Revision(), ""); err != nil {
+		t.Fatalf("check of the holder's revision alone (the client's pre-push): %v", err)
+	}
+	if err := a.Check(ctx, key, s1.Revision(), fleet.FenceHash("guessed")); decision.CodeOf(err) != decision.FleetFenced {
+		t.Fatalf("check of the holder's revision with another secret: %v", err)
+	}
+	if err := a.Check(ctx, key, s1.Revision()+1, ""); decision.CodeOf(err) != decision.FleetFenced {
 		t.Fatalf("check of another revision: %v", err)
 	}
 	es, err := a.List(ctx, fleet.Prefix("r"))
@@ -56,7 +63,7 @@ func TestAcquireCheckRelease(t *testing.T) {
 	if err := s1.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Check(ctx, key, s1.Revision()); decision.CodeOf(err) != decision.FleetFenced {
+	if err := a.Check(ctx, key, s1.Revision(), ""); decision.CodeOf(err) != decision.FleetFenced {
 		t.Fatalf("check after release: %v", err)
 	}
 	s2, err := a.Acquire(ctx, key, holder("agent-b"), 5*time.Second)
@@ -101,7 +108,7 @@ func TestUnreachable(t *testing.T) {
 	if _, err := c.Acquire(ctx, "wt/r/tasks/T-1", holder("a"), 2*time.Second); decision.CodeOf(err) != decision.FleetUnreachable {
 		t.Fatalf("acquire: %v", err)
 	}
-	if err := c.Check(ctx, "wt/r/tasks/T-1", 5); decision.CodeOf(err) != decision.FleetUnreachable {
+	if err := c.Check(ctx, "wt/r/tasks/T-1", 5, ""); decision.CodeOf(err) != decision.FleetUnreachable {
 		t.Fatalf("check: %v", err)
 	}
 }
