@@ -54,47 +54,52 @@ func lock(ctx context.Context, fd int, path string, exclusive bool) error {
 		WithHint("see what that process does: ps -o pid,stat,args -p PID; if it is stopped (T), continue or end it, then run the command again")
 }
 
-// flockWait takes flock(2) how (LOCK_SH or LOCK_EX) on fd without ever
-// blocking in the kernel: at once, then every 2 ms until it gets it (true),
-// ctx ends or, for a bound of zero or more, the bound passes (false, nil).
-// It works on the bare descriptor, as gofrs/flock's try-lock does on an
-// os.File, which would ask the descriptor's flags and offer it to the
-// runtime's poller; and no timer exists until the first try fails, since
-// a timer starts that poller too and the lock is free in nearly every
-// store section of a wt-exec run or a commit gate.
+// flockWait takes flock(2) how (LOCK_SH or LOCK_EX) on fd: at once if it
+// is free (true), else by a blocking flock(2) on a thread of its own,
+// which costs no CPU while it waits and which the kernel serves as holders
+// let go, until it gets it (true), ctx ends or, for a bound of zero or
+// more, the bound passes (false, nil). It works on the bare descriptor, as
+// gofrs/flock's try-lock does on an os.File, which would ask the
+// descriptor's flags and offer it to the runtime's poller; and no timer or
+// thread exists until the first try fails, since the lock is free in
+// nearly every store section of a wt-exec run or a commit gate.
+//
+// A wait that gives up leaves its flock(2) blocked: the caller closes fd,
+// and whenever that flock returns it holds the lock only on the open file
+// the caller has let go of, which the kernel then releases (a flock lock
+// belongs to the open file, and goes with its last reference).
 func flockWait(ctx context.Context, fd, how int, bound time.Duration) (bool, error) {
-	try := func() (bool, error) {
-		for {
-			switch err := unix.Flock(fd, how|unix.LOCK_NB); err {
-			case nil:
-				return true, nil
-			case unix.EINTR:
-			case unix.EWOULDBLOCK:
-				return false, nil
-			default:
-				return false, err
-			}
+	for {
+		switch err := unix.Flock(fd, how|unix.LOCK_NB); err {
+		case nil:
+			return true, nil
+		case unix.EINTR:
+			continue
+		case unix.EWOULDBLOCK:
+		default:
+			return false, err
 		}
-	}
-	if ok, err := try(); ok || err != nil {
-		return ok, err
+		break
 	}
 	if bound >= 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
 	}
-	retry := time.NewTicker(2 * time.Millisecond)
-	defer retry.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false, nil
-		case <-retry.C:
-			if ok, err := try(); ok || err != nil {
-				return ok, err
+	got := make(chan error, 1)
+	go func() {
+		for {
+			if err := unix.Flock(fd, how); err != unix.EINTR {
+				got <- err
+				return
 			}
 		}
+	}()
+	select {
+	case err := <-got:
+		return err == nil, err
+	case <-ctx.Done():
+		return false, nil
 	}
 }
 
