@@ -15,6 +15,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/core/strictjson"
@@ -497,26 +498,32 @@ func (r *Repo) discardHalfAdmin(planned store.Allocation) string {
 		admin := gitrepo.AdminDir(r.Git.CommonDir, e.Name())
 		// git's "initializing" lock, or the empty file of a git killed
 		// while writing it (it is the first file git writes there).
-		lock, err := os.ReadFile(filepath.Join(admin, "locked"))
+		// Read as every admin file is (a regular file, never blocking on a
+		// FIFO planted there, never following a symlink): this runs under
+		// the store's lock.
+		read := func(name string) ([]byte, error) {
+			return safefile.Read(filepath.Join(admin, name), 1<<16, safefile.NoFollow)
+		}
+		lock, err := read("locked")
 		if reason := strings.TrimSpace(string(lock)); err != nil || reason != gitInitializing && reason != "" {
 			continue
 		}
 		complete := true
 		for _, f := range []string{"gitdir", "commondir", "HEAD"} {
-			if b, err := os.ReadFile(filepath.Join(admin, f)); err != nil || len(b) == 0 {
+			if b, err := read(f); err != nil || len(b) == 0 {
 				complete = false
 			}
 		}
 		// git writes HEAD as the null object name first and points it at
 		// the branch or commit only before the checkout.
-		if head, err := os.ReadFile(filepath.Join(admin, "HEAD")); err == nil && strings.Trim(strings.TrimSpace(string(head)), "0") == "" {
+		if head, err := read("HEAD"); err == nil && strings.Trim(strings.TrimSpace(string(head)), "0") == "" {
 			complete = false
 		}
 		if complete {
 			continue // listed by git: completeAdd's case
 		}
 		names, _ := os.ReadDir(admin)
-		gd, gdErr := os.ReadFile(filepath.Join(admin, "gitdir"))
+		gd, gdErr := read("gitdir")
 		ours := gdErr == nil && filepath.Clean(strings.TrimSpace(string(gd))) == filepath.Join(planned.WorktreePath, ".git")
 		if !ours && (errors.Is(gdErr, fs.ErrNotExist) || gdErr == nil && len(gd) == 0) && len(names) <= 2 && strings.HasPrefix(e.Name(), base) {
 			ours = true // only git's "initializing" lock, under the planned name
@@ -545,7 +552,7 @@ func removeOrphanDotGit(commonDir, dir string) {
 		return
 	}
 	dotgit := filepath.Join(dir, ".git")
-	b, err := os.ReadFile(dotgit)
+	b, err := safefile.Read(dotgit, 1<<16, safefile.NoFollow)
 	if err != nil {
 		return
 	}

@@ -17,9 +17,11 @@ import (
 )
 
 // DefaultLockWait bounds how long a command waits for the store's lock.
-// Sections hold it for microseconds to milliseconds (nothing slow, no git
-// and no network, runs under it), so a longer wait means a stuck or
-// stopped process; $WT_LOCK_WAIT (a Go duration) overrides it.
+// Most sections hold it for microseconds to milliseconds; some still run
+// git inside theirs (allocate resolves the base and looks the branch up,
+// prune and finish remove a worktree), so a long wait means one of those,
+// or a stuck or stopped process; $WT_LOCK_WAIT (a Go duration) overrides
+// it. A waiter sleeps in flock(2) (flockWait).
 const DefaultLockWait = 10 * time.Second
 
 func lockWait() time.Duration {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // buildCrashAdmin builds wt-admin with the wt_crashpoints tag: a binary that
@@ -298,4 +299,45 @@ func TestRegistrationTornByCrash(t *testing.T) {
 	}
 	followDoctor(t, repo)
 	run(t, wts[0], "wt-exec", "--", "true").ok(t)
+}
+
+// TestRecoveryHostileLock: an allocate killed after its journal, and a FIFO
+// planted at another worktree's git lock file (worktrees/W/locked): the
+// next allocate's recovery reads every admin dir's lock and must not block
+// on it while it holds the store's lock. It refuses, naming the file, and
+// the FIFO is left as it is.
+func TestRecoveryHostileLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	bin := buildCrashAdmin(t)
+	top, repo := newRepo(t, bin)
+	if out, code := admin(t, bin, repo, "", "allocate", "--task", "T-0", "--owner", "alice", filepath.Join(top, "w0")); code != 0 {
+		t.Fatalf("allocate: %d\n%s", code, out)
+	}
+	if _, code := admin(t, bin, repo, "allocate:prepared", "allocate", "--task", "T-1", "--owner", "alice", filepath.Join(top, "w1")); code != -int(syscall.SIGKILL) {
+		t.Fatalf("allocate did not die: %d", code)
+	}
+	fifo := filepath.Join(repo, ".git", "worktrees", "w0", "locked")
+	os.Remove(fifo)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--repo", repo, "recover")
+	done := make(chan string, 1)
+	go func() { out, _ := cmd.CombinedOutput(); done <- string(out) }()
+	select {
+	case out := <-done:
+		// Refused like every hostile admin file: the plan is kept, not
+		// guessed at, and the file is named.
+		if !strings.Contains(out, "INVALID_METADATA") || !strings.Contains(out, "worktrees/w0/locked is not a regular file") {
+			t.Fatalf("recover:\n%s", out)
+		}
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("recovery blocked on the FIFO at worktrees/w0/locked")
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the FIFO was touched: %v %v", fi, err)
+	}
 }
