@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"context"
+	"time"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
@@ -182,4 +183,43 @@ func (r *Repo) TaskAllocation(task string) (*store.Allocation, error) {
 		return nil
 	})
 	return found, err
+}
+
+// AwaitTask waits for task's allocation when another allocate of it is in
+// flight (its journal names a plan for the task): concurrent first launches
+// of one task all run in the one worktree that wins. It returns the
+// allocation once it is recorded, or nil when none is in flight (the
+// other allocate was undone, or there never was one), or ctx's end.
+func (r *Repo) AwaitTask(ctx context.Context, task string) (*store.Allocation, error) {
+	pause := 10 * time.Millisecond
+	for {
+		var found *store.Allocation
+		inFlight := false
+		err := r.Store.Read(func(tx *store.Tx) error {
+			all, err := tx.Allocations()
+			if err != nil {
+				return err
+			}
+			for i, a := range all {
+				if a.TaskKey == task && a.Lifecycle != store.Released {
+					found = &all[i]
+					return nil
+				}
+			}
+			pending, err := r.pendingAllocations(tx)
+			for _, p := range pending {
+				inFlight = inFlight || p.TaskKey == task
+			}
+			return err
+		})
+		if err != nil || found != nil || !inFlight {
+			return found, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
 }

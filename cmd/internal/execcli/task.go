@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/alloc"
@@ -59,10 +60,13 @@ func (r *run) taskWorktree(l *Line) (string, error) {
 		path = TaskPath(repo.Git.TopLevel, task)
 	}
 	res, err := repo.Allocate(ctx, alloc.Request{TaskKey: task, Owner: l.String("owner"), Base: l.String("base"), Path: path, NewTask: l.Bool("new-task")})
-	if decision.CodeOf(err) == decision.TaskKeyInUse {
-		// Another launch allocated it meanwhile: run there (its lease
-		// decides who writes).
-		if a, err2 := repo.TaskAllocation(task); err2 == nil && a != nil {
+	if code := decision.CodeOf(err); code == decision.TaskKeyInUse || code == decision.PathExists && !l.IsSet("path") {
+		// Another launch allocated it meanwhile, or is allocating it now:
+		// run there once it is recorded (its lease decides who writes).
+		actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		a, err2 := repo.AwaitTask(actx, task)
+		cancel()
+		if err2 == nil && a != nil {
 			return a.WorktreePath, nil
 		}
 	}
