@@ -61,6 +61,10 @@ type Released struct {
 	Kept string `json:"kept,omitempty"`
 }
 
+// ReleaseLockWait bounds a release's wait for the store's lock ($WT_LOCK_WAIT
+// does not shorten it). The wait costs no CPU.
+const ReleaseLockWait = 5 * time.Minute
+
 // Release ends what g started, in one exclusive section: it removes the
 // runtime binding g added, and — only if g owns the lease (it acquired it
 // or took it over) and the lease is still g's — removes the lease and git's
@@ -75,7 +79,9 @@ func Release(r *alloc.Repo, g Grant, scan func() (Evidence, error)) (Released, e
 	if !g.Applicable || !g.Owned && g.Binding == "" {
 		return res, nil
 	}
-	err := r.Store.Write(func(tx *store.Tx) error {
+	// A release waits for a busy store far longer than a command: a
+	// lease left behind is ended only by the next wt-exec's proof.
+	err := r.Store.WithLockWait(ReleaseLockWait).Write(func(tx *store.Tx) error {
 		a, err := tx.Allocation(g.Lease.AllocationID)
 		if err != nil {
 			return err

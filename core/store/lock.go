@@ -37,12 +37,15 @@ func lockWait() time.Duration {
 // exclusive (flockWait), until ctx ends (INTERRUPTED: a signal told the
 // command to stop) or the bound passes (STORE_BUSY, naming the process
 // that holds the lock, from /proc/locks).
-func lock(ctx context.Context, fd int, path string, exclusive bool) error {
+func lock(ctx context.Context, fd int, path string, exclusive bool, bound time.Duration) error {
 	how := unix.LOCK_SH
 	if exclusive {
 		how = unix.LOCK_EX
 	}
-	ok, err := flockWait(ctx, fd, how, lockWait())
+	if bound <= 0 {
+		bound = lockWait()
+	}
+	ok, err := flockWait(ctx, fd, how, bound)
 	switch {
 	case err != nil:
 		return invalid(path, fmt.Errorf("lock: %w", err))
@@ -52,7 +55,7 @@ func lock(ctx context.Context, fd int, path string, exclusive bool) error {
 		return decision.New(decision.Interrupted, "stopped while waiting for wt's store lock %s (held by %s)", path, lockHolder(path)).
 			WithHint("nothing was changed; run the command again")
 	}
-	return decision.New(decision.StoreBusy, "wt's store lock %s has been held for more than %s by %s", path, lockWait(), lockHolder(path)).
+	return decision.New(decision.StoreBusy, "wt's store lock %s has been held for more than %s by %s", path, bound, lockHolder(path)).
 		WithHint("see what that process does: ps -o pid,stat,args -p PID; if it is stopped (T), continue or end it, then run the command again")
 }
 

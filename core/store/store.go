@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -44,6 +45,18 @@ type Store struct {
 	root      string
 	// ctx ends a wait for the lock (see WithContext).
 	ctx context.Context
+	// wait bounds a wait for the lock (0: $WT_LOCK_WAIT or
+	// DefaultLockWait; see WithLockWait).
+	wait time.Duration
+}
+
+// WithLockWait returns the store with waits for its lock bounded by d
+// instead of the default: a lease's release waits longer than a command
+// would, since giving up leaves the lease to be ended by the next one.
+func (s *Store) WithLockWait(d time.Duration) *Store {
+	c := *s
+	c.wait = d
+	return &c
 }
 
 // WithContext returns the store with ctx bounding every wait for its lock:
@@ -174,7 +187,7 @@ func (s *Store) with(exclusive bool, fn func(*Tx) error) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := lock(ctx, fd, lp, exclusive); err != nil {
+	if err := lock(ctx, fd, lp, exclusive, s.wait); err != nil {
 		return err
 	}
 	// The lock is only worth something on the file that is really there: a
