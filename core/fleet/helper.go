@@ -417,9 +417,18 @@ func NewHelper(endpoints []string, stderr io.Writer) (*Helper, error) {
 func KeySpace(ctx context.Context, g *gitrepo.Repo, pol store.Policy) (string, error) {
 	remote := pol.FleetRemoteName()
 	out, err := g.Git(ctx, true, "remote", "get-url", "--end-of-options", remote)
-	if err != nil {
+	var ge *gitrepo.Error
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		// A slow git is not a missing remote.
+		return "", decision.Wrap(decision.GitFailed, ctx.Err(), "git remote get-url %s did not answer in time", remote).
+			WithHint("see what slows git in %s (a filesystem, a lock); $WT_FLEET_TIMEOUT bounds the wait", shell.Word(g.TopLevel))
+	case errors.As(err, &ge) && ge.ExitCode == 2:
 		return "", decision.Wrap(decision.InvalidPolicy, err, "fleet mode names the key space after remote %q, which this repository lacks", remote).
 			WithHint("add it (git remote add %s URL) or name another: wt-admin policy --fleet-remote NAME", shell.Word(remote))
+	default:
+		return "", decision.Wrap(decision.GitFailed, err, "git remote get-url %s", remote)
 	}
 	raw := strings.TrimSpace(string(out))
 	space := RemoteIDIn(raw, g.TopLevel)
