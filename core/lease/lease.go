@@ -638,6 +638,14 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 			stale = append(stale, v)
 		case sameLease:
 			return nil, nil, heldOrOrphaned(ev, *current, a.WorktreePath, fmt.Sprintf("%s (its %s occupancy by client %s)", why, b.Kind, b.Holder.ClientID))
+		case b.LeaseID != nil && current == nil:
+			// A wt-exec whose grant is in progress: its binding is
+			// written, its lease not yet (in fleet mode it is asking etcd
+			// meanwhile). The worktree is being taken by a writer: held,
+			// so that --wait waits for it.
+			return nil, nil, decision.New(decision.WriterLeaseHeld, "%s is being taken by client %s, pid %d (lease %s, its grant in progress): %s", a.WorktreePath, b.Holder.ClientID, b.Holder.PID, *b.LeaseID, why).
+				WithHint("wait for it to finish; see who is in the worktree with wt-admin status").
+				WithFact("holder", b.Holder).WithFact("lease_id", *b.LeaseID)
 		default:
 			return nil, nil, decision.New(decision.ExternalBinding, "a live %s process of client %s occupies %s (%s): %s", b.Kind, b.Holder.ClientID, a.WorktreePath, b.Holder.Identity(), why).
 				WithHint("wait for it to end; see who is there with wt-admin status").

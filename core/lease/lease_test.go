@@ -294,12 +294,15 @@ func TestAcquireBindings(t *testing.T) {
 			t.Fatalf("bindings after the takeover: %v", b)
 		}
 	})
-	t.Run("live binding of another lease", func(t *testing.T) {
+	t.Run("live binding of a lease not written yet: a grant in progress", func(t *testing.T) {
+		// In fleet mode a wt-exec asks etcd between writing its binding
+		// and its lease: a contender then is told the worktree is held, so
+		// that --wait waits, not EXTERNAL_BINDING.
 		f := newFixture(t)
 		f.bind(f.other, ids.New())
 		f.ev.live[f.other.Identity()] = true
 		_, err := f.acquire(Request{})
-		wantCode(t, err, decision.ExternalBinding)
+		wantCode(t, err, decision.WriterLeaseHeld)
 	})
 	t.Run("carrier of a lease never written", func(t *testing.T) {
 		f := newFixture(t)
@@ -307,7 +310,7 @@ func TestAcquireBindings(t *testing.T) {
 		f.bind(f.other, id)
 		f.ev.carriers["WT_LEASE_ID="+id] = []int{4300}
 		_, err := f.acquire(Request{})
-		wantCode(t, err, decision.ExternalBinding)
+		wantCode(t, err, decision.WriterLeaseHeld)
 	})
 	t.Run("live binding of the current lease", func(t *testing.T) {
 		f := newFixture(t)
