@@ -110,6 +110,41 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 		branch = &req.Branch
 	}
 
+	// Before the lock: what git must answer (the branch's name, the base
+	// commit, whether the branch exists), so that no git runs while every
+	// commit in the repository waits for the lock. The section confirms
+	// the policy it was read under, and the branch against the store.
+	pre, err := r.Policy()
+	if err != nil {
+		return res, err
+	}
+	if branch == nil && req.Role != store.RoleAudit {
+		// The default branch follows the policy's layout.
+		b := pre.TaskBranch(req.TaskKey)
+		if err := r.validBranch(ctx, b); err != nil {
+			return res, err
+		}
+		branch = &b
+	}
+	base := req.Base
+	if base == "" {
+		base = "refs/heads/" + pre.PublicationBranch
+	}
+	commit, ok, err := r.Git.ResolveCommit(ctx, base)
+	if err != nil {
+		return res, decision.Wrap(decision.GitFailed, err, "resolve %s", base)
+	}
+	if !ok {
+		return res, decision.New(decision.InvalidBase, "%q names no commit", base).
+			WithHint("pass --base REV naming an existing commit")
+	}
+	branchExists := false
+	if branch != nil {
+		if branchExists, err = r.Git.BranchExists(ctx, *branch); err != nil {
+			return res, decision.Wrap(decision.GitFailed, err, "look up branch %s", *branch)
+		}
+	}
+
 	// Phase 1, under the lock: finish or undo what crashed before, check the
 	// rules, and write the plan.
 	var j store.Journal
@@ -127,25 +162,10 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 		if !ok {
 			return decision.New(decision.InvalidMetadata, "policy.json is missing").WithHint("run wt-admin init")
 		}
-		if branch == nil && req.Role != store.RoleAudit {
-			// The default branch follows the policy's layout.
-			b := pol.TaskBranch(req.TaskKey)
-			if err := r.validBranch(ctx, b); err != nil {
-				return err
-			}
-			branch = &b
-		}
-		base := req.Base
-		if base == "" {
-			base = "refs/heads/" + pol.PublicationBranch
-		}
-		commit, ok, err := r.Git.ResolveCommit(ctx, base)
-		if err != nil {
-			return decision.Wrap(decision.GitFailed, err, "resolve %s", base)
-		}
-		if !ok {
-			return decision.New(decision.InvalidBase, "%q names no commit", base).
-				WithHint("pass --base REV naming an existing commit")
+		if pol.PublicationBranch != pre.PublicationBranch || pol.Layout() != pre.Layout() {
+			return decision.New(decision.PolicyConflict, "the policy changed while the allocation was planned (publication branch %s, layout %s, now %s, %s)",
+				pre.PublicationBranch, pre.Layout(), pol.PublicationBranch, pol.Layout()).
+				WithHint("run the allocate again")
 		}
 		if err := r.checkTaskAndBudget(tx, req.TaskKey, "", pol); err != nil {
 			return err
@@ -155,14 +175,25 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 				return err
 			}
 		}
-		if branch != nil {
-			exists, err := r.Git.BranchExists(ctx, *branch)
-			if err != nil {
+		if branchExists && len(res.Recovered) > 0 {
+			// Recovery (which runs git under the lock: the rare case of an
+			// allocate that crashed) may have deleted the branch it made.
+			if branchExists, err = r.Git.BranchExists(ctx, *branch); err != nil {
 				return decision.Wrap(decision.GitFailed, err, "look up branch %s", *branch)
 			}
-			if exists {
-				return decision.New(decision.BranchExists, "branch %s already exists", *branch).
-					WithHint("pass --branch NAME with a new branch name")
+		}
+		if branchExists {
+			// Said after the task's own refusal, which is the one to act on.
+			return decision.New(decision.BranchExists, "branch %s already exists", *branch).
+				WithHint("pass --branch NAME with a new branch name")
+		}
+		if branch != nil {
+			// git answered before the lock; the store says whether another
+			// allocation has taken the branch since (recorded, or planned by
+			// an allocate in flight). A branch made by hand meanwhile fails
+			// git worktree add, which undoes the plan.
+			if err := branchPlanned(tx, r, *branch); err != nil {
+				return err
 			}
 		}
 		if err := pathFree(path); err != nil {
@@ -639,6 +670,30 @@ func (r *Repo) validBranch(ctx context.Context, b string) error {
 	if !r.Git.ValidBranchName(ctx, b) {
 		return decision.New(decision.InvalidBranch, "%q is not a valid branch name", b).
 			WithHint("pass --branch NAME with a valid git branch name")
+	}
+	return nil
+}
+
+// branchPlanned refuses a branch that a live allocation records, or that
+// an allocate in flight plans.
+func branchPlanned(tx *store.Tx, r *Repo, branch string) error {
+	taken := func(task string) error {
+		return decision.New(decision.BranchExists, "branch %s already exists: task %s's", branch, task).
+			WithHint("pass --branch NAME with a new branch name")
+	}
+	if a, ok, err := tx.BranchAllocation("refs/heads/" + branch); err != nil {
+		return err
+	} else if ok && a.Lifecycle != store.Released {
+		return taken(a.TaskKey)
+	}
+	pending, err := r.pendingAllocations(tx)
+	if err != nil {
+		return err
+	}
+	for _, p := range pending {
+		if p.Branch != nil && *p.Branch == branch {
+			return taken(p.TaskKey)
+		}
 	}
 	return nil
 }
