@@ -643,8 +643,12 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 			// written, its lease not yet (in fleet mode it is asking etcd
 			// meanwhile). The worktree is being taken by a writer: held,
 			// so that --wait waits for it.
-			return nil, nil, decision.New(decision.WriterLeaseHeld, "%s is being taken by client %s, pid %d (lease %s, its grant in progress): %s", a.WorktreePath, b.Holder.ClientID, b.Holder.PID, *b.LeaseID, why).
-				WithHint("wait for it to finish; see who is in the worktree with wt-admin status").
+			what := fmt.Sprintf("is being taken by client %s, pid %d (lease %s, its grant in progress)", b.Holder.ClientID, b.Holder.PID, *b.LeaseID)
+			if !ev.IsLive(b.Holder.Identity()) {
+				what = fmt.Sprintf("is held by what client %s's wt-exec (pid %d, gone before its lease %s was written) started", b.Holder.ClientID, b.Holder.PID, *b.LeaseID)
+			}
+			return nil, nil, decision.New(decision.WriterLeaseHeld, "%s %s: %s", a.WorktreePath, what, why).
+				WithHint("wait for it to finish; see who is in the worktree with wt-admin ps %s", shell.Word(a.WorktreePath)).
 				WithFact("holder", b.Holder).WithFact("lease_id", *b.LeaseID)
 		default:
 			return nil, nil, decision.New(decision.ExternalBinding, "a live %s process of client %s occupies %s (%s): %s", b.Kind, b.Holder.ClientID, a.WorktreePath, b.Holder.Identity(), why).

@@ -737,3 +737,70 @@ func median(ts []time.Duration) float64 {
 	}
 	return float64(s[len(s)/2-1]+s[len(s)/2]) / 2
 }
+
+// BenchmarkLaunchers60 starts 60 `wt-exec --wait -- true` at once on 8
+// worktrees (most wait their turn for a lease), against 60 at once on 60
+// worktrees (none waits for a lease: only the store's lock is shared), and
+// meanwhile asks `wt-admin status --json` again and again. Reported:
+// wall-8/wall-60 (target ≤ 2: queueing for the store lock must not make
+// the load collapse), and the median and p99 of status under the load of
+// 8 (target < 1 s).
+func BenchmarkLaunchers60(b *testing.B) {
+	wtexec, admin := shippedExec(b), shipped(b, "wt-admin")
+	repo8, wts8 := benchRepo(b, 8, 0)
+	_, wts60 := benchRepo(b, 60, 0)
+	launch := func(wts []string) time.Duration {
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		for i := range 60 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := exec.Command(wtexec, "-C", wts[i%len(wts)], "--wait", "--timeout", "5m", "--", "/bin/true").CombinedOutput()
+				if err != nil {
+					b.Errorf("launcher %d: %v\n%s", i, err, out)
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(t0)
+	}
+	var w8, w60 []time.Duration
+	var status []time.Duration
+	settle()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		done := make(chan struct{})
+		var sw sync.WaitGroup
+		sw.Add(1)
+		go func() {
+			defer sw.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				t0 := time.Now()
+				if out, err := exec.Command(admin, "--repo", repo8, "status", "--json").CombinedOutput(); err != nil {
+					b.Errorf("status under load: %v\n%s", err, out)
+					return
+				}
+				status = append(status, time.Since(t0))
+			}
+		}()
+		w8 = append(w8, launch(wts8))
+		close(done)
+		sw.Wait()
+		w60 = append(w60, launch(wts60))
+	}
+	b.StopTimer()
+	b.ReportMetric(median(w8)/median(w60), "wall-8/wall-60")
+	b.ReportMetric(median(w8), "ns/wall-8")
+	b.ReportMetric(median(w60), "ns/wall-60")
+	b.ReportMetric(median(status), "ns/status-median")
+	slices.Sort(status)
+	if len(status) > 0 {
+		b.ReportMetric(float64(status[(len(status)*99)/100]), "ns/status-p99")
+	}
+}

@@ -334,8 +334,8 @@ func TestExecCrashBeforeChildRecorded(t *testing.T) {
 		t.Fatal("the lease was written before the child's group was known")
 	}
 	// What is left is the runtime binding of a dead wt-exec, whose child
-	// lives on.
-	r := run(t, "", "wt-exec", "-C", wts[0], "--", "true").refused(t, "EXTERNAL_BINDING")
+	// lives on: the worktree is held (so that --wait waits for it).
+	r := run(t, "", "wt-exec", "-C", wts[0], "--", "true").refused(t, "WRITER_LEASE_HELD")
 	if !strings.Contains(r.stderr, "carry the lease in their environment") {
 		t.Fatalf("the refusal does not name the environment evidence:\n%s", r.stderr)
 	}
