@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/wt-tool/wt/core/decision"
 )
@@ -44,7 +45,9 @@ type PrivateFile struct {
 	Trust string `json:"trust"`
 }
 
-var agentProfiles = func() []AgentProfile {
+// agentProfiles decodes agents.json once, when a confined run first asks
+// (not at every wt-exec start).
+var agentProfiles = sync.OnceValue(func() []AgentProfile {
 	var f struct {
 		Profiles []AgentProfile `json:"profiles"`
 	}
@@ -52,12 +55,12 @@ var agentProfiles = func() []AgentProfile {
 		panic("wrapper/agents.json: " + err.Error())
 	}
 	return f.Profiles
-}()
+})
 
 // AgentNames are the names of the agent profiles.
 func AgentNames() []string {
 	var out []string
-	for _, p := range agentProfiles {
+	for _, p := range agentProfiles() {
 		out = append(out, p.Name)
 	}
 	sort.Strings(out)
@@ -68,20 +71,21 @@ func AgentNames() []string {
 // programs include the command's base name; nil for none. An unknown
 // --agent is a usage error.
 func agentProfile(name, program string) (*AgentProfile, error) {
+	profiles := agentProfiles()
 	if name != "" {
-		for i := range agentProfiles {
-			if agentProfiles[i].Name == name {
-				return &agentProfiles[i], nil
+		for i := range profiles {
+			if profiles[i].Name == name {
+				return &profiles[i], nil
 			}
 		}
 		return nil, decision.New(decision.Usage, "--agent %q names no agent profile", name).
 			WithHint("pass one of: %s", strings.Join(AgentNames(), ", "))
 	}
 	base := filepath.Base(program)
-	for i := range agentProfiles {
-		for _, p := range agentProfiles[i].Programs {
+	for i := range profiles {
+		for _, p := range profiles[i].Programs {
 			if p == base {
-				return &agentProfiles[i], nil
+				return &profiles[i], nil
 			}
 		}
 	}

@@ -208,7 +208,6 @@ func Run(opts Options) (Result, error) {
 			}
 			s.prepareCgroup(name)
 			if g.Lease.LeaseID != "" && s.holderLock == nil {
-				sweepHolderLocks(c.GitDir)
 				s.holderLock = takeHolderLock(c.GitDir, g.Lease.LeaseID)
 			}
 			return s.launch(path, childEnv(opts.Environ, g, s.fenceSecret), conf)
