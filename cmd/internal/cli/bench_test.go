@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wt-tool/wt/cmd/internal/execcli"
+	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
 	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/store"
@@ -614,9 +615,14 @@ func BenchmarkFencedPush(b *testing.B) {
 		b.Fatalf("install --server: %v\n%s", err, out)
 	}
 	// The task's fleet key, as a wt-exec would hold it: its create
-	// revision is the token.
-	rev := etcdtest.PutKey(b, ep, "wt/bench/tasks/T-1")
-	token := fmt.Sprintf("wt-fence=T-1@%d", rev)
+	// revision and the secret whose hash it keeps are the token.
+	secret, err := fleet.NewFenceSecret()
+	if err != nil {
+		b.Fatal(err)
+	}
+	holder, _ := json.Marshal(fleet.Holder{ClientID: "bench", TaskKey: "T-1", FenceHash: fleet.FenceHash(secret)})
+	rev := etcdtest.PutValue(b, ep, "wt/bench/tasks/T-1", string(holder))
+	token := fleet.FenceToken("T-1", rev, secret)
 	var plainNS, fencedNS time.Duration
 	push := func(remote string) time.Duration {
 		git(b, work, "commit", "-q", "--allow-empty", "-m", "work")

@@ -123,7 +123,10 @@ func Start(t testing.TB) string {
 // PutKey writes key (value "held") in the etcd at endpoint and returns its
 // create revision: a fleet key as a holder would have it, for tests and
 // benchmarks of what checks it.
-func PutKey(t testing.TB, endpoint, key string) int64 {
+func PutKey(t testing.TB, endpoint, key string) int64 { return PutValue(t, endpoint, key, "held") }
+
+// PutValue is PutKey with the key's value (a fleet.Holder's JSON, say).
+func PutValue(t testing.TB, endpoint, key, value string) int64 {
 	t.Helper()
 	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
 	if err != nil {
@@ -132,7 +135,7 @@ func PutKey(t testing.TB, endpoint, key string) int64 {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := c.Put(ctx, key, "held"); err != nil {
+	if _, err := c.Put(ctx, key, value); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := c.Get(ctx, key)
