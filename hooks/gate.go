@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
@@ -111,6 +112,9 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 			v, ok, err := g.update(c, u, judged)
 			if err != nil {
 				return err
+			}
+			if ok && v.Refusal == nil && v.TaskKey != "" && strings.HasPrefix(u.Ref, "refs/heads/") {
+				alloc.RecordApproval(c.GitDir, alloc.Approval{Hook: "reference-transaction", Ref: u.Ref, Old: u.Old, New: u.New}, v.Lease)
 			}
 			if !ok || v.Refusal == nil {
 				continue

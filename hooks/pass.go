@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
@@ -40,6 +41,10 @@ func PreCommit(dir string, pid, gitPID int) (Verdict, error) {
 	// gate, a warning) gets none, so its reference transaction is judged.
 	if err == nil && v.Allowed && !v.Warning && v.own && v.Code == decision.Entitled && !c.Detached && c.Branch == v.Branch {
 		writePass(c, gitPID, v.procs)
+		ref := "refs/heads/" + c.Branch
+		if old := alloc.TipOf(c.CommonDir, ref); old != "" {
+			alloc.RecordApproval(c.GitDir, alloc.Approval{Hook: "pre-commit", Ref: ref, Old: old}, v.Lease)
+		}
 	}
 	return v, err
 }

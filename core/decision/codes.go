@@ -157,6 +157,10 @@ const (
 	RecordMissing       = "RECORD_MISSING"
 	AdminDirUnavailable = "ADMIN_DIR_UNAVAILABLE"
 	CheckoutMissing     = "CHECKOUT_MISSING"
+	// AuditShown and UngatedRefMove: wt-admin audit; a move of a task
+	// branch that no gate approval covers.
+	AuditShown     = "AUDIT_SHOWN"
+	UngatedRefMove = "UNGATED_REF_MOVE"
 	// LeasedCheckoutMissing: an alarm of status and doctor: a worktree's
 	// checkout is gone while its lease holder still runs (git worktree
 	// remove -f -f, rm -rf): the writer's uncommitted work is lost.
@@ -311,6 +315,8 @@ var codes = [...]string{
 	ResourcePlanMismatch,
 	RecordMissing,
 	LeasedCheckoutMissing,
+	AuditShown,
+	UngatedRefMove,
 	AdminDirUnavailable,
 	CheckoutMissing,
 	StaleRegistrationMarker,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -157,4 +158,58 @@ func finishSteps(p maint.FinishPlan) []string {
 		steps = append(steps, fmt.Sprintf("branch %s is already gone", p.Branch))
 	}
 	return append(steps, "release allocation "+p.AllocationID)
+}
+
+func (e *env) auditCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "audit",
+		Usage:     "the moves of every live task branch: those the gate approved, by lease, and every one it never saw (UNGATED_REF_MOVE), with the command that restores the branch",
+		UsageText: "wt-admin audit [--since TIME|DURATION] [--json]",
+		Flags: []ucli.Flag{clikit.JSONFlag,
+			&ucli.StringFlag{Name: "since", Usage: "only moves after `TIME` (RFC 3339) or this long ago (a Go duration, e.g. 24h)"}},
+		Action: e.Action("audit", 0, func(c *ucli.Context) error {
+			var since time.Time
+			if v := c.String("since"); v != "" {
+				if d, err := time.ParseDuration(v); err == nil {
+					since = time.Now().Add(-d)
+				} else if t, err := time.Parse(time.RFC3339, v); err == nil {
+					since = t
+				} else {
+					return clikit.UsageErr("--since %q is neither an RFC 3339 time nor a duration", v)
+				}
+			}
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := maint.Audit(r, since)
+			if err != nil {
+				return err
+			}
+			reason := fmt.Sprintf("%d task branch(es), %d move(s) no gate approved", len(res.Tasks), res.Ungated)
+			return e.Success(res.Code, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, reason)
+				for _, t := range res.Tasks {
+					approved := 0
+					for _, n := range t.ByLease {
+						approved += n
+					}
+					fmt.Fprintf(w, "task %s (%s at %s): %d approved move(s) under %d lease(s), %d ungated\n", clikit.Clean(t.TaskKey), clikit.Clean(t.Branch), gitrepo.Short(t.Tip), approved, len(t.ByLease), len(t.Ungated))
+					for _, m := range t.Ungated {
+						when := m.Time
+						if when == "" {
+							when = "no reflog entry"
+						}
+						fmt.Fprintf(w, "  %s: %s -> %s (%s): %s\n", m.Code, gitrepo.Short(m.Old), gitrepo.Short(m.New), when, clikit.Clean(m.Message))
+						if m.Holder != "" {
+							fmt.Fprintf(w, "    lease then: %s\n", clikit.Clean(m.Holder))
+						}
+						if m.Restore != "" {
+							fmt.Fprintf(w, "    restore: %s\n", clikit.Clean(m.Restore))
+						}
+					}
+				}
+			})
+		}),
+	}
 }

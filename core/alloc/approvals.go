@@ -1,0 +1,94 @@
+package alloc
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// ApprovalsFile is the file, in a checkout's own git dir, to which the gate
+// appends each ref update of a task branch it approves (one JSON object a
+// line): what `wt-admin audit` tells apart from the moves no gate saw. It
+// is in the checkout's git dir because the gate runs in the writer's
+// process, which a confined one may write only there; so it is the
+// writer's evidence, not proof against a writer that forges it (audit
+// trusts it as far as the writer's own hooks: it finds what hooks off and
+// direct writes did, not what the holder hides).
+const ApprovalsFile = "wt-approvals"
+
+// Approval is one approved update.
+type Approval struct {
+	// Time is Unix nanoseconds.
+	Time int64 `json:"t"`
+	// Hook is pre-commit (New unknown yet: the commit's parent is Old) or
+	// reference-transaction (Old and New as git gave them).
+	Hook       string `json:"hook"`
+	Ref        string `json:"ref"`
+	Old        string `json:"old"`
+	New        string `json:"new,omitempty"`
+	LeaseID    string `json:"lease_id,omitempty"`
+	Generation int    `json:"generation,omitempty"`
+	ClientID   string `json:"client_id,omitempty"`
+}
+
+// RecordApproval appends a to the approvals of the checkout whose git dir
+// is gitDir. Best effort: an approval that cannot be written makes the
+// move look ungated to audit, never a commit fail.
+func RecordApproval(gitDir string, a Approval, l *store.Lease) {
+	a.Time = time.Now().UnixNano()
+	if l != nil {
+		a.LeaseID, a.Generation, a.ClientID = l.LeaseID, l.Generation, l.Holder.ClientID
+	}
+	line, err := json.Marshal(a)
+	if err != nil {
+		return
+	}
+	fd, err := unix.Open(filepath.Join(gitDir, ApprovalsFile), unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return
+	}
+	unix.Write(fd, append(line, '\n')) // one write: O_APPEND keeps lines whole
+}
+
+// ReadApprovals reads the approvals in gitDir; lines that do not parse are
+// skipped (and counted), never trusted.
+func ReadApprovals(gitDir string) (out []Approval, bad int) {
+	f, err := os.Open(filepath.Join(gitDir, ApprovalsFile))
+	if err != nil {
+		return nil, 0
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	for dec.More() {
+		var a Approval
+		if err := dec.Decode(&a); err != nil {
+			return out, bad + 1
+		}
+		if a.Ref == "" || a.Old == "" || a.Time <= 0 {
+			bad++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, bad
+}
+
+// TipOf is the commit ref names now in commonDir ("" when unknown).
+func TipOf(commonDir, ref string) string {
+	v, err := gitrepo.ReadRefValues(commonDir, ref)
+	if err != nil {
+		return ""
+	}
+	return v.Current()
+}

@@ -1,0 +1,205 @@
+package maint
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// AuditResult is `wt-admin audit`: per live task, the moves of its branch
+// the gate approved (by lease) and those it never saw.
+type AuditResult struct {
+	Code  string      `json:"code"`
+	Tasks []TaskAudit `json:"tasks"`
+	// Ungated counts UNGATED_REF_MOVE entries over every task.
+	Ungated int `json:"ungated"`
+}
+
+// TaskAudit is one task's branch.
+type TaskAudit struct {
+	TaskKey string `json:"task_key"`
+	Branch  string `json:"branch"`
+	Tip     string `json:"tip"`
+	// ByLease counts the approved moves per lease id.
+	ByLease map[string]int `json:"approved_by_lease"`
+	Ungated []UngatedMove  `json:"ungated"`
+	// BadApprovals counts approval lines that did not parse (never trusted).
+	BadApprovals int `json:"bad_approvals,omitempty"`
+}
+
+// UngatedMove is a move of a task branch that no gate approval covers.
+type UngatedMove struct {
+	Code string `json:"code"`
+	Old  string `json:"old"`
+	New  string `json:"new"`
+	// Time is the reflog entry's (RFC 3339), "" for a move with no entry.
+	Time    string `json:"time,omitempty"`
+	Message string `json:"message"`
+	// Holder is who held the task's lease then, as far as the approvals
+	// around it tell ("" when none did).
+	Holder string `json:"holder,omitempty"`
+	// Restore is the command that puts the branch back on Old while
+	// keeping New under refs/wt/ungated/ ("" when later moves built on it:
+	// restoring would drop them).
+	Restore string `json:"restore,omitempty"`
+}
+
+// reflogEntry is one line of a reflog.
+type reflogEntry struct {
+	old, new, msg string
+	when          time.Time
+}
+
+// Audit reads the reflog of every live task branch and the approvals its
+// worktree's gate recorded (alloc.ApprovalsFile), and lists every move
+// that no approval covers: a commit made with hooks off, a ref written by
+// hand (no reflog entry at all), an update-ref by a process that is not
+// the writer. Moves before since are not listed. It reads only.
+func Audit(r *alloc.Repo, since time.Time) (AuditResult, error) {
+	res := AuditResult{Code: decision.AuditShown, Tasks: []TaskAudit{}}
+	var allocs []store.Allocation
+	err := r.Store.Read(func(tx *store.Tx) error {
+		all, err := tx.Allocations()
+		for _, a := range all {
+			if a.Branch != nil && a.Role == store.RoleFeature && (a.Lifecycle == store.Active || a.Lifecycle == store.Retained) {
+				allocs = append(allocs, a)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return res, err
+	}
+	top := shell.Word(r.Git.TopLevel)
+	for _, a := range allocs {
+		ref := "refs/heads/" + *a.Branch
+		t := TaskAudit{TaskKey: a.TaskKey, Branch: *a.Branch, ByLease: map[string]int{}, Ungated: []UngatedMove{}}
+		if v, err := gitrepo.ReadRefValues(r.Git.CommonDir, ref); err == nil {
+			t.Tip = v.Current()
+		}
+		approvals, bad := alloc.ReadApprovals(gitrepo.AdminDir(r.Git.CommonDir, a.WorktreeKey))
+		t.BadApprovals = bad
+		used := make([]bool, len(approvals))
+		entries, err := readReflog(filepath.Join(r.Git.CommonDir, "logs", ref))
+		if err != nil {
+			return res, decision.Wrap(decision.InvalidMetadata, err, "read the reflog of %s", ref)
+		}
+		holderAt := func(when time.Time) string {
+			best := ""
+			for _, ap := range approvals {
+				if ap.ClientID != "" && time.Unix(0, ap.Time).Before(when.Add(time.Second)) {
+					best = fmt.Sprintf("client %s (lease %s, generation %d)", ap.ClientID, ap.LeaseID, ap.Generation)
+				}
+			}
+			return best
+		}
+		n := 0
+		for i, e := range entries {
+			if e.when.Before(since) {
+				continue
+			}
+			if isZero(e.old) && e.new == a.BaseCommit && strings.HasPrefix(e.msg, "branch: Created from") {
+				continue // allocate's own git worktree add -b
+			}
+			if j := match(approvals, used, ref, e); j >= 0 {
+				used[j] = true
+				t.ByLease[approvals[j].LeaseID]++
+				continue
+			}
+			n++
+			m := UngatedMove{Code: decision.UngatedRefMove, Old: e.old, New: e.new, Time: e.when.UTC().Format(time.RFC3339), Message: e.msg, Holder: holderAt(e.when)}
+			if i == len(entries)-1 && e.new == t.Tip && !isZero(e.old) {
+				m.Restore = restore(top, a.WorktreePath, a.TaskKey, e.old, e.new, n)
+			}
+			t.Ungated = append(t.Ungated, m)
+		}
+		// A ref file written by hand moves the branch with no reflog entry.
+		if last := lastNew(entries); t.Tip != "" && last != "" && t.Tip != last {
+			n++
+			t.Ungated = append(t.Ungated, UngatedMove{Code: decision.UngatedRefMove, Old: last, New: t.Tip,
+				Message: "moved with no reflog entry (the ref written directly)", Holder: holderAt(time.Now()),
+				Restore: restore(top, a.WorktreePath, a.TaskKey, last, t.Tip, n)})
+		}
+		res.Ungated += len(t.Ungated)
+		res.Tasks = append(res.Tasks, t)
+	}
+	return res, nil
+}
+
+// match finds an unused approval covering entry e of ref: the reference
+// transaction's own (old and new), or a pre-commit's of the same parent
+// made before the move (within an hour: a commit message takes its time).
+func match(approvals []alloc.Approval, used []bool, ref string, e reflogEntry) int {
+	for j, ap := range approvals {
+		if !used[j] && ap.Ref == ref && ap.Hook == "reference-transaction" && ap.Old == e.old && ap.New == e.new {
+			return j
+		}
+	}
+	for j, ap := range approvals {
+		at := time.Unix(0, ap.Time)
+		if !used[j] && ap.Ref == ref && ap.Hook == "pre-commit" && ap.Old == e.old &&
+			!e.when.Before(at.Truncate(time.Second)) && e.when.Before(at.Add(time.Hour)) {
+			return j
+		}
+	}
+	return -1
+}
+
+// restore is the command that keeps the moved-to commit under
+// refs/wt/ungated/<task>/<n> and puts the branch back on old, as the
+// task's writer (wt-exec in its worktree; the gate refuses anyone else)
+// with git reset --keep, which keeps uncommitted changes and refuses if
+// they would be lost.
+func restore(top, wt, task, old, new string, n int) string {
+	keep := fmt.Sprintf("refs/wt/ungated/%s/%d", task, n)
+	return fmt.Sprintf("git -C %s update-ref %s %s && wt-exec -C %s -- git reset -q --keep %s",
+		top, shell.Word(keep), new, shell.Word(wt), old)
+}
+
+func isZero(oid string) bool { return oid != "" && strings.Trim(oid, "0") == "" }
+
+func lastNew(entries []reflogEntry) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	return entries[len(entries)-1].new
+}
+
+// readReflog parses a reflog file: "<old> <new> <name> <<email>> <unix>
+// <tz>\t<message>" a line. A missing reflog has no entries.
+func readReflog(path string) ([]reflogEntry, error) {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []reflogEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		head, msg, _ := strings.Cut(sc.Text(), "\t")
+		fl := strings.Fields(head)
+		if len(fl) < 4 {
+			continue
+		}
+		ts, err := strconv.ParseInt(fl[len(fl)-2], 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, reflogEntry{old: fl[0], new: fl[1], msg: msg, when: time.Unix(ts, 0)})
+	}
+	return out, sc.Err()
+}
