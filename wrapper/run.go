@@ -210,6 +210,7 @@ func Run(opts Options) (Result, error) {
 			if g.Lease.LeaseID != "" && s.holderLock == nil {
 				s.holderLock = takeHolderLock(c.GitDir, g.Lease.LeaseID)
 			}
+			s.branchMark = markBranch(c, g)
 			return s.launch(path, childEnv(opts.Environ, g, s.fenceSecret), conf)
 		})
 		return err
@@ -246,6 +247,7 @@ func Run(opts Options) (Result, error) {
 		opts.Started(res.Grant)
 	}
 	s.superviseInto(&res)
+	reportUngated(repo, c, res.Grant, s.branchMark, opts.Notify)
 	res.Released, err = lease.Release(repo, res.Grant, scan)
 	if err != nil {
 		opts.Notify("releasing the lease failed: " + err.Error())

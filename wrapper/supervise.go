@@ -33,6 +33,8 @@ type supervisor struct {
 	tmpDir string
 	// holderLock is held while the lease is (holderlock.go).
 	holderLock *holderLock
+	// branchMark is where the task branch stood at the grant.
+	branchMark branchMark
 	// fenceSecret is this run's fencing secret (fleet.NewFenceSecret):
 	// its push token carries it, its fleet key a hash of it.
 	fenceSecret string

@@ -1,9 +1,12 @@
 package alloc
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -91,4 +94,69 @@ func TipOf(commonDir, ref string) string {
 		return ""
 	}
 	return v.Current()
+}
+
+// ReflogEntry is one line of a reflog.
+type ReflogEntry struct {
+	Old, New, Msg string
+	When          time.Time
+}
+
+// MatchApproval finds an unused approval covering entry e of ref: the reference
+// transaction's own (old and new), or a pre-commit's of the same parent
+// made before the move (within an hour: a commit message takes its time).
+func MatchApproval(approvals []Approval, used []bool, ref string, e ReflogEntry) int {
+	for j, ap := range approvals {
+		if !used[j] && ap.Ref == ref && ap.Hook == "reference-transaction" && ap.Old == e.Old && ap.New == e.New {
+			return j
+		}
+	}
+	for j, ap := range approvals {
+		at := time.Unix(0, ap.Time)
+		if !used[j] && ap.Ref == ref && ap.Hook == "pre-commit" && ap.Old == e.Old &&
+			!e.When.Before(at.Truncate(time.Second)) && e.When.Before(at.Add(time.Hour)) {
+			return j
+		}
+	}
+	return -1
+}
+
+// IsZeroOID reports whether oid is all zeros (a ref created or deleted).
+func IsZeroOID(oid string) bool { return oid != "" && strings.Trim(oid, "0") == "" }
+
+// LastNew is the value the last entry gave the ref ("" for none).
+func LastNew(entries []ReflogEntry) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	return entries[len(entries)-1].New
+}
+
+// ReadReflog parses a reflog file: "<old> <new> <name> <<email>> <unix>
+// <tz>\t<message>" a line. A missing reflog has no entries.
+func ReadReflog(path string) ([]ReflogEntry, error) {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []ReflogEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		head, msg, _ := strings.Cut(sc.Text(), "\t")
+		fl := strings.Fields(head)
+		if len(fl) < 4 {
+			continue
+		}
+		ts, err := strconv.ParseInt(fl[len(fl)-2], 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, ReflogEntry{Old: fl[0], New: fl[1], Msg: msg, When: time.Unix(ts, 0)})
+	}
+	return out, sc.Err()
 }

@@ -1,11 +1,8 @@
 package maint
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -54,12 +51,6 @@ type UngatedMove struct {
 	Restore string `json:"restore,omitempty"`
 }
 
-// reflogEntry is one line of a reflog.
-type reflogEntry struct {
-	old, new, msg string
-	when          time.Time
-}
-
 // Audit reads the reflog of every live task branch and the approvals its
 // worktree's gate recorded (alloc.ApprovalsFile), and lists every move
 // that no approval covers: a commit made with hooks off, a ref written by
@@ -90,7 +81,7 @@ func Audit(r *alloc.Repo, since time.Time) (AuditResult, error) {
 		approvals, bad := alloc.ReadApprovals(gitrepo.AdminDir(r.Git.CommonDir, a.WorktreeKey))
 		t.BadApprovals = bad
 		used := make([]bool, len(approvals))
-		entries, err := readReflog(filepath.Join(r.Git.CommonDir, "logs", ref))
+		entries, err := alloc.ReadReflog(filepath.Join(r.Git.CommonDir, "logs", ref))
 		if err != nil {
 			return res, decision.Wrap(decision.InvalidMetadata, err, "read the reflog of %s", ref)
 		}
@@ -105,26 +96,26 @@ func Audit(r *alloc.Repo, since time.Time) (AuditResult, error) {
 		}
 		n := 0
 		for i, e := range entries {
-			if e.when.Before(since) {
+			if e.When.Before(since) {
 				continue
 			}
-			if isZero(e.old) && e.new == a.BaseCommit && strings.HasPrefix(e.msg, "branch: Created from") {
+			if alloc.IsZeroOID(e.Old) && e.New == a.BaseCommit && strings.HasPrefix(e.Msg, "branch: Created from") {
 				continue // allocate's own git worktree add -b
 			}
-			if j := match(approvals, used, ref, e); j >= 0 {
+			if j := alloc.MatchApproval(approvals, used, ref, e); j >= 0 {
 				used[j] = true
 				t.ByLease[approvals[j].LeaseID]++
 				continue
 			}
 			n++
-			m := UngatedMove{Code: decision.UngatedRefMove, Old: e.old, New: e.new, Time: e.when.UTC().Format(time.RFC3339), Message: e.msg, Holder: holderAt(e.when)}
-			if i == len(entries)-1 && e.new == t.Tip && !isZero(e.old) {
-				m.Restore = restore(top, a.WorktreePath, a.TaskKey, e.old, e.new, n)
+			m := UngatedMove{Code: decision.UngatedRefMove, Old: e.Old, New: e.New, Time: e.When.UTC().Format(time.RFC3339), Message: e.Msg, Holder: holderAt(e.When)}
+			if i == len(entries)-1 && e.New == t.Tip && !alloc.IsZeroOID(e.Old) {
+				m.Restore = restore(top, a.WorktreePath, a.TaskKey, e.Old, e.New, n)
 			}
 			t.Ungated = append(t.Ungated, m)
 		}
 		// A ref file written by hand moves the branch with no reflog entry.
-		if last := lastNew(entries); t.Tip != "" && last != "" && t.Tip != last {
+		if last := alloc.LastNew(entries); t.Tip != "" && last != "" && t.Tip != last {
 			n++
 			t.Ungated = append(t.Ungated, UngatedMove{Code: decision.UngatedRefMove, Old: last, New: t.Tip,
 				Message: "moved with no reflog entry (the ref written directly)", Holder: holderAt(time.Now()),
@@ -136,25 +127,6 @@ func Audit(r *alloc.Repo, since time.Time) (AuditResult, error) {
 	return res, nil
 }
 
-// match finds an unused approval covering entry e of ref: the reference
-// transaction's own (old and new), or a pre-commit's of the same parent
-// made before the move (within an hour: a commit message takes its time).
-func match(approvals []alloc.Approval, used []bool, ref string, e reflogEntry) int {
-	for j, ap := range approvals {
-		if !used[j] && ap.Ref == ref && ap.Hook == "reference-transaction" && ap.Old == e.old && ap.New == e.new {
-			return j
-		}
-	}
-	for j, ap := range approvals {
-		at := time.Unix(0, ap.Time)
-		if !used[j] && ap.Ref == ref && ap.Hook == "pre-commit" && ap.Old == e.old &&
-			!e.when.Before(at.Truncate(time.Second)) && e.when.Before(at.Add(time.Hour)) {
-			return j
-		}
-	}
-	return -1
-}
-
 // restore is the command that keeps the moved-to commit under
 // refs/wt/ungated/<task>/<n> and puts the branch back on old, as the
 // task's writer (wt-exec in its worktree; the gate refuses anyone else)
@@ -164,42 +136,4 @@ func restore(top, wt, task, old, new string, n int) string {
 	keep := fmt.Sprintf("refs/wt/ungated/%s/%d", task, n)
 	return fmt.Sprintf("git -C %s update-ref %s %s && wt-exec -C %s -- git reset -q --keep %s",
 		top, shell.Word(keep), new, shell.Word(wt), old)
-}
-
-func isZero(oid string) bool { return oid != "" && strings.Trim(oid, "0") == "" }
-
-func lastNew(entries []reflogEntry) string {
-	if len(entries) == 0 {
-		return ""
-	}
-	return entries[len(entries)-1].new
-}
-
-// readReflog parses a reflog file: "<old> <new> <name> <<email>> <unix>
-// <tz>\t<message>" a line. A missing reflog has no entries.
-func readReflog(path string) ([]reflogEntry, error) {
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []reflogEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		head, msg, _ := strings.Cut(sc.Text(), "\t")
-		fl := strings.Fields(head)
-		if len(fl) < 4 {
-			continue
-		}
-		ts, err := strconv.ParseInt(fl[len(fl)-2], 10, 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, reflogEntry{old: fl[0], new: fl[1], msg: msg, when: time.Unix(ts, 0)})
-	}
-	return out, sc.Err()
 }

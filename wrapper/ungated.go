@@ -1,0 +1,73 @@
+package wrapper
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// reportUngated says, at release, when the run's own task branch moved
+// during the run with no gate approval (its harness ran git with hooks
+// off, or wrote the ref by hand), and records it as an event
+// (ungated_ref_moves) for wt-admin audit to be asked about. Best effort:
+// what cannot be read is not reported (audit reads it again).
+// branchMark is where the run's task branch stood when the run was
+// granted: its reflog's length and its tip.
+type branchMark struct {
+	ref     string
+	entries int
+	tip     string
+}
+
+// markBranch notes where the grant's task branch stands ("" ref: none).
+func markBranch(c gitrepo.Checkout, g lease.Grant) branchMark {
+	if g.Allocation.Branch == nil || g.Role != store.RoleFeature {
+		return branchMark{}
+	}
+	ref := "refs/heads/" + *g.Allocation.Branch
+	entries, _ := alloc.ReadReflog(filepath.Join(c.CommonDir, "logs", ref))
+	return branchMark{ref: ref, entries: len(entries), tip: alloc.TipOf(c.CommonDir, ref)}
+}
+
+func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark branchMark, notify func(string)) {
+	if mark.ref == "" || !g.Owned {
+		return
+	}
+	ref := mark.ref
+	entries, err := alloc.ReadReflog(filepath.Join(c.CommonDir, "logs", ref))
+	if err != nil || len(entries) < mark.entries {
+		return // expired or rewritten meanwhile: audit reads it whole
+	}
+	approvals, _ := alloc.ReadApprovals(c.GitDir)
+	used := make([]bool, len(approvals))
+	n := 0
+	for _, e := range entries[mark.entries:] {
+		if j := alloc.MatchApproval(approvals, used, ref, e); j >= 0 {
+			used[j] = true
+			continue
+		}
+		n++
+	}
+	if tip := alloc.TipOf(c.CommonDir, ref); tip != "" && tip != mark.tip && tip != alloc.LastNew(entries) {
+		n++ // written by hand: no reflog entry
+	}
+	since, _ := time.Parse(time.RFC3339Nano, g.Lease.AcquiredAt)
+	if n == 0 {
+		return
+	}
+	notify(fmt.Sprintf("UNGATED_REF_MOVE: task %s's branch %s moved %d time(s) during this run with no gate approval (git with hooks off, or the ref written by hand); see wt-admin --repo %s audit --since %s",
+		g.Allocation.TaskKey, *g.Allocation.Branch, n, c.TopLevel, since.UTC().Format(time.RFC3339)))
+	id, lid := g.Allocation.AllocationID, g.Lease.LeaseID
+	h := g.Lease.Holder
+	_ = r.Store.Write(func(tx *store.Tx) error { // Best effort: the reflog keeps what audit needs.
+		return tx.AppendEvent(store.Event{At: time.Now().UTC().Format(time.RFC3339Nano), Event: "ungated_ref_moves",
+			AllocationID: &id, LeaseID: &lid, Holder: &h, Actor: proc.Actor(),
+			Detail: map[string]any{"ref": ref, "count": n, "since": g.Lease.AcquiredAt}})
+	})
+}
