@@ -187,12 +187,8 @@ func (s *supervisor) watchStart() func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.startCtx = ctx
 	done := make(chan struct{})
-	// Caught before this returns, not in the goroutine: a signal that
-	// came between the return and the goroutine's first step (a loaded
-	// machine) would otherwise kill wt-exec with its default action,
-	// unreported, while it waits in line (--wait).
-	s.catch()
 	go func() {
+		s.catch()
 		select {
 		case sig := <-s.stops:
 			s.stopSig.Store(sig)

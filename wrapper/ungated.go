@@ -2,6 +2,7 @@ package wrapper
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -18,21 +19,25 @@ import (
 // (ungated_ref_moves) for wt-admin audit to be asked about. Best effort:
 // what cannot be read is not reported (audit reads it again).
 // branchMark is where the run's task branch stood when the run was
-// granted: its reflog's length and its tip.
+// granted: its reflog's size and its tip.
 type branchMark struct {
-	ref     string
-	entries int
-	tip     string
+	ref, log string
+	size     int64
+	tip      string
 }
 
-// markBranch notes where the grant's task branch stands ("" ref: none).
+// markBranch notes where the grant's task branch stands ("" ref: none):
+// a stat and a ref read, whatever the branch's history.
 func markBranch(c gitrepo.Checkout, g lease.Grant) branchMark {
 	if g.Allocation.Branch == nil || g.Role != store.RoleFeature {
 		return branchMark{}
 	}
 	ref := "refs/heads/" + *g.Allocation.Branch
-	entries, _ := alloc.ReadReflog(filepath.Join(c.CommonDir, "logs", ref))
-	return branchMark{ref: ref, entries: len(entries), tip: alloc.TipOf(c.CommonDir, ref)}
+	m := branchMark{ref: ref, log: filepath.Join(c.CommonDir, "logs", ref), tip: alloc.TipOf(c.CommonDir, ref)}
+	if fi, err := os.Stat(m.log); err == nil {
+		m.size = fi.Size()
+	}
+	return m
 }
 
 func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark branchMark, notify func(string)) {
@@ -40,21 +45,35 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark branch
 		return
 	}
 	ref := mark.ref
-	entries, err := alloc.ReadReflog(filepath.Join(c.CommonDir, "logs", ref))
-	if err != nil || len(entries) < mark.entries {
-		return // expired or rewritten meanwhile: audit reads it whole
+	tip := alloc.TipOf(c.CommonDir, ref)
+	fi, err := os.Stat(mark.log)
+	if err != nil || fi.Size() < mark.size {
+		return // no reflog, or expired meanwhile: audit reads it whole
 	}
-	approvals, _ := alloc.ReadApprovals(c.GitDir)
-	used := make([]bool, len(approvals))
+	if fi.Size() == mark.size && tip == mark.tip {
+		return // the branch did not move
+	}
+	entries, err := alloc.ReadReflogFrom(mark.log, mark.size)
+	if err != nil {
+		return
+	}
 	n := 0
-	for _, e := range entries[mark.entries:] {
-		if j := alloc.MatchApproval(approvals, used, ref, e); j >= 0 {
-			used[j] = true
-			continue
+	if len(entries) > 0 {
+		approvals, _ := alloc.ReadApprovals(c.GitDir)
+		used := make([]bool, len(approvals))
+		for _, e := range entries {
+			if j := alloc.MatchApproval(approvals, used, ref, e); j >= 0 {
+				used[j] = true
+				continue
+			}
+			n++
 		}
-		n++
 	}
-	if tip := alloc.TipOf(c.CommonDir, ref); tip != "" && tip != mark.tip && tip != alloc.LastNew(entries) {
+	last := mark.tip
+	if len(entries) > 0 {
+		last = alloc.LastNew(entries)
+	}
+	if tip != "" && tip != last {
 		n++ // written by hand: no reflog entry
 	}
 	since, _ := time.Parse(time.RFC3339Nano, g.Lease.AcquiredAt)

@@ -180,6 +180,12 @@ func waitable(err error) bool {
 // lease changes (or WaitRecheck passes), until acquire succeeds or refuses
 // for another reason, the deadline passes, or a signal stops the wait.
 func (s *supervisor) waitAndAcquire(root string, c gitrepo.Checkout, acquire func() error) error {
+	// Signals are caught before the run takes its place in line: one that
+	// came before watchStart's goroutine had caught them (a loaded
+	// machine) would kill a waiter with its default action, unreported.
+	// (Outside --wait the catch stays in the background: it costs a run
+	// 0.2 ms, and a signal that early kills nothing that has started.)
+	s.catch()
 	key := c.Key
 	if key == gitrepo.MainKey {
 		key = "main"

@@ -134,7 +134,11 @@ func LastNew(entries []ReflogEntry) string {
 
 // ReadReflog parses a reflog file: "<old> <new> <name> <<email>> <unix>
 // <tz>\t<message>" a line. A missing reflog has no entries.
-func ReadReflog(path string) ([]ReflogEntry, error) {
+func ReadReflog(path string) ([]ReflogEntry, error) { return ReadReflogFrom(path, 0) }
+
+// ReadReflogFrom is ReadReflog from byte offset on (a reflog only grows,
+// until git expires it).
+func ReadReflogFrom(path string, offset int64) ([]ReflogEntry, error) {
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -143,6 +147,9 @@ func ReadReflog(path string) ([]ReflogEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if _, err := f.Seek(offset, 0); err != nil {
+		return nil, err
+	}
 	var out []ReflogEntry
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
