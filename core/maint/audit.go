@@ -1,7 +1,9 @@
 package maint
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -32,6 +34,8 @@ type TaskAudit struct {
 	Ungated []UngatedMove  `json:"ungated"`
 	// BadApprovals counts approval lines that did not parse (never trusted).
 	BadApprovals int `json:"bad_approvals,omitempty"`
+	// entries is how many reflog entries were read (MarkAudit).
+	entries int
 }
 
 // UngatedMove is a move of a task branch that no gate approval covers.
@@ -51,12 +55,55 @@ type UngatedMove struct {
 	Restore string `json:"restore,omitempty"`
 }
 
+// AuditMarkName is the file in the common dir in which wt-admin audit
+// notes how far it has shown each task branch's reflog (and its tip):
+// doctor reports only the ungated moves after that.
+const AuditMarkName = "wt-audit-seen"
+
+// AuditMark is how far audit has shown a branch: its reflog's entries and
+// its tip then.
+type AuditMark struct {
+	Entries int    `json:"entries"`
+	Tip     string `json:"tip"`
+}
+
+// LastAudit is what wt-admin audit last showed, by ref (empty when never,
+// or when the mark cannot be read: then every move counts).
+func LastAudit(commonDir string) map[string]AuditMark {
+	out := map[string]AuditMark{}
+	b, err := os.ReadFile(filepath.Join(commonDir, AuditMarkName))
+	if err == nil {
+		_ = json.Unmarshal(b, &out) // Best effort: unreadable is as never.
+	}
+	return out
+}
+
+// MarkAudit notes what res showed. Best effort: without the mark doctor
+// reports the moves audit has shown already.
+func MarkAudit(commonDir string, res AuditResult) {
+	m := map[string]AuditMark{}
+	for _, t := range res.Tasks {
+		m["refs/heads/"+t.Branch] = AuditMark{Entries: t.entries, Tip: t.Tip}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	p := filepath.Join(commonDir, AuditMarkName)
+	tmp := p + ".tmp"
+	if os.WriteFile(tmp, append(b, '\n'), 0o644) == nil {
+		os.Rename(tmp, p) // Best effort, as above.
+	}
+}
+
 // Audit reads the reflog of every live task branch and the approvals its
 // worktree's gate recorded (alloc.ApprovalsFile), and lists every move
 // that no approval covers: a commit made with hooks off, a ref written by
 // hand (no reflog entry at all), an update-ref by a process that is not
-// the writer. Moves before since are not listed. It reads only.
-func Audit(r *alloc.Repo, since time.Time) (AuditResult, error) {
+// the writer. Moves before since are not listed, nor those seen already
+// (the first seen[ref].Entries reflog entries, and a hand-written tip
+// equal to the one seen). It reads only.
+func Audit(r *alloc.Repo, since time.Time, seen map[string]AuditMark) (AuditResult, error) {
 	res := AuditResult{Code: decision.AuditShown, Tasks: []TaskAudit{}}
 	var allocs []store.Allocation
 	err := r.Store.Read(func(tx *store.Tx) error {
@@ -94,10 +141,11 @@ func Audit(r *alloc.Repo, since time.Time) (AuditResult, error) {
 			}
 			return best
 		}
+		t.entries = len(entries)
 		n := 0
 		for i, e := range entries {
-			if e.When.Before(since) {
-				continue
+			if e.When.Before(since.Truncate(time.Second)) || i < seen[ref].Entries {
+				continue // before --since (a reflog keeps whole seconds), or shown already
 			}
 			if alloc.IsZeroOID(e.Old) && e.New == a.BaseCommit && strings.HasPrefix(e.Msg, "branch: Created from") {
 				continue // allocate's own git worktree add -b
@@ -115,7 +163,7 @@ func Audit(r *alloc.Repo, since time.Time) (AuditResult, error) {
 			t.Ungated = append(t.Ungated, m)
 		}
 		// A ref file written by hand moves the branch with no reflog entry.
-		if last := alloc.LastNew(entries); t.Tip != "" && last != "" && t.Tip != last {
+		if last := alloc.LastNew(entries); t.Tip != "" && last != "" && t.Tip != last && !(t.Tip == seen[ref].Tip && len(entries) == seen[ref].Entries) {
 			n++
 			t.Ungated = append(t.Ungated, UngatedMove{Code: decision.UngatedRefMove, Old: last, New: t.Tip,
 				Message: "moved with no reflog entry (the ref written directly)", Holder: holderAt(time.Now()),

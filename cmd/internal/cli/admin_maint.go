@@ -182,10 +182,11 @@ func (e *env) auditCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			res, err := maint.Audit(r, since)
+			res, err := maint.Audit(r, since, nil)
 			if err != nil {
 				return err
 			}
+			maint.MarkAudit(r.Git.CommonDir, res) // doctor reports what came after
 			reason := fmt.Sprintf("%d task branch(es), %d move(s) no gate approved", len(res.Tasks), res.Ungated)
 			return e.Success(res.Code, reason, res, nil, func(w io.Writer) {
 				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, reason)

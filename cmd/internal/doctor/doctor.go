@@ -59,7 +59,7 @@ type Report struct {
 // at all is a finding, not an error: doctor is what a person runs when
 // something is wrong.
 func Run(ctx context.Context, dir string) (Report, error) {
-	rep := Report{Checked: []string{"store", "hooks", "leases", "registrations", "prune", "journals", "gates", "objects"}, Findings: []Finding{}, Notes: []Finding{}}
+	rep := Report{Checked: []string{"store", "hooks", "leases", "registrations", "prune", "journals", "gates", "objects", "audit"}, Findings: []Finding{}, Notes: []Finding{}}
 	r, err := alloc.Open(ctx, dir)
 	switch decision.CodeOf(err) {
 	case "":
@@ -108,11 +108,34 @@ func Run(ctx context.Context, dir string) (Report, error) {
 	if err == nil {
 		// Outside the store's lock: the walk reads every reachable object.
 		rep.checkObjects(ctx, r, tips, repo)
+		rep.checkAudit(r, repo)
 	}
 	if err == nil && pol.FleetOn() {
 		rep.checkFleet(ctx, r, pol)
 	}
 	return rep, err
+}
+
+// checkAudit: moves of live task branches that no gate approved, since
+// wt-admin audit last showed them (maint.Audit); the fix is to look.
+func (rep *Report) checkAudit(r *alloc.Repo, repo string) {
+	res, err := maint.Audit(r, time.Time{}, maint.LastAudit(r.Git.CommonDir))
+	if err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "audit", Subject: "task branches", Problem: err.Error(), Hint: fmt.Sprintf("run wt-admin --repo %s audit", repo)})
+		return
+	}
+	if res.Ungated == 0 {
+		return
+	}
+	var tasks []string
+	for _, t := range res.Tasks {
+		if len(t.Ungated) > 0 {
+			tasks = append(tasks, t.TaskKey)
+		}
+	}
+	rep.Findings = append(rep.Findings, Finding{Check: "audit", Subject: strings.Join(tasks, ", "),
+		Problem: fmt.Sprintf("%s: %d move(s) of task branches that no gate approved (hooks off, or a ref written by hand) since the last audit", decision.UngatedRefMove, res.Ungated),
+		Fix:     fmt.Sprintf("wt-admin --repo %s audit", repo)})
 }
 
 // governedTips are the refs whose history wt governs: the publication
