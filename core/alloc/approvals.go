@@ -2,7 +2,11 @@ package alloc
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -67,12 +72,16 @@ func RecordApproval(gitDir string, a Approval, l *store.Lease) {
 // ReadApprovals reads the approvals in gitDir; lines that do not parse are
 // skipped (and counted), never trusted.
 func ReadApprovals(gitDir string) (out []Approval, bad int) {
-	f, err := os.Open(filepath.Join(gitDir, ApprovalsFile))
+	// Read as every file a writer can plant is: a regular file, never
+	// blocking on a FIFO, never through a symlink.
+	b, err := safefile.Read(filepath.Join(gitDir, ApprovalsFile), 64<<20, safefile.NoFollow)
 	if err != nil {
-		return nil, 0
+		if !errors.Is(err, fs.ErrNotExist) {
+			bad++ // unreadable: nothing in it is trusted
+		}
+		return nil, bad
 	}
-	defer f.Close()
-	dec := json.NewDecoder(f)
+	dec := json.NewDecoder(bytes.NewReader(b))
 	for dec.More() {
 		var a Approval
 		if err := dec.Decode(&a); err != nil {
@@ -139,7 +148,7 @@ func ReadReflog(path string) ([]ReflogEntry, error) { return ReadReflogFrom(path
 // ReadReflogFrom is ReadReflog from byte offset on (a reflog only grows,
 // until git expires it).
 func ReadReflogFrom(path string, offset int64) ([]ReflogEntry, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
@@ -147,6 +156,9 @@ func ReadReflogFrom(path string, offset int64) ([]ReflogEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
 	if _, err := f.Seek(offset, 0); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -71,7 +72,7 @@ type AuditMark struct {
 // or when the mark cannot be read: then every move counts).
 func LastAudit(commonDir string) map[string]AuditMark {
 	out := map[string]AuditMark{}
-	b, err := os.ReadFile(filepath.Join(commonDir, AuditMarkName))
+	b, err := safefile.Read(filepath.Join(commonDir, AuditMarkName), 1<<20, safefile.NoFollow)
 	if err == nil {
 		_ = json.Unmarshal(b, &out) // Best effort: unreadable is as never.
 	}
