@@ -113,8 +113,13 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 			if err != nil {
 				return err
 			}
-			if ok && v.Refusal == nil && v.TaskKey != "" && strings.HasPrefix(u.Ref, "refs/heads/") {
+			switch {
+			case ok && v.Refusal == nil && v.TaskKey != "" && strings.HasPrefix(u.Ref, "refs/heads/"):
 				alloc.RecordApproval(c.GitDir, alloc.Approval{Hook: "reference-transaction", Ref: u.Ref, Old: u.Old, New: u.New}, v.Lease)
+			case g.pol.PublicationBranch != "" && u.Ref == "refs/heads/"+g.pol.PublicationBranch && (!ok || v.Refusal == nil):
+				// wt does not gate the publication branch, but it saw this
+				// move: audit tells it from one made with hooks off.
+				alloc.RecordApproval(c.GitDir, alloc.Approval{Hook: "reference-transaction", Ref: u.Ref, Old: u.Old, New: u.New}, nil)
 			}
 			if !ok || v.Refusal == nil {
 				continue

@@ -28,8 +28,10 @@ type AuditResult struct {
 // TaskAudit is one task's branch.
 type TaskAudit struct {
 	TaskKey string `json:"task_key"`
-	Branch  string `json:"branch"`
-	Tip     string `json:"tip"`
+	// Publication marks the publication branch (no task).
+	Publication bool   `json:"publication,omitempty"`
+	Branch      string `json:"branch"`
+	Tip         string `json:"tip"`
 	// ByLease counts the approved moves per lease id.
 	ByLease map[string]int `json:"approved_by_lease"`
 	Ungated []UngatedMove  `json:"ungated"`
@@ -120,6 +122,14 @@ func Audit(r *alloc.Repo, since time.Time, seen map[string]AuditMark) (AuditResu
 		return res, err
 	}
 	top := shell.Word(r.Git.TopLevel)
+	if pol, err := r.Policy(); err == nil && pol.PublicationBranch != "" {
+		t, err := auditPublication(r, pol.PublicationBranch, since, seen)
+		if err != nil {
+			return res, err
+		}
+		res.Ungated += len(t.Ungated)
+		res.Tasks = append(res.Tasks, t)
+	}
 	for _, a := range allocs {
 		ref := "refs/heads/" + *a.Branch
 		t := TaskAudit{TaskKey: a.TaskKey, Branch: *a.Branch, ByLease: map[string]int{}, Ungated: []UngatedMove{}}
@@ -185,4 +195,46 @@ func restore(top, wt, task, old, new string, n int) string {
 	keep := fmt.Sprintf("refs/wt/ungated/%s/%d", task, n)
 	return fmt.Sprintf("git -C %s update-ref %s %s && wt-exec -C %s -- git reset -q --keep %s",
 		top, shell.Word(keep), new, shell.Word(wt), old)
+}
+
+// auditPublication is Audit for the publication branch: wt does not gate
+// it, so a move counts as seen when any gate saw it (an approval recorded
+// in the canonical checkout's or any worktree's git dir); one no gate saw
+// was made with hooks off or written by hand. No restore is offered: the
+// publication branch is the operator's.
+func auditPublication(r *alloc.Repo, branch string, since time.Time, seen map[string]AuditMark) (TaskAudit, error) {
+	ref := "refs/heads/" + branch
+	t := TaskAudit{Branch: branch, Publication: true, ByLease: map[string]int{}, Ungated: []UngatedMove{}}
+	t.Tip = alloc.TipOf(r.Git.CommonDir, ref)
+	approvals, bad := alloc.ReadApprovals(r.Git.CommonDir)
+	dirs, _ := os.ReadDir(filepath.Join(r.Git.CommonDir, "worktrees"))
+	for _, d := range dirs {
+		more, b := alloc.ReadApprovals(gitrepo.AdminDir(r.Git.CommonDir, d.Name()))
+		approvals, bad = append(approvals, more...), bad+b
+	}
+	t.BadApprovals = bad
+	used := make([]bool, len(approvals))
+	entries, err := alloc.ReadReflog(filepath.Join(r.Git.CommonDir, "logs", ref))
+	if err != nil {
+		return t, decision.Wrap(decision.InvalidMetadata, err, "read the reflog of %s", ref)
+	}
+	t.entries = len(entries)
+	for i, e := range entries {
+		if e.When.Before(since.Truncate(time.Second)) || i < seen[ref].Entries {
+			continue
+		}
+		if i == 0 && alloc.IsZeroOID(e.Old) {
+			continue // the branch's birth, before wt
+		}
+		if j := alloc.MatchApproval(approvals, used, ref, e); j >= 0 {
+			used[j] = true
+			t.ByLease[approvals[j].LeaseID]++
+			continue
+		}
+		t.Ungated = append(t.Ungated, UngatedMove{Code: decision.UngatedRefMove, Old: e.Old, New: e.New, Time: e.When.UTC().Format(time.RFC3339), Message: e.Msg})
+	}
+	if last := alloc.LastNew(entries); t.Tip != "" && last != "" && t.Tip != last && !(t.Tip == seen[ref].Tip && len(entries) == seen[ref].Entries) {
+		t.Ungated = append(t.Ungated, UngatedMove{Code: decision.UngatedRefMove, Old: last, New: t.Tip, Message: "moved with no reflog entry (the ref written directly)"})
+	}
+	return t, nil
 }

@@ -187,7 +187,7 @@ func (e *env) auditCommand() *ucli.Command {
 				return err
 			}
 			maint.MarkAudit(r.Git.CommonDir, res) // doctor reports what came after
-			reason := fmt.Sprintf("%d task branch(es), %d move(s) no gate approved", len(res.Tasks), res.Ungated)
+			reason := fmt.Sprintf("%d branch(es), %d move(s) no gate approved", len(res.Tasks), res.Ungated)
 			return e.Success(res.Code, reason, res, nil, func(w io.Writer) {
 				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, reason)
 				for _, t := range res.Tasks {
@@ -195,7 +195,11 @@ func (e *env) auditCommand() *ucli.Command {
 					for _, n := range t.ByLease {
 						approved += n
 					}
-					fmt.Fprintf(w, "task %s (%s at %s): %d approved move(s) under %d lease(s), %d ungated\n", clikit.Clean(t.TaskKey), clikit.Clean(t.Branch), gitrepo.Short(t.Tip), approved, len(t.ByLease), len(t.Ungated))
+					if t.Publication {
+						fmt.Fprintf(w, "publication branch %s at %s: %d move(s) a gate saw, %d it never saw\n", clikit.Clean(t.Branch), gitrepo.Short(t.Tip), approved, len(t.Ungated))
+					} else {
+						fmt.Fprintf(w, "task %s (%s at %s): %d approved move(s) under %d lease(s), %d ungated\n", clikit.Clean(t.TaskKey), clikit.Clean(t.Branch), gitrepo.Short(t.Tip), approved, len(t.ByLease), len(t.Ungated))
+					}
 					for _, m := range t.Ungated {
 						when := m.Time
 						if when == "" {

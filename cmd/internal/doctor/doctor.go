@@ -9,6 +9,7 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -130,11 +131,11 @@ func (rep *Report) checkAudit(r *alloc.Repo, repo string) {
 	var tasks []string
 	for _, t := range res.Tasks {
 		if len(t.Ungated) > 0 {
-			tasks = append(tasks, t.TaskKey)
+			tasks = append(tasks, cmp.Or(t.TaskKey, t.Branch))
 		}
 	}
 	rep.Findings = append(rep.Findings, Finding{Check: "audit", Subject: strings.Join(tasks, ", "),
-		Problem: fmt.Sprintf("%s: %d move(s) of task branches that no gate approved (hooks off, or a ref written by hand) since the last audit", decision.UngatedRefMove, res.Ungated),
+		Problem: fmt.Sprintf("%s: %d move(s) of governed branches that no gate saw (hooks off, or a ref written by hand) since the last audit", decision.UngatedRefMove, res.Ungated),
 		Fix:     fmt.Sprintf("wt-admin --repo %s audit", repo)})
 }
 
