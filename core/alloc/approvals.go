@@ -113,7 +113,10 @@ type ReflogEntry struct {
 
 // MatchApproval finds an unused approval covering entry e of ref: the reference
 // transaction's own (old and new), or a pre-commit's of the same parent
-// made before the move (within an hour: a commit message takes its time).
+// made about when the move was: a reflog entry carries the committer's
+// time, which git takes when the command starts, before its hooks run (10
+// minutes before the approval are allowed: a loaded machine), and a
+// commit message takes its time (up to an hour after).
 func MatchApproval(approvals []Approval, used []bool, ref string, e ReflogEntry) int {
 	for j, ap := range approvals {
 		if !used[j] && ap.Ref == ref && ap.Hook == "reference-transaction" && ap.Old == e.Old && ap.New == e.New {
@@ -123,7 +126,7 @@ func MatchApproval(approvals []Approval, used []bool, ref string, e ReflogEntry)
 	for j, ap := range approvals {
 		at := time.Unix(0, ap.Time)
 		if !used[j] && ap.Ref == ref && ap.Hook == "pre-commit" && ap.Old == e.Old &&
-			!e.When.Before(at.Truncate(time.Second)) && e.When.Before(at.Add(time.Hour)) {
+			!e.When.Before(at.Add(-10*time.Minute)) && e.When.Before(at.Add(time.Hour)) {
 			return j
 		}
 	}
