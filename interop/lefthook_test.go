@@ -67,7 +67,7 @@ func TestLefthookCoexistence(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(repo, path, true, "git", "add", "lefthook.yml")
-	run(repo, path, true, "git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "lefthook config")
+	run(repo, path, true, "git", "commit", "-q", "-m", "lefthook config")
 	run(repo, path, true, "lefthook", "install")
 	hooks := filepath.Join(repo, ".git", "hooks")
 	if b, _ := os.ReadFile(filepath.Join(hooks, "pre-commit")); !strings.Contains(string(b), "lefthook") {
