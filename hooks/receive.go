@@ -22,6 +22,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/core/safefile"
 )
 
 // ServerFence is the configuration of a remote's fence, kept in the remote
@@ -217,7 +218,7 @@ func LocalChecker(gitDir string) Checker {
 			Epoch int64  `json:"epoch"`
 			Hash  string `json:"fence_hash"`
 		}
-		b, err := os.ReadFile(p)
+		b, err := safefile.Read(p, 1<<16, safefile.NoFollow) // never blocking on a FIFO planted there
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -239,11 +240,7 @@ func LocalChecker(gitDir string) Checker {
 		}
 		rec.Key, rec.Epoch, rec.Hash = key, epoch, fenceHash
 		out, _ := json.Marshal(rec)
-		tmp := p + ".tmp"
-		if err := os.WriteFile(tmp, append(out, '\n'), 0o644); err != nil {
-			return decision.Wrap(decision.FleetUnreachable, err, "write %s", tmp)
-		}
-		if err := os.Rename(tmp, p); err != nil {
+		if err := safefile.Replace(p, append(out, '\n'), 0o644); err != nil {
 			return decision.Wrap(decision.FleetUnreachable, err, "write %s", p)
 		}
 		return nil

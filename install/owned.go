@@ -91,6 +91,15 @@ func PlanTarget(ctx context.Context, g *gitrepo.Repo) (Target, error) {
 		}
 		return Target{Dir: own, Owned: true, Chain: raw, ChainLocal: local == raw, Takeover: true, Before: before}, nil
 	}
+	// What git would answer, without asking it again: the common dir's
+	// hooks when core.hooksPath is unset, the path itself when absolute
+	// (git expands a leading ~ itself: asked).
+	switch {
+	case raw == "":
+		return Target{Dir: filepath.Join(g.CommonDir, "hooks")}, nil
+	case filepath.IsAbs(raw):
+		return Target{Dir: filepath.Clean(raw)}, nil
+	}
 	dir, _, err := HooksDirOf(ctx, g)
 	return Target{Dir: dir}, err
 }
@@ -300,22 +309,7 @@ func holdsShim(st Result) bool {
 func TargetFix(dir string) string { return fmt.Sprintf("(cd %s && wt-hook install)", shell.Word(dir)) }
 
 func writeFile(path, content string, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return decision.Wrap(decision.Internal, err, "write %s", path)
-	}
-	_, err = f.WriteString(content)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name()) // Best effort: already failing.
+	if err := safefile.Replace(path, []byte(content), mode); err != nil {
 		return decision.Wrap(decision.Internal, err, "write %s", path)
 	}
 	return nil

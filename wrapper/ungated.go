@@ -60,13 +60,10 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark branch
 	n := 0
 	if len(entries) > 0 {
 		approvals, _ := alloc.ReadApprovals(c.GitDir)
-		used := make([]bool, len(approvals))
-		for _, e := range entries {
-			if j := alloc.MatchApproval(approvals, used, ref, e); j >= 0 {
-				used[j] = true
-				continue
+		for _, j := range alloc.Cover(entries, approvals, ref, nil) {
+			if j < 0 {
+				n++
 			}
-			n++
 		}
 	}
 	last := mark.tip

@@ -98,11 +98,8 @@ func ReadApprovals(gitDir string) (out []Approval, bad int) {
 
 // TipOf is the commit ref names now in commonDir ("" when unknown).
 func TipOf(commonDir, ref string) string {
-	v, err := gitrepo.ReadRefValues(commonDir, ref)
-	if err != nil {
-		return ""
-	}
-	return v.Current()
+	v, _ := gitrepo.ReadRef(commonDir, ref) // unreadable reads as unknown
+	return v
 }
 
 // ReflogEntry is one line of a reflog.
@@ -111,13 +108,31 @@ type ReflogEntry struct {
 	When          time.Time
 }
 
-// MatchApproval finds an unused approval covering entry e of ref: the reference
-// transaction's own (old and new), or a pre-commit's of the same parent
-// made about when the move was: a reflog entry carries the committer's
-// time, which git takes when the command starts, before its hooks run (10
-// minutes before the approval are allowed: a loaded machine), and a
-// commit message takes its time (up to an hour after).
-func MatchApproval(approvals []Approval, used []bool, ref string, e ReflogEntry) int {
+// Cover tells, for each of ref's reflog entries that skip does not leave
+// out, the approval that covers it (its index, -1 for none); each approval
+// covers one entry. An entry is covered by the reference transaction's own
+// approval (old and new), or by a pre-commit's of the same parent made
+// about when the move was: a reflog entry carries the committer's time,
+// which git takes when the command starts, before its hooks run (10
+// minutes before the approval are allowed: a loaded machine), and a commit
+// message takes its time (up to an hour after).
+func Cover(entries []ReflogEntry, approvals []Approval, ref string, skip func(int, ReflogEntry) bool) []int {
+	used := make([]bool, len(approvals))
+	out := make([]int, len(entries))
+	for i, e := range entries {
+		out[i] = -1
+		if skip != nil && skip(i, e) {
+			continue
+		}
+		if j := matchApproval(approvals, used, ref, e); j >= 0 {
+			used[j] = true
+			out[i] = j
+		}
+	}
+	return out
+}
+
+func matchApproval(approvals []Approval, used []bool, ref string, e ReflogEntry) int {
 	for j, ap := range approvals {
 		if !used[j] && ap.Ref == ref && ap.Hook == "reference-transaction" && ap.Old == e.Old && ap.New == e.New {
 			return j

@@ -170,19 +170,25 @@ func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
 func (r *Repo) TaskAllocation(task string) (*store.Allocation, error) {
 	var found *store.Allocation
 	err := r.Store.Read(func(tx *store.Tx) error {
-		all, err := tx.Allocations()
-		if err != nil {
-			return err
-		}
-		for i, a := range all {
-			if a.TaskKey == task && a.Lifecycle != store.Released {
-				found = &all[i]
-				return nil
-			}
-		}
-		return nil
+		var err error
+		found, err = taskIn(tx, task)
+		return err
 	})
 	return found, err
+}
+
+// taskIn is task's allocation that is not RELEASED, nil for none.
+func taskIn(tx *store.Tx, task string) (*store.Allocation, error) {
+	all, err := tx.Allocations()
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range all {
+		if a.TaskKey == task && a.Lifecycle != store.Released {
+			return &all[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // AwaitTask waits for task's allocation when another allocate of it is in
@@ -196,15 +202,9 @@ func (r *Repo) AwaitTask(ctx context.Context, task string) (*store.Allocation, e
 		var found *store.Allocation
 		inFlight := false
 		err := r.Store.Read(func(tx *store.Tx) error {
-			all, err := tx.Allocations()
-			if err != nil {
+			var err error
+			if found, err = taskIn(tx, task); err != nil || found != nil {
 				return err
-			}
-			for i, a := range all {
-				if a.TaskKey == task && a.Lifecycle != store.Released {
-					found = &all[i]
-					return nil
-				}
 			}
 			pending, err := r.pendingAllocations(tx)
 			for _, p := range pending {

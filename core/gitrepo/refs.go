@@ -36,8 +36,29 @@ func (v RefValues) Current() string {
 // ref is never taken for a missing one.
 func ReadRefValues(commonDir, ref string) (RefValues, error) {
 	var v RefValues
+	var err error
+	if v.Loose, err = readLoose(commonDir, ref); err != nil {
+		return v, err
+	}
+	v.Packed, err = readPacked(commonDir, ref)
+	return v, err
+}
+
+// ReadRef is what ref resolves to now (RefValues.Current), reading
+// packed-refs only when there is no loose file: what a gate on every
+// commit asks, at the cost of one small file.
+func ReadRef(commonDir, ref string) (string, error) {
+	v, err := readLoose(commonDir, ref)
+	if err != nil || v != "" {
+		return v, err
+	}
+	return readPacked(commonDir, ref)
+}
+
+// readLoose is ref's loose value, "" when it has no loose file.
+func readLoose(commonDir, ref string) (string, error) {
 	if !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
-		return v, errors.New("not a shared ref name: " + ref)
+		return "", errors.New("not a shared ref name: " + ref)
 	}
 	b, err := readGitFile(filepath.Join(commonDir, filepath.FromSlash(ref)))
 	switch {
@@ -46,18 +67,22 @@ func ReadRefValues(commonDir, ref string) (RefValues, error) {
 		if t, ok := strings.CutPrefix(s, "ref: "); ok {
 			s = "ref:" + t
 		}
-		v.Loose = s
+		return s, nil
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-		// Absent (ENOTDIR: refs/heads/a is a file when refs/heads/a/b is asked).
+		return "", nil // absent (ENOTDIR: refs/heads/a is a file when refs/heads/a/b is asked)
 	default:
-		return v, err
+		return "", err
 	}
+}
+
+// readPacked is ref's packed-refs entry, "" when it has none.
+func readPacked(commonDir, ref string) (string, error) {
 	f, _, err := safefile.Open(filepath.Join(commonDir, "packed-refs"), safefile.Follows)
 	if errors.Is(err, fs.ErrNotExist) {
-		return v, nil
+		return "", nil
 	}
 	if err != nil {
-		return v, err
+		return "", err
 	}
 	defer f.Close() // Best effort: read only.
 	sc := bufio.NewScanner(f)
@@ -69,11 +94,10 @@ func ReadRefValues(commonDir, ref string) (RefValues, error) {
 			continue
 		}
 		if bytes.HasSuffix(line, suffix) && bytes.IndexByte(line, ' ') == len(line)-len(suffix) {
-			v.Packed = string(line[:len(line)-len(suffix)])
-			break
+			return string(line[:len(line)-len(suffix)]), nil
 		}
 	}
-	return v, sc.Err()
+	return "", sc.Err()
 }
 
 // maxGitFile bounds the admin files wt reads (HEAD, gitdir, commondir, a

@@ -92,11 +92,7 @@ func MarkAudit(commonDir string, res AuditResult) {
 	if err != nil {
 		return
 	}
-	p := filepath.Join(commonDir, AuditMarkName)
-	tmp := p + ".tmp"
-	if os.WriteFile(tmp, append(b, '\n'), 0o644) == nil {
-		os.Rename(tmp, p) // Best effort, as above.
-	}
+	_ = safefile.Replace(filepath.Join(commonDir, AuditMarkName), append(b, '\n'), 0o644) // Best effort, as above.
 }
 
 // Audit reads the reflog of every live task branch and the approvals its
@@ -131,18 +127,9 @@ func Audit(r *alloc.Repo, since time.Time, seen map[string]AuditMark) (AuditResu
 		res.Tasks = append(res.Tasks, t)
 	}
 	for _, a := range allocs {
-		ref := "refs/heads/" + *a.Branch
-		t := TaskAudit{TaskKey: a.TaskKey, Branch: *a.Branch, ByLease: map[string]int{}, Ungated: []UngatedMove{}}
-		if v, err := gitrepo.ReadRefValues(r.Git.CommonDir, ref); err == nil {
-			t.Tip = v.Current()
-		}
+		t := TaskAudit{TaskKey: a.TaskKey, Branch: *a.Branch}
 		approvals, bad := alloc.ReadApprovals(gitrepo.AdminDir(r.Git.CommonDir, a.WorktreeKey))
 		t.BadApprovals = bad
-		used := make([]bool, len(approvals))
-		entries, err := alloc.ReadReflog(filepath.Join(r.Git.CommonDir, "logs", ref))
-		if err != nil {
-			return res, decision.Wrap(decision.InvalidMetadata, err, "read the reflog of %s", ref)
-		}
 		holderAt := func(when time.Time) string {
 			best := ""
 			for _, ap := range approvals {
@@ -152,38 +139,68 @@ func Audit(r *alloc.Repo, since time.Time, seen map[string]AuditMark) (AuditResu
 			}
 			return best
 		}
-		t.entries = len(entries)
-		n := 0
-		for i, e := range entries {
-			if e.When.Before(since.Truncate(time.Second)) || i < seen[ref].Entries {
-				continue // before --since (a reflog keeps whole seconds), or shown already
-			}
-			if alloc.IsZeroOID(e.Old) && e.New == a.BaseCommit && strings.HasPrefix(e.Msg, "branch: Created from") {
-				continue // allocate's own git worktree add -b
-			}
-			if j := alloc.MatchApproval(approvals, used, ref, e); j >= 0 {
-				used[j] = true
-				t.ByLease[approvals[j].LeaseID]++
-				continue
-			}
-			n++
-			m := UngatedMove{Code: decision.UngatedRefMove, Old: e.Old, New: e.New, Time: e.When.UTC().Format(time.RFC3339), Message: e.Msg, Holder: holderAt(e.When)}
-			if i == len(entries)-1 && e.New == t.Tip && !alloc.IsZeroOID(e.Old) {
-				m.Restore = restore(top, a.WorktreePath, a.TaskKey, e.Old, e.New, n)
-			}
-			t.Ungated = append(t.Ungated, m)
+		born := func(_ int, e alloc.ReflogEntry) bool { // allocate's own git worktree add -b
+			return alloc.IsZeroOID(e.Old) && e.New == a.BaseCommit && strings.HasPrefix(e.Msg, "branch: Created from")
 		}
-		// A ref file written by hand moves the branch with no reflog entry.
-		if last := alloc.LastNew(entries); t.Tip != "" && last != "" && t.Tip != last && !(t.Tip == seen[ref].Tip && len(entries) == seen[ref].Entries) {
-			n++
-			t.Ungated = append(t.Ungated, UngatedMove{Code: decision.UngatedRefMove, Old: last, New: t.Tip,
-				Message: "moved with no reflog entry (the ref written directly)", Holder: holderAt(time.Now()),
-				Restore: restore(top, a.WorktreePath, a.TaskKey, last, t.Tip, n)})
+		latest, err := auditBranch(r.Git.CommonDir, &t, approvals, since, seen, born, holderAt)
+		if err != nil {
+			return res, err
+		}
+		if latest {
+			m := &t.Ungated[len(t.Ungated)-1]
+			m.Restore = restore(top, a.WorktreePath, a.TaskKey, m.Old, m.New, len(t.Ungated))
 		}
 		res.Ungated += len(t.Ungated)
 		res.Tasks = append(res.Tasks, t)
 	}
 	return res, nil
+}
+
+// auditBranch fills t (whose Branch is set) from the branch's reflog and
+// tip: the moves approvals cover, by lease, and those they do not, leaving
+// out the entries before since, those seen already, and the branch's own
+// creation (born). holder, when not nil, names who held the lease at a
+// move. latest reports that the last ungated move is the branch's last
+// move, from a commit that was there before (it can be undone alone).
+func auditBranch(commonDir string, t *TaskAudit, approvals []alloc.Approval, since time.Time, seen map[string]AuditMark,
+	born func(int, alloc.ReflogEntry) bool, holder func(time.Time) string) (latest bool, err error) {
+	ref := "refs/heads/" + t.Branch
+	t.ByLease, t.Ungated = map[string]int{}, []UngatedMove{}
+	t.Tip = alloc.TipOf(commonDir, ref)
+	entries, err := alloc.ReadReflog(filepath.Join(commonDir, "logs", ref))
+	if err != nil {
+		return false, decision.Wrap(decision.InvalidMetadata, err, "read the reflog of %s", ref)
+	}
+	t.entries = len(entries)
+	skip := func(i int, e alloc.ReflogEntry) bool {
+		// before --since (a reflog keeps whole seconds), shown already, or the birth
+		return e.When.Before(since.Truncate(time.Second)) || i < seen[ref].Entries || born(i, e)
+	}
+	holderAt := func(when time.Time) string {
+		if holder == nil {
+			return ""
+		}
+		return holder(when)
+	}
+	cover := alloc.Cover(entries, approvals, ref, skip)
+	for i, e := range entries {
+		switch {
+		case skip(i, e):
+		case cover[i] >= 0:
+			t.ByLease[approvals[cover[i]].LeaseID]++
+		default:
+			t.Ungated = append(t.Ungated, UngatedMove{Code: decision.UngatedRefMove, Old: e.Old, New: e.New,
+				Time: e.When.UTC().Format(time.RFC3339), Message: e.Msg, Holder: holderAt(e.When)})
+			latest = i == len(entries)-1 && e.New == t.Tip && !alloc.IsZeroOID(e.Old)
+		}
+	}
+	// A ref file written by hand moves the branch with no reflog entry.
+	if last := alloc.LastNew(entries); t.Tip != "" && last != "" && t.Tip != last && !(t.Tip == seen[ref].Tip && len(entries) == seen[ref].Entries) {
+		t.Ungated = append(t.Ungated, UngatedMove{Code: decision.UngatedRefMove, Old: last, New: t.Tip,
+			Message: "moved with no reflog entry (the ref written directly)", Holder: holderAt(time.Now())})
+		latest = true
+	}
+	return latest, nil
 }
 
 // restore is the command that keeps the moved-to commit under
@@ -203,9 +220,7 @@ func restore(top, wt, task, old, new string, n int) string {
 // was made with hooks off or written by hand. No restore is offered: the
 // publication branch is the operator's.
 func auditPublication(r *alloc.Repo, branch string, since time.Time, seen map[string]AuditMark) (TaskAudit, error) {
-	ref := "refs/heads/" + branch
-	t := TaskAudit{Branch: branch, Publication: true, ByLease: map[string]int{}, Ungated: []UngatedMove{}}
-	t.Tip = alloc.TipOf(r.Git.CommonDir, ref)
+	t := TaskAudit{Branch: branch, Publication: true}
 	approvals, bad := alloc.ReadApprovals(r.Git.CommonDir)
 	dirs, _ := os.ReadDir(filepath.Join(r.Git.CommonDir, "worktrees"))
 	for _, d := range dirs {
@@ -213,28 +228,7 @@ func auditPublication(r *alloc.Repo, branch string, since time.Time, seen map[st
 		approvals, bad = append(approvals, more...), bad+b
 	}
 	t.BadApprovals = bad
-	used := make([]bool, len(approvals))
-	entries, err := alloc.ReadReflog(filepath.Join(r.Git.CommonDir, "logs", ref))
-	if err != nil {
-		return t, decision.Wrap(decision.InvalidMetadata, err, "read the reflog of %s", ref)
-	}
-	t.entries = len(entries)
-	for i, e := range entries {
-		if e.When.Before(since.Truncate(time.Second)) || i < seen[ref].Entries {
-			continue
-		}
-		if i == 0 && alloc.IsZeroOID(e.Old) {
-			continue // the branch's birth, before wt
-		}
-		if j := alloc.MatchApproval(approvals, used, ref, e); j >= 0 {
-			used[j] = true
-			t.ByLease[approvals[j].LeaseID]++
-			continue
-		}
-		t.Ungated = append(t.Ungated, UngatedMove{Code: decision.UngatedRefMove, Old: e.Old, New: e.New, Time: e.When.UTC().Format(time.RFC3339), Message: e.Msg})
-	}
-	if last := alloc.LastNew(entries); t.Tip != "" && last != "" && t.Tip != last && !(t.Tip == seen[ref].Tip && len(entries) == seen[ref].Entries) {
-		t.Ungated = append(t.Ungated, UngatedMove{Code: decision.UngatedRefMove, Old: last, New: t.Tip, Message: "moved with no reflog entry (the ref written directly)"})
-	}
-	return t, nil
+	born := func(i int, e alloc.ReflogEntry) bool { return i == 0 && alloc.IsZeroOID(e.Old) } // before wt
+	_, err := auditBranch(r.Git.CommonDir, &t, approvals, since, seen, born, nil)
+	return t, err
 }

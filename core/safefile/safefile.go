@@ -211,3 +211,29 @@ func WriteAll(fd int, data []byte) error {
 	}
 	return nil
 }
+
+// Replace writes data as the whole file at path with mode: a temporary
+// file beside it (CreateTemp: never through a symlink), written whole,
+// then renamed over path, so a reader meets the old file or the new one.
+// Not fsynced: for files that may be lost in a crash, never torn.
+func Replace(path string, data []byte, mode os.FileMode) error {
+	fd, tmp, err := CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	err = WriteAll(fd, data)
+	if err == nil {
+		err = unix.Fchmod(fd, uint32(mode.Perm()))
+	}
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp) // Best effort: already failing.
+		return &fs.PathError{Op: "replace", Path: path, Err: err}
+	}
+	return nil
+}
