@@ -1,6 +1,7 @@
 // Package lease grants and ends writer leases: acquire, renew, take over and
-// release (docs/design.md, "Writer leases"), each in one exclusive section of the store, each
-// outcome a stable decision code and each change an event in events.jsonl.
+// release (docs/design.md, "Writer leases"), in exclusive sections of the store that start no
+// process and run no git, each outcome a stable decision code and each change an event in
+// events.jsonl.
 //
 // # Invariants
 //

@@ -31,6 +31,7 @@ type Records interface {
 	Allocation(id string) (store.Allocation, error)
 	PutAllocationRuntime(*store.Allocation) error
 	AppendEvent(store.Event) error
+	Journals() ([]store.Journal, error)
 }
 
 // Evidence is one reading of the processes on this machine.
@@ -94,7 +95,7 @@ type Grant struct {
 	// res is what the section wrote for this grant, to give back if it
 	// fails before its child starts.
 	res reservation
-	// pending is set when the grant waits for the fleet (see Acquire).
+	// pending is set between the reservation and the lease (see Acquire).
 	pending *pendingGrant
 	// leaseWritten is true once the lease file holds this grant.
 	leaseWritten bool
@@ -122,71 +123,126 @@ func (g Grant) Env() []string {
 	return env
 }
 
-// Acquire grants write entitlement on the checkout c to req.Holder, in one
-// exclusive section (docs/design.md, "Writer leases"). The checks, in order: the checkout is a
+// Acquire grants write entitlement on the checkout c to req.Holder
+// (docs/design.md, "Writer leases"). The checks, in order: the checkout is a
 // registered worktree of its repository (UNREGISTERED_WORKTREE); the record
 // is valid; an audit worktree takes no writer (AUDIT_READ_ONLY); the checkout
 // is on a branch at the recorded path and not locked by anyone but wt
 // (INVALID_TARGET); the declared owner matches (OWNER_MISMATCH); the role
-// takes writer leases (else NOT_APPLICABLE, with Applicable false); no live
-// foreign runtime occupancy (EXTERNAL_BINDING); lifecycle ACTIVE
-// (INVALID_LIFECYCLE). Then: no lease is ACQUIRED; the same holder is
-// RENEWED (an expired lease only with a TTL, else WRITER_LEASE_EXPIRED); a
-// dead lease is TAKEN_OVER; anything else is WRITER_LEASE_HELD.
+// takes writer leases (else NOT_APPLICABLE, with Applicable false); no
+// finish or other journaled operation acts on it (TRANSACTION_IN_FLIGHT,
+// INTERRUPTED_TRANSACTION); no live foreign runtime occupancy
+// (EXTERNAL_BINDING); lifecycle ACTIVE (INVALID_LIFECYCLE). Then: no lease
+// is ACQUIRED; the same holder is RENEWED (an expired lease only with a
+// TTL, else WRITER_LEASE_EXPIRED); a dead lease is TAKEN_OVER; anything
+// else is WRITER_LEASE_HELD.
 //
 // scan is called at most once, and only when the decision needs live
 // evidence beyond the holder's own identity.
 //
-// start is called inside the section once every check has passed and the
-// runtime binding and git's lock are written (for NOT_APPLICABLE, with
-// Applicable false and nothing written): it starts the child and returns
-// its process group, and then the lease is written, naming it. If start
-// fails, Acquire returns its error with Started false and the caller
-// releases the grant; if a write fails after start, Started is true and the
-// caller must stop the child first.
+// The grant takes two exclusive sections, and neither starts a process:
+// the first decides and reserves (the allocation's runtime binding and
+// generation, git's lock: no other wt-exec can take the worktree from
+// then on); then, with the store's lock free, the fleet is asked (in
+// fleet mode) and start starts the child and returns its process group;
+// the second confirms the reservation and writes the lease, naming that
+// group. For NOT_APPLICABLE, start runs with Applicable false and nothing
+// written. If start fails, Acquire gives the reservation back and returns
+// start's error with Started false; if the second section fails, Started
+// is true and the caller must stop the child first.
 func Acquire(r *alloc.Repo, c gitrepo.Checkout, req Request, scan func() (Evidence, error), start Start) (Grant, error) {
 	if err := validate(req); err != nil {
 		return Grant{}, err
 	}
+	section := func(fn func(tx Records) error) error {
+		return r.Store.Write(func(tx *store.Tx) error {
+			// Nothing is granted that cannot be recorded: the event log
+			// must take lines before the section writes anything.
+			if err := tx.PrepareEvents(); err != nil {
+				return err
+			}
+			return fn(tx)
+		})
+	}
+	target := func(tx Records) (alloc.Target, error) { return r.ResolveCheckout(tx.(*store.Tx), c) }
+	return acquire(section, target, r.Store.CommonDir(), c, req, sync.OnceValues(scan), start)
+}
+
+// acquire is Acquire's sequence; section runs its function inside an
+// exclusive section of the store, target resolves the checkout's
+// allocation inside the first.
+func acquire(section func(func(tx Records) error) error, target func(tx Records) (alloc.Target, error), commonDir string, c gitrepo.Checkout, req Request, scan func() (Evidence, error), start Start) (Grant, error) {
 	var g Grant
-	err := r.Store.Write(func(tx *store.Tx) error {
-		// Nothing is granted that cannot be recorded: the event log must
-		// take lines before the section writes anything or starts a child.
-		if err := tx.PrepareEvents(); err != nil {
-			return err
-		}
-		t, err := r.ResolveCheckout(tx, c)
+	err := section(func(tx Records) error {
+		t, err := target(tx)
 		if err != nil {
 			return err
 		}
-		g, err = decide(tx, r.Store.CommonDir(), c, t, req, sync.OnceValues(scan), start)
+		g, err = decide(tx, commonDir, c, t, req, scan)
 		return g.failed(tx, err)
 	})
-	if err != nil || g.pending == nil {
+	if err != nil {
 		return g, err
 	}
-	// Fleet mode: the grant is reserved (binding, generation, git's lock:
-	// no other wt-exec can take it meanwhile), and the store's lock is
-	// free while etcd is asked, so no commit gate and no other wt command
-	// waits on the network. Then the grant is confirmed under the lock.
-	fl, ferr := req.Fence(g, g.pending.pol)
-	err = r.Store.Write(func(tx *store.Tx) error {
-		if err := tx.PrepareEvents(); err != nil {
+	if g.pending == nil {
+		// NOT_APPLICABLE: nothing was written, and the child runs unleased.
+		if _, err := start(g); err != nil {
+			return g, err
+		}
+		g.Started = true
+		return g, nil
+	}
+	p := g.pending
+	// Fleet mode: the store's lock is free while etcd is asked, so no
+	// commit gate and no other wt command waits on the network; the
+	// reservation keeps every other wt-exec out meanwhile.
+	if !p.leasePlaced {
+		fl, err := req.Fence(g, p.pol)
+		if err != nil {
+			return g, g.giveBack(section, err)
+		}
+		p.lease.Fleet = fl
+		if err := section(func(tx Records) error {
+			if err := p.stillReserved(tx); err != nil {
+				return err
+			}
+			return g.placeLease(tx)
+		}); err != nil {
+			return g, g.giveBack(section, err)
+		}
+	}
+	child, err := start(g)
+	if err != nil {
+		return g, g.giveBack(section, err)
+	}
+	g.Started = true
+	crashpoint.Here("exec:child-started")
+	err = section(func(tx Records) error {
+		if err := p.stillReserved(tx); err != nil {
 			return err
 		}
-		if err := g.pending.stillReserved(tx); err != nil {
-			return err
-		}
-		if ferr != nil {
-			return g.failed(tx, ferr)
-		}
-		p := g.pending
 		g.pending = nil
-		p.lease.Fleet, g.Lease.Fleet = fl, fl
-		g, err = finishGrant(tx, g, p.lease, p.alloc, req, start)
-		return g.failed(tx, err)
+		g, err = recordGrant(tx, g, p.lease, p.alloc, req, child)
+		return err
 	})
 	return g, err
+}
+
+// giveBack gives back, in a section of its own, the reservation of a grant
+// whose child never started (err says why), if it is still as the grant
+// left it; it returns err.
+func (g *Grant) giveBack(section func(func(tx Records) error) error, err error) error {
+	p := g.pending
+	serr := section(func(tx Records) error {
+		if p.stillReserved(tx) != nil {
+			return nil // Ended or taken by someone else meanwhile: not ours to touch.
+		}
+		return g.failed(tx, err)
+	})
+	if serr != nil && !errors.Is(serr, err) {
+		return errors.Join(err, serr)
+	}
+	return err
 }
 
 // failed gives back what a grant that failed before its child started
@@ -200,7 +256,7 @@ func (g *Grant) failed(tx Records, err error) error {
 	if uerr := g.res.giveBack(tx); uerr != nil {
 		return errors.Join(err, fmt.Errorf("undo the failed grant: %w", uerr))
 	}
-	g.res, g.pending = reservation{}, nil
+	g.res, g.pending, g.leaseWritten = reservation{}, nil, false
 	g.Applicable, g.Owned, g.Binding = false, false, ""
 	return err
 }
@@ -215,12 +271,29 @@ type reservation struct {
 	prevReason           string
 	prevLocked           bool
 	commonDir, key, want string
+	// leasePlaced is set once the lease file holds the grant; prevLease
+	// is the lease it replaced (nil: none).
+	leasePlaced bool
+	prevLease   *store.Lease
+	leaseAlloc  string
 }
 
-func (r reservation) wrote() bool { return r.before != nil || r.lockPlaced }
+func (r reservation) wrote() bool { return r.before != nil || r.lockPlaced || r.leasePlaced }
 
-// giveBack restores the allocation and git's lock as they were.
+// giveBack restores the lease file, the allocation and git's lock as
+// they were.
 func (r reservation) giveBack(tx Records) error {
+	if r.leasePlaced {
+		var err error
+		if r.prevLease != nil {
+			err = tx.PutLease(r.prevLease)
+		} else {
+			err = tx.RemoveLease(r.leaseAlloc)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if r.before != nil {
 		cur, err := tx.Allocation(r.before.AllocationID)
 		if err != nil {
@@ -251,6 +324,8 @@ type pendingGrant struct {
 	// prevLeaseID is the lease file's lease when the grant was reserved
 	// ("" when there was none).
 	prevLeaseID string
+	// leasePlaced is set once the lease file holds lease.
+	leasePlaced bool
 	commonDir   string
 	key         string
 }
@@ -275,8 +350,12 @@ func (p *pendingGrant) stillReserved(tx Records) error {
 	if err != nil {
 		return decision.Wrap(decision.InvalidTarget, err, "worktree %s", p.lease.WorktreePath)
 	}
-	if a.RecordVersion != p.alloc.RecordVersion || a.LeaseGeneration != p.lease.Generation || cur != p.prevLeaseID || reason != Reason(p.lease) {
-		return decision.New(decision.WriterLeaseHeld, "the grant of %s changed while the fleet was asked (someone ended or took it)", p.lease.WorktreePath).
+	want := p.prevLeaseID
+	if p.leasePlaced {
+		want = p.lease.LeaseID
+	}
+	if a.RecordVersion != p.alloc.RecordVersion || a.LeaseGeneration != p.lease.Generation || cur != want || reason != Reason(p.lease) {
+		return decision.New(decision.WriterLeaseHeld, "the grant of %s changed while the store's lock was free (someone ended or took it)", p.lease.WorktreePath).
 			WithHint("see who is there: wt-admin status; then run wt-exec again")
 	}
 	return nil
@@ -305,7 +384,9 @@ func Reason(l store.Lease) string {
 
 const reasonPrefix = "wt: writer lease "
 
-func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req Request, scan func() (Evidence, error), start Start) (Grant, error) {
+// decide checks and, unless the role is not applicable, reserves the
+// grant (grant); it starts nothing.
+func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req Request, scan func() (Evidence, error)) (Grant, error) {
 	a := t.Allocation
 	g := Grant{Role: a.Role, Allocation: a, commonDir: commonDir, key: c.Key, Cleared: []string{}}
 	ck, err := checkGrant(tx, commonDir, c, a, req, scan)
@@ -313,9 +394,10 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 		return g, err
 	}
 	if ck.notApplicable {
-		return notApplicable(g, start)
+		g.Code = decision.NotApplicable
+		return g, nil
 	}
-	return grant(tx, commonDir, c, t, req, scan, start, g, ck)
+	return grant(tx, commonDir, c, t, req, scan, g, ck)
 }
 
 // checked is what checkGrant found: the current lease (if any), whether an
@@ -365,6 +447,9 @@ func checkGrant(tx Records, commonDir string, c gitrepo.Checkout, a store.Alloca
 		ck.notApplicable = true
 		return ck, nil
 	}
+	if err := underMaintenance(tx, a); err != nil {
+		return ck, err
+	}
 	var current *store.Lease
 	if ck.has {
 		current = &ck.existing
@@ -380,11 +465,35 @@ func checkGrant(tx Records, commonDir string, c gitrepo.Checkout, a store.Alloca
 	return ck, nil
 }
 
+// underMaintenance refuses a grant on a worktree that a finish (or any
+// journaled operation but an allocation) is acting on: such an apply plans
+// and runs git with the store's lock free, and its journal is what keeps
+// writers out meanwhile. A live apply is TRANSACTION_IN_FLIGHT, one whose
+// wt-admin is gone (or cannot be told) INTERRUPTED_TRANSACTION.
+func underMaintenance(tx Records, a store.Allocation) error {
+	js, err := tx.Journals()
+	if err != nil {
+		return err
+	}
+	for _, j := range js {
+		if j.Operation == alloc.OpAllocate || j.Target != a.WorktreePath {
+			continue
+		}
+		if live, err := proc.IsLive(proc.NewReader(), j.Actor); err == nil && live {
+			return decision.New(decision.TransactionInFlight, "a %s of task %s is under way (wt-admin pid %d, journal %s)", j.Operation, a.TaskKey, j.Actor.PID, j.TransactionID).
+				WithHint("wait for it to end, then see the task: wt-admin status")
+		}
+		return decision.New(decision.InterruptedTx, "a %s of task %s was interrupted in phase %s (journal %s)", j.Operation, a.TaskKey, j.Phase, j.TransactionID).
+			WithHint("wt-admin doctor prints the command that finishes it")
+	}
+	return nil
+}
+
 // grant takes the lease after checkGrant passed: renewed for the same
 // holder, taken over from a dead one, or acquired; then it writes the
 // allocation's runtime binding and generation and git's lock, and starts
 // the child (or, in fleet mode, reserves and leaves the fleet to Acquire).
-func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req Request, scan func() (Evidence, error), start Start, g Grant, ck checked) (Grant, error) {
+func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req Request, scan func() (Evidence, error), g Grant, ck checked) (Grant, error) {
 	a := t.Allocation
 	existing, has, tornOwn, keep, stale := ck.existing, ck.has, ck.tornOwn, ck.keep, ck.stale
 	repo, err := tx.Repository()
@@ -477,29 +586,40 @@ func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req
 		return g, err
 	}
 	g.Policy = pol
-	if g.Owned && req.Fence != nil {
-		if pol.FleetOn() {
-			// Reserved; Acquire asks the fleet outside the lock.
-			prev := ""
-			if has {
-				prev = existing.LeaseID
-			}
-			g.pending = &pendingGrant{pol: pol, lease: l, alloc: a, prevLeaseID: prev, commonDir: commonDir, key: c.Key}
-			return g, nil
-		}
+	prev := ""
+	if has {
+		prev = existing.LeaseID
 	}
-	return finishGrant(tx, g, l, a, req, start)
+	g.pending = &pendingGrant{pol: pol, lease: l, alloc: a, prevLeaseID: prev, commonDir: commonDir, key: c.Key}
+	if has {
+		before := existing
+		g.res.prevLease = &before
+	}
+	if g.Owned && req.Fence != nil && pol.FleetOn() {
+		// The lease is written once the fleet granted it (Acquire).
+		return g, nil
+	}
+	return g, g.placeLease(tx)
 }
 
-// finishGrant starts the child of a grant whose records are in place, then
-// writes the lease naming the child's group, and the event.
-func finishGrant(tx Records, g Grant, l store.Lease, a store.Allocation, req Request, start Start) (Grant, error) {
-	child, err := start(g)
-	if err != nil {
-		return g, err
+// placeLease writes the pending grant's lease, before its child starts, so
+// that the child's first commit finds its holder; the child's group is
+// added once it runs (recordGrant). A crash in between leaves a lease
+// whose holder is dead and whose child, if it started, carries the lease
+// id in its environment: held until that child ends.
+func (g *Grant) placeLease(tx Records) error {
+	p := g.pending
+	if err := tx.PutLease(&p.lease); err != nil {
+		return err
 	}
-	g.Started = true
-	crashpoint.Here("exec:child-started")
+	p.leasePlaced, g.res.leasePlaced, g.res.leaseAlloc = true, true, p.lease.AllocationID
+	g.leaseWritten, g.Lease = true, p.lease
+	return nil
+}
+
+// recordGrant writes the lease of a grant whose records are in place and
+// whose child runs (child is its group), and the event.
+func recordGrant(tx Records, g Grant, l store.Lease, a store.Allocation, req Request, child *store.ChildGroup) (Grant, error) {
 	// A renewal keeps the child group of the holder that acquired the
 	// lease: that group, not ours, is the evidence it lives.
 	if g.Owned {
@@ -522,15 +642,6 @@ func finishGrant(tx Records, g Grant, l store.Lease, a store.Allocation, req Req
 	name := map[string]string{decision.WriterLeaseAcquired: "writer_lease_acquired",
 		decision.WriterLeaseRenewed: "writer_lease_renewed", decision.WriterLeaseTakenOver: "writer_lease_taken_over"}[g.Code]
 	return g, logEvent(tx, name, a, &l, detail)
-}
-
-func notApplicable(g Grant, start Start) (Grant, error) {
-	g.Code = decision.NotApplicable
-	if _, err := start(g); err != nil {
-		return g, err
-	}
-	g.Started = true
-	return g, nil
 }
 
 // grantUnfinished reports whether the allocation carries the runtime

@@ -22,11 +22,12 @@ import (
 // real processes; these cover every branch cheaply and exactly.
 
 type memRecords struct {
-	repo   store.Repository
-	leases map[string]store.Lease
-	allocs map[string]store.Allocation
-	events []store.Event
-	writes int
+	journals []store.Journal
+	repo     store.Repository
+	leases   map[string]store.Lease
+	allocs   map[string]store.Allocation
+	events   []store.Event
+	writes   int
 }
 
 func (m *memRecords) Repository() (store.Repository, error) { return m.repo, nil }
@@ -49,7 +50,8 @@ func (m *memRecords) PutAllocationRuntime(a *store.Allocation) error {
 	m.writes++
 	return nil
 }
-func (m *memRecords) AppendEvent(e store.Event) error { m.events = append(m.events, e); return nil }
+func (m *memRecords) AppendEvent(e store.Event) error    { m.events = append(m.events, e); return nil }
+func (m *memRecords) Journals() ([]store.Journal, error) { return m.journals, nil }
 
 // fakeEvidence: live identities, group members by leader, path users,
 // carriers of an environment variable.
@@ -124,8 +126,17 @@ func (f *fixture) acquire(req Request) (Grant, error) {
 	scans := 0
 	scan := func() (Evidence, error) { scans++; return f.ev, nil }
 	start := func(Grant) (*store.ChildGroup, error) { return &store.ChildGroup{PID: 3000, StartTicks: 9}, nil }
-	t := alloc.Target{Path: f.c.TopLevel, Key: "w1", Allocation: f.recs.allocs[f.a.AllocationID]}
-	return decide(f.recs, f.c.CommonDir, f.c, t, req, sync.OnceValues(scan), start)
+	return f.acquireWith(req, scan, start)
+}
+
+// acquireWith runs Acquire's sequence on the in-memory records, each
+// section a call.
+func (f *fixture) acquireWith(req Request, scan func() (Evidence, error), start Start) (Grant, error) {
+	section := func(fn func(Records) error) error { return fn(f.recs) }
+	target := func(Records) (alloc.Target, error) {
+		return alloc.Target{Path: f.c.TopLevel, Key: "w1", Allocation: f.recs.allocs[f.a.AllocationID]}, nil
+	}
+	return acquire(section, target, f.c.CommonDir, f.c, req, sync.OnceValues(scan), start)
 }
 
 func (f *fixture) plant(l store.Lease) store.Lease {
@@ -406,14 +417,20 @@ func TestAcquireTargets(t *testing.T) {
 func TestAcquireStartFails(t *testing.T) {
 	f := newFixture(t)
 	boom := errors.New("boom")
-	t2 := alloc.Target{Path: f.c.TopLevel, Key: "w1", Allocation: f.recs.allocs[f.a.AllocationID]}
-	g, err := decide(f.recs, f.c.CommonDir, f.c, t2, Request{Holder: f.me, Kind: "agent"},
+	g, err := f.acquireWith(Request{Holder: f.me, Kind: "agent"},
 		func() (Evidence, error) { return f.ev, nil }, func(Grant) (*store.ChildGroup, error) { return nil, boom })
-	if !errors.Is(err, boom) || g.Started || !g.Applicable {
+	if !errors.Is(err, boom) || g.Started {
 		t.Fatalf("%+v %v", g, err)
 	}
 	if _, ok := f.recs.leases[f.a.AllocationID]; ok {
-		t.Fatal("a lease was written for a child that never started")
+		t.Fatal("the lease of a child that never started is left")
+	}
+	// The reservation is given back: no binding, git's lock as it was.
+	if b := f.recs.allocs[f.a.AllocationID].ExternalBindings; len(b) != 0 {
+		t.Fatalf("the binding of a grant whose child never started is left: %v", b)
+	}
+	if _, locked, _ := gitrepo.ReadLock(f.c.CommonDir, "w1"); locked {
+		t.Fatal("git's lock is left by a grant whose child never started")
 	}
 }
 
@@ -431,5 +448,44 @@ func TestValidate(t *testing.T) {
 	}
 	if err := validate(Request{Holder: h, Kind: "test"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAcquireStartsOutsideTheSections: the child starts (and the fleet is
+// asked) with the store's lock free, between the section that reserves
+// the grant and the one that writes its lease.
+func TestAcquireStartsOutsideTheSections(t *testing.T) {
+	f := newFixture(t)
+	inSection, sections := false, 0
+	section := func(fn func(Records) error) error {
+		inSection = true
+		sections++
+		defer func() { inSection = false }()
+		return fn(f.recs)
+	}
+	target := func(Records) (alloc.Target, error) {
+		return alloc.Target{Path: f.c.TopLevel, Key: "w1", Allocation: f.recs.allocs[f.a.AllocationID]}, nil
+	}
+	start := func(g Grant) (*store.ChildGroup, error) {
+		if inSection {
+			t.Error("the child started inside an exclusive section")
+		}
+		// The lease is there for the child's first commit; its group is
+		// added once it runs.
+		if l, ok := f.recs.leases[f.a.AllocationID]; !ok || l.Child != nil {
+			t.Errorf("at the child's start the lease is %+v (written: %v)", l, ok)
+		}
+		if b := f.recs.allocs[f.a.AllocationID].ExternalBindings; len(b) != 1 {
+			t.Errorf("the child starts before its runtime binding is written: %v", b)
+		}
+		return &store.ChildGroup{PID: 3000, StartTicks: 9}, nil
+	}
+	g, err := acquire(section, target, f.c.CommonDir, f.c, Request{Holder: f.me, Kind: "agent"},
+		func() (Evidence, error) { return f.ev, nil }, start)
+	if err != nil || !g.Started || g.Code != decision.WriterLeaseAcquired {
+		t.Fatalf("%+v %v", g, err)
+	}
+	if l := f.recs.leases[f.a.AllocationID]; l.Child == nil || l.Child.PID != 3000 || sections != 2 {
+		t.Fatalf("lease %+v after %d sections", l, sections)
 	}
 }

@@ -72,10 +72,12 @@ type backfillPlan struct {
 // Backfill lists every linked binding without a registration document and
 // plans to register those whose live evidence says the registration is the
 // one their allocation created (docs/decisions.md, "Registration maintenance"). With apply "" it is a dry run
-// under the shared lock; otherwise apply must be the plan id of the plan
-// recomputed under the exclusive lock, and the registrations (document and
-// marker) are written. One `git worktree list` per run; a git process per
-// candidate only when its HEAD moved from its base commit.
+// under the shared lock; otherwise the plan is made once under the shared
+// lock, where git is asked, and again under the exclusive lock from what
+// git answered (no git runs there: a question not asked before counts
+// against the candidate), apply must be its plan id, and the registrations
+// (document and marker) are written. One `git worktree list` per plan; a git
+// process per candidate only when its HEAD moved from its base commit.
 func Backfill(ctx context.Context, r *alloc.Repo, apply string) (BackfillResult, error) {
 	if apply != "" {
 		if err := ValidPlanID("--apply", apply); err != nil {
@@ -83,9 +85,10 @@ func Backfill(ctx context.Context, r *alloc.Repo, apply string) (BackfillResult,
 		}
 	}
 	var res BackfillResult
+	facts := &gitFacts{ctx: ctx, r: r, ancestor: map[[2]string]bool{}}
 	body := func(tx *store.Tx) error {
 		var err error
-		if res, err = planBackfill(ctx, r, tx); err != nil {
+		if res, err = planBackfill(tx, facts); err != nil {
 			return err
 		}
 		if apply == "" {
@@ -124,24 +127,66 @@ func Backfill(ctx context.Context, r *alloc.Repo, apply string) (BackfillResult,
 		}
 		return nil
 	}
-	var err error
 	if apply == "" {
-		err = r.Store.Read(body)
-	} else {
-		err = r.Store.Write(body)
+		return res, r.Store.Read(body)
 	}
-	return res, err
+	if err := r.Store.Read(func(tx *store.Tx) error {
+		_, err := planBackfill(tx, facts)
+		return err
+	}); err != nil {
+		return res, err
+	}
+	facts.offline = true
+	return res, r.Store.Write(body)
 }
 
-func planBackfill(ctx context.Context, r *alloc.Repo, tx *store.Tx) (BackfillResult, error) {
+// gitFacts answers planBackfill's questions of git, and remembers them;
+// offline, it answers only from what it remembers.
+type gitFacts struct {
+	ctx      context.Context
+	r        *alloc.Repo
+	offline  bool
+	listed   bool
+	wts      []gitrepo.Worktree
+	ancestor map[[2]string]bool
+}
+
+func (f *gitFacts) inventory() ([]gitrepo.Worktree, error) {
+	if f.listed {
+		return f.wts, nil
+	}
+	if f.offline {
+		return nil, decision.New(decision.Internal, "backfill asked git for the worktrees under the exclusive lock")
+	}
+	wts, err := f.r.Git.Inventory(f.ctx)
+	if err != nil {
+		return nil, gitrepo.ListFailed(err)
+	}
+	f.wts, f.listed = wts, true
+	return wts, nil
+}
+
+// isAncestor reports whether a is an ancestor of b; offline, a question
+// not asked before is no.
+func (f *gitFacts) isAncestor(a, b string) bool {
+	k := [2]string{a, b}
+	if ok, seen := f.ancestor[k]; seen || f.offline {
+		return ok
+	}
+	ok, err := f.r.Git.IsAncestor(f.ctx, a, b)
+	f.ancestor[k] = err == nil && ok
+	return f.ancestor[k]
+}
+
+func planBackfill(tx *store.Tx, facts *gitFacts) (BackfillResult, error) {
 	res := BackfillResult{Contract: BackfillContract, Candidates: []Evidence{}, Refused: []Refusal{}}
 	repo, err := tx.Repository()
 	if err != nil {
 		return res, err
 	}
-	wts, err := r.Git.Inventory(ctx)
+	wts, err := facts.inventory()
 	if err != nil {
-		return res, gitrepo.ListFailed(err)
+		return res, err
 	}
 	live := map[string]gitrepo.Worktree{}
 	for _, w := range wts {
@@ -177,7 +222,7 @@ func planBackfill(ctx context.Context, r *alloc.Repo, tx *store.Tx) (BackfillRes
 		if err != nil {
 			return res, err
 		}
-		blockers, ev := evaluate(ctx, r, item, a)
+		blockers, ev := evaluate(facts, item, a)
 		if len(blockers) > 0 {
 			res.Refused = append(res.Refused, Refusal{Evidence: ev, Blockers: blockers})
 		} else {
@@ -190,8 +235,8 @@ func planBackfill(ctx context.Context, r *alloc.Repo, tx *store.Tx) (BackfillRes
 
 // evaluate gathers the evidence for one binding and every blocker that
 // applies (docs/decisions.md, "Registration maintenance").
-func evaluate(ctx context.Context, r *alloc.Repo, item gitrepo.Worktree, a store.Allocation) ([]string, Evidence) {
-	admin := gitrepo.AdminDir(r.Git.CommonDir, item.Key)
+func evaluate(facts *gitFacts, item gitrepo.Worktree, a store.Allocation) ([]string, Evidence) {
+	admin := gitrepo.AdminDir(facts.r.Git.CommonDir, item.Key)
 	ev := Evidence{WorktreeKey: item.Key, AllocationID: a.AllocationID, RecordVersion: a.RecordVersion, CreatedAt: a.CreatedAt,
 		AdminDir: filepath.ToSlash(filepath.Join("worktrees", item.Key)), Path: item.Path, Head: item.Head, Branch: item.Branch}
 	var blockers []string
@@ -223,7 +268,7 @@ func evaluate(ctx context.Context, r *alloc.Repo, item gitrepo.Worktree, a store
 	case item.Head == "":
 		blockers = append(blockers, decision.HeadUnresolved)
 	case a.BaseCommit != "" && len(blockers) == 0 && item.Head != a.BaseCommit:
-		if ok, err := r.Git.IsAncestor(ctx, a.BaseCommit, item.Head); err != nil || !ok {
+		if !facts.isAncestor(a.BaseCommit, item.Head) {
 			blockers = append(blockers, decision.BaseNotInHistory)
 		}
 	}

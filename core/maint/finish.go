@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -146,9 +145,9 @@ func Finish(ctx context.Context, r *alloc.Repo, req FinishRequest) (FinishResult
 		if err := ValidPlanID("--apply", req.Apply); err != nil {
 			return res, err
 		}
-		err := r.Store.Write(func(tx *store.Tx) error {
+		err := r.Store.WithGitAdmin(ctx, func() error {
 			var err error
-			res, err = applyFinish(ctx, r, tx, target, req)
+			res, err = applyFinish(ctx, r, target, req)
 			return err
 		})
 		return res, err
@@ -459,108 +458,114 @@ func planArchive(ctx context.Context, r *alloc.Repo, plan *FinishPlan, refs map[
 	return nil
 }
 
-func applyFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, target string, req FinishRequest) (FinishResult, error) {
+// applyFinish applies plan req.Apply in the turns of a journaled apply
+// (journaled.go): the plan under the shared lock, the journal under the
+// exclusive one, each git step (archive refs, `git worktree remove`, the
+// branch's deletion) with no store lock, the release under the exclusive
+// lock.
+func applyFinish(ctx context.Context, r *alloc.Repo, target string, req FinishRequest) (FinishResult, error) {
 	res := FinishResult{Code: decision.TaskFinished, PlanID: req.Apply}
-	j, others, err := finishJournalFor(tx, target, req.Task)
-	if err != nil {
-		return res, err
-	}
-	var p finishJournal
-	if j == nil {
+	var (
+		seen *store.Journal
+		p    finishJournal
+	)
+	err := r.Store.Read(func(tx *store.Tx) error {
+		j, others, err := finishJournalFor(tx, target, req.Task)
+		if err != nil {
+			return err
+		}
+		if j != nil {
+			seen, res.ResumedFrom = j, j.Phase
+			if p, err = resumeFinish(tx, *j, req); err != nil {
+				return err
+			}
+			return fenced(others, p.Plan.AllocationID)
+		}
 		a, err := liveAllocation(tx, target, req.Task)
 		if err != nil {
-			return res, err
+			return err
 		}
 		// The plan id says whether the dry run archived: an archiving plan
 		// of merged work archives nothing, so apply never needs --archive.
 		plan, err := planFinish(ctx, r, tx, a, req.Owner, true)
 		if err != nil {
-			return res, err
+			return err
 		}
 		id, err := PlanID(plan)
 		if err != nil {
-			return res, err
+			return err
 		}
 		if id != req.Apply {
-			return res, decision.New(decision.GCPlanDrift, "the finish plan for task %s is now %s, not %s: something changed since the dry run", plan.TaskKey, id, req.Apply).
+			return decision.New(decision.GCPlanDrift, "the finish plan for task %s is now %s, not %s: something changed since the dry run", plan.TaskKey, id, req.Apply).
 				WithHint("run the dry run again, check it, and apply its plan_id").WithFact("plan_id", id)
 		}
-		if err := fenced(others, plan.AllocationID); err != nil {
-			return res, err
-		}
 		p = finishJournal{Plan: plan, PlanID: id}
-		payload, err := json.Marshal(p)
-		if err != nil {
-			return res, err
-		}
-		now := alloc.Now()
-		j = &store.Journal{TransactionID: ids.New(), Operation: opFinish, Phase: PhasePrepared, Actor: proc.Actor(),
-			Target: plan.TargetPath, Payload: payload, CreatedAt: now, UpdatedAt: now}
-		if err := tx.PutJournal(j); err != nil {
-			return res, err
-		}
-		crashpoint.Here("finish:prepared")
-	} else {
-		res.ResumedFrom = j.Phase
-		if p, err = resumeFinish(tx, *j, req); err != nil {
-			return res, err
-		}
-		if err := fenced(others, p.Plan.AllocationID); err != nil {
-			return res, err
-		}
+		return fenced(others, plan.AllocationID)
+	})
+	if err != nil {
+		return res, err
 	}
 	plan := p.Plan
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return res, err
+	}
+	lookup := func(tx *store.Tx) (*store.Journal, []store.Journal, error) {
+		return finishJournalFor(tx, target, req.Task)
+	}
+	j, created, err := begin(r, lookup, seen, func() store.Journal {
+		now := alloc.Now()
+		return store.Journal{TransactionID: ids.New(), Operation: opFinish, Phase: PhasePrepared, Actor: proc.Actor(),
+			Target: plan.TargetPath, Payload: payload, CreatedAt: now, UpdatedAt: now}
+	}, func(tx *store.Tx, others []store.Journal) error {
+		if err := fenced(others, plan.AllocationID); err != nil {
+			return err
+		}
+		return finishRecordsAsPlanned(tx, plan, nil)
+	})
+	if err != nil {
+		return res, err
+	}
+	if created {
+		crashpoint.Here("finish:prepared")
+	}
 	res.Plan, res.TransactionID = plan, j.TransactionID
-	steps := []struct {
-		phase string
-		do    func() error
-	}{
-		{PhaseArchived, func() error { return archiveRefs(ctx, r, plan) }},
-		{PhaseRemoved, func() error { return removeCheckout(ctx, r, plan, res.ResumedFrom == "") }},
-		{PhaseBranchDeleted, func() error { return deleteBranch(ctx, r, plan) }},
-		{PhaseReleased, func() error {
+	steps := []step{
+		{phase: PhaseArchived, git: func() error { return archiveRefs(ctx, r, plan) }},
+		{phase: PhaseRemoved, git: func() error { return removeCheckout(ctx, r, plan) }},
+		{phase: PhaseBranchDeleted, git: func() error { return deleteBranch(ctx, r, plan) }},
+		{phase: PhaseReleased, records: func(tx *store.Tx) error {
 			return release(tx, "finish", plan.AllocationID, plan.ExpectedRecordVersion, plan.Owner, plan.WorktreeKey)
 		}},
 	}
-	for _, s := range steps {
-		if finishOrder[j.Phase] >= finishOrder[s.phase] {
-			continue
-		}
-		if err := s.do(); err != nil {
-			return res, err
-		}
-		j.Phase, j.UpdatedAt = s.phase, alloc.Now()
-		if err := tx.PutJournal(j); err != nil {
-			return res, err
-		}
-		crashpoint.Here("finish:" + strings.ToLower(strings.ReplaceAll(s.phase, "_", "-")))
+	if err := runSteps(r, "finish", j, finishOrder, steps); err != nil {
+		return res, err
 	}
 	receipt, _ := json.Marshal(finishReceiptPayload{Contract: FinishContract, Plan: plan, PlanID: p.PlanID,
 		ReleasedRecordVersion: plan.ExpectedRecordVersion + 1, Result: decision.TaskFinished})
-	if err := alloc.LogEvent(tx, "task_finished", plan.AllocationID, map[string]any{
-		"plan_id": p.PlanID, "task_key": plan.TaskKey, "target_path": plan.TargetPath, "owner": plan.Owner,
-		"archive": plan.Archive, "branch": plan.Branch, "branch_deleted": plan.DeleteBranch, "transaction_id": j.TransactionID}); err != nil {
-		return res, err
-	}
-	return res, tx.FinishJournal(*j, decision.TaskFinished, receipt, alloc.Now())
+	return res, conclude(r, *j, func(tx *store.Tx) error {
+		if err := alloc.LogEvent(tx, "task_finished", plan.AllocationID, map[string]any{
+			"plan_id": p.PlanID, "task_key": plan.TaskKey, "target_path": plan.TargetPath, "owner": plan.Owner,
+			"archive": plan.Archive, "branch": plan.Branch, "branch_deleted": plan.DeleteBranch, "transaction_id": j.TransactionID}); err != nil {
+			return err
+		}
+		return tx.FinishJournal(*j, decision.TaskFinished, receipt, alloc.Now())
+	})
 }
 
 var finishOrder = map[string]int{PhasePrepared: 0, PhaseArchived: 1, PhaseRemoved: 2, PhaseBranchDeleted: 3, PhaseReleased: 4}
 
 // resumeFinish validates an interrupted finish's journal: the same plan id
-// and owner, a phase it knows, and the allocation either untouched since the
-// plan or released by this very plan, with no lease and no external
-// binding. Each step then checks the live state it acts on.
+// and owner, a phase it knows, and the records as the plan left them
+// (finishRecordsAsPlanned). Each step then checks the live state it acts
+// on.
 func resumeFinish(tx *store.Tx, j store.Journal, req FinishRequest) (finishJournal, error) {
 	var p finishJournal
 	if err := strictjson.Decode(j.Payload, &p); err != nil || p.Plan.Contract != FinishContract || p.Plan.TargetPath != j.Target {
 		return p, decision.New(decision.InvalidMetadata, "journal %s does not hold a %s plan for %s", j.TransactionID, FinishContract, j.Target).
 			WithHint("look at %s by hand; wt never overwrites what it cannot read", "journal/"+j.TransactionID+".json")
 	}
-	drift := func(format string, args ...any) error {
-		return decision.New(decision.GCPlanDrift, "interrupted finish %s: "+format, append([]any{j.TransactionID}, args...)...).
-			WithHint("look at what changed: wt-admin status; the journal is %s", "journal/"+j.TransactionID+".json")
-	}
+	drift := finishDrift(j.TransactionID)
 	if p.PlanID != req.Apply {
 		return p, drift("it applies plan %s, not %s", p.PlanID, req.Apply)
 	}
@@ -571,22 +576,37 @@ func resumeFinish(tx *store.Tx, j store.Journal, req FinishRequest) (finishJourn
 	if _, ok := finishOrder[j.Phase]; !ok {
 		return p, drift("unknown phase %q", j.Phase)
 	}
-	a, err := allocationAtPlan(tx, p.Plan.AllocationID, p.Plan.ExpectedRecordVersion, drift, func(a store.Allocation) error {
-		if a.Lifecycle != p.Plan.Lifecycle || a.Owner != p.Plan.Owner || len(a.ExternalBindings) > 0 {
+	return p, finishRecordsAsPlanned(tx, p.Plan, drift)
+}
+
+// finishDrift makes the GC_PLAN_DRIFT refusals of finish transaction id
+// ("" for a plan not yet journaled).
+func finishDrift(id string) func(format string, args ...any) error {
+	return func(format string, args ...any) error {
+		if id == "" {
+			return decision.New(decision.GCPlanDrift, "finish: "+format, args...).
+				WithHint("run the dry run again, check it, and apply its plan_id")
+		}
+		return decision.New(decision.GCPlanDrift, "interrupted finish %s: "+format, append([]any{id}, args...)...).
+			WithHint("look at what changed: wt-admin status; the journal is %s", "journal/"+id+".json")
+	}
+}
+
+// finishRecordsAsPlanned checks, with no git, the store's side of a finish
+// plan: the allocation untouched since the plan (lifecycle, owner, no
+// runtime binding) or released by this very plan, and no lease. drift
+// nil makes its own refusals.
+func finishRecordsAsPlanned(tx *store.Tx, plan FinishPlan, drift func(string, ...any) error) error {
+	if drift == nil {
+		drift = finishDrift("")
+	}
+	_, err := unleasedAtPlan(tx, "finish", plan.TargetPath, plan.AllocationID, plan.ExpectedRecordVersion, drift, func(a store.Allocation) error {
+		if a.Lifecycle != plan.Lifecycle || a.Owner != plan.Owner || len(a.ExternalBindings) > 0 {
 			return drift("allocation %s changed since the plan (%s, owner %s)", a.AllocationID, a.Lifecycle, a.Owner)
 		}
 		return nil
 	})
-	if err != nil {
-		return p, err
-	}
-	if _, ok, err := tx.Lease(a.AllocationID); err != nil {
-		return p, err
-	} else if ok {
-		return p, decision.New(decision.LeasePresent, "a writer lease appeared on task %s during the finish", a.TaskKey).
-			WithHint("see it with wt-admin lease inspect %s", shell.Word(p.Plan.TargetPath))
-	}
-	return p, nil
+	return err
 }
 
 // archiveRefs creates each archive ref at its commit; one already there
@@ -619,10 +639,9 @@ func archiveRefs(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
 // removeCheckout removes the worktree's registration and checkout with
 // `git worktree remove` (git refuses changes it would lose; nothing is
 // forced), or finishes a removal git left half-done. A worktree git no
-// longer lists needs nothing. planned says the plan was built a moment ago
-// in this same section, its changes and users checked; a resumed apply
-// checks them again.
-func removeCheckout(ctx context.Context, r *alloc.Repo, plan FinishPlan, planned bool) error {
+// longer lists needs nothing. Its changes and users are checked again
+// first: the plan saw them with the store's lock free, as this step does.
+func removeCheckout(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
 	if plan.Checkout == CheckoutRemoved {
 		return nil
 	}
@@ -631,22 +650,13 @@ func removeCheckout(ctx context.Context, r *alloc.Repo, plan FinishPlan, planned
 		return err
 	}
 	if item == nil || item.Key != plan.WorktreeKey {
-		if _, err := os.Lstat(plan.AdminPath); err == nil {
-			if !removalTorn(plan.AdminPath) {
-				return decision.New(decision.GCPlanDrift, "git lists no worktree at %s but its admin dir %s remains", plan.TargetPath, plan.AdminPath).
-					WithHint("look at git worktree list")
-			}
-			if err := os.RemoveAll(plan.AdminPath); err != nil {
-				return decision.Wrap(decision.Internal, err, "finish the interrupted removal of %s", plan.AdminPath)
-			}
-		}
-		return nil
+		return finishTornRemoval(plan.TargetPath, plan.AdminPath)
 	}
 	if item.Head != plan.Head {
 		return decision.New(decision.GCPlanDrift, "the HEAD of %s moved from %s to %s since the plan", plan.TargetPath, gitrepo.Short(plan.Head), gitrepo.Short(item.Head)).
 			WithHint("run the dry run again and apply its plan")
 	}
-	if !item.Prunable && !planned {
+	if !item.Prunable {
 		if err := unused(ctx, r, plan.WorktreeKey, plan.TargetPath); err != nil {
 			return err
 		}

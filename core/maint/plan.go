@@ -2,8 +2,9 @@
 // backfill ties bindings written before registrations existed to their
 // registration, and prune removes the git registration of a retained audit
 // worktree whose checkout is gone. Both are plan-then-apply: a dry run
-// prints the plan and its id, and apply recomputes the plan under the
-// store's exclusive lock and acts only if the id is the same.
+// prints the plan and its id, and apply recomputes the plan and acts only
+// if the id is the same; prune and finish apply in the turns journaled.go
+// describes, with no git under the store's exclusive lock.
 package maint
 
 import (

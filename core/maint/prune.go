@@ -99,8 +99,8 @@ func Prune(ctx context.Context, r *alloc.Repo, path, owner, apply string) (Prune
 		})
 		return res, err
 	}
-	err = r.Store.Write(func(tx *store.Tx) error {
-		res, err = applyPrune(ctx, r, tx, target, owner, apply)
+	err = r.Store.WithGitAdmin(ctx, func() error {
+		res, err = applyPrune(ctx, r, target, owner, apply)
 		return err
 	})
 	return res, err
@@ -151,102 +151,130 @@ func gone(tx *store.Tx, target string) error {
 		WithHint("list the worktrees with wt-admin status")
 }
 
-func applyPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner, apply string) (PruneResult, error) {
-	j, others, err := journalFor(tx, target)
-	if err != nil {
-		return PruneResult{}, err
-	}
-	item, err := findWorktree(ctx, r, target)
-	if err != nil {
-		return PruneResult{}, err
-	}
+// applyPrune applies plan apply in the turns of a journaled apply
+// (journaled.go): the plan under the shared lock, the journal under the
+// exclusive one, `git worktree remove` with no store lock, the release
+// under the exclusive lock.
+func applyPrune(ctx context.Context, r *alloc.Repo, target, owner, apply string) (PruneResult, error) {
 	res := PruneResult{Code: decision.RegistrationPruned, PlanID: apply}
-	var p pruneJournal
-	if j == nil {
+	var (
+		seen *store.Journal
+		p    pruneJournal
+		item *gitrepo.Worktree
+	)
+	err := r.Store.Read(func(tx *store.Tx) error {
+		j, others, err := journalFor(tx, target)
+		if err != nil {
+			return err
+		}
+		if item, err = findWorktree(ctx, r, target); err != nil {
+			return err
+		}
+		if j != nil {
+			seen, res.ResumedFrom = j, j.Phase
+			if p, err = resume(ctx, r, tx, *j, item, owner, apply); err != nil {
+				return err
+			}
+			return fenced(others, p.Plan.AllocationID)
+		}
 		if item == nil {
-			return res, gone(tx, target)
+			return gone(tx, target)
 		}
 		plan, err := buildPlan(ctx, r, tx, *item, owner)
 		if err != nil {
-			return res, err
+			return err
 		}
 		if err := samePlan(plan, apply); err != nil {
-			return res, err
-		}
-		if err := fenced(others, plan.AllocationID); err != nil {
-			return res, err
+			return err
 		}
 		p = pruneJournal{Plan: plan, PlanID: apply}
-		payload, err := json.Marshal(p)
-		if err != nil {
-			return res, err
-		}
+		return fenced(others, plan.AllocationID)
+	})
+	if err != nil {
+		return res, err
+	}
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return res, err
+	}
+	lookup := func(tx *store.Tx) (*store.Journal, []store.Journal, error) { return journalFor(tx, target) }
+	j, created, err := begin(r, lookup, seen, func() store.Journal {
 		now := alloc.Now()
-		j = &store.Journal{TransactionID: ids.New(), Operation: opPrune, Phase: PhasePrepared, Actor: proc.Actor(),
+		return store.Journal{TransactionID: ids.New(), Operation: opPrune, Phase: PhasePrepared, Actor: proc.Actor(),
 			Target: target, Payload: payload, CreatedAt: now, UpdatedAt: now}
-		if err := tx.PutJournal(j); err != nil {
-			return res, err
-		}
-		crashpoint.Here("prune:prepared")
-	} else {
-		res.ResumedFrom = j.Phase
-		if p, err = resume(ctx, r, tx, *j, item, owner, apply); err != nil {
-			return res, err
-		}
+	}, func(tx *store.Tx, others []store.Journal) error {
 		if err := fenced(others, p.Plan.AllocationID); err != nil {
-			return res, err
+			return err
 		}
+		return pruneRecordsAsPlanned(tx, p.Plan, nil)
+	})
+	if err != nil {
+		return res, err
+	}
+	if created {
+		crashpoint.Here("prune:prepared")
 	}
 	res.Plan, res.TransactionID = p.Plan, j.TransactionID
-	if item != nil {
-		if err := absent(p.Plan.TargetPath); err != nil {
-			return res, err
-		}
-		if err := removeRegistration(ctx, r, "prune", p.Plan.TargetPath, item.Key); err != nil {
-			return res, err
-		}
-		if err := advance(tx, j, PhaseRemoved); err != nil {
-			return res, err
-		}
-		crashpoint.Here("prune:worktree-removed")
-	} else if j.Phase == PhasePrepared {
-		// git removed it and the process stopped before saying so.
-		if err := advance(tx, j, PhaseRemoved); err != nil {
-			return res, err
-		}
+	steps := []step{
+		{phase: PhaseRemoved, git: func() error {
+			if item == nil {
+				return finishTornRemoval(p.Plan.TargetPath, p.Plan.AdminPath)
+			}
+			if err := absent(p.Plan.TargetPath); err != nil {
+				return err
+			}
+			return removeRegistration(ctx, r, "prune", p.Plan.TargetPath, item.Key)
+		}},
+		{phase: PhaseReleased, records: func(tx *store.Tx) error {
+			return release(tx, "prune", p.Plan.AllocationID, p.Plan.ExpectedRecordVersion, p.Plan.Owner, p.Plan.WorktreeKey)
+		}},
 	}
-	if err := release(tx, "prune", p.Plan.AllocationID, p.Plan.ExpectedRecordVersion, p.Plan.Owner, p.Plan.WorktreeKey); err != nil {
+	if err := runSteps(r, "prune", j, pruneOrder, steps); err != nil {
 		return res, err
 	}
-	if err := advance(tx, j, PhaseReleased); err != nil {
-		return res, err
-	}
-	crashpoint.Here("prune:released-recorded")
 	receipt, _ := json.Marshal(map[string]any{"contract": PruneContract, "plan": p.Plan, "plan_id": p.PlanID,
 		"released_record_version": p.Plan.ExpectedRecordVersion + 1, "result": decision.RegistrationPruned})
-	if err := alloc.LogEvent(tx, "registration_pruned", p.Plan.AllocationID, map[string]any{
-		"plan_id": p.PlanID, "target_path": p.Plan.TargetPath, "worktree_key": p.Plan.WorktreeKey, "owner": p.Plan.Owner,
-		"preserving_ref": p.Plan.PreservingRef, "preserving_oid": p.Plan.PreservingOID, "transaction_id": j.TransactionID}); err != nil {
-		return res, err
+	return res, conclude(r, *j, func(tx *store.Tx) error {
+		if err := alloc.LogEvent(tx, "registration_pruned", p.Plan.AllocationID, map[string]any{
+			"plan_id": p.PlanID, "target_path": p.Plan.TargetPath, "worktree_key": p.Plan.WorktreeKey, "owner": p.Plan.Owner,
+			"preserving_ref": p.Plan.PreservingRef, "preserving_oid": p.Plan.PreservingOID, "transaction_id": j.TransactionID}); err != nil {
+			return err
+		}
+		return tx.FinishJournal(*j, decision.RegistrationPruned, receipt, alloc.Now())
+	})
+}
+
+var pruneOrder = map[string]int{PhasePrepared: 0, PhaseRemoved: 1, PhaseReleased: 2}
+
+// finishTornRemoval finishes a `git worktree remove` that died half-way
+// (git lists the worktree no more, its admin dir remains without gitdir);
+// an admin dir that is gone needs nothing.
+func finishTornRemoval(target, admin string) error {
+	if _, err := os.Lstat(admin); errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	return res, tx.FinishJournal(*j, decision.RegistrationPruned, receipt, alloc.Now())
+	if !removalTorn(admin) {
+		return decision.New(decision.GCPlanDrift, "git lists no worktree at %s but its admin dir %s remains", target, admin).
+			WithHint("look at git worktree list")
+	}
+	if err := os.RemoveAll(admin); err != nil {
+		return decision.Wrap(decision.Internal, err, "finish the interrupted removal of %s", admin)
+	}
+	return nil
 }
 
 // resume validates an interrupted apply's journal against the live state
 // (docs/decisions.md, "Registration maintenance"): the same plan id and owner, the target
-// still absent, the allocation either untouched or released by this very
-// plan, the audit HEAD still kept by the publication branch, no lease, and
-// its binding not handed to anything else.
+// still absent, the records as the plan left them (pruneRecordsAsPlanned),
+// the audit HEAD still kept by the publication branch, and a registration
+// git still lists still the one the plan proved.
 func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, item *gitrepo.Worktree, owner, apply string) (pruneJournal, error) {
 	var p pruneJournal
 	if err := strictjson.Decode(j.Payload, &p); err != nil || p.Plan.Contract != PruneContract || p.Plan.TargetPath != j.Target {
 		return p, decision.New(decision.InvalidMetadata, "journal %s does not hold a %s plan for %s", j.TransactionID, PruneContract, j.Target).
 			WithHint("look at %s by hand; wt never overwrites what it cannot read", "journal/"+j.TransactionID+".json")
 	}
-	drift := func(format string, args ...any) error {
-		return decision.New(decision.GCPlanDrift, "interrupted prune %s: "+format, append([]any{j.TransactionID}, args...)...).
-			WithHint("run the dry run (wt-admin prune %s --owner OWNER) and look at what changed", shell.Word(j.Target))
-	}
+	drift := pruneDrift(j.TransactionID, j.Target)
 	if p.PlanID != apply {
 		return p, drift("it applies plan %s, not %s", p.PlanID, apply)
 	}
@@ -254,44 +282,22 @@ func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, i
 		return p, decision.New(decision.ActiveOwner, "interrupted prune %s was authorized by %q, not %q", j.TransactionID, p.Plan.Owner, owner).
 			WithHint("finish it with --owner %s", shell.Word(p.Plan.Owner))
 	}
-	switch j.Phase {
-	case PhasePrepared, PhaseRemoved, PhaseReleased:
-	default:
+	if _, ok := pruneOrder[j.Phase]; !ok {
 		return p, drift("unknown phase %q", j.Phase)
 	}
 	if err := absent(j.Target); err != nil {
 		return p, err
 	}
-	repo, err := tx.Repository()
-	if err != nil {
+	if err := pruneRecordsAsPlanned(tx, p.Plan, drift); err != nil {
 		return p, err
-	}
-	if repo.RepositoryID != p.Plan.RepositoryID {
-		return p, drift("the repository id changed")
-	}
-	a, err := allocationAtPlan(tx, p.Plan.AllocationID, p.Plan.ExpectedRecordVersion, drift, func(a store.Allocation) error {
-		if a.Role != store.RoleAudit || a.Lifecycle != store.Retained || a.Owner != owner || len(a.ExternalBindings) > 0 {
-			return drift("allocation %s changed since the plan (%s %s, owner %s)", a.AllocationID, a.Lifecycle, a.Role, a.Owner)
-		}
-		return nil
-	})
-	if err != nil {
-		return p, err
-	}
-	if _, ok, err := tx.Lease(a.AllocationID); err != nil {
-		return p, err
-	} else if ok {
-		return p, decision.New(decision.LeasePresent, "a writer lease appeared on allocation %s during the prune", a.AllocationID)
 	}
 	if err := retained(ctx, r, p.Plan.ExpectedHead, p.Plan.PreservingRef); err != nil {
 		return p, err
 	}
-	if b, ok, err := tx.Binding(p.Plan.WorktreeKey); err != nil {
-		return p, err
-	} else if ok && b.AllocationID != a.AllocationID {
-		return p, decision.New(decision.BindingDrift, "worktree key %s now binds allocation %s", p.Plan.WorktreeKey, b.AllocationID)
-	}
-	if item != nil {
+	switch {
+	case item != nil && pruneOrder[j.Phase] >= pruneOrder[PhaseRemoved]:
+		return p, drift("git lists %s again after its removal was recorded", j.Target)
+	case item != nil:
 		// Not yet removed: everything the plan proved must still hold.
 		if item.Key != p.Plan.WorktreeKey || item.Head != p.Plan.ExpectedHead {
 			return p, drift("the registration at %s changed (key %s, HEAD %s)", j.Target, item.Key, item.Head)
@@ -303,16 +309,74 @@ func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, i
 		if err := samePlan(plan, apply); err != nil {
 			return p, err
 		}
-	} else if _, err := os.Lstat(p.Plan.AdminPath); !errors.Is(err, fs.ErrNotExist) {
-		if !removalTorn(p.Plan.AdminPath) {
+	default:
+		if _, err := os.Lstat(p.Plan.AdminPath); !errors.Is(err, fs.ErrNotExist) && !removalTorn(p.Plan.AdminPath) {
 			return p, drift("git lists no worktree at %s but its admin dir %s remains", j.Target, p.Plan.AdminPath)
-		}
-		// A git worktree remove that died half-way: finish it.
-		if err := os.RemoveAll(p.Plan.AdminPath); err != nil {
-			return p, decision.Wrap(decision.Internal, err, "finish the interrupted removal of %s", p.Plan.AdminPath)
 		}
 	}
 	return p, nil
+}
+
+// pruneDrift makes the GC_PLAN_DRIFT refusals of prune transaction id on
+// target ("" for a plan not yet journaled).
+func pruneDrift(id, target string) func(format string, args ...any) error {
+	return func(format string, args ...any) error {
+		what := "prune of " + target
+		if id != "" {
+			what = "interrupted prune " + id
+		}
+		return decision.New(decision.GCPlanDrift, "%s: "+format, append([]any{what}, args...)...).
+			WithHint("run the dry run (wt-admin prune %s --owner OWNER) and look at what changed", shell.Word(target))
+	}
+}
+
+// pruneRecordsAsPlanned checks, with no git, the store's side of a prune
+// plan: the same repository, the allocation untouched since the plan or
+// released by this very plan, no lease, and its binding not handed to
+// anything else. drift nil makes its own refusals.
+func pruneRecordsAsPlanned(tx *store.Tx, plan PrunePlan, drift func(string, ...any) error) error {
+	if drift == nil {
+		drift = pruneDrift("", plan.TargetPath)
+	}
+	repo, err := tx.Repository()
+	if err != nil {
+		return err
+	}
+	if repo.RepositoryID != plan.RepositoryID {
+		return drift("the repository id changed")
+	}
+	a, err := unleasedAtPlan(tx, "prune", plan.TargetPath, plan.AllocationID, plan.ExpectedRecordVersion, drift, func(a store.Allocation) error {
+		if a.Role != store.RoleAudit || a.Lifecycle != store.Retained || a.Owner != plan.Owner || len(a.ExternalBindings) > 0 {
+			return drift("allocation %s changed since the plan (%s %s, owner %s)", a.AllocationID, a.Lifecycle, a.Role, a.Owner)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if b, ok, err := tx.Binding(plan.WorktreeKey); err != nil {
+		return err
+	} else if ok && b.AllocationID != a.AllocationID {
+		return decision.New(decision.BindingDrift, "worktree key %s now binds allocation %s", plan.WorktreeKey, b.AllocationID)
+	}
+	return nil
+}
+
+// unleasedAtPlan is allocationAtPlan, and refuses a writer lease on the
+// allocation (LEASE_PRESENT): op (prune, finish) on target never runs
+// beside a writer.
+func unleasedAtPlan(tx *store.Tx, op, target, id string, version int, drift func(string, ...any) error, unchanged func(store.Allocation) error) (store.Allocation, error) {
+	a, err := allocationAtPlan(tx, id, version, drift, unchanged)
+	if err != nil {
+		return a, err
+	}
+	if _, ok, err := tx.Lease(a.AllocationID); err != nil {
+		return a, err
+	} else if ok {
+		return a, decision.New(decision.LeasePresent, "a writer lease appeared on task %s during the %s", a.TaskKey, op).
+			WithHint("see it with wt-admin lease inspect %s", shell.Word(target))
+	}
+	return a, nil
 }
 
 // allocationAtPlan reads the allocation an interrupted apply's plan names
@@ -641,16 +705,6 @@ func fingerprint(ctx context.Context, r *alloc.Repo, key string) (string, error)
 	}
 	sort.Strings(rows)
 	return strings.Join(rows, "\n"), nil
-}
-
-// advance records the journal's next phase (never going back).
-func advance(tx *store.Tx, j *store.Journal, phase string) error {
-	order := map[string]int{PhasePrepared: 0, PhaseRemoved: 1, PhaseReleased: 2}
-	if order[j.Phase] >= order[phase] {
-		return nil
-	}
-	j.Phase, j.UpdatedAt = phase, alloc.Now()
-	return tx.PutJournal(j)
 }
 
 // release marks the allocation RELEASED with owner unassigned (once: a

@@ -17,11 +17,13 @@ import (
 )
 
 // DefaultLockWait bounds how long a command waits for the store's lock.
-// Most sections hold it for microseconds to milliseconds; some still run
-// git inside theirs (allocate resolves the base and looks the branch up,
-// prune and finish remove a worktree), so a long wait means one of those,
-// or a stuck or stopped process; $WT_LOCK_WAIT (a Go duration) overrides
-// it. A waiter sleeps in flock(2) (flockWait).
+// Sections hold it for microseconds to milliseconds: none runs git or
+// starts a process under the exclusive lock (allocate asks git before it,
+// prune and finish run git between their sections, wt-exec starts its
+// child between the grant's two; git-under-lock.txtar checks it), so a
+// long wait means a stuck or stopped process, or a reader's git under the
+// shared lock; $WT_LOCK_WAIT (a Go duration) overrides it. A waiter sleeps
+// in flock(2) (flockWait).
 const DefaultLockWait = 10 * time.Second
 
 func lockWait() time.Duration {
@@ -164,11 +166,9 @@ func processName(pid int) string {
 // fails ("failed to read .git/worktrees/<name>/commondir"). wt's adds
 // therefore take turns. The store's own lock is not held, so gates and
 // other commands go on meanwhile; the wait is bounded by ctx only (a
-// signal), since another add may be checking out a large tree. (prune and
-// finish remove worktrees inside a store section, and do not wait for this
-// turn: that would hold the store's lock through another add's checkout.
-// git can fail an add that lists the worktrees while one is removed; such
-// an add is undone whole and refused GIT_FAILED, and runs again.)
+// signal), since another add may be checking out a large tree. prune's
+// and finish's applies hold the turn from their plan to their receipt, and
+// take the store's lock only for their short sections.
 func (s *Store) WithGitAdmin(ctx context.Context, fn func() error) error {
 	fd, err := unix.Open(s.root, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -63,6 +63,14 @@ func TestFinishCrashRecovery(t *testing.T) {
 			if ents, _ := os.ReadDir(filepath.Join(repo, ".git", "wt", "journal")); len(ents) != 1 {
 				t.Fatalf("after the crash the journal holds %d entries, want 1", len(ents))
 			}
+			// While the journal stands, no writer is let into the worktree
+			// (the apply runs git with the store's lock free).
+			if t2 := filepath.Join(filepath.Dir(repo), "t2"); point == "finish:prepared" || point == "finish:archived" {
+				r := run(t, t2, "wt-exec", "--client-id", "late", "--", "true")
+				if r.code != 125 || !strings.Contains(r.stderr, "INTERRUPTED_TRANSACTION: a task-finish of task T-2 was interrupted") {
+					t.Fatalf("wt-exec during the interrupted finish: %d %s", r.code, r.stderr)
+				}
+			}
 			// The dry run and doctor name the interrupted apply and how to finish it.
 			out, code = admin(t, bin, repo, "", "finish", "--task", "T-2", "--owner", "bob")
 			if code != 1 || !strings.Contains(out, "INTERRUPTED_TRANSACTION") || !strings.Contains(out, "--apply "+plan) {
