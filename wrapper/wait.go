@@ -166,10 +166,12 @@ func (q *waitQueue) leave() {
 }
 
 // waitable is a refusal that --wait waits out: the lease is held by a live
-// writer (here or in the fleet).
+// writer (here or in the fleet), or the fleet does not answer (a cluster
+// electing a new leader; nothing is granted meanwhile, and --timeout
+// bounds a fleet that never comes back).
 func waitable(err error) bool {
 	switch decision.CodeOf(err) {
-	case decision.WriterLeaseHeld, decision.FleetLeaseHeld:
+	case decision.WriterLeaseHeld, decision.FleetLeaseHeld, decision.FleetUnreachable:
 		return true
 	}
 	return false

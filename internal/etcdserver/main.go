@@ -1,8 +1,10 @@
-// Command etcd-server runs a real single-member etcd for wt's tests and
+// Command etcd-server runs a real etcd member for wt's tests and
 // benchmarks of fleet mode:
 //
-//	etcd-server DIR CLIENT_PORT PEER_PORT
+//	etcd-server DIR CLIENT_PORT PEER_PORT [NAME INITIAL_CLUSTER]
 //
+// alone, or as member NAME of the cluster INITIAL_CLUSTER
+// ("m1=http://127.0.0.1:P1,m2=…", etcd's --initial-cluster), and
 // keeps its data in DIR/data, writes DIR/pid and, once etcd serves,
 // DIR/ready, and serves on 127.0.0.1 until SIGTERM or SIGINT. It is a
 // module of its own, so that etcd's server stays out of wt's requirements
@@ -25,9 +27,13 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: etcd-server DIR CLIENT_PORT PEER_PORT")
+	if len(os.Args) != 4 && len(os.Args) != 6 {
+		fmt.Fprintln(os.Stderr, "usage: etcd-server DIR CLIENT_PORT PEER_PORT [NAME INITIAL_CLUSTER]")
 		os.Exit(2)
+	}
+	name, cluster := "wt-test", ""
+	if len(os.Args) == 6 {
+		name, cluster = os.Args[4], os.Args[5]
 	}
 	dir := os.Args[1]
 	cp, err1 := strconv.Atoi(os.Args[2])
@@ -36,14 +42,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "etcd-server: ports must be numbers")
 		os.Exit(2)
 	}
-	if err := serve(dir, cp, pp); err != nil {
+	if err := serve(dir, cp, pp, name, cluster); err != nil {
 		fmt.Fprintln(os.Stderr, "etcd-server:", err)
 		os.Exit(1)
 	}
 }
 
 // serve runs etcd until SIGTERM or SIGINT.
-func serve(dir string, clientPort, peerPort int) error {
+func serve(dir string, clientPort, peerPort int, name, cluster string) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -54,7 +60,7 @@ func serve(dir string, clientPort, peerPort int) error {
 	}
 	os.Remove(filepath.Join(dir, "ready")) // a restart in the same DIR
 
-	e, err := embed.StartEtcd(config(filepath.Join(dir, "data"), clientPort, peerPort))
+	e, err := embed.StartEtcd(config(filepath.Join(dir, "data"), clientPort, peerPort, name, cluster))
 	if err != nil {
 		return err
 	}
@@ -77,11 +83,11 @@ func serve(dir string, clientPort, peerPort int) error {
 	}
 }
 
-// config is a single member on loopback with fast election timing and no
-// log output.
-func config(dir string, clientPort, peerPort int) *embed.Config {
+// config is a member on loopback with fast election timing and no log
+// output: alone, or of cluster.
+func config(dir string, clientPort, peerPort int, name, cluster string) *embed.Config {
 	cfg := embed.NewConfig()
-	cfg.Name = "wt-test"
+	cfg.Name = name
 	cfg.Dir = dir
 	cfg.TickMs, cfg.ElectionMs = 10, 50
 	cu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
@@ -89,6 +95,13 @@ func config(dir string, clientPort, peerPort int) *embed.Config {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	if cluster != "" {
+		cfg.InitialCluster = cluster
+		cfg.InitialClusterToken = "wt-test-cluster"
+		// Members that share two loaded cores need some slack before
+		// they call an election.
+		cfg.TickMs, cfg.ElectionMs = 25, 500
+	}
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	return cfg
 }

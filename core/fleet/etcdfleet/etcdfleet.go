@@ -177,20 +177,33 @@ func (s *session) watch() {
 	}
 }
 
-// Release implements fleet.Session: stop the keep-alive and revoke, within
-// the coordinator's bound (the session's own Close waits up to the TTL).
+// Release implements fleet.Session: stop the keep-alive and revoke, each
+// try within the coordinator's bound, trying again until ctx ends: a
+// cluster that is electing a new leader (its old one died) answers again
+// within a few election timeouts, and an unrevoked lease keeps every other
+// machine waiting for its TTL.
 func (s *session) Release(ctx context.Context) error {
 	s.mu.Lock()
 	s.released = true
 	s.mu.Unlock()
 	s.es.Orphan()
-	cctx, cancel := s.co.ctx(ctx)
-	defer cancel()
-	if _, err := s.co.c.Revoke(cctx, s.es.Lease()); err != nil && !isLeaseGone(err) {
-		return s.co.unreachable(err)
+	for {
+		cctx, cancel := s.co.ctx(ctx)
+		_, err := s.co.c.Revoke(cctx, s.es.Lease())
+		cancel()
+		if err == nil || isLeaseGone(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return s.co.unreachable(err)
+		case <-time.After(revokeRetry):
+		}
 	}
-	return nil
 }
+
+// revokeRetry is the pause between two tries of a release's revoke.
+const revokeRetry = 50 * time.Millisecond
 
 // isLeaseGone reports etcd's typed "lease not found" (expired, or revoked
 // by someone else), which the client returns as an rpctypes error.

@@ -16,7 +16,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -77,47 +79,142 @@ func Binary() (string, error) {
 // client endpoint.
 func Start(t testing.TB) string {
 	t.Helper()
+	ports := freePorts(t, 2)
+	m := startMember(t, t.TempDir(), ports[0], ports[1])
+	m.ready(t)
+	return m.Endpoint
+}
+
+// Member is one etcd server process of a Cluster.
+type Member struct {
+	Name, Endpoint string
+	cmd            *exec.Cmd
+	dir            string
+	exited         chan struct{}
+}
+
+// Kill ends the member at once (SIGKILL) and waits for it.
+func (m *Member) Kill() {
+	m.cmd.Process.Kill()
+	<-m.exited
+}
+
+// Cluster runs an etcd cluster of n members until the test ends and
+// returns them once it serves.
+func Cluster(t testing.TB, n int) []*Member {
+	t.Helper()
+	ports := freePorts(t, 2*n)
+	var initial []string
+	for i := 0; i < n; i++ {
+		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%d", i, ports[2*i+1]))
+	}
+	top := t.TempDir()
+	var ms []*Member
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("m%d", i)
+		ms = append(ms, startMember(t, filepath.Join(top, name), ports[2*i], ports[2*i+1], name, strings.Join(initial, ",")))
+	}
+	for _, m := range ms {
+		m.ready(t)
+	}
+	return ms
+}
+
+// Leader returns the member that leads the cluster now, asking the live
+// ones.
+func Leader(t testing.TB, ms []*Member) *Member {
+	t.Helper()
+	ids := map[uint64]*Member{}
+	var leader uint64
+	for _, m := range ms {
+		select {
+		case <-m.exited:
+			continue
+		default:
+		}
+		c, err := clientv3.New(clientv3.Config{Endpoints: []string{m.Endpoint}, DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := c.Status(ctx, m.Endpoint)
+		cancel()
+		c.Close()
+		if err != nil {
+			t.Fatalf("status of %s: %v", m.Name, err)
+		}
+		ids[st.Header.MemberId] = m
+		leader = st.Leader
+	}
+	if m := ids[leader]; m != nil {
+		return m
+	}
+	t.Fatal("no live member leads the cluster")
+	return nil
+}
+
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ps []int
+	for len(ps) < n {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// startMember starts an etcd-server process in dir (extra: NAME and
+// INITIAL_CLUSTER) that ends with the test.
+func startMember(t testing.TB, dir string, clientPort, peerPort int, extra ...string) *Member {
+	t.Helper()
 	bin, err := Binary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := FreePort()
-	if err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	pp, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
+	m := &Member{Name: "wt-test", Endpoint: fmt.Sprintf("http://127.0.0.1:%d", clientPort), dir: dir, exited: make(chan struct{})}
+	if len(extra) > 0 {
+		m.Name = extra[0]
 	}
-	dir := t.TempDir()
-	cmd := exec.Command(bin, dir, strconv.Itoa(cp), strconv.Itoa(pp))
+	m.cmd = exec.Command(bin, append([]string{dir, strconv.Itoa(clientPort), strconv.Itoa(peerPort)}, extra...)...)
 	out, err := os.Create(filepath.Join(dir, "output"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
+	m.cmd.Stdout, m.cmd.Stderr = out, out
+	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); <-exited })
+	go func() { m.cmd.Wait(); close(m.exited) }()
+	t.Cleanup(func() { m.cmd.Process.Signal(syscall.SIGTERM); <-m.exited })
+	return m
+}
+
+// ready waits until the member serves.
+func (m *Member) ready(t testing.TB) {
+	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; {
-		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
-			break
+		if _, err := os.Stat(filepath.Join(m.dir, "ready")); err == nil {
+			return
 		}
 		select {
-		case <-exited:
-			b, _ := os.ReadFile(filepath.Join(dir, "output"))
-			t.Fatalf("etcd-server ended before it served:\n%s", b)
+		case <-m.exited:
+			b, _ := os.ReadFile(filepath.Join(m.dir, "output"))
+			t.Fatalf("etcd-server %s ended before it served:\n%s", m.Name, b)
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("etcd-server did not become ready in a minute")
+			t.Fatalf("etcd-server %s did not become ready in a minute", m.Name)
 		}
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d", cp)
 }
 
 // PutKey writes key (value "held") in the etcd at endpoint and returns its
