@@ -517,6 +517,8 @@ func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req
 			l.ExpiresAt = expiry(now, req.TTL)
 		}
 		g.Code = decision.WriterLeaseRenewed
+	case has && running(existing.Holder):
+		return g, held(existing, c.TopLevel, "its holder is running")
 	case has:
 		ev, err := scan()
 		if err != nil {
@@ -732,30 +734,41 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 			keep = append(keep, v) // the caller's own: a renewal keeps it
 			continue
 		}
-		ev, err := scan()
-		if err != nil {
-			return nil, nil, err
-		}
-		var child *store.ChildGroup
-		if sameLease {
-			child = current.Child
-		}
-		why := liveness.Alive(ev, b.Holder, child)
-		if why == "" && b.LeaseID != nil {
-			why = liveness.Carriers(ev, *b.LeaseID)
+		// A running holder is read from its own /proc entry: every refusal
+		// of a --wait waiter while the lease is busy would otherwise read
+		// every process on the machine under the store's lock.
+		live := running(b.Holder)
+		why := "its holder is running"
+		if !live {
+			ev, err := scan()
+			if err != nil {
+				return nil, nil, err
+			}
+			var child *store.ChildGroup
+			if sameLease {
+				child = current.Child
+			}
+			why = liveness.Alive(ev, b.Holder, child)
+			if why == "" && b.LeaseID != nil {
+				why = liveness.Carriers(ev, *b.LeaseID)
+			}
 		}
 		switch {
 		case why == "":
 			stale = append(stale, v)
 		case sameLease:
-			return nil, nil, heldOrOrphaned(ev, *current, a.WorktreePath, fmt.Sprintf("%s (its %s occupancy by client %s)", why, b.Kind, b.Holder.ClientID))
+			d := held(*current, a.WorktreePath, fmt.Sprintf("%s (its %s occupancy by client %s)", why, b.Kind, b.Holder.ClientID))
+			if !live {
+				d = orphaned(d, *current, a.WorktreePath)
+			}
+			return nil, nil, d
 		case b.LeaseID != nil && current == nil:
 			// A wt-exec whose grant is in progress: its binding is
 			// written, its lease not yet (in fleet mode it is asking etcd
 			// meanwhile). The worktree is being taken by a writer: held,
 			// so that --wait waits for it.
 			what := fmt.Sprintf("is being taken by client %s, pid %d (lease %s, its grant in progress)", b.Holder.ClientID, b.Holder.PID, *b.LeaseID)
-			if !ev.IsLive(b.Holder.Identity()) {
+			if !live {
 				what = fmt.Sprintf("is held by what client %s's wt-exec (pid %d, gone before its lease %s was written) started", b.Holder.ClientID, b.Holder.PID, *b.LeaseID)
 			}
 			return nil, nil, decision.New(decision.WriterLeaseHeld, "%s %s: %s", a.WorktreePath, what, why).
@@ -803,6 +816,19 @@ func heldOrOrphaned(ev Evidence, l store.Lease, path, why string) *decision.Erro
 	if ev.IsLive(l.Holder.Identity()) {
 		return d
 	}
+	return orphaned(d, l, path)
+}
+
+// running reports whether holder h is proven to run now, from its own
+// /proc entry (false when it cannot be read: then the full reading
+// decides).
+func running(h proc.Holder) bool {
+	live, err := proc.IsLive(proc.NewReader(), h.Identity())
+	return err == nil && live
+}
+
+// orphaned points a WRITER_LEASE_HELD refusal whose holder is gone at adopt.
+func orphaned(d *decision.Error, l store.Lease, path string) *decision.Error {
 	return d.WithHint("its wt-exec is gone but its command runs: see it with wt-admin ps %s, and let it go on writing with wt-admin lease adopt %s --client-id %s --holder PID",
 		shell.Word(path), shell.Word(path), shell.Word(l.Holder.ClientID))
 }
