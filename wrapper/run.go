@@ -58,18 +58,21 @@ type Options struct {
 	// naming a live ancestor), else self.
 	Holder string
 	Owner  string
-	Kind   string
-	TTL    time.Duration
-	Grace  time.Duration
-	PTY    PTYMode
-	Args   []string
+	// ExpectGeneration and ExpectHead: see lease.Request.
+	ExpectGeneration *int
+	ExpectHead       string
+	Kind             string
+	TTL              time.Duration
+	Grace            time.Duration
+	PTY              PTYMode
+	Args             []string
 
 	Stdin, Stdout, Stderr *os.File
 	// Environ is the environment the child inherits (WT_* lease variables
 	// are replaced).
 	Environ []string
 	// Granted, when set, is called with the grant just before the child
-	// starts (inside the lease section): the caller tells the person
+	// starts (the store's lock free): the caller tells the person
 	// what was granted (a takeover, --verbose) before a command that may
 	// run for hours, not after it exits. It must not block.
 	Granted func(lease.Grant)
@@ -182,7 +185,8 @@ func Run(opts Options) (Result, error) {
 		return s.runNested(path, endWatch)
 	}
 	repo.Store = repo.Store.WithContext(s.startCtx)
-	req := lease.Request{Holder: holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind, Fence: s.fence, Confined: &store.Confinement{}}
+	req := lease.Request{Holder: holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind, Fence: s.fence, Confined: &store.Confinement{},
+		ExpectGeneration: opts.ExpectGeneration, ExpectHead: opts.ExpectHead}
 	acquire := func() error {
 		var err error
 		res.Grant, err = lease.Acquire(repo, c, req, scan, func(g lease.Grant) (*store.ChildGroup, error) {
@@ -216,7 +220,7 @@ func Run(opts Options) (Result, error) {
 		return err
 	}
 	if opts.Wait {
-		err = s.waitAndAcquire(repo.Store.Root(), c, acquire)
+		err = s.waitAndAcquire(repo.Store.Root(), c, holder.ClientID, acquire)
 	} else {
 		err = acquire()
 	}
@@ -233,7 +237,7 @@ func Run(opts Options) (Result, error) {
 		}
 		if res.Grant.Applicable {
 			// Give back what the section wrote before the failure.
-			if _, rerr := lease.Release(repo, res.Grant, scan); rerr != nil {
+			if _, rerr := lease.Release(repo, res.Grant, scan, nil); rerr != nil {
 				opts.Notify("the lease could not be released: " + rerr.Error())
 			}
 		}
@@ -248,7 +252,7 @@ func Run(opts Options) (Result, error) {
 	}
 	s.superviseInto(&res)
 	reportUngated(repo, c, res.Grant, s.branchMark, opts.Notify)
-	res.Released, err = lease.Release(repo, res.Grant, scan)
+	res.Released, err = lease.Release(repo, res.Grant, scan, s.occupants(c, res.Grant))
 	if err != nil {
 		opts.Notify("releasing the lease failed: " + err.Error())
 	} else if res.Released.Kept != "" {
@@ -463,4 +467,61 @@ func branchOf(a store.Allocation) string {
 		return ""
 	}
 	return *a.Branch
+}
+
+// occupants are the processes that use the worktree at top at the end of
+// a run (cwd, an open file, a mapping) that started after the lease's
+// holder and are not of it (its descendants, wt-exec's own): a dev server
+// started from elsewhere, a terminal opened there meanwhile. Older ones
+// (the operator's shell) are not. Only a lease this run created leaves
+// them: they keep the worktree from the next writer (RUNTIME_OCCUPIED).
+//
+// wt-exec --wait runs in the worktree's line are would-be writers, not
+// occupants (the lease orders them); a wt-exec that meets its own process,
+// or an ancestor, as an occupant does not count it either.
+func (s *supervisor) occupants(c gitrepo.Checkout, g lease.Grant) []proc.Holder {
+	if !g.Applicable || !g.Owned {
+		return nil
+	}
+	top := c.TopLevel
+	h := g.Lease.Holder
+	sc, err := proc.NewScan()
+	if err != nil {
+		s.notify("the processes that still use the worktree cannot be read: " + err.Error())
+		return nil
+	}
+	if boot, err := sc.BootID(); err != nil || boot != h.BootID {
+		return nil
+	}
+	mine := map[int]bool{}
+	roots := []int{h.PID, os.Getpid()}
+	for pid := range waitingPIDs(s.repo.Store.Root(), c.Key) {
+		roots = append(roots, pid) // and their fleet helpers
+	}
+	for _, root := range roots {
+		mine[root] = true
+		for _, pid := range sc.Descendants(root) {
+			mine[pid] = true
+		}
+	}
+	uses, err := sc.UsesBy(top, func(st proc.Stat) bool { return st.StartTicks >= h.StartTicks && !mine[st.PID] })
+	if err != nil {
+		s.notify("the processes that still use the worktree cannot be read: " + err.Error())
+		return nil
+	}
+	var out []proc.Holder
+	var who []string
+	for _, u := range uses {
+		st, ok := sc.Process(u.PID)
+		if !ok {
+			continue
+		}
+		out = append(out, proc.Holder{ClientID: h.ClientID, PID: u.PID, BootID: h.BootID, StartTicks: st.StartTicks})
+		who = append(who, fmt.Sprintf("pid %d (%s, %s)", u.PID, u.Command, u.Why))
+	}
+	if len(out) > 0 {
+		s.notify(fmt.Sprintf("%s started during the run and still use %s: no writer is let in beside them (RUNTIME_OCCUPIED) until they are gone; see them with wt-admin ps %s",
+			strings.Join(who, ", "), top, shell.Word(top)))
+	}
+	return out
 }

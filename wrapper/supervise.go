@@ -390,6 +390,10 @@ func (s *supervisor) cleanup() {
 		s.drainOutput()
 		return
 	}
+	if pid := s.transferredTo(); pid != 0 {
+		s.notify(fmt.Sprintf("the lease was transferred to pid %d (wt-admin lease transfer): what the command left runs on under it", pid))
+		return
+	}
 	n := s.terminate(unix.SIGTERM)
 	s.notify(fmt.Sprintf("the command exited; stopping %d leftover process(es), SIGKILL in %s", n, s.opts.Grace))
 	grace := time.NewTimer(max(s.opts.Grace, 0))
@@ -416,6 +420,26 @@ func (s *supervisor) cleanup() {
 	}
 	s.cleanupCgroup()
 	s.drainOutput()
+}
+
+// transferredTo is the pid this run's lease was transferred to (wt-admin
+// lease transfer), 0 when it was not. Asked only when the command left
+// processes behind.
+func (s *supervisor) transferredTo() int {
+	g := s.grant
+	if g == nil || !g.Applicable || !g.Owned {
+		return 0
+	}
+	pid := 0
+	_ = s.repo.Store.Read(func(tx *store.Tx) error {
+		l, ok, err := tx.Lease(g.Lease.AllocationID)
+		if err == nil && ok && l.LeaseID == g.Lease.LeaseID && l.Provenance != nil &&
+			l.Provenance.How == store.ProvenanceTransferred && !l.Holder.Same(g.Lease.Holder) {
+			pid = l.Holder.PID
+		}
+		return err
+	})
+	return pid
 }
 
 // terminate sends sig to the child's group and to every descendant of

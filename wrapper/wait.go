@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/shell"
 )
 
@@ -150,6 +152,25 @@ func (q *waitQueue) sleep(ctx context.Context, deadline time.Time) {
 	}
 }
 
+// waitingPIDs are the pids of the wt-exec --wait runs in the line of
+// worktree key of the store at root (from their tickets' names): would-be
+// writers, which the lease orders, not occupants.
+func waitingPIDs(root, key string) map[int]bool {
+	out := map[int]bool{}
+	ents, err := os.ReadDir(filepath.Join(root, "waiters", key))
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		if _, pid, ok := strings.Cut(e.Name(), "-"); ok {
+			if n, err := strconv.Atoi(pid); err == nil {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}
+
 // leave gives the ticket back.
 func (q *waitQueue) leave() {
 	if q.f != nil {
@@ -166,12 +187,13 @@ func (q *waitQueue) leave() {
 }
 
 // waitable is a refusal that --wait waits out: the lease is held by a live
-// writer (here or in the fleet), or the fleet does not answer (a cluster
+// writer (here or in the fleet), reserved for another client, fenced by a
+// process the last run left in the worktree, or the fleet does not answer (a cluster
 // electing a new leader; nothing is granted meanwhile, and --timeout
 // bounds a fleet that never comes back).
 func waitable(err error) bool {
 	switch decision.CodeOf(err) {
-	case decision.WriterLeaseHeld, decision.FleetLeaseHeld, decision.FleetUnreachable:
+	case decision.WriterLeaseHeld, decision.FleetLeaseHeld, decision.FleetUnreachable, decision.WriterLeaseReserved, decision.RuntimeOccupied:
 		return true
 	}
 	return false
@@ -181,7 +203,10 @@ func waitable(err error) bool {
 // trying only when none is ahead, and sleeping between tries until the
 // lease changes (or WaitRecheck passes), until acquire succeeds or refuses
 // for another reason, the deadline passes, or a signal stops the wait.
-func (s *supervisor) waitAndAcquire(root string, c gitrepo.Checkout, acquire func() error) error {
+//
+// A run whose client the worktree's next grant is reserved for (a handoff)
+// tries whatever its place in line: the reservation comes before the line.
+func (s *supervisor) waitAndAcquire(root string, c gitrepo.Checkout, client string, acquire func() error) error {
 	// Signals are caught before the run takes its place in line: one that
 	// came before watchStart's goroutine had caught them (a loaded
 	// machine) would kill a waiter with its default action, unreported.
@@ -210,7 +235,7 @@ func (s *supervisor) waitAndAcquire(root string, c gitrepo.Checkout, acquire fun
 	}
 	var last error
 	for {
-		if n := q.ahead(); n > 0 {
+		if n := q.ahead(); n > 0 && !lease.ReservedFor(s.repo, c, client) {
 			tell(fmt.Sprintf("%d earlier wt-exec --wait run(s) wait for %s; this one is next after them", n, c.TopLevel))
 		} else {
 			err := acquire()

@@ -33,12 +33,14 @@ type PolicyChange struct {
 	Confine, ConfineAllow *string
 	// BranchLayout is flat or task-dir.
 	BranchLayout *string
+	// RequireOwner is on or off.
+	RequireOwner *string
 }
 
 func (c PolicyChange) empty() bool {
 	return c.PublicationBranch == nil && c.Enforcement == nil && c.Unmanaged == nil && c.MaxActive == nil &&
 		c.Coordinator == nil && c.EtcdEndpoints == nil && c.FleetTTL == nil && c.FleetRemote == nil &&
-		c.Confine == nil && c.ConfineAllow == nil && c.FleetServerFence == nil && c.BranchLayout == nil
+		c.Confine == nil && c.ConfineAllow == nil && c.FleetServerFence == nil && c.BranchLayout == nil && c.RequireOwner == nil
 }
 
 // InitResult is what init did.
@@ -254,6 +256,15 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 				WithHint("pass --branch-layout task-dir (wt/<task>/work) or --branch-layout flat (wt/<task>)")
 		}
 	}
+	if v := c.RequireOwner; v != nil {
+		switch *v {
+		case "on", "off":
+			next.RequireOwner = *v == "on"
+		default:
+			return pol, nil, decision.New(decision.InvalidPolicy, "require-owner %q is not on or off", *v).
+				WithHint("pass --require-owner on (wt-exec must name the task's owner) or --require-owner off")
+		}
+	}
 	if v := c.FleetServerFence; v != nil {
 		switch *v {
 		case "on":
@@ -290,7 +301,7 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 	add("etcd_endpoints", strings.Join(pol.EtcdEndpoints, ","), strings.Join(next.EtcdEndpoints, ","))
 	add("fleet_ttl", pol.FleetTTL, next.FleetTTL)
 	add("fleet_remote", pol.FleetRemote, next.FleetRemote)
-	add("fleet_server_fence", onOff(pol.FleetServerFence), onOff(next.FleetServerFence))
+	add("fleet_server_fence", OnOff(pol.FleetServerFence), OnOff(next.FleetServerFence))
 	add("publication_branch", pol.PublicationBranch, next.PublicationBranch)
 	add("enforcement", pol.Enforcement, next.Enforcement)
 	add("unmanaged", pol.Unmanaged, next.Unmanaged)
@@ -298,6 +309,7 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 	add("confine", pol.ConfineMode(), next.ConfineMode())
 	add("confine_allow", strings.Join(pol.ConfineAllow, ","), strings.Join(next.ConfineAllow, ","))
 	add("branch_layout", pol.Layout(), next.Layout())
+	add("require_owner", OnOff(pol.RequireOwner), OnOff(next.RequireOwner))
 	return next, diffs, nil
 }
 
@@ -365,7 +377,8 @@ func (r *Repo) SetPolicy(ctx context.Context, change PolicyChange) (PolicyResult
 	return res, err
 }
 
-func onOff(b bool) string {
+// OnOff is a policy switch in words.
+func OnOff(b bool) string {
 	if b {
 		return "on"
 	}

@@ -73,6 +73,15 @@ const (
 	WriterLeaseExpired  = "WRITER_LEASE_EXPIRED"
 	WriterLeaseMismatch = "WRITER_LEASE_MISMATCH"
 	WriterLeaseRequired = "WRITER_LEASE_REQUIRED"
+	// StaleHead: --expect-head named another commit than the checkout's
+	// HEAD: the caller decided on a state that has moved.
+	StaleHead = "STALE_HEAD"
+	// WriterLeaseReserved: the worktree's next grant is reserved for
+	// another client (wt-admin lease handoff) until its TTL passes.
+	WriterLeaseReserved = "WRITER_LEASE_RESERVED"
+	// RuntimeOccupied: a process that started during the last run, not
+	// of it, still uses the worktree; no writer is let in beside it.
+	RuntimeOccupied = "RUNTIME_OCCUPIED"
 	// WriterLeaseWaitTimeout: wt-exec --wait --timeout D waited D and the
 	// lease was still held (exit 125).
 	WriterLeaseWaitTimeout = "WRITER_LEASE_WAIT_TIMEOUT"
@@ -90,6 +99,11 @@ const (
 	WriterLeaseRenewed   = "WRITER_LEASE_RENEWED"
 	WriterLeaseTakenOver = "WRITER_LEASE_TAKEN_OVER"
 	WriterLeaseReleased  = "WRITER_LEASE_RELEASED"
+	// HandoffReserved: wt-admin lease handoff reserved the next grant.
+	HandoffReserved = "HANDOFF_RESERVED"
+	// WriterLeaseTransferred: wt-admin lease transfer made a descendant
+	// of the holder the holder.
+	WriterLeaseTransferred = "WRITER_LEASE_TRANSFERRED"
 )
 
 // The operator's lease lifecycle (docs/design.md, "Writer leases").
@@ -277,6 +291,9 @@ var codes = [...]string{
 	WriterLeaseExpired,
 	WriterLeaseMismatch,
 	WriterLeaseRequired,
+	StaleHead,
+	WriterLeaseReserved,
+	RuntimeOccupied,
 	WriterLeaseWaitTimeout,
 	ConfinementUnavailable,
 	ConfinementConflict,
@@ -286,6 +303,8 @@ var codes = [...]string{
 	WriterLeaseRenewed,
 	WriterLeaseTakenOver,
 	WriterLeaseReleased,
+	HandoffReserved,
+	WriterLeaseTransferred,
 	NoWriterLease,
 	AbandonProofInsufficient,
 	OperatorRequired,

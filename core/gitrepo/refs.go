@@ -134,3 +134,32 @@ func RebaseHeadName(gitDir string) string {
 	}
 	return ""
 }
+
+// HeadCommit is the commit the checkout whose git dir is gitDir has
+// checked out, read from its HEAD (a branch through the common dir's
+// refs) without running git; "" for a branch with no commit yet.
+func HeadCommit(gitDir, commonDir string) (string, error) {
+	b, err := readGitFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", err
+	}
+	head := strings.TrimSpace(string(b))
+	if ref, ok := strings.CutPrefix(head, "ref: "); ok {
+		return ReadRef(commonDir, ref)
+	}
+	return head, nil
+}
+
+// FullObjectName reports whether s is a full object name: 40 (SHA-1) or
+// 64 (SHA-256) lowercase hex digits.
+func FullObjectName(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,16 @@ const (
 	AbandonAllowed    = "abandon_allowed"
 	ReleaseOwned      = "release_owned"
 	InspectOnly       = "inspect_only"
+	// ConsumeCrossRoleHandoff: the worktree's next grant is reserved for
+	// the caller (a handoff) and nothing holds it now: run wt-exec.
+	ConsumeCrossRoleHandoff = "consume_cross_role_handoff"
+	// StalePromptLease: the caller named a lease (--lease-id) that is no
+	// longer the worktree's: it ended, or another replaced it.
+	StalePromptLease = "stale_prompt_lease"
+	// FileOrCommentNotAuthoritative: git's lock of the worktree carries
+	// wt's reason, but no lease stands behind it: the lock file alone
+	// entitles nobody.
+	FileOrCommentNotAuthoritative = "file_or_comment_not_authoritative"
 )
 
 // Caller is who asks about a lease: the client and session it runs as
@@ -121,6 +132,12 @@ type Inspection struct {
 	// is to wait or to look closer).
 	Next  string `json:"next,omitempty"`
 	Proof Proof  `json:"proof"`
+	// Handoff is the reservation of the worktree's next grant, if one is
+	// pending.
+	Handoff *store.Handoff `json:"handoff,omitempty"`
+	// GitLock is git's lock reason of the worktree when it names a wt
+	// lease but no lease stands behind it (not authoritative).
+	GitLock string `json:"git_lock,omitempty"`
 }
 
 // found is a worktree's allocation and current lease, read inside a store
@@ -159,25 +176,128 @@ func (f found) mismatch() string {
 	return ""
 }
 
-// Inspect classifies the lease of the worktree at path for caller.
-func Inspect(r *alloc.Repo, path string, caller Caller) (Inspection, error) {
+// Inspect classifies the lease of the worktree at path for caller. leaseID,
+// when set, is the lease the caller was told of (a prompt, a note): if it
+// is not the worktree's lease any more, the answer is stale_prompt_lease.
+// With no lease, a pending handoff, or git's lock naming a lease that is
+// not there, is still answered; otherwise NO_WRITER_LEASE.
+func Inspect(r *alloc.Repo, path string, caller Caller, leaseID string) (Inspection, error) {
 	var in Inspection
+	if leaseID != "" {
+		if err := ValidLeaseID(leaseID); err != nil {
+			return in, err
+		}
+	}
 	err := r.Store.Read(func(tx *store.Tx) error {
-		f, err := leaseAt(r, tx, path)
+		t, err := r.Resolve(tx, path)
 		if err != nil {
 			return err
+		}
+		a := t.Allocation
+		in = Inspection{Path: t.Path, TaskKey: a.TaskKey, AllocationID: a.AllocationID, AlsoAllowed: []string{}}
+		if h, ok, err := tx.Handoff(a.AllocationID); err != nil {
+			return err
+		} else if ok {
+			if exp, err := time.Parse(time.RFC3339Nano, h.ExpiresAt); err == nil && time.Now().Before(exp) {
+				in.Handoff = &h
+			}
+		}
+		l, has, err := tx.Lease(a.AllocationID)
+		if err != nil {
+			return err
+		}
+		if !has {
+			return in.unleased(r, a, caller, leaseID)
 		}
 		ev, err := proc.NewScan()
 		if err != nil {
 			return decision.Wrap(decision.Internal, err, "read /proc")
 		}
 		now := time.Now()
-		in = Inspection{Path: f.t.Path, TaskKey: f.t.Allocation.TaskKey, AllocationID: f.t.Allocation.AllocationID,
-			Lease: f.l, Freshness: liveness.Freshness(ev, f.l, now), Proof: assess(ev, f.l, now, caller), AlsoAllowed: []string{}}
-		in.decide(f.mismatch())
+		in.Lease, in.Freshness, in.Proof = l, liveness.Freshness(ev, l, now), assess(ev, l, now, caller)
+		in.decide(found{t, l}.mismatch())
+		in.promptAndHandoff(caller, leaseID)
 		return nil
 	})
 	return in, err
+}
+
+// unleased answers for a worktree with no lease: the caller's prompt named
+// one that ended; a handoff waits for the caller (or another); git's lock
+// names a lease that is not there; or NO_WRITER_LEASE.
+func (in *Inspection) unleased(r *alloc.Repo, a store.Allocation, caller Caller, leaseID string) error {
+	path := shell.Word(in.Path)
+	in.Freshness = "none"
+	in.GitLock = OrphanLock(r.Git.CommonDir, a)
+	switch {
+	case leaseID != "":
+		in.SafeNextAction, in.Block = StalePromptLease, true
+		in.Reasons = []string{fmt.Sprintf("lease %s is not the worktree's: it has none now (it ended); do not act on it", leaseID)}
+		in.Next = "wt-admin lease list --all"
+	case in.Handoff != nil && in.Handoff.ToClient == caller.ClientID:
+		in.SafeNextAction = ConsumeCrossRoleHandoff
+		in.Reasons = []string{fmt.Sprintf("the next grant is reserved for you (client %s) until %s, and nobody holds the worktree", caller.ClientID, in.Handoff.ExpiresAt)}
+		in.Next = fmt.Sprintf("wt-exec -C %s --client-id %s -- COMMAND", path, shell.Word(caller.ClientID))
+	case in.Handoff != nil:
+		in.SafeNextAction, in.Block = WaitForeignActive, true
+		in.Reasons = []string{fmt.Sprintf("the next grant is reserved for client %s until %s", in.Handoff.ToClient, in.Handoff.ExpiresAt)}
+	case in.GitLock != "":
+		in.SafeNextAction = FileOrCommentNotAuthoritative
+		in.Reasons = []string{fmt.Sprintf("git's lock says %q, but no such lease is in wt's store: the lock file alone entitles nobody (a grant or release cut short left it)", in.GitLock)}
+		in.Next = "git -C " + path + " worktree unlock " + path
+	default:
+		return decision.New(decision.NoWriterLease, "%s (task %s) has no writer lease", in.Path, in.TaskKey).
+			WithHint("nothing to end; a writer takes one with wt-exec -C %s -- COMMAND", path)
+	}
+	return nil
+}
+
+// OrphanLock is git's lock reason of a's worktree when it names a wt lease
+// that has no lease file and no grant in progress behind it (a grant or a
+// release cut short between its two writes): not authoritative, since
+// only the store's lease entitles. "" otherwise, and when a has a lease
+// (the caller reads it) or the lock cannot be read.
+func OrphanLock(commonDir string, a store.Allocation) string {
+	reason, locked, err := gitrepo.ReadLock(commonDir, a.WorktreeKey)
+	if err != nil || !locked || !isWtReason(reason) || grantInProgress(a, reason) {
+		return ""
+	}
+	return reason
+}
+
+// grantInProgress reports whether git's lock reason names a lease whose
+// runtime binding is on a and whose wt-exec runs: a grant between its
+// reservation and its lease (in fleet mode, while etcd is asked).
+func grantInProgress(a store.Allocation, reason string) bool {
+	id := strings.TrimPrefix(reason, reasonPrefix)
+	if len(id) < 36 {
+		return false
+	}
+	id = id[:36]
+	for _, v := range a.ExternalBindings {
+		b, ok, err := proc.DecodeRuntimeBinding(v)
+		if err == nil && ok && b.LeaseID != nil && *b.LeaseID == id && running(b.Holder) {
+			return true
+		}
+	}
+	return false
+}
+
+// promptAndHandoff adds what a lease inspection says beyond the lease
+// itself: a prompt's lease that is not this one, a handoff for the caller.
+func (in *Inspection) promptAndHandoff(caller Caller, leaseID string) {
+	path := shell.Word(in.Path)
+	switch {
+	case leaseID != "" && leaseID != in.Lease.LeaseID:
+		in.SafeNextAction, in.Block, in.AlsoAllowed, in.Next = StalePromptLease, true, []string{}, "wt-admin lease inspect "+path
+		in.Reasons = []string{fmt.Sprintf("lease %s is not the worktree's: its lease is %s (generation %d) now; do not act on the old one", leaseID, in.Lease.LeaseID, in.Lease.Generation)}
+	case in.Handoff != nil && in.Handoff.ToClient == caller.ClientID && !in.Proof.HolderLive && in.Proof.NoLiveMutationRisk:
+		in.SafeNextAction, in.Block, in.AlsoAllowed = ConsumeCrossRoleHandoff, false, []string{}
+		in.Reasons = append(in.Reasons, fmt.Sprintf("the next grant is reserved for you (client %s) until %s", caller.ClientID, in.Handoff.ExpiresAt))
+		in.Next = fmt.Sprintf("wt-exec -C %s --client-id %s -- COMMAND", path, shell.Word(caller.ClientID))
+	case in.Handoff != nil:
+		in.Reasons = append(in.Reasons, fmt.Sprintf("its next grant is reserved for client %s until %s", in.Handoff.ToClient, in.Handoff.ExpiresAt))
+	}
 }
 
 // decide sets the safe next action from the proof (docs/decisions.md,
@@ -260,6 +380,8 @@ type Ended struct {
 	BindingsRemoved []string `json:"bindings_removed"`
 	// Adopted is the lease that replaced it (adopt only).
 	Adopted *store.Lease `json:"adopted,omitempty"`
+	// Transferred is the lease as a transfer left it (transfer only).
+	Transferred *store.Lease `json:"transferred,omitempty"`
 }
 
 // endLease removes lease l of allocation a with git's lock that mirrors it
@@ -305,10 +427,69 @@ func dropBindings(tx *store.Tx, a *store.Allocation, leaseID string) ([]string, 
 	return removed, tx.PutAllocationRuntime(a)
 }
 
+// Expect is what an operator command expects of the lease it acts on:
+// its exact id, its generation, the checkout's HEAD (each when set). A
+// mismatch refuses (WRITER_LEASE_MISMATCH, STALE_HEAD) before anything
+// is changed.
+type Expect struct {
+	LeaseID    string
+	Generation *int
+	Head       string
+}
+
+// check refuses unless lease l of the worktree at path (admin dir
+// adminDir) is as e expects.
+func (e Expect) check(r *alloc.Repo, f found) error {
+	path := shell.Word(f.t.Path)
+	if e.LeaseID != "" && f.l.LeaseID != e.LeaseID {
+		return decision.New(decision.WriterLeaseMismatch, "the lease of %s is %s, not %s", f.t.Path, f.l.LeaseID, e.LeaseID).
+			WithHint("act only on the lease you mean: look at it with wt-admin lease inspect %s", path).
+			WithFact("lease_id", f.l.LeaseID)
+	}
+	if e.Generation != nil && f.l.Generation != *e.Generation {
+		return decision.New(decision.WriterLeaseMismatch, "the lease of %s is at generation %d, not %d: it changed since it was inspected", f.t.Path, f.l.Generation, *e.Generation).
+			WithHint("look at it again: wt-admin lease inspect %s", path).WithFact("generation", f.l.Generation)
+	}
+	if e.Head == "" {
+		return nil
+	}
+	head, err := gitrepo.HeadCommit(gitrepo.AdminDir(r.Git.CommonDir, f.t.Allocation.WorktreeKey), r.Git.CommonDir)
+	if err != nil {
+		return decision.Wrap(decision.InvalidTarget, err, "read the HEAD of %s", f.t.Path)
+	}
+	if head != e.Head {
+		return decision.New(decision.StaleHead, "the HEAD of %s is %s, not %s: it moved since it was looked at", f.t.Path, head, e.Head).
+			WithHint("look at it again: git -C %s log -1", path).WithFact("head", head)
+	}
+	return nil
+}
+
+// ValidExpect checks the expectations given on a command line.
+func ValidExpect(e Expect) error {
+	if e.LeaseID != "" {
+		if err := ValidLeaseID(e.LeaseID); err != nil {
+			return err
+		}
+	}
+	if e.Generation != nil && *e.Generation < 0 {
+		return decision.New(decision.Usage, "--expect-generation %d: a generation is 0 or more", *e.Generation).
+			WithHint("copy it from wt-admin lease inspect PATH")
+	}
+	if e.Head != "" && !gitrepo.FullObjectName(e.Head) {
+		return decision.New(decision.Usage, "--expect-head %q: give the full commit id (git rev-parse HEAD)", e.Head).
+			WithHint("git -C PATH rev-parse HEAD")
+	}
+	return nil
+}
+
 // operate runs fn on the lease of the worktree at path inside one exclusive
-// section, with the proof read there for caller.
-func operate(r *alloc.Repo, path string, caller Caller, fn func(tx *store.Tx, f found, out *Ended, ev Evidence) error) (Ended, error) {
+// section, with the proof read there for caller, once the lease is as
+// expect says.
+func operate(r *alloc.Repo, path string, caller Caller, expect Expect, fn func(tx *store.Tx, f found, out *Ended, ev Evidence) error) (Ended, error) {
 	var out Ended
+	if err := ValidExpect(expect); err != nil {
+		return out, err
+	}
 	err := r.Store.Write(func(tx *store.Tx) error {
 		f, err := leaseAt(r, tx, path)
 		if err != nil {
@@ -317,6 +498,9 @@ func operate(r *alloc.Repo, path string, caller Caller, fn func(tx *store.Tx, f 
 		if m := f.mismatch(); m != "" {
 			return decision.New(decision.WriterLeaseMismatch, "%s", m).
 				WithHint("inspect it with wt-admin lease inspect %s; move the worktree back to where the lease says", shell.Word(f.t.Path))
+		}
+		if err := expect.check(r, f); err != nil {
+			return err
 		}
 		ev, err := proc.NewScan()
 		if err != nil {
@@ -343,17 +527,13 @@ func ValidLeaseID(id string) error {
 // at path, named by its exact id, whose holder has exited, when nothing of
 // it survives (the release rule of docs/decisions.md). A running holder releases its own
 // lease when its wt-exec ends.
-func ReleaseDead(r *alloc.Repo, path, leaseID string) (Ended, error) {
-	if err := ValidLeaseID(leaseID); err != nil {
-		return Ended{}, err
+func ReleaseDead(r *alloc.Repo, path string, expect Expect) (Ended, error) {
+	if expect.LeaseID == "" {
+		return Ended{}, decision.New(decision.Usage, "lease release needs the exact --lease-id of the lease it ends").
+			WithHint("copy it from wt-admin lease inspect %s", shell.Word(path))
 	}
-	return operate(r, path, Caller{}, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
+	return operate(r, path, Caller{}, expect, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
 		p := out.Proof
-		if f.l.LeaseID != leaseID {
-			return decision.New(decision.WriterLeaseMismatch, "the lease of %s is %s, not %s", f.t.Path, f.l.LeaseID, leaseID).
-				WithHint("release only the lease you mean: check it with wt-admin lease inspect %s", shell.Word(f.t.Path)).
-				WithFact("lease_id", f.l.LeaseID)
-		}
 		if !p.NoLiveMutationRisk {
 			return held(f.l, f.t.Path, p.Risk)
 		}
@@ -367,7 +547,7 @@ func ReleaseDead(r *alloc.Repo, path, leaseID string) (Ended, error) {
 // Abandon is `wt-admin lease abandon`: it ends a lease with sufficient proof
 // (Proof.sufficient), storing the proof, the reason and the actor in the
 // event.
-func Abandon(r *alloc.Repo, path, reason string, operator bool, caller Caller) (Ended, error) {
+func Abandon(r *alloc.Repo, path, reason string, operator bool, caller Caller, expect Expect) (Ended, error) {
 	reason = strings.TrimSpace(reason)
 	if err := alloc.ValidText("reason", reason); err != nil {
 		return Ended{}, err
@@ -376,7 +556,7 @@ func Abandon(r *alloc.Repo, path, reason string, operator bool, caller Caller) (
 		return Ended{}, decision.New(decision.Usage, "--reason must say why the lease is abandoned").
 			WithHint("e.g. --reason \"agent crashed; its work is kept on the branch\"")
 	}
-	return operate(r, path, caller, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
+	return operate(r, path, caller, expect, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
 		out.Proof.OperatorAuthorized = operator
 		p := out.Proof
 		if ok, why := p.sufficient(); !ok {
@@ -404,12 +584,12 @@ func Abandon(r *alloc.Repo, path, reason string, operator bool, caller Caller) (
 // hand-over is a new grant: the fencing token moves on); git's lock is
 // moved to it, and the event records where it came from. The new holder
 // and its descendants may already be in the worktree.
-func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string) (Ended, error) {
+func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string, expect Expect) (Ended, error) {
 	reason = strings.TrimSpace(reason)
 	if err := alloc.ValidText("reason", reason); err != nil {
 		return Ended{}, err
 	}
-	return operate(r, path, Caller{ClientID: holder.ClientID, SessionID: holder.SessionID}, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
+	return operate(r, path, Caller{ClientID: holder.ClientID, SessionID: holder.SessionID}, expect, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
 		a, p := f.t.Allocation, out.Proof
 		if a.Role != store.RoleFeature || a.Lifecycle != store.Active {
 			return decision.New(decision.InvalidLifecycle, "allocation of task %s is a %s %s allocation; only ACTIVE feature allocations take a writer", a.TaskKey, a.Lifecycle, a.Role).
@@ -437,9 +617,12 @@ func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string) (Ended
 			return err
 		}
 		now := time.Now().UTC()
+		prior := f.l.Holder
 		nl := store.Lease{LeaseID: ids.New(), RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID,
 			WorktreePath: f.l.WorktreePath, Owner: a.Owner, Holder: holder, AcquiredAt: stamp(now), RenewedAt: stamp(now),
-			Generation: a.LeaseGeneration + 1}
+			Generation: a.LeaseGeneration + 1, HolderResolverVersion: proc.HolderResolverVersion,
+			Provenance: &store.Provenance{How: store.ProvenanceAdopted, PriorLeaseID: f.l.LeaseID, PriorHolder: &prior,
+				By: proc.Actor(), ByClient: holder.ClientID, At: stamp(now), Reason: reason}}
 		removed, err := dropBindings(tx, &a, f.l.LeaseID)
 		if err != nil {
 			return err
@@ -524,4 +707,166 @@ func Expire(r *alloc.Repo) (Expiry, error) {
 		return nil
 	})
 	return res, err
+}
+
+// DefaultHandoffTTL is how long a handoff's reservation waits to be
+// consumed when --ttl does not say.
+const DefaultHandoffTTL = 10 * time.Minute
+
+// Handoff is `wt-admin lease handoff`: it reserves the next grant of the
+// worktree at path for client to, for ttl, in one exclusive section. It
+// is run by the live holder or a process it started (the caller, this
+// process, must descend from it), or by an operator (operator set), who
+// may also reserve a worktree nobody holds. When the holder's run ends,
+// `wt-exec --client-id TO` is granted at once; every other client is
+// refused WRITER_LEASE_RESERVED until the reservation is consumed or
+// expires. A new handoff replaces an unconsumed one.
+func Handoff(r *alloc.Repo, path, to string, ttl time.Duration, operator bool, expect Expect) (store.Handoff, error) {
+	var h store.Handoff
+	if err := proc.ValidateClientID(to); err != nil {
+		return h, err
+	}
+	if ttl < 0 {
+		return h, decision.New(decision.Usage, "--ttl %s: a handoff's TTL is positive", ttl).WithHint("e.g. --ttl 10m")
+	}
+	if ttl == 0 {
+		ttl = DefaultHandoffTTL
+	}
+	if err := ValidExpect(expect); err != nil {
+		return h, err
+	}
+	err := r.Store.Write(func(tx *store.Tx) error {
+		if err := tx.PrepareEvents(); err != nil {
+			return err
+		}
+		t, err := r.Resolve(tx, path)
+		if err != nil {
+			return err
+		}
+		a := t.Allocation
+		if a.Role != store.RoleFeature || a.Lifecycle != store.Active {
+			return decision.New(decision.InvalidLifecycle, "allocation of task %s is a %s %s allocation; only ACTIVE feature allocations take a writer", a.TaskKey, a.Lifecycle, a.Role).
+				WithHint("resume it first: wt-admin resume %s --owner %s", shell.Word(t.Path), shell.Word(a.Owner))
+		}
+		l, has, err := tx.Lease(a.AllocationID)
+		if err != nil {
+			return err
+		}
+		if has {
+			if err := expect.check(r, found{t, l}); err != nil {
+				return err
+			}
+		} else if expect.LeaseID != "" || expect.Generation != nil {
+			return decision.New(decision.WriterLeaseMismatch, "%s (task %s) has no lease, not the one expected", t.Path, a.TaskKey).
+				WithHint("look at it again: wt-admin lease inspect %s", shell.Word(t.Path))
+		}
+		by := proc.Actor()
+		h = store.Handoff{AllocationID: a.AllocationID, WorktreePath: t.Path, ToClient: to, By: by, Operator: operator}
+		switch {
+		case operator:
+		case !has:
+			return decision.New(decision.NoWriterLease, "%s (task %s) has no writer lease to hand over", t.Path, a.TaskKey).
+				WithHint("an operator reserves a free worktree: wt-admin lease handoff %s --to-client %s --operator", shell.Word(t.Path), shell.Word(to))
+		default:
+			inside, err := proc.NewReader().HasAncestor(os.Getpid(), l.Holder.Identity())
+			if err != nil || !inside {
+				return decision.New(decision.WriterLeaseRequired, "lease handoff is run by the holder of %s (client %s, pid %d) or a process it started; this one is neither", t.Path, l.Holder.ClientID, l.Holder.PID).
+					WithHint("run it from the agent that holds the lease, or as an operator: wt-admin lease handoff %s --to-client %s --operator", shell.Word(t.Path), shell.Word(to))
+			}
+			h.ByClient = l.Holder.ClientID
+		}
+		if has {
+			h.FromLeaseID, h.FromGeneration = l.LeaseID, l.Generation
+		}
+		now := time.Now().UTC()
+		h.CreatedAt, h.ExpiresAt = stamp(now), stamp(now.Add(ttl))
+		if err := tx.PutHandoff(&h); err != nil {
+			return err
+		}
+		var lp *store.Lease
+		if has {
+			lp = &l
+		}
+		return logEvent(tx, "handoff_reserved", a, lp, map[string]any{"to_client": h.ToClient, "expires_at": h.ExpiresAt,
+			"operator": operator, "by": by, "from_lease_id": h.FromLeaseID})
+	})
+	return h, err
+}
+
+// Transfer is `wt-admin lease transfer`: run from inside the lease (this
+// process descends from its live holder), it makes pid, a live descendant
+// of the holder, the holder, in one exclusive section: the same lease id
+// and generation (the same writer, now rooted lower), git's lock and the
+// runtime binding moved with it, and the provenance recorded. The new
+// holder's processes may then commit after the old holder exits.
+func Transfer(r *alloc.Repo, path string, pid int, reason string, expect Expect) (Ended, error) {
+	reason = strings.TrimSpace(reason)
+	if err := alloc.ValidText("reason", reason); err != nil {
+		return Ended{}, err
+	}
+	return operate(r, path, Caller{}, expect, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
+		a, l := f.t.Allocation, f.l
+		if !ev.IsLive(l.Holder.Identity()) {
+			return decision.New(decision.InvalidHolder, "the holder of %s (client %s, pid %d) has exited: a transfer is made by a live holder", f.t.Path, l.Holder.ClientID, l.Holder.PID).
+				WithHint("hand the lease to the process that goes on writing: wt-admin lease adopt %s --client-id %s --holder PID", shell.Word(f.t.Path), shell.Word(l.Holder.ClientID))
+		}
+		inside, err := proc.NewReader().HasAncestor(os.Getpid(), l.Holder.Identity())
+		if err != nil || !inside {
+			return decision.New(decision.WriterLeaseRequired, "lease transfer is run from inside the lease of %s (by its holder, client %s, pid %d, or a process it started); this one is not", f.t.Path, l.Holder.ClientID, l.Holder.PID).
+				WithHint("run it from the agent that holds the lease")
+		}
+		s, ok := ev.(*proc.Scan)
+		if !ok || pid == l.Holder.PID || !slices.Contains(s.Descendants(l.Holder.PID), pid) {
+			return decision.New(decision.InvalidHolder, "pid %d is not a live descendant of the holder of %s (client %s, pid %d)", pid, f.t.Path, l.Holder.ClientID, l.Holder.PID).
+				WithHint("name a process the holder started: see them with wt-admin ps %s", shell.Word(f.t.Path))
+		}
+		id, err := proc.Describe(pid)
+		if err != nil {
+			return err
+		}
+		prior := l.Holder
+		nl := l
+		nl.Holder = proc.Holder{ClientID: prior.ClientID, PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks, SessionID: prior.SessionID, RunID: prior.RunID}
+		now := time.Now().UTC()
+		nl.RenewedAt = stamp(now)
+		nl.HolderResolverVersion = proc.HolderResolverVersion
+		nl.Provenance = &store.Provenance{How: store.ProvenanceTransferred, PriorLeaseID: l.LeaseID, PriorHolder: &prior,
+			By: proc.Actor(), ByClient: prior.ClientID, At: stamp(now), Reason: reason}
+		// The runtime binding of the lease names its holder: it moves too.
+		var kind string
+		keep := []string{}
+		for _, v := range a.ExternalBindings {
+			b, ok, err := proc.DecodeRuntimeBinding(v)
+			if err != nil {
+				return err
+			}
+			if ok && b.LeaseID != nil && *b.LeaseID == l.LeaseID && b.Holder.Same(prior) {
+				kind = b.Kind
+				continue
+			}
+			keep = append(keep, v)
+		}
+		if kind == "" {
+			kind = "agent"
+		}
+		nb, err := proc.RuntimeBinding{Holder: nl.Holder, LeaseID: &nl.LeaseID, Kind: kind}.Encode()
+		if err != nil {
+			return err
+		}
+		a.ExternalBindings = append(keep, nb)
+		a.UpdatedAt = stamp(now)
+		if err := tx.PutAllocationRuntime(&a); err != nil {
+			return err
+		}
+		if err := gitrepo.ReplaceLock(r.Git.CommonDir, a.WorktreeKey, Reason(nl)); err != nil {
+			return decision.Wrap(decision.Internal, err, "move git's lock of %s to the new holder", f.t.Path)
+		}
+		if err := tx.PutLease(&nl); err != nil {
+			return err
+		}
+		out.Transferred = &nl
+		tx.Durable()
+		return logEvent(tx, "writer_lease_transferred", a, &nl, map[string]any{"generation": nl.Generation,
+			"previous_holder": prior, "reason": reason})
+	})
 }

@@ -74,7 +74,12 @@ const ReleaseLockWait = 5 * time.Minute
 // rule of docs/decisions.md): nothing left in its process group and no
 // other process using the worktree. Otherwise the lease stays, to be taken over
 // once it is dead, and Kept says why.
-func Release(r *alloc.Repo, g Grant, scan func() (Evidence, error)) (Released, error) {
+//
+// occupants are processes that started during the run, are not of it,
+// and still use the worktree: each is left as a runtime binding of kind
+// occupant, which keeps the worktree from the next writer
+// (RUNTIME_OCCUPIED) until it is gone.
+func Release(r *alloc.Repo, g Grant, scan func() (Evidence, error), occupants []proc.Holder) (Released, error) {
 	var res Released
 	if !g.Applicable || !g.Owned && g.Binding == "" {
 		return res, nil
@@ -142,10 +147,36 @@ func Release(r *alloc.Repo, g Grant, scan func() (Evidence, error)) (Released, e
 			return err
 		}
 		res.LeaseRemoved = true
+		if err := leaveOccupants(tx, &a, l, occupants); err != nil {
+			return err
+		}
 		return logEvent(tx, "writer_lease_released", a, &l, map[string]any{
 			"generation": l.Generation, "acquired_at": l.AcquiredAt, "holder_exited": exited, "child": l.Child, "binding_removed": g.Binding})
 	})
 	return res, err
+}
+
+// leaveOccupants records each occupant of a's worktree as a runtime
+// binding of kind occupant, and the event.
+func leaveOccupants(tx *store.Tx, a *store.Allocation, l store.Lease, occupants []proc.Holder) error {
+	if len(occupants) == 0 {
+		return nil
+	}
+	var pids []int
+	for _, o := range occupants {
+		v, err := proc.RuntimeBinding{Holder: o, Kind: proc.OccupantKind}.Encode()
+		if err != nil {
+			return err
+		}
+		a.ExternalBindings = append(a.ExternalBindings, v)
+		pids = append(pids, o.PID)
+	}
+	a.UpdatedAt = stamp(time.Now())
+	if err := tx.PutAllocationRuntime(a); err != nil {
+		return err
+	}
+	return logEvent(tx, "runtime_occupied", *a, &l, map[string]any{"pids": pids,
+		"why": "started during the run, not of it, and still using the worktree: no writer is let in beside them"})
 }
 
 // holderExited reads the holder's identity alone: the common case (wt-exec

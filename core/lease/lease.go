@@ -32,6 +32,9 @@ type Records interface {
 	PutAllocationRuntime(*store.Allocation) error
 	AppendEvent(store.Event) error
 	Journals() ([]store.Journal, error)
+	Handoff(allocationID string) (store.Handoff, bool, error)
+	PutHandoff(*store.Handoff) error
+	RemoveHandoff(allocationID string) error
 }
 
 // Evidence is one reading of the processes on this machine.
@@ -61,6 +64,13 @@ type Request struct {
 	// start left it (start fills it in when it confines the command; an
 	// ABI of 0 means it did not).
 	Confined *store.Confinement
+	// ExpectGeneration, when set, refuses the grant (WRITER_LEASE_MISMATCH)
+	// unless the worktree's lease generation is still this one: whoever
+	// inspected the lease acts only on the lease it saw.
+	ExpectGeneration *int
+	// ExpectHead, when set, refuses the grant (STALE_HEAD) unless the
+	// checkout's HEAD is at this commit.
+	ExpectHead string
 }
 
 // Start starts the child for a grant and returns its process group (leader
@@ -276,13 +286,23 @@ type reservation struct {
 	leasePlaced bool
 	prevLease   *store.Lease
 	leaseAlloc  string
+	// handoff is the reservation the grant consumed.
+	handoff *store.Handoff
 }
 
-func (r reservation) wrote() bool { return r.before != nil || r.lockPlaced || r.leasePlaced }
+func (r reservation) wrote() bool {
+	return r.before != nil || r.lockPlaced || r.leasePlaced || r.handoff != nil
+}
 
-// giveBack restores the lease file, the allocation and git's lock as
-// they were.
+// giveBack restores the lease file, the allocation, git's lock and a
+// consumed handoff as they were.
 func (r reservation) giveBack(tx Records) error {
+	if r.handoff != nil {
+		h := *r.handoff
+		if err := tx.PutHandoff(&h); err != nil {
+			return err
+		}
+	}
 	if r.leasePlaced {
 		var err error
 		if r.prevLease != nil {
@@ -496,11 +516,34 @@ func underMaintenance(tx Records, a store.Allocation) error {
 func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req Request, scan func() (Evidence, error), g Grant, ck checked) (Grant, error) {
 	a := t.Allocation
 	existing, has, tornOwn, keep, stale := ck.existing, ck.has, ck.tornOwn, ck.keep, ck.stale
+	// The holder was resolved before the lock: described again here, it
+	// must be the same live process.
+	if !holderLive(req.Holder) {
+		return g, decision.New(decision.InvalidHolder, "holder changed during acquisition: pid %d (client %s) is not the process it was resolved as (it exited, or the pid is another's now)", req.Holder.PID, req.Holder.ClientID).
+			WithHint("run wt-exec again from the live holder")
+	}
+	if err := expectations(c, a, req); err != nil {
+		return g, err
+	}
 	repo, err := tx.Repository()
 	if err != nil {
 		return g, err
 	}
+	pol, _, err := tx.Policy()
+	if err != nil {
+		return g, err
+	}
+	g.Policy = pol
 	now := time.Now().UTC()
+	renewal := has && existing.Holder.Same(req.Holder)
+	h, reserved, err := reservedFor(tx, a, c, req, renewal, now)
+	if err != nil {
+		return g, err
+	}
+	if pol.RequireOwner && req.Owner == "" && !reserved && !renewal {
+		return g, decision.New(decision.OwnerMismatch, "this repository's policy requires wt-exec to name the owner of task %s (--owner)", a.TaskKey).
+			WithHint("pass --owner %s, or have its holder hand the task over: wt-admin lease handoff %s --to-client %s", shell.Word(a.Owner), shell.Word(c.TopLevel), shell.Word(req.Holder.ClientID))
+	}
 	var l store.Lease
 	switch {
 	case has && existing.Holder.Same(req.Holder):
@@ -539,6 +582,11 @@ func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req
 	if g.Owned {
 		l.Generation = a.LeaseGeneration + 1
 		a.LeaseGeneration = l.Generation
+		if reserved {
+			if err := consume(tx, &g, &l, a, h); err != nil {
+				return g, err
+			}
+		}
 	}
 	binding, err := proc.RuntimeBinding{Holder: req.Holder, LeaseID: &l.LeaseID, Kind: req.Kind}.Encode()
 	if err != nil {
@@ -576,6 +624,13 @@ func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req
 	if err := placeLock(commonDir, c.Key, l, tornOwn); err != nil {
 		return g, err
 	}
+	if prevLocked && isWtReason(prevReason) && prevReason != Reason(l) && !(has && prevReason == Reason(existing)) {
+		// No lease stood behind it: say so, rather than replace it unseen.
+		if err := logEvent(tx, "orphan_git_lock_replaced", a, nil, map[string]any{"git_lock": prevReason,
+			"why": "git's lock named a wt lease the store does not have (a grant or release cut short)"}); err != nil {
+			return g, err
+		}
+	}
 	g.res.lockPlaced, g.res.prevReason, g.res.prevLocked = true, prevReason, prevLocked
 	g.res.commonDir, g.res.key, g.res.want = commonDir, c.Key, Reason(l)
 	for _, s := range stale {
@@ -583,11 +638,6 @@ func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req
 			return g, err
 		}
 	}
-	pol, _, err := tx.Policy()
-	if err != nil {
-		return g, err
-	}
-	g.Policy = pol
 	prev := ""
 	if has {
 		prev = existing.LeaseID
@@ -602,6 +652,118 @@ func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req
 		return g, nil
 	}
 	return g, g.placeLease(tx)
+}
+
+// selfOrAncestor reports whether h is this process, one of its ancestors
+// or one of its children: an occupant a would-be writer brought itself (it
+// sat in the worktree waiting, with its fleet helper, or the shell it runs
+// from opened there).
+func selfOrAncestor(h proc.Holder) bool {
+	r := proc.NewReader()
+	if h.PID == os.Getpid() {
+		return true
+	}
+	if anc, err := r.HasAncestor(os.Getpid(), h.Identity()); err == nil && anc {
+		return true
+	}
+	self, err := proc.Self()
+	if err != nil {
+		return false
+	}
+	desc, err := r.HasAncestor(h.PID, self)
+	return err == nil && desc
+}
+
+// holderLive reports whether a resolved holder is still the live process
+// it was resolved as (a variable: the unit tests' holders are fakes).
+var holderLive = running
+
+// expectations refuses a grant whose caller expected another lease
+// generation (WRITER_LEASE_MISMATCH) or another HEAD (STALE_HEAD) than the
+// worktree has now; nothing is written before.
+func expectations(c gitrepo.Checkout, a store.Allocation, req Request) error {
+	path := shell.Word(c.TopLevel)
+	if n := req.ExpectGeneration; n != nil && *n != a.LeaseGeneration {
+		return decision.New(decision.WriterLeaseMismatch, "the lease of %s is at generation %d, not %d: it changed since it was inspected", c.TopLevel, a.LeaseGeneration, *n).
+			WithHint("look at it again: wt-admin lease inspect %s", path).WithFact("generation", a.LeaseGeneration)
+	}
+	if req.ExpectHead == "" {
+		return nil
+	}
+	head, err := gitrepo.HeadCommit(c.GitDir, c.CommonDir)
+	if err != nil {
+		return decision.Wrap(decision.InvalidTarget, err, "read the HEAD of %s", c.TopLevel)
+	}
+	if head != req.ExpectHead {
+		return decision.New(decision.StaleHead, "the HEAD of %s is %s, not %s: it moved since it was looked at", c.TopLevel, head, req.ExpectHead).
+			WithHint("look at it again: git -C %s log -1", path).WithFact("head", head)
+	}
+	return nil
+}
+
+// reservedFor reads the handoff of a's worktree: reserved is true when it
+// is for this caller's client (and the grant will consume it). A
+// reservation for another client refuses (WRITER_LEASE_RESERVED), but not
+// the current holder renewing its own lease; one past its TTL is removed
+// (event handoff_expired) and counts for nothing.
+func reservedFor(tx Records, a store.Allocation, c gitrepo.Checkout, req Request, renewal bool, now time.Time) (store.Handoff, bool, error) {
+	h, ok, err := tx.Handoff(a.AllocationID)
+	if err != nil || !ok || renewal {
+		return h, false, err
+	}
+	if exp, err := time.Parse(time.RFC3339Nano, h.ExpiresAt); err != nil || !now.Before(exp) {
+		if err := tx.RemoveHandoff(a.AllocationID); err != nil {
+			return h, false, err
+		}
+		return h, false, logEvent(tx, "handoff_expired", a, nil, map[string]any{"to_client": h.ToClient, "expires_at": h.ExpiresAt, "from_lease_id": h.FromLeaseID})
+	}
+	if h.ToClient != req.Holder.ClientID {
+		return h, false, decision.New(decision.WriterLeaseReserved, "the next grant of %s is reserved for client %s (handed over by %s) until %s", c.TopLevel, h.ToClient, handoffAuthor(h), h.ExpiresAt).
+			WithHint("run as that client (wt-exec --client-id %s), or wait for the reservation to be used or to expire (wt-exec --wait waits)", shell.Word(h.ToClient)).
+			WithFact("to_client", h.ToClient)
+	}
+	return h, true, nil
+}
+
+// ReservedFor reports whether the next grant of checkout c is reserved for
+// client by a handoff that has not expired (false when that cannot be
+// read: the grant itself decides).
+func ReservedFor(r *alloc.Repo, c gitrepo.Checkout, client string) bool {
+	ok := false
+	_ = r.Store.Read(func(tx *store.Tx) error {
+		t, err := r.ResolveCheckout(tx, c)
+		if err != nil {
+			return err
+		}
+		h, has, err := tx.Handoff(t.Allocation.AllocationID)
+		if err != nil || !has || h.ToClient != client {
+			return err
+		}
+		exp, err := time.Parse(time.RFC3339Nano, h.ExpiresAt)
+		ok = err == nil && time.Now().Before(exp)
+		return nil
+	})
+	return ok
+}
+
+// handoffAuthor says who reserved h.
+func handoffAuthor(h store.Handoff) string {
+	if h.Operator {
+		return fmt.Sprintf("an operator (pid %d)", h.By.PID)
+	}
+	return fmt.Sprintf("client %s, pid %d", h.ByClient, h.By.PID)
+}
+
+// consume takes the handoff h into the grant g of lease l: the
+// reservation is removed (given back if the grant fails) and the lease
+// records where it came from.
+func consume(tx Records, g *Grant, l *store.Lease, a store.Allocation, h store.Handoff) error {
+	if err := tx.RemoveHandoff(a.AllocationID); err != nil {
+		return err
+	}
+	g.res.handoff = &h
+	l.Provenance = &store.Provenance{How: store.ProvenanceHandoff, PriorLeaseID: h.FromLeaseID, By: h.By, ByClient: h.ByClient, At: h.CreatedAt}
+	return nil
 }
 
 // placeLease writes the pending grant's lease, before its child starts, so
@@ -636,6 +798,9 @@ func recordGrant(tx Records, g Grant, l store.Lease, a store.Allocation, req Req
 	g.leaseWritten = true
 	g.Lease = l
 	detail := map[string]any{"generation": l.Generation, "expires_at": l.ExpiresAt, "kind": req.Kind, "code": g.Code, "child": l.Child}
+	if l.Provenance != nil {
+		detail["provenance"] = l.Provenance
+	}
 	if g.Previous != nil {
 		detail["previous_lease_id"] = g.Previous.LeaseID
 		detail["previous_holder"] = g.Previous.Holder
@@ -728,6 +893,19 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 		if !ok {
 			return nil, nil, decision.New(decision.ExternalBinding, "allocation of task %s has an external binding %q that fences new writers", a.TaskKey, v).
 				WithHint("whoever added it must remove it; inspect it with wt-admin status --json")
+		}
+		if b.Kind == proc.OccupantKind {
+			// A process the last run left in the worktree: it fences
+			// writers while it lives, and is cleared once it is proven
+			// gone (unreadable is not gone).
+			if live, err := proc.IsLive(proc.NewReader(), b.Holder.Identity()); err == nil && !live || selfOrAncestor(b.Holder) {
+				stale = append(stale, v)
+				continue
+			}
+			return nil, nil, decision.New(decision.RuntimeOccupied, "pid %d (%s) started during the last run of client %s and still uses %s: no writer is let in beside it",
+				b.Holder.PID, proc.Command(b.Holder.PID), b.Holder.ClientID, a.WorktreePath).
+				WithHint("see it with wt-admin ps %s; end it (or wait: wt-exec --wait waits), then run wt-exec again", shell.Word(a.WorktreePath)).
+				WithFact("occupant", b.Holder)
 		}
 		sameLease := current != nil && b.LeaseID != nil && *b.LeaseID == current.LeaseID
 		if sameLease && b.Holder.Same(h) {
@@ -841,7 +1019,8 @@ func held(l store.Lease, path, why string) *decision.Error {
 
 func newLease(repo store.Repository, a store.Allocation, c gitrepo.Checkout, req Request, now time.Time) store.Lease {
 	l := store.Lease{LeaseID: ids.New(), RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID,
-		WorktreePath: c.TopLevel, Owner: a.Owner, Holder: req.Holder, AcquiredAt: stamp(now), RenewedAt: stamp(now)}
+		WorktreePath: c.TopLevel, Owner: a.Owner, Holder: req.Holder, AcquiredAt: stamp(now), RenewedAt: stamp(now),
+		HolderResolverVersion: proc.HolderResolverVersion}
 	if req.TTL > 0 {
 		l.ExpiresAt = expiry(now, req.TTL)
 	}

@@ -23,6 +23,7 @@ import (
 
 type memRecords struct {
 	journals []store.Journal
+	handoffs map[string]store.Handoff
 	repo     store.Repository
 	leases   map[string]store.Lease
 	allocs   map[string]store.Allocation
@@ -52,6 +53,19 @@ func (m *memRecords) PutAllocationRuntime(a *store.Allocation) error {
 }
 func (m *memRecords) AppendEvent(e store.Event) error    { m.events = append(m.events, e); return nil }
 func (m *memRecords) Journals() ([]store.Journal, error) { return m.journals, nil }
+func (m *memRecords) Handoff(id string) (store.Handoff, bool, error) {
+	h, ok := m.handoffs[id]
+	return h, ok, nil
+}
+func (m *memRecords) PutHandoff(h *store.Handoff) error {
+	if m.handoffs == nil {
+		m.handoffs = map[string]store.Handoff{}
+	}
+	m.handoffs[h.AllocationID] = *h
+	m.writes++
+	return nil
+}
+func (m *memRecords) RemoveHandoff(id string) error { delete(m.handoffs, id); m.writes++; return nil }
 
 // fakeEvidence: live identities, group members by leader, path users,
 // carriers of an environment variable.
@@ -113,6 +127,10 @@ func newFixture(t *testing.T) *fixture {
 		other: proc.Holder{ClientID: "other", PID: 2000, BootID: boot, StartTicks: 7},
 	}
 	f.ev.live[f.me.Identity()] = true
+	// The fixture's holders are fakes: the fake evidence says who runs.
+	real := holderLive
+	holderLive = func(h proc.Holder) bool { return f.ev.live[h.Identity()] }
+	t.Cleanup(func() { holderLive = real })
 	return f
 }
 
@@ -487,5 +505,86 @@ func TestAcquireStartsOutsideTheSections(t *testing.T) {
 	}
 	if l := f.recs.leases[f.a.AllocationID]; l.Child == nil || l.Child.PID != 3000 || sections != 2 {
 		t.Fatalf("lease %+v after %d sections", l, sections)
+	}
+}
+
+func (f *fixture) reserve(to string, ttl time.Duration) {
+	f.recs.PutHandoff(&store.Handoff{AllocationID: f.a.AllocationID, WorktreePath: f.c.TopLevel, ToClient: to,
+		FromLeaseID: ids.New(), By: f.other.Identity(), ByClient: f.other.ClientID,
+		CreatedAt: stamp(time.Now()), ExpiresAt: stamp(time.Now().Add(ttl))})
+}
+
+// TestHandoff: a reservation refuses every other client and is consumed by
+// the one it names, with provenance; past its TTL it counts for nothing
+// and is removed; a grant whose child never starts gives it back.
+func TestHandoff(t *testing.T) {
+	f := newFixture(t)
+	f.reserve("worker", time.Minute)
+	_, err := f.acquire(Request{})
+	wantCode(t, err, decision.WriterLeaseReserved)
+	if _, ok := f.recs.handoffs[f.a.AllocationID]; !ok {
+		t.Fatal("a refused client consumed the reservation")
+	}
+	worker := proc.Holder{ClientID: "worker", PID: 4000, BootID: f.boot, StartTicks: 11}
+	f.ev.live[worker.Identity()] = true
+	boom := errors.New("boom")
+	_, err = f.acquireWith(Request{Holder: worker, Kind: "agent"}, func() (Evidence, error) { return f.ev, nil },
+		func(Grant) (*store.ChildGroup, error) { return nil, boom })
+	if !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if _, ok := f.recs.handoffs[f.a.AllocationID]; !ok {
+		t.Fatal("a grant whose child never started kept the reservation it consumed")
+	}
+	g, err := f.acquire(Request{Holder: worker})
+	if err != nil || g.Code != decision.WriterLeaseAcquired {
+		t.Fatalf("%+v %v", g, err)
+	}
+	if _, ok := f.recs.handoffs[f.a.AllocationID]; ok {
+		t.Fatal("the reservation outlived its consumption")
+	}
+	if p := f.recs.leases[f.a.AllocationID].Provenance; p == nil || p.How != store.ProvenanceHandoff || p.ByClient != "other" {
+		t.Fatalf("provenance %+v", p)
+	}
+
+	f2 := newFixture(t)
+	f2.reserve("worker", -time.Second)
+	if g, err := f2.acquire(Request{}); err != nil || g.Code != decision.WriterLeaseAcquired {
+		t.Fatalf("an expired reservation still refuses: %+v %v", g, err)
+	}
+	if _, ok := f2.recs.handoffs[f2.a.AllocationID]; ok {
+		t.Fatal("an expired reservation was not removed")
+	}
+}
+
+// TestExpectations: a grant expecting another generation or HEAD writes
+// nothing; --require-owner wants the owner named.
+func TestExpectations(t *testing.T) {
+	f := newFixture(t)
+	n := 4
+	_, err := f.acquire(Request{ExpectGeneration: &n})
+	wantCode(t, err, decision.WriterLeaseMismatch)
+	os.WriteFile(filepath.Join(f.c.CommonDir, "worktrees", "w1", "HEAD"), []byte("1111111111111111111111111111111111111111\n"), 0o644)
+	f.c.GitDir = filepath.Join(f.c.CommonDir, "worktrees", "w1")
+	_, err = f.acquire(Request{ExpectHead: "2222222222222222222222222222222222222222"})
+	wantCode(t, err, decision.StaleHead)
+	if f.recs.writes != 0 {
+		t.Fatal("a refused expectation wrote")
+	}
+	zero := 0
+	if g, err := f.acquire(Request{ExpectGeneration: &zero, ExpectHead: "1111111111111111111111111111111111111111"}); err != nil || g.Lease.Generation != 1 {
+		t.Fatalf("%+v %v", g, err)
+	}
+}
+
+// TestHolderDescribedAgain: a holder resolved before the lock that is not
+// the same live process inside it is refused, and nothing is written.
+func TestHolderDescribedAgain(t *testing.T) {
+	f := newFixture(t)
+	delete(f.ev.live, f.me.Identity())
+	_, err := f.acquire(Request{})
+	wantCode(t, err, decision.InvalidHolder)
+	if !strings.Contains(err.Error(), "holder changed during acquisition") || f.recs.writes != 0 {
+		t.Fatalf("%v (%d writes)", err, f.recs.writes)
 	}
 }

@@ -2,7 +2,9 @@
 
 package proc
 
-import "github.com/wt-tool/wt/core/strictjson"
+import (
+	"github.com/wt-tool/wt/core/strictjson"
+)
 
 // DecodeFastJSON is Holder's generated strict decoder (core/strictjson/fast.go).
 func (x *Holder) DecodeFastJSON(d *strictjson.Dec) {

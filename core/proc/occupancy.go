@@ -13,8 +13,14 @@ import (
 // occupancy: a process running in the worktree under wt-exec (docs/design.md, "Allocations, roles and lifecycles").
 const RuntimeBindingPrefix = "runtime:process-v1:"
 
+// OccupantKind is the kind of the binding wt-exec leaves, at the end of a
+// run, for each process that started during the run, is not of it, and
+// still uses the worktree (RUNTIME_OCCUPIED): not a kind wt-exec's --kind
+// takes.
+const OccupantKind = "occupant"
+
 // Occupancy kinds.
-var occupancyKinds = map[string]bool{"agent": true, "test": true, "preview": true, "background": true, "command": true}
+var occupancyKinds = map[string]bool{"agent": true, "test": true, "preview": true, "background": true, "command": true, OccupantKind: true}
 
 // RuntimeBinding is the decoded value of a runtime occupancy binding.
 type RuntimeBinding struct {

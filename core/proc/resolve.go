@@ -15,6 +15,12 @@ import (
 // MaxAncestorHops bounds the search of ancestor:NAME (docs/design.md, "wt-exec").
 const MaxAncestorHops = 32
 
+// HolderResolverVersion names the rules below (self, PID, ancestor:NAME
+// by argv[0] or exe basename, read consistently, at most MaxAncestorHops
+// up); a grant records it, so a lease says which rules chose its holder.
+// It changes whenever those rules do.
+const HolderResolverVersion = 1
+
 // Names are the caller-chosen parts of a holder.
 type Names struct {
 	ClientID  string

@@ -198,6 +198,30 @@ func (s *Scan) PathsInUse(dir string) ([]Use, error) {
 	return out, nil
 }
 
+// UsesBy is PathsInUse among the processes keep accepts: only theirs are
+// read (their cwd, open files and mappings), which is what makes it cheap
+// when keep accepts few.
+func (s *Scan) UsesBy(dir string, keep func(Stat) bool) ([]Use, error) {
+	root, err := Canonical(dir)
+	if err != nil {
+		return nil, err
+	}
+	rr := &refReader{Reader: NewReader(), link: make([]byte, unix.PathMax), dirent: make([]byte, 8192)}
+	var out []Use
+	for _, p := range s.procs {
+		if s.exclude[p.PID] || s.own[p.PID] || !keep(p) {
+			continue
+		}
+		for _, rf := range rr.refs(p.PID) {
+			if within(rf.path, root) {
+				out = append(out, Use{PID: p.PID, Why: rf.why, Path: rf.path, Command: Command(p.PID)})
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
 func within(path, root string) bool {
 	if root == "/" {
 		return strings.HasPrefix(path, "/")

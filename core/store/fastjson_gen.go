@@ -2,7 +2,10 @@
 
 package store
 
-import "github.com/wt-tool/wt/core/strictjson"
+import (
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/strictjson"
+)
 
 // DecodeFastJSON is Repository's generated strict decoder (core/strictjson/fast.go).
 func (x *Repository) DecodeFastJSON(d *strictjson.Dec) {
@@ -200,6 +203,13 @@ func (x *Policy) DecodeFastJSON(d *strictjson.Dec) {
 			}
 			seen |= 0x4000
 			x.BranchLayout = d.String()
+		case "require_owner":
+			if seen&0x8000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x8000
+			x.RequireOwner = d.Bool()
 		default:
 			d.GiveUp()
 			return
@@ -277,6 +287,11 @@ func (x Policy) AppendFastJSON(e *strictjson.Enc, depth int) {
 	if len(x.BranchLayout) != 0 {
 		e.Key(n, "\"branch_layout\"", depth)
 		e.String(x.BranchLayout)
+		n++
+	}
+	if x.RequireOwner {
+		e.Key(n, "\"require_owner\"", depth)
+		e.Bool(x.RequireOwner)
 		n++
 	}
 	e.Close(n, depth)
@@ -846,6 +861,23 @@ func (x *Lease) DecodeFastJSON(d *strictjson.Dec) {
 				x.Confined = new(Confinement)
 				x.Confined.DecodeFastJSON(d)
 			}
+		case "holder_resolver_version":
+			if seen&0x8000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x8000
+			x.HolderResolverVersion = int(d.Int64(0))
+		case "provenance":
+			if seen&0x10000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x10000
+			if !d.Null() {
+				x.Provenance = new(Provenance)
+				x.Provenance.DecodeFastJSON(d)
+			}
 		default:
 			d.GiveUp()
 			return
@@ -922,6 +954,20 @@ func (x Lease) AppendFastJSON(e *strictjson.Enc, depth int) {
 			e.Null()
 		} else {
 			(*x.Confined).AppendFastJSON(e, depth+1)
+		}
+		n++
+	}
+	if x.HolderResolverVersion != 0 {
+		e.Key(n, "\"holder_resolver_version\"", depth)
+		e.Int(int64(x.HolderResolverVersion))
+		n++
+	}
+	if x.Provenance != nil {
+		e.Key(n, "\"provenance\"", depth)
+		if x.Provenance == nil {
+			e.Null()
+		} else {
+			(*x.Provenance).AppendFastJSON(e, depth+1)
 		}
 		n++
 	}
@@ -1137,6 +1183,263 @@ func (x FleetLease) AppendFastJSON(e *strictjson.Enc, depth int) {
 	n++
 	e.Key(n, "\"ttl\"", depth)
 	e.String(x.TTL)
+	n++
+	e.Close(n, depth)
+}
+
+// DecodeFastJSON is Provenance's generated strict decoder (core/strictjson/fast.go).
+func (x *Provenance) DecodeFastJSON(d *strictjson.Dec) {
+	d.Object()
+	var seen uint64
+	for {
+		k, ok := d.Key()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "how":
+			if seen&0x1 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x1
+			x.How = d.String()
+		case "prior_lease_id":
+			if seen&0x2 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x2
+			x.PriorLeaseID = d.String()
+		case "prior_holder":
+			if seen&0x4 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x4
+			if !d.Null() {
+				x.PriorHolder = new(proc.Holder)
+				x.PriorHolder.DecodeFastJSON(d)
+			}
+		case "by":
+			if seen&0x8 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x8
+			x.By.DecodeFastJSON(d)
+		case "by_client":
+			if seen&0x10 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x10
+			x.ByClient = d.String()
+		case "at":
+			if seen&0x20 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x20
+			x.At = d.String()
+		case "reason":
+			if seen&0x40 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x40
+			x.Reason = d.String()
+		default:
+			d.GiveUp()
+			return
+		}
+	}
+	if seen&0x2b != 0x2b {
+		d.GiveUp()
+	}
+}
+
+// AppendFastJSON is Provenance's generated encoder (core/strictjson/fast.go).
+func (x Provenance) AppendFastJSON(e *strictjson.Enc, depth int) {
+	e.Open()
+	n := 0
+	e.Key(n, "\"how\"", depth)
+	e.String(x.How)
+	n++
+	e.Key(n, "\"prior_lease_id\"", depth)
+	e.String(x.PriorLeaseID)
+	n++
+	if x.PriorHolder != nil {
+		e.Key(n, "\"prior_holder\"", depth)
+		if x.PriorHolder == nil {
+			e.Null()
+		} else {
+			(*x.PriorHolder).AppendFastJSON(e, depth+1)
+		}
+		n++
+	}
+	e.Key(n, "\"by\"", depth)
+	x.By.AppendFastJSON(e, depth+1)
+	n++
+	if len(x.ByClient) != 0 {
+		e.Key(n, "\"by_client\"", depth)
+		e.String(x.ByClient)
+		n++
+	}
+	e.Key(n, "\"at\"", depth)
+	e.String(x.At)
+	n++
+	if len(x.Reason) != 0 {
+		e.Key(n, "\"reason\"", depth)
+		e.String(x.Reason)
+		n++
+	}
+	e.Close(n, depth)
+}
+
+// DecodeFastJSON is Handoff's generated strict decoder (core/strictjson/fast.go).
+func (x *Handoff) DecodeFastJSON(d *strictjson.Dec) {
+	d.Object()
+	var seen uint64
+	for {
+		k, ok := d.Key()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "schema_version":
+			if seen&0x1 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x1
+			x.Meta.SchemaVersion = int(d.Int64(0))
+		case "record_version":
+			if seen&0x2 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x2
+			x.Meta.RecordVersion = int(d.Int64(0))
+		case "allocation_id":
+			if seen&0x4 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x4
+			x.AllocationID = d.String()
+		case "worktree_path":
+			if seen&0x8 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x8
+			x.WorktreePath = d.String()
+		case "to_client":
+			if seen&0x10 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x10
+			x.ToClient = d.String()
+		case "from_lease_id":
+			if seen&0x20 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x20
+			x.FromLeaseID = d.String()
+		case "from_generation":
+			if seen&0x40 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x40
+			x.FromGeneration = int(d.Int64(0))
+		case "by":
+			if seen&0x80 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x80
+			x.By.DecodeFastJSON(d)
+		case "by_client":
+			if seen&0x100 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x100
+			x.ByClient = d.String()
+		case "operator":
+			if seen&0x200 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x200
+			x.Operator = d.Bool()
+		case "created_at":
+			if seen&0x400 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x400
+			x.CreatedAt = d.String()
+		case "expires_at":
+			if seen&0x800 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x800
+			x.ExpiresAt = d.String()
+		default:
+			d.GiveUp()
+			return
+		}
+	}
+	if seen&0xfff != 0xfff {
+		d.GiveUp()
+	}
+}
+
+// AppendFastJSON is Handoff's generated encoder (core/strictjson/fast.go).
+func (x Handoff) AppendFastJSON(e *strictjson.Enc, depth int) {
+	e.Open()
+	n := 0
+	e.Key(n, "\"schema_version\"", depth)
+	e.Int(int64(x.Meta.SchemaVersion))
+	n++
+	e.Key(n, "\"record_version\"", depth)
+	e.Int(int64(x.Meta.RecordVersion))
+	n++
+	e.Key(n, "\"allocation_id\"", depth)
+	e.String(x.AllocationID)
+	n++
+	e.Key(n, "\"worktree_path\"", depth)
+	e.String(x.WorktreePath)
+	n++
+	e.Key(n, "\"to_client\"", depth)
+	e.String(x.ToClient)
+	n++
+	e.Key(n, "\"from_lease_id\"", depth)
+	e.String(x.FromLeaseID)
+	n++
+	e.Key(n, "\"from_generation\"", depth)
+	e.Int(int64(x.FromGeneration))
+	n++
+	e.Key(n, "\"by\"", depth)
+	x.By.AppendFastJSON(e, depth+1)
+	n++
+	e.Key(n, "\"by_client\"", depth)
+	e.String(x.ByClient)
+	n++
+	e.Key(n, "\"operator\"", depth)
+	e.Bool(x.Operator)
+	n++
+	e.Key(n, "\"created_at\"", depth)
+	e.String(x.CreatedAt)
+	n++
+	e.Key(n, "\"expires_at\"", depth)
+	e.String(x.ExpiresAt)
 	n++
 	e.Close(n, depth)
 }

@@ -90,6 +90,9 @@ type Policy struct {
 	// a ref directory of the task's own, which is what lets confinement
 	// keep every other task's branch out of a confined agent's reach.
 	BranchLayout string `json:"branch_layout,omitempty"`
+	// RequireOwner makes wt-exec in a governed worktree name the task's
+	// owner (--owner), or consume a handoff reserved for its client.
+	RequireOwner bool `json:"require_owner,omitempty"`
 }
 
 // Branch layouts.
@@ -219,6 +222,57 @@ type Lease struct {
 	// Confined is the Landlock confinement its command runs under, when
 	// wt-exec confined it.
 	Confined *Confinement `json:"confined,omitempty"`
+	// HolderResolverVersion names the rules that resolved the holder
+	// (proc.HolderResolverVersion): a reader of an older lease knows
+	// which rules it was granted under.
+	HolderResolverVersion int `json:"holder_resolver_version,omitempty"`
+	// Provenance says where the lease came from, when not from a plain
+	// grant: adopted, transferred, a handoff consumed.
+	Provenance *Provenance `json:"provenance,omitempty"`
+}
+
+// Provenance is how a lease came to its holder other than by a plain
+// grant.
+type Provenance struct {
+	// How is adopted, transferred or handoff.
+	How string `json:"how"`
+	// PriorLeaseID and PriorHolder are the lease it replaced (the same
+	// lease id for a transfer) and that lease's holder.
+	PriorLeaseID string       `json:"prior_lease_id"`
+	PriorHolder  *proc.Holder `json:"prior_holder,omitempty"`
+	// By is the process that did it (wt-admin's, or the handoff's
+	// author).
+	By proc.Identity `json:"by"`
+	// ByClient is the client that asked, when one was named.
+	ByClient string `json:"by_client,omitempty"`
+	At       string `json:"at"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Provenance kinds.
+const (
+	ProvenanceAdopted     = "adopted"
+	ProvenanceTransferred = "transferred"
+	ProvenanceHandoff     = "handoff"
+)
+
+// Handoff is handoffs/<allocation_id>.json: the worktree's next grant,
+// reserved for one client (wt-admin lease handoff) until ExpiresAt.
+type Handoff struct {
+	Meta
+	AllocationID string `json:"allocation_id"`
+	WorktreePath string `json:"worktree_path"`
+	ToClient     string `json:"to_client"`
+	// FromLeaseID and FromGeneration are the lease that reserved it.
+	FromLeaseID    string `json:"from_lease_id"`
+	FromGeneration int    `json:"from_generation"`
+	// By is who reserved it: the holder (or a descendant of it), or an
+	// operator (Operator set).
+	By        proc.Identity `json:"by"`
+	ByClient  string        `json:"by_client"`
+	Operator  bool          `json:"operator"`
+	CreatedAt string        `json:"created_at"`
+	ExpiresAt string        `json:"expires_at"`
 }
 
 // Confinement is what a confined command may do: write only beneath Write

@@ -30,6 +30,7 @@ const (
 	registrationsDir = "registrations"
 	leasesDir        = "leases"
 	runtimeDir       = "runtime"
+	handoffsDir      = "handoffs"
 	journalDir       = "journal"
 	receiptsDir      = "receipts"
 	eventsName       = "events.jsonl"

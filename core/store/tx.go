@@ -634,6 +634,51 @@ func (tx *Tx) RemoveLease(allocationID string) error {
 	return tx.remove(tx.path(leasesDir, allocationID+".json"), bootScoped)
 }
 
+// Handoff reads handoffs/<allocation_id>.json: the next grant of the
+// allocation's worktree, reserved (ok false when none is).
+func (tx *Tx) Handoff(allocationID string) (Handoff, bool, error) {
+	var h Handoff
+	if err := validID("allocation", allocationID); err != nil {
+		return h, false, err
+	}
+	p := tx.path(handoffsDir, allocationID+".json")
+	ok, err := readRecord(p, &h)
+	if err != nil || !ok {
+		return h, false, err
+	}
+	if h.AllocationID != allocationID {
+		return h, false, invalid(p, fmt.Errorf("allocation_id %q does not match the file name", h.AllocationID))
+	}
+	return h, true, nil
+}
+
+// PutHandoff writes a reservation, making the handoffs directory if this
+// store has none yet.
+func (tx *Tx) PutHandoff(h *Handoff) error {
+	if err := validID("allocation", h.AllocationID); err != nil {
+		return err
+	}
+	if has, err := tx.hasDir(handoffsDir); err != nil {
+		return err
+	} else if !has {
+		if err := mkdirNoFollow(tx.path(handoffsDir)); err != nil {
+			return err
+		}
+	}
+	return tx.put(tx.path(handoffsDir, h.AllocationID+".json"), h, durable)
+}
+
+// RemoveHandoff removes a reservation (none is fine).
+func (tx *Tx) RemoveHandoff(allocationID string) error {
+	if err := validID("allocation", allocationID); err != nil {
+		return err
+	}
+	if has, err := tx.hasDir(handoffsDir); err != nil || !has {
+		return err
+	}
+	return tx.remove(tx.path(handoffsDir, allocationID+".json"), durable)
+}
+
 // Journals reads every journal entry in flight.
 func (tx *Tx) Journals() ([]Journal, error) {
 	ids, err := tx.list(journalDir)

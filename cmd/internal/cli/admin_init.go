@@ -29,6 +29,7 @@ func policyFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "confine", Usage: "wt-exec confines its command with Landlock: off, auto (where the kernel can) or require"},
 		&ucli.StringFlag{Name: "confine-allow", Usage: "more directories a confined command may write beneath: /ABS/DIR[,/ABS/DIR] (\"\" clears)"},
 		&ucli.StringFlag{Name: "branch-layout", Usage: "a new allocation's default branch: flat (wt/TASK) or task-dir (wt/TASK/work, a ref directory per task, so confinement keeps other tasks' branches out of reach)"},
+		&ucli.StringFlag{Name: "require-owner", Usage: "on: wt-exec in a governed worktree must name the task's owner (--owner) or consume a handoff reserved for its client; off (the default)"},
 	}
 }
 
@@ -38,7 +39,7 @@ func policyChange(c *ucli.Context) alloc.PolicyChange {
 		Coordinator: optString(c, "coordinator"), EtcdEndpoints: optString(c, "etcd-endpoints"),
 		FleetTTL: optString(c, "fleet-ttl"), FleetRemote: optString(c, "fleet-remote"),
 		Confine: optString(c, "confine"), ConfineAllow: optString(c, "confine-allow"), FleetServerFence: optString(c, "fleet-server-fence"),
-		BranchLayout: optString(c, "branch-layout")}
+		BranchLayout: optString(c, "branch-layout"), RequireOwner: optString(c, "require-owner")}
 }
 
 func (e *env) initCommand() *ucli.Command {
@@ -141,6 +142,7 @@ func printPolicy(w io.Writer, p store.Policy) {
 	}
 	fmt.Fprintf(tw, "confine\t%s\n", confine)
 	fmt.Fprintf(tw, "branch_layout\t%s (%s)\n", p.Layout(), p.TaskBranch("TASK"))
+	fmt.Fprintf(tw, "require_owner\t%s\n", alloc.OnOff(p.RequireOwner))
 	tw.Flush()
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -54,6 +55,7 @@ func (e *env) leaseCommand() *ucli.Command {
 				}),
 			},
 			e.leaseInspectCommand(), e.leaseReleaseCommand(), e.leaseExpireCommand(), e.leaseAbandonCommand(), e.leaseAdoptCommand(),
+			e.leaseHandoffCommand(), e.leaseTransferCommand(),
 		},
 	}
 }
@@ -61,7 +63,38 @@ func (e *env) leaseCommand() *ucli.Command {
 var (
 	clientIDFlag  = &ucli.StringFlag{Name: "client-id", Usage: "the client you run as (wt-exec's --client-id)"}
 	sessionIDFlag = &ucli.StringFlag{Name: "session-id", Usage: "the session you run as (wt-exec's --session-id)"}
+	leaseIDFlag   = &ucli.StringFlag{Name: "lease-id", Usage: "act only if the worktree's lease is still `ID`"}
+	expectGenFlag = &ucli.StringFlag{Name: "expect-generation", Usage: "act only if the worktree's lease is still at generation `N`"}
+	expectHead    = &ucli.StringFlag{Name: "expect-head", Usage: "act only if the checkout's HEAD is still commit `SHA` (the full id)"}
 )
+
+// expectTarget reads what a lease command that acts on what it expects
+// needs: its PATH and required flags, the expectations, the repository.
+func (e *env) expectTarget(c *ucli.Context, name string, required ...string) (string, lease.Expect, *alloc.Repo, error) {
+	path, err := pathArg(c, name, required...)
+	if err != nil {
+		return "", lease.Expect{}, nil, err
+	}
+	expect, err := expectOf(c)
+	if err != nil {
+		return "", expect, nil, err
+	}
+	r, err := e.open(c)
+	return path, expect, r, err
+}
+
+// expectOf reads --lease-id, --expect-generation and --expect-head.
+func expectOf(c *ucli.Context) (lease.Expect, error) {
+	x := lease.Expect{LeaseID: c.String("lease-id"), Head: c.String("expect-head")}
+	if c.IsSet("expect-generation") {
+		n, err := strconv.Atoi(c.String("expect-generation"))
+		if err != nil || n < 0 {
+			return x, clikit.UsageErr("--expect-generation %q: give the generation lease inspect showed (a number)", c.String("expect-generation"))
+		}
+		x.Generation = &n
+	}
+	return x, lease.ValidExpect(x)
+}
 
 // pathArg is the one PATH argument a command on a worktree needs, and the
 // flags it cannot do without. (urfave/cli's own Required check would answer
@@ -118,13 +151,14 @@ func (e *env) leaseInspectCommand() *ucli.Command {
 		Name:      "inspect",
 		Usage:     "a worktree's lease: its freshness and the safe next action for you (--client-id, --session-id)",
 		ArgsUsage: "PATH",
-		Flags:     []ucli.Flag{clikit.JSONFlag, clientIDFlag, sessionIDFlag},
+		Flags: []ucli.Flag{clikit.JSONFlag, clientIDFlag, sessionIDFlag,
+			&ucli.StringFlag{Name: "lease-id", Usage: "the lease `ID` you were told of: stale_prompt_lease if it is not the worktree's any more"}},
 		Action: e.Action("lease inspect", 1, func(c *ucli.Context) error {
 			path, caller, r, err := e.leaseTarget(c, "lease inspect")
 			if err != nil {
 				return err
 			}
-			in, err := lease.Inspect(r, path, caller)
+			in, err := lease.Inspect(r, path, caller, c.String("lease-id"))
 			if err != nil {
 				return err
 			}
@@ -132,8 +166,16 @@ func (e *env) leaseInspectCommand() *ucli.Command {
 			return e.Success(decision.LeaseInspected, reason, in, nil, func(w io.Writer) {
 				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, decision.LeaseInspected, clikit.Clean(reason))
 				tw := clikit.Table(w)
-				printLease(tw, in.Lease)
-				fmt.Fprintf(tw, "  evidence\t%s\n", evidence(in.Proof))
+				if in.Lease.LeaseID != "" {
+					printLease(tw, in.Lease)
+					fmt.Fprintf(tw, "  evidence\t%s\n", evidence(in.Proof))
+				}
+				if h := in.Handoff; h != nil {
+					fmt.Fprintf(tw, "  handoff\treserved for client %s until %s (by %s)\n", h.ToClient, h.ExpiresAt, handoffBy(*h))
+				}
+				if in.GitLock != "" {
+					fmt.Fprintf(tw, "  git lock\t%s (no such lease: not authoritative)\n", clikit.Clean(in.GitLock))
+				}
 				for _, why := range in.Reasons {
 					fmt.Fprintf(tw, "  why\t%s\n", clikit.Clean(why))
 				}
@@ -164,6 +206,25 @@ func printLease(w io.Writer, l store.Lease) {
 	if l.Confined != nil {
 		fmt.Fprintf(w, "  confined\t%s\n", clikit.Clean(confinedText(l.Confined)))
 	}
+	if p := l.Provenance; p != nil {
+		from := "lease " + p.PriorLeaseID
+		if p.PriorHolder != nil {
+			from += fmt.Sprintf(" (client %s, pid %d)", p.PriorHolder.ClientID, p.PriorHolder.PID)
+		}
+		by := fmt.Sprintf("pid %d", p.By.PID)
+		if p.ByClient != "" {
+			by = "client " + p.ByClient + ", " + by
+		}
+		fmt.Fprintf(w, "  provenance\t%s from %s by %s at %s\n", p.How, from, by, p.At)
+	}
+}
+
+// handoffBy says who reserved a handoff.
+func handoffBy(h store.Handoff) string {
+	if h.Operator {
+		return fmt.Sprintf("an operator, pid %d", h.By.PID)
+	}
+	return fmt.Sprintf("client %s, pid %d", h.ByClient, h.By.PID)
 }
 
 // confinedText says what a confined command may do.
@@ -217,20 +278,13 @@ func (e *env) leaseReleaseCommand() *ucli.Command {
 		Name:      "release",
 		Usage:     "release a lease whose holder exited, by its exact id, when nothing of it runs",
 		ArgsUsage: "PATH",
-		Flags:     []ucli.Flag{clikit.JSONFlag, &ucli.StringFlag{Name: "lease-id", Usage: "the exact id of the lease to release"}},
+		Flags:     []ucli.Flag{clikit.JSONFlag, &ucli.StringFlag{Name: "lease-id", Usage: "the exact id of the lease to release"}, expectGenFlag},
 		Action: e.Action("lease release", 1, func(c *ucli.Context) error {
-			path, err := pathArg(c, "lease release", "lease-id")
+			path, expect, r, err := e.expectTarget(c, "lease release", "lease-id")
 			if err != nil {
 				return err
 			}
-			if err := lease.ValidLeaseID(c.String("lease-id")); err != nil {
-				return err
-			}
-			r, err := e.open(c)
-			if err != nil {
-				return err
-			}
-			res, err := lease.ReleaseDead(r, path, c.String("lease-id"))
+			res, err := lease.ReleaseDead(r, path, expect)
 			if err != nil {
 				return err
 			}
@@ -273,13 +327,17 @@ func (e *env) leaseAbandonCommand() *ucli.Command {
 		Usage:     "remove a lease with proof: its holder dead or its worktree gone, and nothing of it running",
 		ArgsUsage: "PATH",
 		Flags: []ucli.Flag{clikit.JSONFlag, &ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"},
-			&ucli.BoolFlag{Name: "operator", Usage: "you decide for a lease that is not yours"}, clientIDFlag, sessionIDFlag},
+			&ucli.BoolFlag{Name: "operator", Usage: "you decide for a lease that is not yours"}, clientIDFlag, sessionIDFlag, leaseIDFlag, expectGenFlag},
 		Action: e.Action("lease abandon", 1, func(c *ucli.Context) error {
 			path, caller, r, err := e.leaseTarget(c, "lease abandon", "reason")
 			if err != nil {
 				return err
 			}
-			res, err := lease.Abandon(r, path, c.String("reason"), c.Bool("operator"), caller)
+			expect, err := expectOf(c)
+			if err != nil {
+				return err
+			}
+			res, err := lease.Abandon(r, path, c.String("reason"), c.Bool("operator"), caller, expect)
 			if err != nil {
 				return err
 			}
@@ -295,9 +353,13 @@ func (e *env) leaseAdoptCommand() *ucli.Command {
 		ArgsUsage: "PATH",
 		Flags: []ucli.Flag{clikit.JSONFlag, &ucli.StringFlag{Name: "client-id", Usage: "the new holder's client id"}, sessionIDFlag,
 			&ucli.StringFlag{Name: "holder", Usage: "the new holder: PID or ancestor:NAME (default: wt-admin's parent process)"},
-			&ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"}},
+			&ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"}, leaseIDFlag, expectGenFlag, expectHead},
 		Action: e.Action("lease adopt", 1, func(c *ucli.Context) error {
 			path, err := pathArg(c, "lease adopt", "client-id")
+			if err != nil {
+				return err
+			}
+			expect, err := expectOf(c)
 			if err != nil {
 				return err
 			}
@@ -316,11 +378,63 @@ func (e *env) leaseAdoptCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			res, err := lease.Adopt(r, path, holder, c.String("reason"))
+			res, err := lease.Adopt(r, path, holder, c.String("reason"), expect)
 			if err != nil {
 				return err
 			}
 			return e.ended(decision.WriterLeaseAdopted, "adopted", res)
+		}),
+	}
+}
+
+func (e *env) leaseHandoffCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "handoff",
+		Usage:     "reserve the worktree's next grant for a client: run by the live holder (or a process it started), or an operator with --operator",
+		ArgsUsage: "PATH",
+		Flags: []ucli.Flag{clikit.JSONFlag, &ucli.StringFlag{Name: "to-client", Usage: "the client `ID` the next grant is for (its wt-exec --client-id)"},
+			&ucli.DurationFlag{Name: "ttl", Usage: "how long the reservation waits to be used (default " + lease.DefaultHandoffTTL.String() + ")"},
+			&ucli.BoolFlag{Name: "operator", Usage: "you decide, not the holder (also for a worktree nobody holds)"}, leaseIDFlag, expectGenFlag},
+		Action: e.Action("lease handoff", 1, func(c *ucli.Context) error {
+			path, expect, r, err := e.expectTarget(c, "lease handoff", "to-client")
+			if err != nil {
+				return err
+			}
+			h, err := lease.Handoff(r, path, c.String("to-client"), c.Duration("ttl"), c.Bool("operator"), expect)
+			if err != nil {
+				return err
+			}
+			reason := fmt.Sprintf("the next grant of %s is reserved for client %s until %s", h.WorktreePath, h.ToClient, h.ExpiresAt)
+			next := fmt.Sprintf("wt-exec -C %s --client-id %s -- COMMAND", shell.Word(h.WorktreePath), shell.Word(h.ToClient))
+			return e.Success(decision.HandoffReserved, reason, h, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, decision.HandoffReserved, clikit.Clean(reason))
+				fmt.Fprintf(w, "next: %s\n", clikit.Clean(next))
+			})
+		}),
+	}
+}
+
+func (e *env) leaseTransferCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "transfer",
+		Usage:     "from inside the lease, make a live descendant of its holder the holder (it may go on committing after the holder exits)",
+		ArgsUsage: "PATH",
+		Flags: []ucli.Flag{clikit.JSONFlag, &ucli.IntFlag{Name: "holder", Usage: "the new holder's `PID`: a live descendant of the current holder"},
+			&ucli.StringFlag{Name: "reason", Usage: "why (kept in the event)"}, leaseIDFlag, expectGenFlag},
+		Action: e.Action("lease transfer", 1, func(c *ucli.Context) error {
+			path, expect, r, err := e.expectTarget(c, "lease transfer", "holder")
+			if err != nil {
+				return err
+			}
+			res, err := lease.Transfer(r, path, c.Int("holder"), c.String("reason"), expect)
+			if err != nil {
+				return err
+			}
+			l := res.Transferred
+			reason := fmt.Sprintf("lease %s of %s (task %s) is held by pid %d now, not pid %d; generation %d", l.LeaseID, res.Path, res.TaskKey, l.Holder.PID, res.Lease.Holder.PID, l.Generation)
+			return e.Success(decision.WriterLeaseTransferred, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, decision.WriterLeaseTransferred, clikit.Clean(reason))
+			})
 		}),
 	}
 }

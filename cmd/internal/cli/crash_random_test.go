@@ -123,8 +123,9 @@ func converge(t *testing.T, repo, path, task string) string {
 }
 
 // TestCommandsKilledAnywhere runs state-changing commands one after another
-// (allocate, wt-exec grant and release, retain, resume, lease abandon,
-// prune apply, backfill apply, hook install and uninstall) and kills each at a random moment, alone or with its process
+// (allocate, wt-exec grant and release, with --expect-generation and
+// --expect-head, retain, resume, lease abandon, handoff and transfer, prune
+// apply, backfill apply, hook install and uninstall) and kills each at a random moment, alone or with its process
 // group. After every kill, doctor's printed fixes, run as printed, reach
 // DOCTOR_OK within a few rounds; and then every allocation has its
 // worktree, no git lock of a worktree is empty, and the user's own hook is
@@ -191,6 +192,22 @@ func TestCommandsKilledAnywhere(t *testing.T) {
 			}
 			json.Unmarshal([]byte(dry.stdout), &env)
 			return repo, []string{"wt-admin", "backfill", "--apply", env.Decision.PlanID}
+		},
+		func(int) (string, []string) {
+			return repo, []string{"wt-admin", "lease", "handoff", wts[1], "--to-client", "agent-k", "--operator", "--ttl", "1s"}
+		},
+		func(int) (string, []string) {
+			return wts[0], []string{"wt-exec", "--client-id", "agent-k", "--expect-generation", "0", "--", "true"}
+		},
+		func(int) (string, []string) {
+			head := git(t, wts[0], "rev-parse", "HEAD")
+			return wts[0], []string{"wt-exec", "--client-id", "agent-k", "--expect-head", head, "--", "true"}
+		},
+		func(int) (string, []string) {
+			// A transfer to what the command leaves behind, which then
+			// holds the lease until it ends.
+			return wts[0], []string{"wt-exec", "--client-id", "agent-t", "--", "sh", "-c",
+				"sleep 0.2 >/dev/null 2>&1 & wt-admin lease transfer . --holder $! --reason crash-test"}
 		},
 		func(int) (string, []string) { return repo, []string{"wt-hook", "uninstall"} },
 		func(int) (string, []string) { return repo, []string{"wt-hook", "install"} },

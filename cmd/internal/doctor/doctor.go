@@ -349,6 +349,11 @@ func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDi
 			continue
 		}
 		if !ok {
+			if reason := lease.OrphanLock(commonDir, a); reason != "" {
+				rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: a.WorktreePath,
+					Problem: fmt.Sprintf("git's lock says %q but wt has no such lease: the lock file is not authoritative (%s), and only makes git refuse to remove or prune the worktree", reason, lease.FileOrCommentNotAuthoritative),
+					Fix:     fmt.Sprintf("git -C %s worktree unlock %s", repo, shell.Word(a.WorktreePath))})
+			}
 			continue
 		}
 		if ev == nil {

@@ -225,6 +225,19 @@ func (r *run) options(l *Line) (wrapper.Options, error) {
 		}
 		opts.KeepFDs = append(opts.KeepFDs, n)
 	}
+	if l.IsSet("expect-generation") {
+		n, err := strconv.Atoi(l.String("expect-generation"))
+		if err != nil || n < 0 {
+			return opts, usageErr("--expect-generation %q: give the lease generation lease inspect showed (a number, 0 before the first grant)", l.String("expect-generation"))
+		}
+		opts.ExpectGeneration = &n
+	}
+	if l.IsSet("expect-head") {
+		opts.ExpectHead = l.String("expect-head")
+		if !gitrepo.FullObjectName(opts.ExpectHead) {
+			return opts, usageErr("--expect-head %q: give the full commit id (git rev-parse HEAD)", opts.ExpectHead)
+		}
+	}
 	if len(opts.Args) == 0 {
 		return opts, usageErr("no command given: wt-exec [OPTIONS] -- COMMAND [ARG...]")
 	}

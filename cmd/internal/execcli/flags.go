@@ -40,7 +40,7 @@ type Flag struct {
 // Usage is wt-exec's one-line description and its synopsis.
 const (
 	Summary  = "run a command as the live writer of a governed worktree"
-	Synopsis = "wt-exec [-C DIR] [--task KEY [--base REV] [--path PATH] [--new-task]] [--client-id ID] [--session-id ID] [--run-id ID]\n   [--holder SELECTOR] [--owner NAME] [--kind KIND] [--ttl DURATION] [--grace DURATION] [--pty | --no-pty]\n   [--wait [--timeout DURATION]] -- COMMAND [ARG...]"
+	Synopsis = "wt-exec [-C DIR] [--task KEY [--base REV] [--path PATH] [--new-task]] [--client-id ID] [--session-id ID] [--run-id ID]\n   [--holder SELECTOR] [--owner NAME] [--expect-generation N] [--expect-head SHA] [--kind KIND] [--ttl DURATION] [--grace DURATION] [--pty | --no-pty]\n   [--wait [--timeout DURATION]] -- COMMAND [ARG...]"
 )
 
 // Flags are wt-exec's flags, in the order its help lists them.
@@ -51,6 +51,8 @@ var Flags = []Flag{
 	{Name: "run-id", Kind: String, Usage: "the writer's run `ID` (default $WT_RUN_ID)"},
 	{Name: "holder", Kind: String, Usage: "the lease holder: self, PID or ancestor:NAME (default: the outer wt-exec's holder, else self)"},
 	{Name: "owner", Kind: String, Usage: "refuse unless the allocation's owner is `NAME`"},
+	{Name: "expect-generation", Kind: String, Usage: "refuse (WRITER_LEASE_MISMATCH) unless the worktree's lease is still at generation `N` (as lease inspect showed it)"},
+	{Name: "expect-head", Kind: String, Usage: "refuse (STALE_HEAD) unless the checkout's HEAD is commit `SHA` (the full id)"},
 	{Name: "kind", Kind: String, Default: wrapper.DefaultKind, Usage: "occupancy `KIND`: agent, test, preview, background or command"},
 	{Name: "ttl", Kind: Duration, Usage: "lease expiry, renewed every ttl/3 while the command runs (default: none)"},
 	{Name: "grace", Kind: Duration, Default: wrapper.DefaultGrace.String(), Usage: "time between SIGTERM and SIGKILL for what the command leaves behind"},
