@@ -1,3 +1,5 @@
+//go:build !urfave_cli_no_docs
+
 // Package docs writes wt's man pages and shell completions from the
 // command-line definitions themselves, so they cannot drift. Its command
 // is cmd/internal/gendocs (make docs):
@@ -9,6 +11,8 @@
 // man page for the wt-fleet helper. It is built without the
 // urfave_cli_no_docs tag that the shipped binaries use: the man page
 // generator (and its markdown library) stays out of every start of wt.
+// Under that tag the package is empty (the generator it calls is not
+// there), so `go install -tags urfave_cli_no_docs ./cmd/...` skips it.
 package docs
 
 import (
