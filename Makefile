@@ -36,6 +36,7 @@ build:
 # by a generator built without urfave_cli_no_docs (the binaries keep their
 # fast start).
 docs:
+	@echo "docs: building the man-page and completion generator, then writing build/docs (a minute or two on a cold build cache)"
 	$(GO) run -tags wt_gendocs ./cmd/internal/gendocs build/docs
 
 # .deb and .rpm packages into dist/, made by nfpm (installed into
@@ -77,7 +78,9 @@ demo: install
 # done: scripts/testprogress turns its -json stream into a line for every
 # test as it ends, the whole output of what failed, and a summary.
 test:
+	@echo "test: go vet ./... (builds every package first: seconds with a warm build cache, a few minutes on a cold one)"
 	$(GO) vet ./...
+	@echo "test: go test -race ./... (about two minutes warm; a line per test as it ends, then the counts)"
 	set -o pipefail; $(GO) test -race -timeout 30m -json ./... | $(GO) run ./scripts/testprogress
 
 lint:
@@ -92,9 +95,10 @@ lint:
 # git commit is measured beside a shell hook and lefthook (installed into
 # bin/tools with go install if missing; the version BASELINE.md measured).
 bench:
-	@command -v tini >/dev/null || apt-get install -y -qq tini >/dev/null 2>&1 || echo "bench: tini is not installed; its benchmark is skipped"
-	@command -v fuser >/dev/null || apt-get install -y -qq psmisc >/dev/null 2>&1 || echo "bench: fuser (psmisc) is not installed; its benchmark is skipped"
-	@command -v lefthook >/dev/null || test -x bin/tools/lefthook || GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/evilmartians/lefthook@v1.13.6 || echo "bench: lefthook could not be installed; its benchmark is skipped"
+	@echo "bench: $(BENCHCOUNT) runs of every benchmark, one package at a time (about 15 minutes on 2 cores); each result line prints as it ends"
+	@command -v tini >/dev/null || { echo "bench: installing tini (apt-get) for its peer benchmark"; apt-get install -y -qq tini >/dev/null 2>&1; } || echo "bench: tini is not installed; its benchmark is skipped"
+	@command -v fuser >/dev/null || { echo "bench: installing psmisc (apt-get) for fuser's peer benchmark"; apt-get install -y -qq psmisc >/dev/null 2>&1; } || echo "bench: fuser (psmisc) is not installed; its benchmark is skipped"
+	@command -v lefthook >/dev/null || test -x bin/tools/lefthook || { echo "bench: installing lefthook into bin/tools (go install)"; GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/evilmartians/lefthook@v1.13.6; } || echo "bench: lefthook could not be installed; its benchmark is skipped"
 	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -p 1 -run '^$$' -bench . -skip 'BenchmarkCommitHooks' -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ ./core/fleet/etcdfleet/ ./cmd/internal/cli/ | tee bench.out
 	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench 'BenchmarkCommitHooks' -benchtime $(COMMITS)x -count $(BENCHCOUNT) ./cmd/internal/cli/ | tee -a bench.out
 	@echo "medians: go run ./scripts/benchmedian < bench.out"
@@ -109,9 +113,12 @@ interop:
 
 # Short fuzzing of the parsers (their seed corpora run in every make test).
 fuzz:
+	@echo "fuzz: 30 s for each of the parsers' fuzzers"
 	$(GO) test -run '^$$' -fuzz FuzzParseStat -fuzztime 30s ./core/proc/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRuntimeBinding -fuzztime 30s ./core/proc/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30s ./core/strictjson/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodingWalk$$' -fuzztime 30s ./core/strictjson/
+	$(GO) test -run '^$$' -fuzz '^FuzzMarshal$$' -fuzztime 30s ./core/strictjson/
 	$(GO) test -run '^$$' -fuzz FuzzGeneratedDecoders -fuzztime 30s ./core/store/
 	$(GO) test -run '^$$' -fuzz FuzzHookStdin -fuzztime 30s ./hooks/
 

@@ -504,7 +504,10 @@ func (s *supervisor) occupants(c gitrepo.Checkout, g lease.Grant) []proc.Holder 
 			mine[pid] = true
 		}
 	}
-	uses, err := sc.UsesBy(top, func(st proc.Stat) bool { return st.StartTicks >= h.StartTicks && !mine[st.PID] })
+	// Kernel threads (kthreadd, pid 2, and its children) use no path.
+	uses, err := sc.UsesBy(top, func(st proc.Stat) bool {
+		return st.StartTicks >= h.StartTicks && !mine[st.PID] && st.PID != 2 && st.PPID != 2
+	})
 	if err != nil {
 		s.notify("the processes that still use the worktree cannot be read: " + err.Error())
 		return nil

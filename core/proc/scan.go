@@ -70,22 +70,39 @@ func NewScan() (*Scan, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := NewReader()
 	s := &Scan{self: os.Getpid(), byPID: make(map[int]int, len(names))}
+	var pids []int
 	for _, n := range names {
 		if n == "" || n[0] < '0' || n[0] > '9' {
 			continue
 		}
-		pid, err := strconv.Atoi(n)
-		if err != nil {
-			continue
+		if pid, err := strconv.Atoi(n); err == nil {
+			pids = append(pids, pid)
 		}
-		st, err := r.Stat(pid)
-		if err != nil {
-			continue // It ended between the listing and the read.
+	}
+	// The kernel makes each stat file as it is read (most of a scan's
+	// time): the reads are shared among a few goroutines, one per CPU.
+	stats := make([]Stat, len(pids))
+	ok := make([]bool, len(pids))
+	workers := min(runtime.GOMAXPROCS(0), 4, max(1, len(pids)/32))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := NewReader()
+			for i := w; i < len(pids); i += workers {
+				st, err := r.Stat(pids[i])
+				stats[i], ok[i] = st, err == nil // an error: it ended between the listing and the read
+			}
+		}()
+	}
+	wg.Wait()
+	for i, st := range stats {
+		if ok[i] {
+			s.byPID[st.PID] = len(s.procs)
+			s.procs = append(s.procs, st)
 		}
-		s.byPID[pid] = len(s.procs)
-		s.procs = append(s.procs, st)
 	}
 	s.exclude = s.chainOf(s.self)
 	s.own = map[int]bool{}

@@ -26,7 +26,8 @@ func TestRun(t *testing.T) {
 		t.Errorf("exit %d, want 1", code)
 	}
 	for _, want := range []string{"  ok   p TestA (1.5s)", "  FAIL p TestB/sub (0.1s)", "    |     b_test.go:9: boom",
-		"  SKIP p TestC (0.0s): c_test.go:3: no landlock here", "FAIL p (2.0s", "ok   q (0.2s", "FAILED:\n  p\n  p TestB\n  p TestB/sub"} {
+		"  SKIP p TestC (0.0s): c_test.go:3: no landlock here", "FAIL p (2.0s", "ok   q (0.2s", "FAILED:\n  p\n  p TestB\n  p TestB/sub",
+		"2 packages: 1 tests passed, 2 failed, 1 skipped"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -29,7 +29,7 @@ func adminApp(e *env) *ucli.App {
 	return &ucli.App{
 		Usage: "set repositories up, allocate governed worktrees, and show who may write where",
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "repo", Value: ".", Usage: "a directory inside the repository"},
+			&ucli.StringFlag{Name: "repo", Aliases: []string{"C"}, Value: ".", Usage: "a directory inside the repository (-C as with git, wt-exec and wt-hook)"},
 			clikit.JSONFlag,
 		},
 		Commands: []*ucli.Command{

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,9 +80,9 @@ func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr i
 	// executable for it at every start, and nothing here prints it.
 	app.Compiled = time.Unix(1, 0)
 	app.ExitErrHandler = func(*ucli.Context, error) {} // main owns the exit
-	app.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return UsageErr("%s", flagError(err)) }
-	app.CommandNotFound = func(_ *ucli.Context, name string) {
-		e.Report(UsageErr("unknown command %q (see %s --help)", name, bin))
+	app.OnUsageError = func(c *ucli.Context, err error, _ bool) error { return UsageErr("%s", flagError(err, app.Flags)) }
+	app.CommandNotFound = func(c *ucli.Context, name string) {
+		e.Report(UsageErr("unknown command %q%s (see %s --help)", name, textout.DidYouMean(name, commandNames(c), ""), bin))
 		panic(errReported)
 	}
 	for _, c := range app.Commands {
@@ -98,7 +99,11 @@ func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr i
 				code = ExitUsage
 			}
 		}()
-		err := app.Run(append([]string{bin}, reorder(app, args)...))
+		line, err := reorder(app, args)
+		if err != nil {
+			return e.Report(err)
+		}
+		err = app.Run(append([]string{bin}, line...))
 		if err == nil {
 			return ExitOK
 		}
@@ -109,8 +114,22 @@ func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr i
 
 var errReported = errors.New("reported")
 
+// commandNames are the names of the commands c's command line may name
+// next: its command's subcommands, or the app's commands.
+func commandNames(c *ucli.Context) []string {
+	cmds := c.App.Commands
+	if c.Command != nil && len(c.Command.Subcommands) > 0 {
+		cmds = c.Command.Subcommands
+	}
+	var names []string
+	for _, cmd := range cmds {
+		names = append(names, cmd.Names()...)
+	}
+	return names
+}
+
 func setUsageHandlers(c *ucli.Command) {
-	c.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return UsageErr("%s", flagError(err)) }
+	c.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return UsageErr("%s", flagError(err, c.Flags)) }
 	for _, s := range c.Subcommands {
 		setUsageHandlers(s)
 	}
@@ -164,26 +183,33 @@ func (e *Env) Success(code, reason string, result any, warnings []string, human 
 
 // reorder moves flags that follow positional arguments in front of them, for
 // the command the arguments select, so that `retain PATH --owner NAME` works
-// as docs/design.md writes it. urfave/cli v2 stops at the first positional argument.
-// Everything after "--" is left alone.
+// as docs/design.md writes it, and the app's own flags given after the
+// command (`status --repo DIR`) in front of the command. urfave/cli v2
+// stops at the first positional argument. Everything after "--" is left
+// alone. A flag that takes a value and is given last, with none, is a
+// usage error: urfave/cli would take the next word (the "--" this inserts)
+// for its value.
 //
 // An app without commands (wt-exec) is left alone: what follows its first
 // positional argument is the command line it runs.
-func reorder(app *ucli.App, args []string) []string {
+func reorder(app *ucli.App, args []string) ([]string, error) {
 	if len(app.Commands) == 0 {
-		return args
+		return args, nil
 	}
 	flags, cmds := app.Flags, app.Commands
 	var out []string
-	i := 0
+	i, start := 0, -1 // start: where the command path begins in out
 	// Global flags and the command path.
 	for i < len(args) {
 		a := args[i]
 		if a == "--" {
-			return args
+			return args, nil
 		}
 		if strings.HasPrefix(a, "-") {
 			out = append(out, a)
+			if takesValue(flags, a) && i+1 >= len(args) {
+				return nil, UsageErr("%s needs a value", a)
+			}
 			if takesValue(flags, a) && i+1 < len(args) {
 				out = append(out, args[i+1])
 				i++
@@ -200,6 +226,9 @@ func reorder(app *ucli.App, args []string) []string {
 		if found == nil {
 			break
 		}
+		if start < 0 {
+			start = len(out)
+		}
 		out = append(out, a)
 		i++
 		flags, cmds = found.Flags, found.Subcommands
@@ -207,7 +236,7 @@ func reorder(app *ucli.App, args []string) []string {
 			break
 		}
 	}
-	var fl, pos []string
+	var global, fl, pos []string
 	for i < len(args) {
 		a := args[i]
 		if a == "--" {
@@ -215,9 +244,16 @@ func reorder(app *ucli.App, args []string) []string {
 			break
 		}
 		if strings.HasPrefix(a, "-") && a != "-" {
-			fl = append(fl, a)
-			if takesValue(flags, a) && i+1 < len(args) {
-				fl = append(fl, args[i+1])
+			dst, of := &fl, flags
+			if !defines(flags, a) && defines(app.Flags, a) {
+				dst, of = &global, app.Flags
+			}
+			*dst = append(*dst, a)
+			if takesValue(of, a) {
+				if i+1 >= len(args) {
+					return nil, UsageErr("%s needs a value", a)
+				}
+				*dst = append(*dst, args[i+1])
 				i++
 			}
 		} else {
@@ -225,11 +261,26 @@ func reorder(app *ucli.App, args []string) []string {
 		}
 		i++
 	}
+	// The app's flags go before the command path.
+	if start >= 0 && len(global) > 0 {
+		out = append(append(slices.Clone(out[:start]), global...), out[start:]...)
+	}
 	out = append(out, fl...)
 	if len(pos) > 0 && pos[0] != "--" {
 		out = append(out, "--")
 	}
-	return append(out, pos...)
+	return append(out, pos...), nil
+}
+
+// defines reports whether one of flags is named by arg (-x, --x, --x=v).
+func defines(flags []ucli.Flag, arg string) bool {
+	name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return true
+		}
+	}
+	return false
 }
 
 func takesValue(flags []ucli.Flag, arg string) bool {
@@ -252,13 +303,17 @@ func takesValue(flags []ucli.Flag, arg string) bool {
 
 // flagError says a flag error of the command-line library in wt's words:
 // flags with the two dashes they are typed with, and what a value needs.
-func flagError(err error) string {
+func flagError(err error, flags []ucli.Flag) string {
 	// Compiled here, on the error path: no start of wt pays for them.
 	undefinedFlag := regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
 	invalidFlag := regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]+): (.*)$`)
 	msg := err.Error()
 	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
-		return "there is no flag --" + m[1]
+		var names []string
+		for _, f := range flags {
+			names = append(names, f.Names()...)
+		}
+		return "there is no flag --" + m[1] + textout.DidYouMean(m[1], names, "--")
 	}
 	if m := invalidFlag.FindStringSubmatch(msg); m != nil {
 		why := m[3]

@@ -153,7 +153,11 @@ func Parse(args []string) (*Line, error) {
 		name, value, hasValue := strings.Cut(name, "=")
 		f := flagNamed(name)
 		if f == nil {
-			return nil, usageErr("there is no flag --%s", name)
+			var names []string
+			for _, f := range Flags {
+				names = append(names, f.Name)
+			}
+			return nil, usageErr("there is no flag --%s%s", name, textout.DidYouMean(name, names, "--"))
 		}
 		if f.Kind == Bool {
 			if !hasValue {
