@@ -9,9 +9,23 @@ trap 'rm -rf "$tmp"' EXIT
 export GIT_AUTHOR_NAME="wt demo" GIT_AUTHOR_EMAIL=demo@wt.invalid
 export GIT_COMMITTER_NAME="wt demo" GIT_COMMITTER_EMAIL=demo@wt.invalid
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
-run() { step "$*"; "$@"; }
-refused() { step "$*"; if "$@"; then echo "demo: expected a refusal" >&2; exit 1; fi; }
+# quote prints its arguments as a shell would read them back: a word of
+# safe characters as it is, any other in single quotes (so a printed
+# command runs when copied).
+quote() {
+	local out="" a
+	for a in "$@"; do
+		if [[ $a =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
+			out+=" $a"
+		else
+			out+=" '${a//\'/\'\\\'\'}'"
+		fi
+	done
+	printf '%s' "${out# }"
+}
+step() { printf '\n\033[1m$ %s\033[0m\n' "$(quote "$@")"; }
+run() { step "$@"; "$@"; }
+refused() { step "$@"; if "$@"; then echo "demo: expected a refusal" >&2; exit 1; fi; }
 
 cd "$tmp"
 git init -q -b main app

@@ -162,6 +162,10 @@ func Run(opts Options) (Result, error) {
 	if dir == "" {
 		dir = "."
 	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return res, decision.New(decision.InvalidTarget, "-C %s: there is no such directory", dir).
+			WithHint("name a directory of a governed worktree: wt-admin status lists them")
+	}
 	c, err := gitrepo.Locate(dir)
 	if err != nil {
 		return res, err

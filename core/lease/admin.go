@@ -354,17 +354,17 @@ func (in *Inspection) decide(mismatch string) {
 		in.AlsoAllowed = []string{AbandonAllowed}
 		in.Reasons = []string{fmt.Sprintf("it expired at %s and nothing of it runs: record it as expired and reclaim the worktree", deref(l.ExpiresAt))}
 		in.Next = "wt-admin lease expire"
-	default:
+	case p.MissingWorktree:
+		// The same command doctor prints for it.
 		in.SafeNextAction = AbandonAllowed
-		why := "its holder exited and nothing of it runs"
-		if p.MissingWorktree {
-			why = "its worktree is gone and nothing of it runs"
-		}
-		in.Reasons = []string{why + "; abandon it with a reason (wt-exec may also take the worktree over)"}
-		in.Next = fmt.Sprintf("wt-admin lease abandon %s --reason TEXT", path)
-		if ok, _ := p.sufficient(); !ok {
-			in.Next += " --operator"
-		}
+		in.Reasons = []string{"its worktree is gone and nothing of it runs; abandon it"}
+		in.Next = fmt.Sprintf("wt-admin lease abandon %s --reason %s", path, shell.Word("worktree removed"))
+	default:
+		// Release by its exact id, as doctor prints it: the id is the
+		// proof of intent, and no operator's word is needed.
+		in.SafeNextAction = AbandonAllowed
+		in.Reasons = []string{"its holder exited and nothing of it runs: release it by its id (wt-exec may also take the worktree over; abandon, with a reason and --operator, also ends it)"}
+		in.Next = fmt.Sprintf("wt-admin lease release %s --lease-id %s", path, l.LeaseID)
 	}
 }
 

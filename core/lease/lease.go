@@ -1013,7 +1013,7 @@ func orphaned(d *decision.Error, l store.Lease, path string) *decision.Error {
 
 func held(l store.Lease, path, why string) *decision.Error {
 	return decision.New(decision.WriterLeaseHeld, "%s is held by client %s, pid %d, since %s: %s", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt, why).
-		WithHint("wait for it to finish; see who is in the worktree with wt-admin status").
+		WithHint("wait your turn: wt-exec --wait -C %s -- COMMAND (in line, in arrival order); see who is there: wt-admin status", shell.Word(path)).
 		WithFact("holder", l.Holder).WithFact("lease_id", l.LeaseID)
 }
 

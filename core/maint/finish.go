@@ -193,9 +193,9 @@ func liveAllocation(tx *store.Tx, target, task string) (store.Allocation, error)
 			found = append(found, a)
 		}
 	}
-	what := "at " + target
+	what, done := "at "+target, "the task at "+target
 	if task != "" {
-		what = "of task " + task
+		what, done = "of task "+task, "task "+task
 	}
 	switch len(found) {
 	case 1:
@@ -207,7 +207,7 @@ func liveAllocation(tx *store.Tx, target, task string) (store.Allocation, error)
 		if rc, ok, err := finishReceipt(tx, target, task); err != nil {
 			return store.Allocation{}, err
 		} else if ok {
-			return store.Allocation{}, decision.New(decision.GCAlreadyApplied, "the task %s was finished at %s (receipt %s)", what, rc.FinishedAt, rc.TransactionID).
+			return store.Allocation{}, decision.New(decision.GCAlreadyApplied, "%s was finished at %s (receipt %s)", done, rc.FinishedAt, rc.TransactionID).
 				WithHint("nothing to do; see it in wt-admin status").WithFact("receipt_id", rc.TransactionID)
 		}
 		return store.Allocation{}, decision.New(decision.InvalidTarget, "no ACTIVE or RETAINED allocation %s", what).

@@ -269,6 +269,13 @@ func (e *env) ended(code, verb string, res lease.Ended) error {
 	}
 	return e.Success(code, reason, res, nil, func(w io.Writer) {
 		fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, code, clikit.Clean(reason))
+		if a := res.Adopted; a != nil {
+			// The proof is of the lease handed over, read before: its
+			// holder had exited; the new one runs.
+			fmt.Fprintf(w, "  before: lease %s: %s\n", res.Lease.LeaseID, evidence(res.Proof))
+			fmt.Fprintf(w, "  now: lease %s, held by client %s, pid %d (running)\n", a.LeaseID, a.Holder.ClientID, a.Holder.PID)
+			return
+		}
 		fmt.Fprintf(w, "  evidence: %s\n", evidence(res.Proof))
 	})
 }
