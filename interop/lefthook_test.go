@@ -1,3 +1,8 @@
+//go:build wt_network
+
+// Built only with the wt_network tag (make interop): it installs a tool
+// from the Go proxy, and make test never reaches the network.
+
 // Package interop_test runs wt beside the hook managers people use, with
 // the real programs.
 package interop_test

@@ -50,6 +50,9 @@ command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq npm 
 npm install --silent --no-fund --no-audit --prefix "$npmdir" "${agents_pkgs[@]}" >/dev/null 2>&1 ||
 	{ echo "npm install failed" >&2; exit 1; }
 command -v pre-commit >/dev/null || apt-get install -y -qq pre-commit >/dev/null 2>&1 || echo "pre-commit could not be installed: its checks fail"
+# The package test unpacks the .rpm with rpm2cpio and cpio (the .deb with
+# dpkg-deb, which Debian has).
+command -v rpm2cpio >/dev/null && command -v cpio >/dev/null || apt-get install -y -qq rpm2cpio cpio >/dev/null 2>&1 || echo "rpm2cpio or cpio could not be installed: the package test fails"
 [ -x "$tools/lefthook" ] || GOBIN=$tools GOFLAGS= go install github.com/evilmartians/lefthook@v1.13.6 >/dev/null 2>&1
 export PATH="$root/bin:$npmdir/node_modules/.bin:$tools:$PATH"
 export GIT_AUTHOR_NAME=interop GIT_AUTHOR_EMAIL=interop@wt.invalid GIT_COMMITTER_NAME=interop GIT_COMMITTER_EMAIL=interop@wt.invalid
@@ -134,8 +137,11 @@ for order in pc-first wt-first; do
 		ok "pre-commit ($order): uninstall leaves its hook as it was, no wt shim"
 	else ko "pre-commit ($order): uninstall" "$(ls -la "$r/.git/hooks")"; fi
 done
-# lefthook: the suite's interop/lefthook_test.go covers the orders; run it.
-check "lefthook (interop/lefthook_test.go)" '^ok' go test -count=1 ./interop/
+# lefthook: interop/lefthook_test.go covers the orders; run it. It and the
+# package test install their tools from the Go proxy, so they carry the
+# wt_network build tag and make test never runs them.
+check "lefthook (interop/lefthook_test.go)" '^ok' go test -tags wt_network -count=1 ./interop/
+check "packages (packaging/package_test.go)" '^ok' go test -tags wt_network -count=1 ./packaging/
 
 echo "== $pass passed, $fail failed"
 for f in "${failed[@]}"; do echo "   failed: $f"; done

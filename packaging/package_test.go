@@ -1,3 +1,8 @@
+//go:build wt_network
+
+// Built only with the wt_network tag (make interop): it installs a tool
+// from the Go proxy, and make test never reaches the network.
+
 // Package packaging_test builds wt's .deb and .rpm as `make package` does
 // (nfpm with the repository's nfpm.yaml) and unpacks each into a scratch
 // root.
