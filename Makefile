@@ -9,6 +9,9 @@ BINDIR  ?= $(PREFIX)/bin
 DATADIR ?= $(PREFIX)/share
 BINS    := wt-exec wt-hook wt-gate wt-admin wt-fleet
 BENCHCOUNT ?= 5
+# benchstat (golang.org/x/perf) prints each benchmark's median, its own
+# metrics (ReportMetric) included, with a confidence interval.
+BENCHSTAT_VERSION ?= v0.0.0-20260908200009-22c9c6c9d4da
 # Commits per variant in each run of BenchmarkCommitHooks: a second of them
 # is about ten, too few for a median to settle on a shared machine.
 COMMITS ?= 60
@@ -101,8 +104,9 @@ bench:
 	@command -v lefthook >/dev/null || test -x bin/tools/lefthook || { echo "bench: installing lefthook into bin/tools (go install)"; GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/evilmartians/lefthook@v1.13.6; } || echo "bench: lefthook could not be installed; its benchmark is skipped"
 	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -p 1 -run '^$$' -bench . -skip 'BenchmarkCommitHooks' -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ ./core/fleet/etcdfleet/ ./cmd/internal/cli/ | tee bench.out
 	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench 'BenchmarkCommitHooks' -benchtime $(COMMITS)x -count $(BENCHCOUNT) ./cmd/internal/cli/ | tee -a bench.out
-	@echo "medians: go run ./scripts/benchmedian < bench.out"
-	@$(GO) run ./scripts/benchmedian < bench.out
+	@test -x bin/tools/benchstat || { echo "bench: installing benchstat into bin/tools (go install)"; GOBIN=$(CURDIR)/bin/tools $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION); }
+	@echo "medians (benchstat): bin/tools/benchstat bench.out"
+	@bin/tools/benchstat bench.out
 
 # wt with the real agent CLIs (npm) and hook managers (npm, apt, the Go
 # proxy), installed into bin/tools: needs the network, so never part of

@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -27,6 +28,7 @@ import (
 
 	"github.com/wt-tool/wt/cmd/internal/cli"
 	"github.com/wt-tool/wt/cmd/internal/clikit"
+	"github.com/wt-tool/wt/cmd/internal/execcli"
 	"github.com/wt-tool/wt/cmd/internal/hookcli"
 )
 
@@ -50,6 +52,7 @@ func Generate(dir string) error {
 		if err != nil {
 			return fmt.Errorf("man page of %s: %w", app.Name, err)
 		}
+		man = Man(app.Name, man)
 		fish, err := app.ToFishCompletion()
 		if err != nil {
 			return fmt.Errorf("fish completion of %s: %w", app.Name, err)
@@ -73,7 +76,9 @@ func Generate(dir string) error {
 }
 
 // Bash is a bash completion script for app: subcommands at every depth,
-// the flags of the command typed so far, and file names for arguments.
+// the flags of the command typed so far, the task keys of the repository
+// (-C or --repo, else the current directory; from wt-admin status) after
+// --task, and file names for arguments.
 // Its tables are keyed by the command path after "@" ("@", "@ lease",
 // "@ lease inspect"): bash has no empty key.
 func Bash(app *ucli.App) string {
@@ -117,8 +122,19 @@ func Bash(app *ucli.App) string {
 	}
 	table(fn+"_words", words)
 	table(fn+"_flags", flags)
-	fmt.Fprintf(&b, `%[1]s() {
+	fmt.Fprintf(&b, `%[1]s_tasks() {
+  local repo=. i
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    case ${COMP_WORDS[i]} in -C|--repo) repo=${COMP_WORDS[i+1]} ;; esac
+  done
+  wt-admin --repo "$repo" status --json 2>/dev/null | sed -n 's/^ *"task_key": *"\([^"]*\)".*/\1/p'
+}
+%[1]s() {
   local cur=${COMP_WORDS[COMP_CWORD]} path="@" w i
+  if [[ ${COMP_WORDS[COMP_CWORD-1]} == --task ]]; then
+    COMPREPLY=($(compgen -W "$(%[1]s_tasks)" -- "$cur"))
+    return 0
+  fi
   for ((i = 1; i < COMP_CWORD; i++)); do
     w=${COMP_WORDS[i]}
     [[ $w == -* ]] && continue
@@ -135,6 +151,143 @@ func Bash(app *ucli.App) string {
 complete -F %[1]s %[2]s
 `, fn, app.Name)
 	return b.String()
+}
+
+// Man completes the man page urfave/cli made for bin from the same
+// definitions: a SYNOPSIS as --help writes it (not one bracket per flag),
+// each flag's default once, and the sections urfave/cli does not make:
+// EXIT STATUS, ENVIRONMENT, EXAMPLES and SEE ALSO.
+func Man(bin, man string) string {
+	extra, ok := pages[bin]
+	if !ok {
+		return man
+	}
+	// SYNOPSIS: from its heading to the next section.
+	if i := strings.Index(man, ".SH SYNOPSIS\n"); i >= 0 {
+		rest := man[i+len(".SH SYNOPSIS\n"):]
+		if j := strings.Index(rest, "\n.SH "); j >= 0 {
+			man = man[:i] + ".SH SYNOPSIS\n" + roff(extra.synopsis) + "\n" + rest[j+1:]
+		}
+	}
+	// A usage that says its default already is not given a second one.
+	twice := regexp.MustCompile(`(\(default:? [^)]*\)) \(default: [^)]*\)`)
+	man = twice.ReplaceAllString(man, "$1")
+	// A zero duration or number is "not given" for every flag of wt's.
+	man = strings.NewReplacer(" (default: 0s)", "", " (default: 0)", "").Replace(man)
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(man, "\n") + "\n")
+	b.WriteString(".SH EXIT STATUS\n" + roff(extra.exit))
+	b.WriteString(".SH ENVIRONMENT\n" + roff(extra.env))
+	b.WriteString(".SH EXAMPLES\n" + roff(extra.examples))
+	b.WriteString(".SH SEE ALSO\n" + roff(seeAlso(bin)))
+	return b.String()
+}
+
+// roff sets lines of plain text as roff paragraphs: a line is a paragraph;
+// an indented line is an example, set as is.
+func roff(text string) string {
+	var b strings.Builder
+	example := false
+	for _, line := range strings.Split(strings.Trim(text, "\n"), "\n") {
+		line = strings.ReplaceAll(line, `\`, `\e`)
+		code, isCode := strings.CutPrefix(line, "  ")
+		if isCode != example {
+			if example {
+				b.WriteString(".EE\n")
+			} else {
+				b.WriteString(".EX\n")
+			}
+			example = isCode
+		}
+		if isCode {
+			line = code
+		} else if line != "" {
+			b.WriteString(".PP\n")
+		}
+		if strings.HasPrefix(line, ".") || strings.HasPrefix(line, "'") {
+			line = `\&` + line
+		}
+		if line != "" {
+			b.WriteString(line + "\n")
+		}
+	}
+	if example {
+		b.WriteString(".EE\n")
+	}
+	return b.String()
+}
+
+func seeAlso(bin string) string {
+	var out []string
+	for _, b := range []string{"wt-admin", "wt-exec", "wt-hook", "wt-fleet"} {
+		if b != bin {
+			out = append(out, b+"(1)")
+		}
+	}
+	return strings.Join(out, ", ") + ", git-worktree(1), githooks(5); the project's docs/design.md and docs/decision-codes.md."
+}
+
+// page is what a man page has beyond the command-line definitions.
+type page struct{ synopsis, exit, env, examples string }
+
+var pages = map[string]page{
+	"wt-exec": {
+		synopsis: `  ` + strings.ReplaceAll(execcli.Synopsis, "\n", "\n  "),
+		exit: `The command's own exit status, or 128+N when it died of signal N (wt-exec then ends by the same signal).
+125: wt-exec refused or failed before the command started; the decision code and a hint are on stderr (with --json, in the JSON object).
+126: the command was found but cannot be run (COMMAND_NOT_EXECUTABLE).
+127: the command was not found (COMMAND_NOT_FOUND).`,
+		env: `WT_CLIENT_ID, WT_SESSION_ID, WT_RUN_ID: the defaults of --client-id, --session-id and --run-id.
+WT_LEASE_ID, WT_ALLOCATION_ID, WT_CLIENT_ID, WT_HOLDER_PID, WT_SESSION_ID, WT_RUN_ID: set for the command, naming its lease; a wt-exec inside the command renews that lease.
+WT_CONFINED: set for a confined command (--confine).
+WT_LOCK_WAIT: how long to wait for the store's lock (a Go duration; default 10s).
+WT_FLEET_TIMEOUT: the bound of each etcd call in fleet mode; WT_FLEET_BIN: the wt-fleet helper to run.`,
+		examples: `Run an agent as the writer of its task's worktree, allocating it if the task has none:
+  wt-exec -C ~/src/app --task T-12 --owner alice --client-id claude -- claude
+Wait in line behind the live writer instead of exiting 125:
+  wt-exec -C ../t-12 --wait --timeout 10m -- make test
+Act only on the lease you inspected:
+  wt-exec -C ../t-12 --expect-generation 3 -- codex
+Confine the command with Landlock:
+  wt-exec -C ../t-12 --confine -- codex`,
+	},
+	"wt-admin": {
+		synopsis: `  wt-admin [--repo DIR | -C DIR] [--json] COMMAND [OPTIONS] [ARGS]
+Flags may come before or after the command's arguments.`,
+		exit: `0: done (or, for a dry run, the plan printed).
+1: refused or failed; the decision code and a hint are on stderr (with --json, in the JSON object on stdout).
+2: a command line wt-admin cannot use (USAGE).`,
+		env: `WT_LOCK_WAIT: how long to wait for the store's lock (a Go duration; default 10s).
+WT_FLEET_TIMEOUT: the bound of each etcd call in fleet mode; WT_FLEET_BIN: the wt-fleet helper to run.`,
+		examples: `Set a repository up, then allocate a worktree for a task:
+  wt-admin --repo ~/src/app init
+  wt-admin --repo ~/src/app allocate --task T-12 --owner alice ../t-12
+See who may write where, and who is in a worktree:
+  wt-admin -C ~/src/app status
+  wt-admin -C ~/src/app ps ../t-12
+Find out what needs doing, and do what it prints:
+  wt-admin -C ~/src/app doctor
+Hand a task from a controller to a worker (from inside the controller's run):
+  wt-admin lease handoff . --to-client worker
+End a task whose work is safe (the dry run prints the apply):
+  wt-admin -C ~/src/app finish ../t-12 --owner alice`,
+	},
+	"wt-hook": {
+		synopsis: `  wt-hook [-C DIR] [--json] install [--force] [--binary PATH] | uninstall | status | check [PATH]
+  wt-hook [-C DIR] install --server --etcd-endpoints URL[,URL] (--remote-url URL | --key-space ID) | uninstall --server | status --server
+git runs wt-hook run HOOK ARGS through the shims it installs; it is not run by hand.`,
+		exit: `0: installed, uninstalled, shown; for check, the commit would be allowed.
+1: refused or failed (a hook refusing a commit or push exits 1, and git stops); the decision code and a hint are on stderr.
+2: a command line wt-hook cannot use (USAGE).`,
+		env: `WT_LEASE_ID, WT_HOLDER_PID: what wt-exec sets for its command; the gate still proves the writer from the process tree, not from these.
+WT_LOCK_WAIT: how long to wait for the store's lock (a Go duration; default 10s).
+WT_FLEET_BIN: the wt-fleet helper a fenced push runs.`,
+		examples: `Install the hooks of a repository, and see whether a commit from here would pass:
+  wt-hook -C ~/src/app install
+  wt-hook -C ../t-12 check
+Fence a bare remote (fleet mode):
+  wt-hook -C /srv/git/app.git install --server --etcd-endpoints http://etcd:2379 --remote-url git@example.com:app.git`,
+	},
 }
 
 const fleetMan = `.TH WT-FLEET 1

@@ -38,6 +38,18 @@ func TestManPagesAndCompletions(t *testing.T) {
 			}
 		}
 		check("", app.Commands)
+		// The sections urfave/cli does not make, and its SYNOPSIS and
+		// doubled defaults replaced.
+		for _, want := range []string{".SH SYNOPSIS\n.EX\n" + app.Name + " [", ".SH EXIT STATUS\n", ".SH ENVIRONMENT\n", ".SH EXAMPLES\n", ".SH SEE ALSO\n", "WT_LOCK_WAIT"} {
+			if !strings.Contains(string(page), want) {
+				t.Errorf("%s.1 lacks %q", app.Name, want)
+			}
+		}
+		for _, bad := range []string{"]=[value]", "(default: none) (default:", "(default: 0s)"} {
+			if strings.Contains(string(page), bad) {
+				t.Errorf("%s.1 still has %q", app.Name, bad)
+			}
+		}
 		for _, f := range []string{"completions/bash/" + app.Name, "completions/zsh/_" + app.Name, "completions/fish/" + app.Name + ".fish"} {
 			if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
 				t.Errorf("%s: %v", f, err)
@@ -50,7 +62,15 @@ func TestManPagesAndCompletions(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash is not installed")
 	}
+	// Task keys come from wt-admin status (here a stand-in on PATH that
+	// prints what status --json prints, for the repository it is given).
+	stub := filepath.Join(dir, "stub")
+	os.Mkdir(stub, 0o755)
+	os.WriteFile(filepath.Join(stub, "wt-admin"), []byte("#!/bin/sh\n[ \"$2\" = /r ] || exit 1\nprintf '{\\n  \"worktrees\": [\\n    {\\n      \"task_key\": \"T-12\",\\n    },\\n    {\\n      \"task_key\": \"T-13\"\\n    }\\n  ]\\n}\\n'\n"), 0o755)
+	t.Setenv("PATH", stub+":"+os.Getenv("PATH"))
 	for _, c := range []struct{ words, want string }{
+		{"wt-exec -C /r --task T-1", "T-12"},
+		{"wt-admin --repo /r finish --task T", "T-13"},
 		{"wt-admin lea", "lease"},
 		{"wt-admin lease ins", "inspect"},
 		{"wt-admin finish --ar", "--archive"},
