@@ -234,9 +234,7 @@ func NormalizeURL(raw string) string {
 	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
 		return hostPath(u.Hostname(), trim(u.Path))
 	}
-	if strings.HasPrefix(s, "file://") {
-		s = strings.TrimPrefix(s, "file://")
-	}
+	s = strings.TrimPrefix(s, "file://")
 	// scp-like: [user@]host:path, where host has no slash before the colon.
 	if i := strings.Index(s, ":"); i > 0 && !strings.Contains(s[:i], "/") {
 		host := s[:i]

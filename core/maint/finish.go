@@ -263,7 +263,9 @@ func planFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, a store.Alloca
 		return FinishPlan{}, decision.New(decision.LeasePresent, "task %s has a writer lease (client %s, pid %d): a writer may still be at work", a.TaskKey, l.Holder.ClientID, l.Holder.PID).
 			WithHint("wait for it to end, or see it with wt-admin lease inspect %s", path).WithFact("lease_id", l.LeaseID)
 	}
-	for _, v := range a.ExternalBindings {
+	if len(a.ExternalBindings) > 0 {
+		// The first binding names what still holds the task.
+		v := a.ExternalBindings[0]
 		what := strconv.QuoteToASCII(v)
 		if b, ok, err := proc.DecodeRuntimeBinding(v); err == nil && ok {
 			what = fmt.Sprintf("a %s process of client %s (pid %d)", b.Kind, b.Holder.ClientID, b.Holder.PID)

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Generated code (go run ./scripts/genfastjson, from the module root)
+// Generated code (go run -tags wt_genfastjson ./scripts/genfastjson, from the module root)
 // gives wt's record types a decoder and an encoder of their own, so that a
 // new process reads and writes its first records without the reflection
 // walk's first-use analysis of each type (its field lists, tags and maps:
