@@ -43,20 +43,11 @@ type Result struct {
 	Warnings []string    `json:"-"`
 }
 
-// HooksDir is the hooks directory git really uses for the worktree at dir:
+// HooksDirOf is the hooks directory git really uses for repository g:
 // `git rev-parse --path-format=absolute --git-path hooks`, which honours
 // core.hooksPath (local or global) and is shared by linked worktrees. It
 // also reports whether that directory lies inside the working tree (a
 // tracked .githooks/, husky's .husky/_).
-func HooksDir(ctx context.Context, dir string) (hooks string, inTree bool, err error) {
-	g, err := gitrepo.Discover(ctx, dir)
-	if err != nil {
-		return "", false, err
-	}
-	return HooksDirOf(ctx, g)
-}
-
-// HooksDirOf is HooksDir for a repository already discovered.
 func HooksDirOf(ctx context.Context, g *gitrepo.Repo) (hooks string, inTree bool, err error) {
 	out, err := g.Git(ctx, true, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/core/shell"
 )
 
@@ -44,7 +45,7 @@ type waitQueue struct {
 // joinQueue takes a ticket in the queue of the worktree with key under the
 // store at root, and watches the queue and the leases for changes.
 func joinQueue(root, key string) (*waitQueue, error) {
-	q := &waitQueue{dir: filepath.Join(root, "waiters", key), leases: filepath.Join(root, "leases"), inotify: -1, wake: [2]int{-1, -1}}
+	q := &waitQueue{dir: store.WaitersDir(root, key), leases: store.LeasesDir(root), inotify: -1, wake: [2]int{-1, -1}}
 	if err := os.MkdirAll(q.dir, 0o755); err != nil {
 		return nil, decision.Wrap(decision.StoreNotWritable, err, "create the wait queue %s", q.dir)
 	}
@@ -157,7 +158,7 @@ func (q *waitQueue) sleep(ctx context.Context, deadline time.Time) {
 // writers, which the lease orders, not occupants.
 func waitingPIDs(root, key string) map[int]bool {
 	out := map[int]bool{}
-	ents, err := os.ReadDir(filepath.Join(root, "waiters", key))
+	ents, err := os.ReadDir(store.WaitersDir(root, key))
 	if err != nil {
 		return out
 	}

@@ -115,22 +115,6 @@ func AdminKeys(commonDir string) (map[string]string, error) {
 	return keys, err
 }
 
-// CheckedOutBranches maps each branch checked out in a linked worktree to
-// the worktree's key, from the admin dirs' HEAD files.
-func CheckedOutBranches(commonDir string) (map[string]string, error) {
-	branches := map[string]string{}
-	err := eachAdminDir(commonDir, func(key string) {
-		head, err := readGitFile(filepath.Join(AdminDir(commonDir, key), "HEAD"))
-		if err != nil {
-			return // an admin dir being created or removed right now
-		}
-		if b, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: refs/heads/"); ok {
-			branches[b] = key
-		}
-	})
-	return branches, err
-}
-
 // eachAdminDir calls fn with the key of every linked worktree's admin dir.
 func eachAdminDir(commonDir string, fn func(key string)) error {
 	ents, err := os.ReadDir(filepath.Join(commonDir, "worktrees"))

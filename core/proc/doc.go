@@ -5,7 +5,7 @@
 //   - a holder is the triple (boot id, pid, start ticks), where start ticks is
 //     field 22 of /proc/<pid>/stat, parsed after the last ')' because a comm may
 //     hold spaces and parentheses;
-//   - [HolderIsLive] compares that triple with the running system;
+//   - [IsLive] compares that triple with the running system;
 //   - [Scan] is one reading of /proc shared by every check in a pass: process
 //     groups, ancestry, and [Scan.PathsInUse];
 //   - [Resolve] turns a holder selector (self, PID, ancestor:NAME) into a Holder;

@@ -133,8 +133,6 @@ func IsLive(r *Reader, id Identity) (bool, error) {
 	return st.StartTicks == id.StartTicks && st.Running(), nil
 }
 
-// HolderIsLive is IsLive for a lease holder, with a fresh reader.
-func HolderIsLive(h Holder) (bool, error) { return IsLive(NewReader(), h.Identity()) }
 
 // ValidateClientID refuses a client id that does not match ClientIDPattern.
 func ValidateClientID(id string) error {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -413,16 +412,3 @@ func (s *Scan) CarryingEnv(name, value string) []int {
 	return out
 }
 
-// SortUses orders uses by pid, for stable output.
-func SortUses(u []Use) {
-	sort.Slice(u, func(i, j int) bool { return u[i].PID < u[j].PID })
-}
-
-// PathsInUse is a one-shot Scan(dir).PathsInUse.
-func PathsInUse(dir string) ([]Use, error) {
-	s, err := NewScan()
-	if err != nil {
-		return nil, err
-	}
-	return s.PathsInUse(dir)
-}

@@ -31,12 +31,21 @@ const (
 	leasesDir        = "leases"
 	runtimeDir       = "runtime"
 	handoffsDir      = "handoffs"
+	waitersDir       = "waiters"
 	journalDir       = "journal"
 	receiptsDir      = "receipts"
 	eventsName       = "events.jsonl"
 	// MarkerName is the registration marker inside git's admin dir.
 	MarkerName = "wt-registration"
 )
+
+// WaitersDir is the line of wt-exec --wait runs for the worktree key in
+// the store at root: a ticket file a waiter, held under flock.
+func WaitersDir(root, key string) string { return filepath.Join(root, waitersDir, key) }
+
+// LeasesDir is the directory of the lease files in the store at root,
+// which a waiter watches.
+func LeasesDir(root string) string { return filepath.Join(root, leasesDir) }
 
 var subdirs = []string{allocationsDir, bindingsDir, registrationsDir, leasesDir, journalDir, receiptsDir}
 

@@ -325,18 +325,6 @@ func flagError(err error, flags []ucli.Flag) string {
 	return msg
 }
 
-// GivenFlags is the set of flags given on c's command line, by every name
-// of each. It stands for ucli.Context.IsSet on the hot path: IsSet of a flag
-// not given runs every flag's names through a regexp, per call, which at
-// wt-exec's start cost more than all of its own flag parsing.
-func GivenFlags(c *ucli.Context) map[string]bool {
-	set := map[string]bool{}
-	for _, n := range c.LocalFlagNames() {
-		set[n] = true
-	}
-	return set
-}
-
 // JSONFlag is every command's --json.
 var JSONFlag = &ucli.BoolFlag{Name: "json", Usage: "print exactly one JSON object"}
 

@@ -217,12 +217,9 @@ func (m *Member) ready(t testing.TB) {
 	}
 }
 
-// PutKey writes key (value "held") in the etcd at endpoint and returns its
-// create revision: a fleet key as a holder would have it, for tests and
-// benchmarks of what checks it.
-func PutKey(t testing.TB, endpoint, key string) int64 { return PutValue(t, endpoint, key, "held") }
-
-// PutValue is PutKey with the key's value (a fleet.Holder's JSON, say).
+// PutValue writes key with value (a fleet.Holder's JSON, say) in the etcd
+// at endpoint and returns its create revision: a fleet key as a holder
+// would have it, for tests and benchmarks of what checks it.
 func PutValue(t testing.TB, endpoint, key, value string) int64 {
 	t.Helper()
 	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
