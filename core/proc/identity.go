@@ -133,7 +133,6 @@ func IsLive(r *Reader, id Identity) (bool, error) {
 	return st.StartTicks == id.StartTicks && st.Running(), nil
 }
 
-
 // ValidateClientID refuses a client id that does not match ClientIDPattern.
 func ValidateClientID(id string) error {
 	if !ValidClientID(id) {

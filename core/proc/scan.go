@@ -411,4 +411,3 @@ func (s *Scan) CarryingEnv(name, value string) []int {
 	}
 	return out
 }
-
