@@ -174,24 +174,38 @@ func maxActiveText(p *int) string {
 // fields that differ.
 func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange) (store.Policy, []Diff, error) {
 	next := pol
-	var diffs []Diff
+	for _, apply := range []func(*store.Policy) error{
+		func(next *store.Policy) error { return r.applyBasics(ctx, next, c) },
+		func(next *store.Policy) error { return applyFleet(next, c) },
+		func(next *store.Policy) error { return applyConfinement(next, c) },
+	} {
+		if err := apply(&next); err != nil {
+			return pol, nil, err
+		}
+	}
+	return next, policyDiffs(pol, next), nil
+}
+
+// applyBasics applies the publication branch, enforcement, the unmanaged
+// rule, the ACTIVE budget and --require-owner.
+func (r *Repo) applyBasics(ctx context.Context, next *store.Policy, c PolicyChange) error {
 	if v := c.PublicationBranch; v != nil {
 		if !r.Git.ValidBranchName(ctx, *v) {
-			return pol, nil, decision.New(decision.InvalidPolicy, "publication branch %q is not a valid branch name", *v).
+			return decision.New(decision.InvalidPolicy, "publication branch %q is not a valid branch name", *v).
 				WithHint("pass --publication-branch with a branch name such as main")
 		}
 		next.PublicationBranch = *v
 	}
 	if v := c.Enforcement; v != nil {
 		if *v != store.EnforcementEnforce && *v != store.EnforcementWarn {
-			return pol, nil, decision.New(decision.InvalidPolicy, "enforcement %q is not enforce or warn", *v).
+			return decision.New(decision.InvalidPolicy, "enforcement %q is not enforce or warn", *v).
 				WithHint("pass --enforcement enforce or --enforcement warn")
 		}
 		next.Enforcement = *v
 	}
 	if v := c.Unmanaged; v != nil {
 		if *v != store.UnmanagedAllow && *v != store.UnmanagedRefuse {
-			return pol, nil, decision.New(decision.InvalidPolicy, "unmanaged %q is not allow or refuse", *v).
+			return decision.New(decision.InvalidPolicy, "unmanaged %q is not allow or refuse", *v).
 				WithHint("pass --unmanaged allow or --unmanaged refuse")
 		}
 		next.Unmanaged = *v
@@ -202,12 +216,26 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 		} else {
 			n, err := strconv.Atoi(*v)
 			if err != nil || n < 1 {
-				return pol, nil, decision.New(decision.InvalidPolicy, "max active %q is not a positive integer or unlimited", *v).
+				return decision.New(decision.InvalidPolicy, "max active %q is not a positive integer or unlimited", *v).
 					WithHint("pass --max-active N (N >= 1) or --max-active unlimited")
 			}
 			next.MaxActive = &n
 		}
 	}
+	if v := c.RequireOwner; v != nil {
+		switch *v {
+		case "on", "off":
+			next.RequireOwner = *v == "on"
+		default:
+			return decision.New(decision.InvalidPolicy, "require-owner %q is not on or off", *v).
+				WithHint("pass --require-owner on (wt-exec must name the task's owner) or --require-owner off")
+		}
+	}
+	return nil
+}
+
+// applyFleet applies fleet mode's settings and checks them together.
+func applyFleet(next *store.Policy, c PolicyChange) error {
 	if v := c.Coordinator; v != nil {
 		next.Coordinator = *v
 	}
@@ -225,12 +253,38 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 	if v := c.FleetRemote; v != nil {
 		next.FleetRemote = *v
 	}
+	if v := c.FleetServerFence; v != nil {
+		switch *v {
+		case "on":
+			next.FleetServerFence = true
+		case "off":
+			next.FleetServerFence = false
+		default:
+			return decision.New(decision.InvalidPolicy, "fleet-server-fence %q is not on or off", *v).
+				WithHint("pass --fleet-server-fence on (the remote runs wt-hook install --server) or off")
+		}
+	}
+	if err := next.ValidateFleet(); err != nil {
+		return decision.New(decision.InvalidPolicy, "%v", err).
+			WithHint("fleet mode: wt-admin policy --coordinator etcd --etcd-endpoints http://HOST:2379[,...] [--fleet-ttl 10s] [--fleet-remote origin]; --coordinator none turns it off")
+	}
+	if next.Coordinator == store.CoordinatorNone {
+		// Off: nothing of the fleet configuration is kept.
+		// The remote's fence stays: in local mode it orders the grants
+		// itself (hooks.LocalChecker).
+		next.EtcdEndpoints, next.FleetTTL, next.FleetRemote = nil, "", ""
+	}
+	return nil
+}
+
+// applyConfinement applies confinement and the branch layout.
+func applyConfinement(next *store.Policy, c PolicyChange) error {
 	if v := c.Confine; v != nil {
 		switch *v {
 		case store.ConfineOff, store.ConfineAuto, store.ConfineRequire:
 			next.Confine = *v
 		default:
-			return pol, nil, decision.New(decision.InvalidPolicy, "confine %q is not off, auto or require", *v).
+			return decision.New(decision.InvalidPolicy, "confine %q is not off, auto or require", *v).
 				WithHint("pass --confine off, --confine auto or --confine require")
 		}
 	}
@@ -241,7 +295,7 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 				continue
 			}
 			if !filepath.IsAbs(p) || ValidText("path", p) != nil {
-				return pol, nil, decision.New(decision.InvalidPolicy, "confine-allow %q is not an absolute path", p).
+				return decision.New(decision.InvalidPolicy, "confine-allow %q is not an absolute path", p).
 					WithHint("pass --confine-allow /ABS/DIR[,/ABS/DIR]")
 			}
 			next.ConfineAllow = append(next.ConfineAllow, filepath.Clean(p))
@@ -252,40 +306,16 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 		case store.LayoutFlat, store.LayoutTaskDir:
 			next.BranchLayout = *v
 		default:
-			return pol, nil, decision.New(decision.InvalidPolicy, "branch layout %q is not flat or task-dir", *v).
+			return decision.New(decision.InvalidPolicy, "branch layout %q is not flat or task-dir", *v).
 				WithHint("pass --branch-layout task-dir (wt/<task>/work) or --branch-layout flat (wt/<task>)")
 		}
 	}
-	if v := c.RequireOwner; v != nil {
-		switch *v {
-		case "on", "off":
-			next.RequireOwner = *v == "on"
-		default:
-			return pol, nil, decision.New(decision.InvalidPolicy, "require-owner %q is not on or off", *v).
-				WithHint("pass --require-owner on (wt-exec must name the task's owner) or --require-owner off")
-		}
-	}
-	if v := c.FleetServerFence; v != nil {
-		switch *v {
-		case "on":
-			next.FleetServerFence = true
-		case "off":
-			next.FleetServerFence = false
-		default:
-			return pol, nil, decision.New(decision.InvalidPolicy, "fleet-server-fence %q is not on or off", *v).
-				WithHint("pass --fleet-server-fence on (the remote runs wt-hook install --server) or off")
-		}
-	}
-	if err := next.ValidateFleet(); err != nil {
-		return pol, nil, decision.New(decision.InvalidPolicy, "%v", err).
-			WithHint("fleet mode: wt-admin policy --coordinator etcd --etcd-endpoints http://HOST:2379[,...] [--fleet-ttl 10s] [--fleet-remote origin]; --coordinator none turns it off")
-	}
-	if next.Coordinator == store.CoordinatorNone {
-		// Off: nothing of the fleet configuration is kept.
-		// The remote's fence stays: in local mode it orders the grants
-		// itself (hooks.LocalChecker).
-		next.EtcdEndpoints, next.FleetTTL, next.FleetRemote = nil, "", ""
-	}
+	return nil
+}
+
+// policyDiffs are the fields that differ between pol and next, in words.
+func policyDiffs(pol, next store.Policy) []Diff {
+	var diffs []Diff
 	add := func(field, from, to string) {
 		if from != to {
 			diffs = append(diffs, Diff{field, from, to})
@@ -310,7 +340,7 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 	add("confine_allow", strings.Join(pol.ConfineAllow, ","), strings.Join(next.ConfineAllow, ","))
 	add("branch_layout", pol.Layout(), next.Layout())
 	add("require_owner", OnOff(pol.RequireOwner), OnOff(next.RequireOwner))
-	return next, diffs, nil
+	return diffs
 }
 
 // PolicyResult is the policy after a policy command.

@@ -516,69 +516,17 @@ func underMaintenance(tx Records, a store.Allocation) error {
 func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req Request, scan func() (Evidence, error), g Grant, ck checked) (Grant, error) {
 	a := t.Allocation
 	existing, has, tornOwn, keep, stale := ck.existing, ck.has, ck.tornOwn, ck.keep, ck.stale
-	// The holder was resolved before the lock: described again here, it
-	// must be the same live process.
-	if !holderLive(req.Holder) {
-		return g, decision.New(decision.InvalidHolder, "holder changed during acquisition: pid %d (client %s) is not the process it was resolved as (it exited, or the pid is another's now)", req.Holder.PID, req.Holder.ClientID).
-			WithHint("run wt-exec again from the live holder")
-	}
-	if err := expectations(c, a, req); err != nil {
-		return g, err
-	}
-	repo, err := tx.Repository()
+	pre, err := preflight(tx, c, a, req, ck)
 	if err != nil {
 		return g, err
 	}
-	pol, _, err := tx.Policy()
+	g.Policy = pre.pol
+	now := pre.now
+	l, err := chooseLease(&g, pre.repo, c, a, req, ck, scan, now)
 	if err != nil {
 		return g, err
 	}
-	g.Policy = pol
-	now := time.Now().UTC()
-	renewal := has && existing.Holder.Same(req.Holder)
-	h, reserved, err := reservedFor(tx, a, c, req, renewal, now)
-	if err != nil {
-		return g, err
-	}
-	if pol.RequireOwner && req.Owner == "" && !reserved && !renewal {
-		return g, decision.New(decision.OwnerMismatch, "this repository's policy requires wt-exec to name the owner of task %s (--owner)", a.TaskKey).
-			WithHint("pass --owner %s, or have its holder hand the task over: wt-admin lease handoff %s --to-client %s", shell.Word(a.Owner), shell.Word(c.TopLevel), shell.Word(req.Holder.ClientID))
-	}
-	var l store.Lease
-	switch {
-	case has && existing.Holder.Same(req.Holder):
-		if err := checkDrift(repo, existing, a, c); err != nil {
-			return g, err
-		}
-		if liveness.Expired(existing, now) && req.TTL == 0 {
-			return g, decision.New(decision.WriterLeaseExpired, "your lease %s on %s expired at %s", existing.LeaseID, c.TopLevel, deref(existing.ExpiresAt)).
-				WithHint("renew it by passing --ttl, e.g. wt-exec --ttl 10m -- ...")
-		}
-		l = existing
-		l.RenewedAt = stamp(now)
-		if req.TTL > 0 {
-			l.ExpiresAt = expiry(now, req.TTL)
-		}
-		g.Code = decision.WriterLeaseRenewed
-	case has && running(existing.Holder):
-		return g, held(existing, c.TopLevel, "its holder is running")
-	case has:
-		ev, err := scan()
-		if err != nil {
-			return g, err
-		}
-		if why := occupied(ev, existing, req.Holder); why != "" {
-			return g, heldOrOrphaned(ev, existing, c.TopLevel, why)
-		}
-		prev := existing
-		g.Previous = &prev
-		removeCgroup(prev)
-		l = newLease(repo, a, c, req, now)
-		g.Code, g.Owned = decision.WriterLeaseTakenOver, true
-	default:
-		l = newLease(repo, a, c, req, now)
-		g.Code, g.Owned = decision.WriterLeaseAcquired, true
-	}
+	reserved, h := pre.reserved, pre.handoff
 	if g.Owned {
 		l.Generation = a.LeaseGeneration + 1
 		a.LeaseGeneration = l.Generation
@@ -642,12 +590,12 @@ func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req
 	if has {
 		prev = existing.LeaseID
 	}
-	g.pending = &pendingGrant{pol: pol, lease: l, alloc: a, prevLeaseID: prev, commonDir: commonDir, key: c.Key}
+	g.pending = &pendingGrant{pol: pre.pol, lease: l, alloc: a, prevLeaseID: prev, commonDir: commonDir, key: c.Key}
 	if has {
 		before := existing
 		g.res.prevLease = &before
 	}
-	if g.Owned && req.Fence != nil && pol.FleetOn() {
+	if g.Owned && req.Fence != nil && pre.pol.FleetOn() {
 		// The lease is written once the fleet granted it (Acquire).
 		return g, nil
 	}
@@ -672,6 +620,89 @@ func selfOrAncestor(h proc.Holder) bool {
 	}
 	desc, err := r.HasAncestor(h.PID, self)
 	return err == nil && desc
+}
+
+// preflighted is what a grant read and checked before choosing its lease.
+type preflighted struct {
+	repo     store.Repository
+	pol      store.Policy
+	now      time.Time
+	handoff  store.Handoff
+	reserved bool
+}
+
+// preflight checks, before anything is written, what a grant may not go
+// without: the holder described again (it must be the same live process
+// it was resolved as, before the lock), the caller's expectations, a
+// handoff reserved for another client, the policy's --require-owner.
+func preflight(tx Records, c gitrepo.Checkout, a store.Allocation, req Request, ck checked) (preflighted, error) {
+	var p preflighted
+	if !holderLive(req.Holder) {
+		return p, decision.New(decision.InvalidHolder, "holder changed during acquisition: pid %d (client %s) is not the process it was resolved as (it exited, or the pid is another's now)", req.Holder.PID, req.Holder.ClientID).
+			WithHint("run wt-exec again from the live holder")
+	}
+	if err := expectations(c, a, req); err != nil {
+		return p, err
+	}
+	var err error
+	if p.repo, err = tx.Repository(); err != nil {
+		return p, err
+	}
+	if p.pol, _, err = tx.Policy(); err != nil {
+		return p, err
+	}
+	p.now = time.Now().UTC()
+	renewal := ck.has && ck.existing.Holder.Same(req.Holder)
+	if p.handoff, p.reserved, err = reservedFor(tx, a, c, req, renewal, p.now); err != nil {
+		return p, err
+	}
+	if p.pol.RequireOwner && req.Owner == "" && !p.reserved && !renewal {
+		return p, decision.New(decision.OwnerMismatch, "this repository's policy requires wt-exec to name the owner of task %s (--owner)", a.TaskKey).
+			WithHint("pass --owner %s, or have its holder hand the task over: wt-admin lease handoff %s --to-client %s", shell.Word(a.Owner), shell.Word(c.TopLevel), shell.Word(req.Holder.ClientID))
+	}
+	return p, nil
+}
+
+// chooseLease is the lease a grant writes: the same holder's renewed (an
+// expired one only with a TTL), a new one over a dead lease (taken over)
+// or over none (acquired); a live holder's is WRITER_LEASE_HELD. It sets
+// g's code, Owned and Previous.
+func chooseLease(g *Grant, repo store.Repository, c gitrepo.Checkout, a store.Allocation, req Request, ck checked, scan func() (Evidence, error), now time.Time) (store.Lease, error) {
+	existing := ck.existing
+	switch {
+	case ck.has && existing.Holder.Same(req.Holder):
+		if err := checkDrift(repo, existing, a, c); err != nil {
+			return existing, err
+		}
+		if liveness.Expired(existing, now) && req.TTL == 0 {
+			return existing, decision.New(decision.WriterLeaseExpired, "your lease %s on %s expired at %s", existing.LeaseID, c.TopLevel, deref(existing.ExpiresAt)).
+				WithHint("renew it by passing --ttl, e.g. wt-exec --ttl 10m -- ...")
+		}
+		l := existing
+		l.RenewedAt = stamp(now)
+		if req.TTL > 0 {
+			l.ExpiresAt = expiry(now, req.TTL)
+		}
+		g.Code = decision.WriterLeaseRenewed
+		return l, nil
+	case ck.has && running(existing.Holder):
+		return existing, held(existing, c.TopLevel, "its holder is running")
+	case ck.has:
+		ev, err := scan()
+		if err != nil {
+			return existing, err
+		}
+		if why := occupied(ev, existing, req.Holder); why != "" {
+			return existing, heldOrOrphaned(ev, existing, c.TopLevel, why)
+		}
+		prev := existing
+		g.Previous = &prev
+		removeCgroup(prev)
+		g.Code, g.Owned = decision.WriterLeaseTakenOver, true
+	default:
+		g.Code, g.Owned = decision.WriterLeaseAcquired, true
+	}
+	return newLease(repo, a, c, req, now), nil
 }
 
 // holderLive reports whether a resolved holder is still the live process

@@ -252,32 +252,8 @@ func finishReceipt(tx *store.Tx, target, task string) (store.Receipt, bool, erro
 // planFinish checks every precondition of finishing allocation a, in
 // order, and returns the plan.
 func planFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, a store.Allocation, owner string, archive bool) (FinishPlan, error) {
-	path := shell.Word(a.WorktreePath)
-	if owner != a.Owner {
-		return FinishPlan{}, decision.New(decision.OwnerMismatch, "task %s is owned by %q; %q cannot finish it", a.TaskKey, a.Owner, owner).
-			WithHint("its owner finishes it: wt-admin finish %s --owner %s", path, shell.Word(a.Owner))
-	}
-	if l, ok, err := tx.Lease(a.AllocationID); err != nil {
+	if err := finishRecords(tx, a, owner); err != nil {
 		return FinishPlan{}, err
-	} else if ok {
-		return FinishPlan{}, decision.New(decision.LeasePresent, "task %s has a writer lease (client %s, pid %d): a writer may still be at work", a.TaskKey, l.Holder.ClientID, l.Holder.PID).
-			WithHint("wait for it to end, or see it with wt-admin lease inspect %s", path).WithFact("lease_id", l.LeaseID)
-	}
-	if len(a.ExternalBindings) > 0 {
-		// The first binding names what still holds the task.
-		v := a.ExternalBindings[0]
-		what := strconv.QuoteToASCII(v)
-		if b, ok, err := proc.DecodeRuntimeBinding(v); err == nil && ok {
-			what = fmt.Sprintf("a %s process of client %s (pid %d)", b.Kind, b.Holder.ClientID, b.Holder.PID)
-		}
-		return FinishPlan{}, decision.New(decision.ExternalBinding, "task %s is still bound to %s", a.TaskKey, what).
-			WithHint("see who with wt-admin ps %s; finish when it has ended", path)
-	}
-	if b, ok, err := tx.Binding(a.WorktreeKey); err != nil {
-		return FinishPlan{}, err
-	} else if ok && b.AllocationID != a.AllocationID {
-		return FinishPlan{}, decision.New(decision.BindingDrift, "worktree key %s binds allocation %s, not task %s's %s", a.WorktreeKey, b.AllocationID, a.TaskKey, a.AllocationID).
-			WithHint("inspect the bindings in the store by hand")
 	}
 	repo, err := tx.Repository()
 	if err != nil {
@@ -294,42 +270,8 @@ func planFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, a store.Alloca
 	if a.Branch != nil {
 		plan.Branch = *a.Branch
 	}
-	inv, err := r.Git.Inventory(ctx)
-	if err != nil {
-		return FinishPlan{}, gitrepo.ListFailed(err)
-	}
-	for _, wt := range inv {
-		if plan.Branch != "" && wt.Branch == plan.Branch && wt.Key != a.WorktreeKey {
-			return FinishPlan{}, decision.New(decision.WorktreeInUse, "the task branch %s is checked out at %s: deleting it would leave that checkout on no branch", plan.Branch, wt.Path).
-				WithHint("switch that checkout away first: git -C %s switch %s", shell.Word(wt.Path), shell.Word(pol.PublicationBranch))
-		}
-		if wt.Key != a.WorktreeKey || a.WorktreeKey == "" {
-			continue
-		}
-		if !gitrepo.SameFile(wt.Path, a.WorktreePath) && wt.Path != a.WorktreePath {
-			return FinishPlan{}, decision.New(decision.BindingDrift, "the worktree of task %s was moved to %s; its allocation records %s", a.TaskKey, wt.Path, a.WorktreePath).
-				WithHint("move it back: git worktree move %s %s", shell.Word(wt.Path), path)
-		}
-		if reg, registered, err := tx.Registered(wt.Key); err != nil {
-			return FinishPlan{}, err
-		} else if !registered || reg.AllocationID != a.AllocationID {
-			return FinishPlan{}, decision.New(decision.UnregisteredWorktree, "the worktree at %s (key %s) is not the one task %s was allocated: git re-created it", wt.Path, wt.Key, a.TaskKey).
-				WithHint("look at it (git -C %s status) and move it away; then run finish again", shell.Word(wt.Path))
-		}
-		if wt.Locked {
-			return FinishPlan{}, decision.New(decision.WorktreeInUse, "the worktree at %s is locked (%s)", wt.Path, wt.LockReason).
-				WithHint("whoever locked it decides: git worktree unlock %s", shell.Word(wt.Path))
-		}
-		plan.Head = wt.Head
-		plan.Checkout = CheckoutPresent
-		if wt.Prunable {
-			plan.Checkout = CheckoutMissing
-		}
-	}
-	if plan.Checkout == CheckoutPresent {
-		if err := unused(ctx, r, a.WorktreeKey, a.WorktreePath); err != nil {
-			return FinishPlan{}, err
-		}
+	if err := planCheckout(ctx, r, tx, a, pol, &plan); err != nil {
+		return FinishPlan{}, err
 	}
 	refs, err := r.Git.Refs(ctx)
 	if err != nil {
@@ -348,6 +290,85 @@ func planFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, a store.Alloca
 		return FinishPlan{}, err
 	}
 	return plan, nil
+}
+
+// finishRecords refuses a finish the store's records rule out: another
+// owner, a writer lease, a runtime binding, the worktree key bound to
+// another allocation.
+func finishRecords(tx *store.Tx, a store.Allocation, owner string) error {
+	path := shell.Word(a.WorktreePath)
+	if owner != a.Owner {
+		return decision.New(decision.OwnerMismatch, "task %s is owned by %q; %q cannot finish it", a.TaskKey, a.Owner, owner).
+			WithHint("its owner finishes it: wt-admin finish %s --owner %s", path, shell.Word(a.Owner))
+	}
+	if l, ok, err := tx.Lease(a.AllocationID); err != nil {
+		return err
+	} else if ok {
+		return decision.New(decision.LeasePresent, "task %s has a writer lease (client %s, pid %d): a writer may still be at work", a.TaskKey, l.Holder.ClientID, l.Holder.PID).
+			WithHint("wait for it to end, or see it with wt-admin lease inspect %s", path).WithFact("lease_id", l.LeaseID)
+	}
+	if len(a.ExternalBindings) > 0 {
+		// The first binding names what still holds the task.
+		v := a.ExternalBindings[0]
+		what := strconv.QuoteToASCII(v)
+		if b, ok, err := proc.DecodeRuntimeBinding(v); err == nil && ok {
+			what = fmt.Sprintf("a %s process of client %s (pid %d)", b.Kind, b.Holder.ClientID, b.Holder.PID)
+		}
+		return decision.New(decision.ExternalBinding, "task %s is still bound to %s", a.TaskKey, what).
+			WithHint("see who with wt-admin ps %s; finish when it has ended", path)
+	}
+	if b, ok, err := tx.Binding(a.WorktreeKey); err != nil {
+		return err
+	} else if ok && b.AllocationID != a.AllocationID {
+		return decision.New(decision.BindingDrift, "worktree key %s binds allocation %s, not task %s's %s", a.WorktreeKey, b.AllocationID, a.TaskKey, a.AllocationID).
+			WithHint("inspect the bindings in the store by hand")
+	}
+	return nil
+}
+
+// planCheckout fills in what git says of the task's checkout: its HEAD,
+// present, missing (prunable) or removed, and refuses one that was moved,
+// re-created, locked, or whose branch another checkout has.
+func planCheckout(ctx context.Context, r *alloc.Repo, tx *store.Tx, a store.Allocation, pol store.Policy, plan *FinishPlan) error {
+	path := shell.Word(a.WorktreePath)
+	inv, err := r.Git.Inventory(ctx)
+	if err != nil {
+		return gitrepo.ListFailed(err)
+	}
+	for _, wt := range inv {
+		if plan.Branch != "" && wt.Branch == plan.Branch && wt.Key != a.WorktreeKey {
+			return decision.New(decision.WorktreeInUse, "the task branch %s is checked out at %s: deleting it would leave that checkout on no branch", plan.Branch, wt.Path).
+				WithHint("switch that checkout away first: git -C %s switch %s", shell.Word(wt.Path), shell.Word(pol.PublicationBranch))
+		}
+		if wt.Key != a.WorktreeKey || a.WorktreeKey == "" {
+			continue
+		}
+		if !gitrepo.SameFile(wt.Path, a.WorktreePath) && wt.Path != a.WorktreePath {
+			return decision.New(decision.BindingDrift, "the worktree of task %s was moved to %s; its allocation records %s", a.TaskKey, wt.Path, a.WorktreePath).
+				WithHint("move it back: git worktree move %s %s", shell.Word(wt.Path), path)
+		}
+		if reg, registered, err := tx.Registered(wt.Key); err != nil {
+			return err
+		} else if !registered || reg.AllocationID != a.AllocationID {
+			return decision.New(decision.UnregisteredWorktree, "the worktree at %s (key %s) is not the one task %s was allocated: git re-created it", wt.Path, wt.Key, a.TaskKey).
+				WithHint("look at it (git -C %s status) and move it away; then run finish again", shell.Word(wt.Path))
+		}
+		if wt.Locked {
+			return decision.New(decision.WorktreeInUse, "the worktree at %s is locked (%s)", wt.Path, wt.LockReason).
+				WithHint("whoever locked it decides: git worktree unlock %s", shell.Word(wt.Path))
+		}
+		plan.Head = wt.Head
+		plan.Checkout = CheckoutPresent
+		if wt.Prunable {
+			plan.Checkout = CheckoutMissing
+		}
+	}
+	if plan.Checkout == CheckoutPresent {
+		if err := unused(ctx, r, a.WorktreeKey, a.WorktreePath); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // unused refuses a worktree with changes git would lose, or that a process
