@@ -155,149 +155,199 @@ func Status(ctx context.Context, r *alloc.Repo) (StatusResult, error) {
 // between the freshness of the leases and the processes it lists.
 func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, error)) (StatusResult, error) {
 	res := StatusResult{Code: decision.StatusShown, Rows: []Row{}, Pending: []Pending{}, Next: []Next{}}
-	repoArg := shell.Word(r.Git.TopLevel)
 	inv, err := r.Git.Inventory(ctx)
 	if err != nil {
 		return res, gitrepo.ListFailed(err)
 	}
-	now := time.Now()
 	err = r.Store.Read(func(tx *store.Tx) error {
+		p := statusPass{r: r, tx: tx, res: &res, repoArg: shell.Word(r.Git.TopLevel), seen: map[string]bool{}, byID: map[string]store.Allocation{}}
 		pol, _, err := tx.Policy()
 		if err != nil {
 			return err
 		}
-		res.Policy = pol
+		res.Policy, p.pol = pol, pol
 		all, err := tx.Allocations()
 		if err != nil {
 			return err
 		}
-		byID := map[string]store.Allocation{}
 		for _, a := range all {
-			byID[a.AllocationID] = a
+			p.byID[a.AllocationID] = a
 		}
-		seen := map[string]bool{}
 		for _, wt := range inv {
-			row := Row{Path: wt.Path, Key: wt.Key, Branch: wt.Branch, Head: wt.Head, GitState: "present", Registration: "none"}
-			switch {
-			case wt.Prunable:
-				row.GitState = "prunable"
-			case wt.Locked:
-				row.GitState = "locked"
-			}
-			row.Gate = alloc.GateUnmanaged
-			var registeredTo *store.Allocation
-			if wt.Key == "." {
-				row.Registration = "canonical"
-			} else if wt.Key != "" {
-				b, ok, err := tx.Binding(wt.Key)
-				if err != nil {
-					return err
-				}
-				if ok {
-					reg, registered, err := tx.Registered(wt.Key)
-					if err != nil {
-						return err
-					}
-					row.Registration = "unregistered"
-					if a, found := byID[b.AllocationID]; found && registered && reg.AllocationID == a.AllocationID {
-						row.Registration = "registered"
-						row.fill(a)
-						seen[a.AllocationID] = true
-						registeredTo = &a
-						if a.Role != store.RoleAudit && wt.Prunable {
-							res.Next = append(res.Next, Next{Path: wt.Path, Why: "task " + a.TaskKey + "'s checkout is gone: finishing it frees the task key",
-								Command: FinishCommand(repoArg, a)})
-						}
-						if a.Role == store.RoleAudit && a.Lifecycle == store.Retained && wt.Prunable {
-							res.Next = append(res.Next, Next{Path: wt.Path, Why: "retained audit whose checkout is gone: its registration can be pruned",
-								Command: fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", repoArg, shell.Word(wt.Path), shell.Word(a.Owner))})
-						}
-					} else if _, _, hasDoc, err := tx.Registration(wt.Key); err != nil {
-						return err
-					} else if !hasDoc {
-						// Awaiting backfill (alloc.AwaitingBackfill): its
-						// task is not without a worktree, and backfill,
-						// not finish, is what it needs.
-						seen[b.AllocationID] = true
-						res.Next = append(res.Next, Next{Path: wt.Path, Why: "binding written before registrations existed: backfill proves and registers it",
-							Command: fmt.Sprintf("wt-admin --repo %s backfill", repoArg)})
-					}
-				}
-			}
-			gitDir := r.Git.CommonDir
-			if wt.Key != gitrepo.MainKey {
-				gitDir = gitrepo.AdminDir(r.Git.CommonDir, wt.Key)
-			}
-			if row.Problems, err = GateProblems(tx, repoArg, wt, gitDir, registeredTo); err != nil {
+			if err := p.worktree(wt); err != nil {
 				return err
 			}
-			if registeredTo == nil && pol.Unmanaged == store.UnmanagedRefuse {
-				row.Gate = alloc.GateUnmanaged + " (refused by policy)"
-			}
-			for _, p := range row.Problems {
-				if p.Code == decision.WriterLeaseRequired {
-					row.Gate = alloc.GateLease + " (another task's branch)"
-				}
-			}
-			res.Rows = append(res.Rows, row)
 		}
 		for _, a := range all {
-			if seen[a.AllocationID] || a.Lifecycle == store.Released {
-				continue
-			}
-			row := Row{Path: a.WorktreePath, Key: a.WorktreeKey, GitState: "missing", Registration: "unregistered"}
-			if _, err := os.Lstat(a.WorktreePath); err == nil {
-				row.GitState = "unlisted"
-			}
-			row.fill(a)
-			finish := FinishCommand(repoArg, a)
-			row.Problems = append(row.Problems, Problem{Code: decision.UnregisteredWorktree,
-				Message: fmt.Sprintf("task %s is %s but wt has no registered worktree for it at %s (removed, or re-created by git): nobody can take its lease, and its branch stays guarded", a.TaskKey, a.Lifecycle, a.WorktreePath),
-				Hint:    "finish the task (its dry run shows what it keeps): " + finish})
-			res.Next = append(res.Next, Next{Path: a.WorktreePath, Why: "task " + a.TaskKey + " has no worktree any more: finishing it frees the task key", Command: finish})
-			res.Rows = append(res.Rows, row)
-		}
-		for i := range res.Rows {
-			row := &res.Rows[i]
-			if row.Problems == nil {
-				row.Problems = []Problem{}
-			}
-			if row.AllocationID == "" {
-				continue
-			}
-			l, ok, err := tx.Lease(row.AllocationID)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			s, err := getScan()
-			if err != nil {
-				return err
-			}
-			row.Lease = &LeaseView{LeaseID: l.LeaseID, Holder: l.Holder, Generation: l.Generation,
-				Freshness: liveness.Freshness(s, l, now), ExpiresAt: l.ExpiresAt, Child: l.Child, Fleet: l.Fleet, Confined: l.Confined}
-			if row.Lease.Freshness == liveness.FreshMissingWorktree && s.IsLive(l.Holder.Identity()) {
-				row.Problems = append([]Problem{VanishedUnderHolder(repoArg, l)}, row.Problems...)
+			if !p.seen[a.AllocationID] && a.Lifecycle != store.Released {
+				p.missing(a)
 			}
 		}
-		js, err := tx.Journals()
+		if err := p.leases(getScan, time.Now()); err != nil {
+			return err
+		}
+		return p.pending()
+	})
+	return res, err
+}
+
+// statusPass is one status reading, inside one shared section.
+type statusPass struct {
+	r       *alloc.Repo
+	tx      *store.Tx
+	res     *StatusResult
+	repoArg string
+	pol     store.Policy
+	byID    map[string]store.Allocation
+	// seen are the allocations a worktree git lists stands for.
+	seen map[string]bool
+}
+
+// worktree adds the row of a worktree git lists: its allocation when it
+// is registered, what to do next about it, and its gate's problems.
+func (p *statusPass) worktree(wt gitrepo.Worktree) error {
+	row := Row{Path: wt.Path, Key: wt.Key, Branch: wt.Branch, Head: wt.Head, GitState: "present", Registration: "none"}
+	switch {
+	case wt.Prunable:
+		row.GitState = "prunable"
+	case wt.Locked:
+		row.GitState = "locked"
+	}
+	row.Gate = alloc.GateUnmanaged
+	var registeredTo *store.Allocation
+	if wt.Key == "." {
+		row.Registration = "canonical"
+	} else if wt.Key != "" {
+		var err error
+		if registeredTo, err = p.registration(wt, &row); err != nil {
+			return err
+		}
+	}
+	gitDir := p.r.Git.CommonDir
+	if wt.Key != gitrepo.MainKey {
+		gitDir = gitrepo.AdminDir(p.r.Git.CommonDir, wt.Key)
+	}
+	var err error
+	if row.Problems, err = GateProblems(p.tx, p.repoArg, wt, gitDir, registeredTo); err != nil {
+		return err
+	}
+	if registeredTo == nil && p.pol.Unmanaged == store.UnmanagedRefuse {
+		row.Gate = alloc.GateUnmanaged + " (refused by policy)"
+	}
+	for _, pr := range row.Problems {
+		if pr.Code == decision.WriterLeaseRequired {
+			row.Gate = alloc.GateLease + " (another task's branch)"
+		}
+	}
+	p.res.Rows = append(p.res.Rows, row)
+	return nil
+}
+
+// registration fills row from the allocation a linked worktree is bound
+// and registered to (returned; nil when none), and says what to do next
+// about a gone checkout or a binding awaiting backfill.
+func (p *statusPass) registration(wt gitrepo.Worktree, row *Row) (*store.Allocation, error) {
+	b, ok, err := p.tx.Binding(wt.Key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	reg, registered, err := p.tx.Registered(wt.Key)
+	if err != nil {
+		return nil, err
+	}
+	row.Registration = "unregistered"
+	a, found := p.byID[b.AllocationID]
+	if !found || !registered || reg.AllocationID != a.AllocationID {
+		if _, _, hasDoc, err := p.tx.Registration(wt.Key); err != nil {
+			return nil, err
+		} else if !hasDoc {
+			// Awaiting backfill (alloc.AwaitingBackfill): its task is not
+			// without a worktree, and backfill, not finish, is what it
+			// needs.
+			p.seen[b.AllocationID] = true
+			p.res.Next = append(p.res.Next, Next{Path: wt.Path, Why: "binding written before registrations existed: backfill proves and registers it",
+				Command: fmt.Sprintf("wt-admin --repo %s backfill", p.repoArg)})
+		}
+		return nil, nil
+	}
+	row.Registration = "registered"
+	row.fill(a)
+	p.seen[a.AllocationID] = true
+	if a.Role != store.RoleAudit && wt.Prunable {
+		p.res.Next = append(p.res.Next, Next{Path: wt.Path, Why: "task " + a.TaskKey + "'s checkout is gone: finishing it frees the task key",
+			Command: FinishCommand(p.repoArg, a)})
+	}
+	if a.Role == store.RoleAudit && a.Lifecycle == store.Retained && wt.Prunable {
+		p.res.Next = append(p.res.Next, Next{Path: wt.Path, Why: "retained audit whose checkout is gone: its registration can be pruned",
+			Command: fmt.Sprintf("wt-admin --repo %s prune %s --owner %s", p.repoArg, shell.Word(wt.Path), shell.Word(a.Owner))})
+	}
+	return &a, nil
+}
+
+// missing adds the row of a live allocation no registered worktree
+// stands for: removed, or re-created by git.
+func (p *statusPass) missing(a store.Allocation) {
+	row := Row{Path: a.WorktreePath, Key: a.WorktreeKey, GitState: "missing", Registration: "unregistered"}
+	if _, err := os.Lstat(a.WorktreePath); err == nil {
+		row.GitState = "unlisted"
+	}
+	row.fill(a)
+	finish := FinishCommand(p.repoArg, a)
+	row.Problems = append(row.Problems, Problem{Code: decision.UnregisteredWorktree,
+		Message: fmt.Sprintf("task %s is %s but wt has no registered worktree for it at %s (removed, or re-created by git): nobody can take its lease, and its branch stays guarded", a.TaskKey, a.Lifecycle, a.WorktreePath),
+		Hint:    "finish the task (its dry run shows what it keeps): " + finish})
+	p.res.Next = append(p.res.Next, Next{Path: a.WorktreePath, Why: "task " + a.TaskKey + " has no worktree any more: finishing it frees the task key", Command: finish})
+	p.res.Rows = append(p.res.Rows, row)
+}
+
+// leases adds each row's lease with its freshness, and the alarm of a
+// checkout that vanished under a live holder.
+func (p *statusPass) leases(getScan func() (*proc.Scan, error), now time.Time) error {
+	for i := range p.res.Rows {
+		row := &p.res.Rows[i]
+		if row.Problems == nil {
+			row.Problems = []Problem{}
+		}
+		if row.AllocationID == "" {
+			continue
+		}
+		l, ok, err := p.tx.Lease(row.AllocationID)
 		if err != nil {
 			return err
 		}
-		pr := proc.NewReader()
-		for _, j := range js {
-			live, _ := proc.IsLive(pr, j.Actor) // Best effort: an error reads as not live, which status only reports.
-			res.Pending = append(res.Pending, Pending{TransactionID: j.TransactionID, Operation: j.Operation,
-				Phase: j.Phase, Target: j.Target, Actor: j.Actor, ActorLive: live})
-			if !live && j.Operation == alloc.OpAllocate {
-				res.Warnings = append(res.Warnings, "an allocate of "+j.Target+" was interrupted; wt-admin recover (or the next allocate) finishes or undoes it")
-			}
+		if !ok {
+			continue
 		}
-		return nil
-	})
-	return res, err
+		s, err := getScan()
+		if err != nil {
+			return err
+		}
+		row.Lease = &LeaseView{LeaseID: l.LeaseID, Holder: l.Holder, Generation: l.Generation,
+			Freshness: liveness.Freshness(s, l, now), ExpiresAt: l.ExpiresAt, Child: l.Child, Fleet: l.Fleet, Confined: l.Confined}
+		if row.Lease.Freshness == liveness.FreshMissingWorktree && s.IsLive(l.Holder.Identity()) {
+			row.Problems = append([]Problem{VanishedUnderHolder(p.repoArg, l)}, row.Problems...)
+		}
+	}
+	return nil
+}
+
+// pending lists the journals in flight, and warns of an interrupted
+// allocate.
+func (p *statusPass) pending() error {
+	js, err := p.tx.Journals()
+	if err != nil {
+		return err
+	}
+	pr := proc.NewReader()
+	for _, j := range js {
+		live, _ := proc.IsLive(pr, j.Actor) // Best effort: an error reads as not live, which status only reports.
+		p.res.Pending = append(p.res.Pending, Pending{TransactionID: j.TransactionID, Operation: j.Operation,
+			Phase: j.Phase, Target: j.Target, Actor: j.Actor, ActorLive: live})
+		if !live && j.Operation == alloc.OpAllocate {
+			p.res.Warnings = append(p.res.Warnings, "an allocate of "+j.Target+" was interrupted; wt-admin recover (or the next allocate) finishes or undoes it")
+		}
+	}
+	return nil
 }
 
 // VanishedUnderHolder is the alarm of a leased worktree whose checkout is
