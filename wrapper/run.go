@@ -141,15 +141,7 @@ func Run(opts Options) (Result, error) {
 	if len(opts.Args) == 0 {
 		return res, decision.New(decision.Usage, "no command given").WithHint("wt-exec [OPTIONS] -- COMMAND [ARG...]")
 	}
-	if opts.Kind == "" {
-		opts.Kind = DefaultKind
-	}
-	if opts.Grace <= 0 {
-		opts.Grace = DefaultGrace
-	}
-	if opts.Notify == nil {
-		opts.Notify = func(string) {}
-	}
+	opts = withDefaults(opts)
 	path, err := LookPath(opts.Args[0], opts.Dir, opts.Environ)
 	if err != nil {
 		return res, err
@@ -471,6 +463,20 @@ func branchOf(a store.Allocation) string {
 		return ""
 	}
 	return *a.Branch
+}
+
+// withDefaults fills in the options a caller may leave unset.
+func withDefaults(opts Options) Options {
+	if opts.Kind == "" {
+		opts.Kind = DefaultKind
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.Notify == nil {
+		opts.Notify = func(string) {}
+	}
+	return opts
 }
 
 // occupants are the processes that use the worktree at top at the end of

@@ -64,65 +64,20 @@ const OpAllocate = "allocate"
 // Journal phases of allocate.
 const phasePrepared = "PREPARED"
 
-// Allocate creates a governed worktree: git worktree add, then the
-// allocation record, its binding and its registration (document and marker),
-// journaled so that a crash anywhere is finished or undone by the next run.
-func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error) {
-	var res AllocateResult
-	if req.Role == "" {
-		req.Role = store.RoleFeature
-	}
-	if err := ValidRole(req.Role); err != nil {
-		return res, err
-	}
-	if err := ValidTaskKey(req.TaskKey); err != nil {
-		return res, err
-	}
-	if err := ValidOwner(req.Owner); err != nil {
-		return res, err
-	}
-	if req.Path == "" {
-		return res, decision.New(decision.Usage, "allocate needs a PATH").WithHint("wt-admin allocate --task KEY --owner NAME PATH")
-	}
-	if err := ValidText("path", req.Path); err != nil {
-		return res, err
-	}
-	if err := ValidText("branch", req.Branch); err != nil {
-		return res, err
-	}
-	path, err := proc.Canonical(req.Path)
-	if err != nil {
-		return res, decision.Wrap(decision.Usage, err, "path %s", req.Path)
-	}
-	if err := pathFree(path); err != nil {
-		return res, err
-	}
-	var branch *string
-	if req.Role == store.RoleAudit {
-		if req.Branch != "" {
-			return res, decision.New(decision.InvalidBranch, "audit worktrees are detached and take no branch").
-				WithHint("drop --branch, or use --role feature")
-		}
-	} else if req.Branch != "" {
-		if err := r.validBranch(ctx, req.Branch); err != nil {
-			return res, err
-		}
-		branch = &req.Branch
-	}
-
-	// Before the lock: what git must answer (the branch's name, the base
-	// commit, whether the branch exists), so that no git runs while every
-	// commit in the repository waits for the lock. The section confirms
-	// the policy it was read under, and the branch against the store.
-	pre, err := r.Policy()
-	if err != nil {
-		return res, err
+// askGit asks git, before the lock, what an allocate must know: the
+// branch's name (the policy's default when none was asked for), the base
+// commit, whether the branch exists; so that no git runs while every
+// commit in the repository waits for the lock. The section confirms the
+// policy these were read under (pre), and the branch against the store.
+func (r *Repo) askGit(ctx context.Context, req Request, branch *string) (pre store.Policy, _ *string, commit string, exists bool, err error) {
+	if pre, err = r.Policy(); err != nil {
+		return pre, branch, "", false, err
 	}
 	if branch == nil && req.Role != store.RoleAudit {
 		// The default branch follows the policy's layout.
 		b := pre.TaskBranch(req.TaskKey)
 		if err := r.validBranch(ctx, b); err != nil {
-			return res, err
+			return pre, branch, "", false, err
 		}
 		branch = &b
 	}
@@ -132,17 +87,81 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 	}
 	commit, ok, err := r.Git.ResolveCommit(ctx, base)
 	if err != nil {
-		return res, decision.Wrap(decision.GitFailed, err, "resolve %s", base)
+		return pre, branch, "", false, decision.Wrap(decision.GitFailed, err, "resolve %s", base)
 	}
 	if !ok {
-		return res, decision.New(decision.InvalidBase, "%q names no commit", base).
+		return pre, branch, "", false, decision.New(decision.InvalidBase, "%q names no commit", base).
 			WithHint("pass --base REV naming an existing commit")
 	}
-	branchExists := false
 	if branch != nil {
-		if branchExists, err = r.Git.BranchExists(ctx, *branch); err != nil {
-			return res, decision.Wrap(decision.GitFailed, err, "look up branch %s", *branch)
+		if exists, err = r.Git.BranchExists(ctx, *branch); err != nil {
+			return pre, branch, "", false, decision.Wrap(decision.GitFailed, err, "look up branch %s", *branch)
 		}
+	}
+	return pre, branch, commit, exists, nil
+}
+
+// checkRequest refuses a malformed allocate request (role, task key,
+// owner, path, branch) before anything is read, and returns the canonical
+// path and the branch asked for (nil: the policy's default, or none for an
+// audit).
+func (r *Repo) checkRequest(ctx context.Context, req Request) (string, *string, error) {
+	if err := ValidRole(req.Role); err != nil {
+		return "", nil, err
+	}
+	if err := ValidTaskKey(req.TaskKey); err != nil {
+		return "", nil, err
+	}
+	if err := ValidOwner(req.Owner); err != nil {
+		return "", nil, err
+	}
+	if req.Path == "" {
+		return "", nil, decision.New(decision.Usage, "allocate needs a PATH").WithHint("wt-admin allocate --task KEY --owner NAME PATH")
+	}
+	if err := ValidText("path", req.Path); err != nil {
+		return "", nil, err
+	}
+	if err := ValidText("branch", req.Branch); err != nil {
+		return "", nil, err
+	}
+	path, err := proc.Canonical(req.Path)
+	if err != nil {
+		return "", nil, decision.Wrap(decision.Usage, err, "path %s", req.Path)
+	}
+	if err := pathFree(path); err != nil {
+		return "", nil, err
+	}
+	var branch *string
+	if req.Role == store.RoleAudit {
+		if req.Branch != "" {
+			return "", nil, decision.New(decision.InvalidBranch, "audit worktrees are detached and take no branch").
+				WithHint("drop --branch, or use --role feature")
+		}
+	} else if req.Branch != "" {
+		if err := r.validBranch(ctx, req.Branch); err != nil {
+			return "", nil, err
+		}
+		branch = &req.Branch
+	}
+	return path, branch, nil
+}
+
+// Allocate creates a governed worktree: git worktree add, then the
+// allocation record, its binding and its registration (document and marker),
+// journaled so that a crash anywhere is finished or undone by the next run.
+func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error) {
+	var res AllocateResult
+	if req.Role == "" {
+		req.Role = store.RoleFeature
+	}
+	path, branch, err := r.checkRequest(ctx, req)
+	if err != nil {
+		return res, err
+	}
+
+	pre, branch, commit, branchExists, err := r.askGit(ctx, req, branch)
+	if err != nil {
+		return res, err
 	}
 
 	// Phase 1, under the lock: finish or undo what crashed before, check the

@@ -17,12 +17,14 @@ import (
 )
 
 // DefaultLockWait bounds how long a command waits for the store's lock.
-// Sections hold it for microseconds to milliseconds: none runs git or
-// starts a process under the exclusive lock (allocate asks git before it,
-// prune and finish run git between their sections, wt-exec starts its
-// child between the grant's two; git-under-lock.txtar checks it), so a
-// long wait means a stuck or stopped process, or a reader's git under the
-// shared lock; $WT_LOCK_WAIT (a Go duration) overrides it. A waiter sleeps
+// Sections hold it for microseconds to milliseconds: no section runs git
+// or starts a process under the exclusive lock (allocate asks git before
+// it, prune and finish run git between their sections, wt-exec starts its
+// child between the grant's two; git-under-lock.txtar checks it), but for
+// one rare case: an allocate that finds another's crashed half-done
+// allocation undoes it (git worktree remove) inside its first section. So
+// a long wait means that, a stuck or stopped process, or a reader's git
+// under the shared lock; $WT_LOCK_WAIT (a Go duration) overrides it. A waiter sleeps
 // in flock(2) (flockWait).
 const DefaultLockWait = 10 * time.Second
 
