@@ -40,7 +40,10 @@ const (
 	ExitNotFound      = 127
 )
 
-// ExecDying is Exec that also returns the signal the child died of (0 when
+// ExecDying runs wt-exec with args and returns its exit status (the
+// child's, 128+N when it died of signal N, 125 when wt-exec refused or
+// failed before the child started, 126 when the command is not executable,
+// 127 when it is not found), the signal the child died of (0 when
 // it exited) and whether it is to go to the whole process group (see
 // wrapper.Result.ToGroup): main ends wt-exec by it (wrapper.DieBy) before
 // it exits with the status.

@@ -1,8 +1,11 @@
 package execcli
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -128,68 +131,96 @@ func flagNamed(name string) *Flag {
 	return nil
 }
 
-// Parse reads wt-exec's command line as the Go flag package (and so
-// urfave/cli) reads one: a flag is -NAME or --NAME; a value follows as
-// the next argument or after "=" (a bool takes only "="); flags end at
-// "--" or at the first argument that is not a flag, which begins the
-// command. A flag given twice keeps its last value (allow-write keeps
-// all). Errors are USAGE refusals in wt's words.
+// Parse reads wt-exec's command line with the standard flag package, as
+// urfave/cli reads one (it uses flag too): a flag is -NAME or --NAME; a
+// value follows as the next argument or after "=" (a bool takes only
+// "="); flags end at "--" or at the first argument that is not a flag,
+// which begins the command. A flag given twice keeps its last value
+// (allow-write keeps all). Errors are USAGE refusals in wt's words.
 func Parse(args []string) (*Line, error) {
 	l := &Line{set: map[string]bool{}, strs: map[string]string{}, lists: map[string][]string{}, durs: map[string]time.Duration{}}
-	i := 0
-	for ; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			i++
-			break
+	fs := flag.NewFlagSet(Bin, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	for i := range Flags {
+		f := &Flags[i]
+		v := &lineValue{l: l, f: f}
+		for _, name := range append([]string{f.Name}, f.Aliases...) {
+			fs.Var(v, name, "")
 		}
-		if len(a) < 2 || a[0] != '-' {
-			break
-		}
-		name := strings.TrimPrefix(a[1:], "-")
-		if name == "" || name[0] == '-' || name[0] == '=' {
-			return nil, usageErr("bad flag syntax: %s", a)
-		}
-		name, value, hasValue := strings.Cut(name, "=")
-		f := flagNamed(name)
-		if f == nil {
-			var names []string
-			for _, f := range Flags {
-				names = append(names, f.Name)
-			}
-			return nil, usageErr("there is no flag --%s%s", name, textout.DidYouMean(name, names, "--"))
-		}
-		if f.Kind == Bool {
-			if !hasValue {
-				value = "true"
-			}
-			b, err := strconv.ParseBool(value)
-			if err != nil {
-				return nil, usageErr("--%s %q: a flag that is on or off takes true or false", name, value)
-			}
-			value = strconv.FormatBool(b)
-		} else if !hasValue {
-			if i+1 >= len(args) {
-				return nil, usageErr("--%s needs a value", name)
-			}
-			i++
-			value = args[i]
-		}
-		switch f.Kind {
-		case Duration:
-			d, err := time.ParseDuration(value)
-			if err != nil {
-				return nil, usageErr("--%s %q: a duration needs a number and a unit, e.g. 30s, 10m, 1h", name, value)
-			}
-			l.durs[f.Name] = d
-		case StringSlice:
-			l.lists[f.Name] = append(l.lists[f.Name], value)
-		}
-		l.strs[f.Name] = value
-		l.set[f.Name] = true
 	}
-	l.Command = args[i:]
+	if err := fs.Parse(args); err != nil {
+		return nil, parseError(err)
+	}
+	l.Command = fs.Args()
 	return l, nil
+}
+
+// lineValue is a flag.Value that records one of Flags into a Line.
+type lineValue struct {
+	l *Line
+	f *Flag
+}
+
+func (v *lineValue) String() string { return "" }
+
+// IsBoolFlag makes the flag package take a Bool flag without a value.
+func (v *lineValue) IsBoolFlag() bool { return v.f.Kind == Bool }
+
+func (v *lineValue) Set(value string) error {
+	switch v.f.Kind {
+	case Bool:
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return errOnOff
+		}
+		value = strconv.FormatBool(b)
+	case Duration:
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			return errDuration
+		}
+		v.l.durs[v.f.Name] = d
+	case StringSlice:
+		v.l.lists[v.f.Name] = append(v.l.lists[v.f.Name], value)
+	}
+	v.l.strs[v.f.Name] = value
+	v.l.set[v.f.Name] = true
+	return nil
+}
+
+var (
+	errOnOff    = errors.New("a flag that is on or off takes true or false")
+	errDuration = errors.New("a duration needs a number and a unit, e.g. 30s, 10m, 1h")
+)
+
+// parseError says an error of the flag package in wt's words: flags with
+// the two dashes they are typed with, and what a value needs.
+func parseError(err error) error {
+	// The flag package's messages; compiled here, on the error path, so
+	// that no start of wt-exec pays for them.
+	flagUndefined := regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	flagNoValue := regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+	flagBadValue := regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-+([^:]*): (.*)$`)
+	flagSyntax := regexp.MustCompile(`^bad flag syntax: (.*)$`)
+	msg := err.Error()
+	switch {
+	case flagUndefined.MatchString(msg):
+		name := flagUndefined.FindStringSubmatch(msg)[1]
+		var names []string
+		for _, f := range Flags {
+			names = append(names, f.Name)
+		}
+		return usageErr("there is no flag --%s%s", name, textout.DidYouMean(name, names, "--"))
+	case flagNoValue.MatchString(msg):
+		return usageErr("--%s needs a value", flagNoValue.FindStringSubmatch(msg)[1])
+	case flagBadValue.MatchString(msg):
+		m := flagBadValue.FindStringSubmatch(msg)
+		return usageErr("--%s %q: %s", m[2], m[1], m[3])
+	case flagSyntax.MatchString(msg):
+		return usageErr("bad flag syntax: %s", flagSyntax.FindStringSubmatch(msg)[1])
+	}
+	return usageErr("%s", msg)
 }
 
 func usageErr(format string, args ...any) error {
