@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
@@ -43,7 +42,7 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 	h := g.Lease.Holder
 	holder := fleet.Holder{Host: host, MachineID: strings.TrimSpace(string(machine)), BootID: h.BootID, PID: h.PID,
 		StartTicks: h.StartTicks, ClientID: h.ClientID, LeaseID: g.Lease.LeaseID, TaskKey: g.Allocation.TaskKey,
-		Since: time.Now().UTC().Format(time.RFC3339Nano), FenceHash: fleet.FenceHash(s.fenceSecret)}
+		Since: store.Now(), FenceHash: fleet.FenceHash(s.fenceSecret)}
 	sess, err := helper.Acquire(ctx, key, holder, ttl)
 	if dead, ok := deadPrevious(err, g); ok {
 		// The fleet key is the lease this grant just took over locally:

@@ -82,7 +82,7 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark branch
 	id, lid := g.Allocation.AllocationID, g.Lease.LeaseID
 	h := g.Lease.Holder
 	_ = r.Store.Write(func(tx *store.Tx) error { // Best effort: the reflog keeps what audit needs.
-		return tx.AppendEvent(store.Event{At: time.Now().UTC().Format(time.RFC3339Nano), Event: "ungated_ref_moves",
+		return tx.AppendEvent(store.Event{At: store.Now(), Event: "ungated_ref_moves",
 			AllocationID: &id, LeaseID: &lid, Holder: &h, Actor: proc.Actor(),
 			Detail: map[string]any{"ref": ref, "count": n, "since": g.Lease.AcquiredAt}})
 	})

@@ -17,8 +17,8 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
-	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // WaitRecheck bounds how long a waiting wt-exec sleeps between looks at

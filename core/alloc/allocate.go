@@ -218,7 +218,7 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 		if err := pathFree(path); err != nil {
 			return err
 		}
-		now := Now()
+		now := store.Now()
 		planned = store.Allocation{AllocationID: ids.New(), TaskKey: req.TaskKey, Owner: req.Owner,
 			Role: req.Role, Lifecycle: store.Active, WorktreePath: path, Branch: branch, BaseCommit: commit,
 			ExternalBindings: []string{}, CreatedAt: now, UpdatedAt: now}
@@ -252,7 +252,7 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 	// (or never ran: a signal while waiting for its turn).
 	err = r.Store.Write(func(tx *store.Tx) error {
 		if gitErr != nil || turnErr != nil {
-			if err := tx.FinishJournal(j, "failed", nil, Now()); err != nil {
+			if err := tx.FinishJournal(j, "failed", nil, store.Now()); err != nil {
 				return err
 			}
 			if turnErr != nil {
@@ -372,7 +372,7 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 		return a, err
 	} else {
 		a.WorktreeKey = key
-		a.UpdatedAt = Now()
+		a.UpdatedAt = store.Now()
 		// The branch index first, so that once the record exists its
 		// branch is guarded; an entry whose record a crash kept from being
 		// written guards nothing until recovery writes it.
@@ -388,7 +388,7 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 		return a, err
 	}
 	reg := store.Registration{RegistrationID: ids.New(), WorktreeKey: key, WorktreePath: a.WorktreePath,
-		AllocationID: a.AllocationID, CreatedAt: Now()}
+		AllocationID: a.AllocationID, CreatedAt: store.Now()}
 	if err := tx.PutRegistration(&reg); err != nil {
 		return a, err
 	}
@@ -398,7 +398,7 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 		return a, err
 	}
 	out, _ := json.Marshal(map[string]string{"allocation_id": a.AllocationID, "worktree_key": key})
-	return a, tx.FinishJournal(j, how, out, Now())
+	return a, tx.FinishJournal(j, how, out, store.Now())
 }
 
 // JournalEnv names the environment variable that marks the git a journaled
@@ -679,7 +679,7 @@ func (r *Repo) recoverOne(ctx context.Context, tx *store.Tx, j store.Journal, pl
 		"worktree_path": a.WorktreePath, "transaction_id": j.TransactionID, "detail": detail}); err != nil {
 		return "blocked", err.Error()
 	}
-	if err := tx.FinishJournal(j, "rolled_back", nil, Now()); err != nil {
+	if err := tx.FinishJournal(j, "rolled_back", nil, store.Now()); err != nil {
 		return "blocked", err.Error()
 	}
 	return "rolled_back", detail

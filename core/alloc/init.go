@@ -125,11 +125,11 @@ func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, err
 		if err != nil {
 			return err
 		}
-		next.UpdatedAt = Now()
+		next.UpdatedAt = store.Now()
 		if err := tx.PutPolicy(&next); err != nil {
 			return err
 		}
-		now := Now()
+		now := store.Now()
 		repo := store.Repository{RepositoryID: ids.New(), CreatedAt: now, UpdatedAt: now}
 		if err := tx.PutRepository(&repo); err != nil {
 			return err
@@ -386,7 +386,7 @@ func (r *Repo) SetPolicy(ctx context.Context, change PolicyChange) (PolicyResult
 			res = PolicyResult{Code: decision.PolicyUnchanged, Policy: pol, Changes: []Diff{}}
 			return nil
 		}
-		next.UpdatedAt = Now()
+		next.UpdatedAt = store.Now()
 		if err := tx.PutPolicy(&next); err != nil {
 			return err
 		}

@@ -115,7 +115,7 @@ func (r *Repo) changeLifecycle(path, owner string, expect *int, from, to string)
 			}
 		}
 		a.Lifecycle = to
-		a.UpdatedAt = Now()
+		a.UpdatedAt = store.Now()
 		if err := tx.PutAllocation(&a); err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/wt-tool/wt/core/decision"
@@ -49,9 +48,6 @@ func OpenCheckout(c gitrepo.Checkout) (*Repo, error) {
 	return &Repo{Git: &gitrepo.Repo{CommonDir: c.CommonDir, GitDir: c.GitDir, TopLevel: c.TopLevel}, Store: s}, nil
 }
 
-// Now is the clock, as RFC 3339 text in UTC.
-func Now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
-
 // LogEvent appends event name about allocation id (none when "") to
 // events.jsonl, with this process as the actor.
 func LogEvent(tx *store.Tx, name, id string, detail map[string]any) error {
@@ -63,7 +59,7 @@ func LogEvent(tx *store.Tx, name, id string, detail map[string]any) error {
 }
 
 func event(tx *store.Tx, name string, a *store.Allocation, detail map[string]any) error {
-	e := store.Event{At: Now(), Event: name, Actor: proc.Actor(), Detail: detail}
+	e := store.Event{At: store.Now(), Event: name, Actor: proc.Actor(), Detail: detail}
 	if a != nil {
 		id := a.AllocationID
 		e.AllocationID = &id

@@ -423,7 +423,7 @@ func dropBindings(tx *store.Tx, a *store.Allocation, leaseID string) ([]string, 
 		return removed, nil
 	}
 	a.ExternalBindings = keep
-	a.UpdatedAt = stamp(time.Now())
+	a.UpdatedAt = store.Stamp(time.Now())
 	return removed, tx.PutAllocationRuntime(a)
 }
 
@@ -619,16 +619,16 @@ func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string, expect
 		now := time.Now().UTC()
 		prior := f.l.Holder
 		nl := store.Lease{LeaseID: ids.New(), RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID,
-			WorktreePath: f.l.WorktreePath, Owner: a.Owner, Holder: holder, AcquiredAt: stamp(now), RenewedAt: stamp(now),
+			WorktreePath: f.l.WorktreePath, Owner: a.Owner, Holder: holder, AcquiredAt: store.Stamp(now), RenewedAt: store.Stamp(now),
 			Generation: a.LeaseGeneration + 1, HolderResolverVersion: proc.HolderResolverVersion,
 			Provenance: &store.Provenance{How: store.ProvenanceAdopted, PriorLeaseID: f.l.LeaseID, PriorHolder: &prior,
-				By: proc.Actor(), ByClient: holder.ClientID, At: stamp(now), Reason: reason}}
+				By: proc.Actor(), ByClient: holder.ClientID, At: store.Stamp(now), Reason: reason}}
 		removed, err := dropBindings(tx, &a, f.l.LeaseID)
 		if err != nil {
 			return err
 		}
 		a.LeaseGeneration = nl.Generation
-		a.UpdatedAt = stamp(now)
+		a.UpdatedAt = store.Stamp(now)
 		if err := tx.PutAllocationRuntime(&a); err != nil {
 			return err
 		}
@@ -779,7 +779,7 @@ func Handoff(r *alloc.Repo, path, to string, ttl time.Duration, operator bool, e
 			h.FromLeaseID, h.FromGeneration = l.LeaseID, l.Generation
 		}
 		now := time.Now().UTC()
-		h.CreatedAt, h.ExpiresAt = stamp(now), stamp(now.Add(ttl))
+		h.CreatedAt, h.ExpiresAt = store.Stamp(now), store.Stamp(now.Add(ttl))
 		if err := tx.PutHandoff(&h); err != nil {
 			return err
 		}
@@ -828,10 +828,10 @@ func Transfer(r *alloc.Repo, path string, pid int, reason string, expect Expect)
 		nl := l
 		nl.Holder = proc.Holder{ClientID: prior.ClientID, PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks, SessionID: prior.SessionID, RunID: prior.RunID}
 		now := time.Now().UTC()
-		nl.RenewedAt = stamp(now)
+		nl.RenewedAt = store.Stamp(now)
 		nl.HolderResolverVersion = proc.HolderResolverVersion
 		nl.Provenance = &store.Provenance{How: store.ProvenanceTransferred, PriorLeaseID: l.LeaseID, PriorHolder: &prior,
-			By: proc.Actor(), ByClient: prior.ClientID, At: stamp(now), Reason: reason}
+			By: proc.Actor(), ByClient: prior.ClientID, At: store.Stamp(now), Reason: reason}
 		// The runtime binding of the lease names its holder: it moves too.
 		var kind string
 		keep := []string{}
@@ -854,7 +854,7 @@ func Transfer(r *alloc.Repo, path string, pid int, reason string, expect Expect)
 			return err
 		}
 		a.ExternalBindings = append(keep, nb)
-		a.UpdatedAt = stamp(now)
+		a.UpdatedAt = store.Stamp(now)
 		if err := tx.PutAllocationRuntime(&a); err != nil {
 			return err
 		}

@@ -42,7 +42,7 @@ func Renew(r *alloc.Repo, g *Grant, ttl time.Duration) error {
 	}
 	return withOwnLease(r, g, func(tx *store.Tx, l *store.Lease) error {
 		now := time.Now().UTC()
-		l.RenewedAt = stamp(now)
+		l.RenewedAt = store.Stamp(now)
 		l.ExpiresAt = expiry(now, ttl)
 		if err := tx.PutLease(l); err != nil {
 			return err
@@ -93,7 +93,7 @@ func Release(r *alloc.Repo, g Grant, scan func() (Evidence, error), occupants []
 		}
 		if i := slices.Index(a.ExternalBindings, g.Binding); g.Binding != "" && i >= 0 {
 			a.ExternalBindings = slices.Delete(a.ExternalBindings, i, i+1)
-			a.UpdatedAt = stamp(time.Now())
+			a.UpdatedAt = store.Stamp(time.Now())
 			if err := tx.PutAllocationRuntime(&a); err != nil {
 				return err
 			}
@@ -115,7 +115,7 @@ func Release(r *alloc.Repo, g Grant, scan func() (Evidence, error), occupants []
 			}
 			if g.Owned && a.LeaseGeneration == g.Lease.Generation {
 				a.LeaseGeneration--
-				a.UpdatedAt = stamp(time.Now())
+				a.UpdatedAt = store.Stamp(time.Now())
 				if err := tx.PutAllocationRuntime(&a); err != nil {
 					return err
 				}
@@ -171,7 +171,7 @@ func leaveOccupants(tx *store.Tx, a *store.Allocation, l store.Lease, occupants 
 		a.ExternalBindings = append(a.ExternalBindings, v)
 		pids = append(pids, o.PID)
 	}
-	a.UpdatedAt = stamp(time.Now())
+	a.UpdatedAt = store.Stamp(time.Now())
 	if err := tx.PutAllocationRuntime(a); err != nil {
 		return err
 	}

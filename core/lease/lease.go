@@ -557,7 +557,7 @@ func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req
 	// worktree until it ends.
 	if changed {
 		before := t.Allocation
-		a.UpdatedAt = stamp(now)
+		a.UpdatedAt = store.Stamp(now)
 		if err := tx.PutAllocationRuntime(&a); err != nil {
 			return g, err
 		}
@@ -679,7 +679,7 @@ func chooseLease(g *Grant, repo store.Repository, c gitrepo.Checkout, a store.Al
 				WithHint("renew it by passing --ttl, e.g. wt-exec --ttl 10m -- ...")
 		}
 		l := existing
-		l.RenewedAt = stamp(now)
+		l.RenewedAt = store.Stamp(now)
 		if req.TTL > 0 {
 			l.ExpiresAt = expiry(now, req.TTL)
 		}
@@ -1050,7 +1050,7 @@ func held(l store.Lease, path, why string) *decision.Error {
 
 func newLease(repo store.Repository, a store.Allocation, c gitrepo.Checkout, req Request, now time.Time) store.Lease {
 	l := store.Lease{LeaseID: ids.New(), RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID,
-		WorktreePath: c.TopLevel, Owner: a.Owner, Holder: req.Holder, AcquiredAt: stamp(now), RenewedAt: stamp(now),
+		WorktreePath: c.TopLevel, Owner: a.Owner, Holder: req.Holder, AcquiredAt: store.Stamp(now), RenewedAt: store.Stamp(now),
 		HolderResolverVersion: proc.HolderResolverVersion}
 	if req.TTL > 0 {
 		l.ExpiresAt = expiry(now, req.TTL)
@@ -1058,10 +1058,8 @@ func newLease(repo store.Repository, a store.Allocation, c gitrepo.Checkout, req
 	return l
 }
 
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
 func expiry(now time.Time, ttl time.Duration) *string {
-	s := stamp(now.Add(ttl))
+	s := store.Stamp(now.Add(ttl))
 	return &s
 }
 
@@ -1073,7 +1071,7 @@ func deref(s *string) string {
 }
 
 func logEvent(tx Records, name string, a store.Allocation, l *store.Lease, detail map[string]any) error {
-	e := store.Event{At: stamp(time.Now()), Event: name, Actor: proc.Actor(), Detail: detail}
+	e := store.Event{At: store.Stamp(time.Now()), Event: name, Actor: proc.Actor(), Detail: detail}
 	id := a.AllocationID
 	e.AllocationID = &id
 	if l != nil {

@@ -511,7 +511,7 @@ func TestAcquireStartsOutsideTheSections(t *testing.T) {
 func (f *fixture) reserve(to string, ttl time.Duration) {
 	f.recs.PutHandoff(&store.Handoff{AllocationID: f.a.AllocationID, WorktreePath: f.c.TopLevel, ToClient: to,
 		FromLeaseID: ids.New(), By: f.other.Identity(), ByClient: f.other.ClientID,
-		CreatedAt: stamp(time.Now()), ExpiresAt: stamp(time.Now().Add(ttl))})
+		CreatedAt: store.Stamp(time.Now()), ExpiresAt: store.Stamp(time.Now().Add(ttl))})
 }
 
 // TestHandoff: a reservation refuses every other client and is consumed by

@@ -102,7 +102,7 @@ func Backfill(ctx context.Context, r *alloc.Repo, apply string) (BackfillResult,
 			return decision.New(decision.ResourcePlanMismatch, "the backfill plan is now %s, not %s: something changed since the dry run", res.PlanID, apply).
 				WithHint("run wt-admin backfill again, check the plan, and apply its plan_id").WithFact("plan_id", res.PlanID)
 		}
-		now := alloc.Now()
+		now := store.Now()
 		for _, c := range res.Candidates {
 			reg := store.Registration{RegistrationID: ids.New(), WorktreeKey: c.WorktreeKey, WorktreePath: c.Path,
 				AllocationID: c.AllocationID, CreatedAt: now}

@@ -537,7 +537,7 @@ func applyFinish(ctx context.Context, r *alloc.Repo, target string, req FinishRe
 		return finishJournalFor(tx, target, req.Task)
 	}
 	j, created, err := begin(r, lookup, seen, func() store.Journal {
-		now := alloc.Now()
+		now := store.Now()
 		return store.Journal{TransactionID: ids.New(), Operation: opFinish, Phase: PhasePrepared, Actor: proc.Actor(),
 			Target: plan.TargetPath, Payload: payload, CreatedAt: now, UpdatedAt: now}
 	}, func(tx *store.Tx, others []store.Journal) error {
@@ -572,7 +572,7 @@ func applyFinish(ctx context.Context, r *alloc.Repo, target string, req FinishRe
 			"archive": plan.Archive, "branch": plan.Branch, "branch_deleted": plan.DeleteBranch, "transaction_id": j.TransactionID}); err != nil {
 			return err
 		}
-		return tx.FinishJournal(*j, decision.TaskFinished, receipt, alloc.Now())
+		return tx.FinishJournal(*j, decision.TaskFinished, receipt, store.Now())
 	})
 }
 

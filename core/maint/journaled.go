@@ -98,7 +98,7 @@ func runSteps(r *alloc.Repo, op string, j *store.Journal, order map[string]int, 
 				}
 			}
 			next := *j
-			next.Phase, next.UpdatedAt = s.phase, alloc.Now()
+			next.Phase, next.UpdatedAt = s.phase, store.Now()
 			if err := tx.PutJournal(&next); err != nil {
 				return err
 			}

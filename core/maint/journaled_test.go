@@ -32,7 +32,7 @@ func lookupAll(tx *store.Tx) (*store.Journal, []store.Journal, error) {
 
 func freshJournal() store.Journal {
 	return store.Journal{TransactionID: ids.New(), Operation: "test", Phase: PhasePrepared, Actor: proc.Actor(),
-		Target: "/t", CreatedAt: alloc.Now(), UpdatedAt: alloc.Now()}
+		Target: "/t", CreatedAt: store.Now(), UpdatedAt: store.Now()}
 }
 
 func noCheck(*store.Tx, []store.Journal) error { return nil }

@@ -199,7 +199,7 @@ func applyPrune(ctx context.Context, r *alloc.Repo, target, owner, apply string)
 	}
 	lookup := func(tx *store.Tx) (*store.Journal, []store.Journal, error) { return journalFor(tx, target) }
 	j, created, err := begin(r, lookup, seen, func() store.Journal {
-		now := alloc.Now()
+		now := store.Now()
 		return store.Journal{TransactionID: ids.New(), Operation: opPrune, Phase: PhasePrepared, Actor: proc.Actor(),
 			Target: target, Payload: payload, CreatedAt: now, UpdatedAt: now}
 	}, func(tx *store.Tx, others []store.Journal) error {
@@ -240,7 +240,7 @@ func applyPrune(ctx context.Context, r *alloc.Repo, target, owner, apply string)
 			"preserving_ref": p.Plan.PreservingRef, "preserving_oid": p.Plan.PreservingOID, "transaction_id": j.TransactionID}); err != nil {
 			return err
 		}
-		return tx.FinishJournal(*j, decision.RegistrationPruned, receipt, alloc.Now())
+		return tx.FinishJournal(*j, decision.RegistrationPruned, receipt, store.Now())
 	})
 }
 
@@ -716,7 +716,7 @@ func release(tx *store.Tx, by, id string, version int, owner, key string) error 
 		return err
 	}
 	if a.RecordVersion == version {
-		a.Lifecycle, a.Owner, a.UpdatedAt = store.Released, unassignedOwner, alloc.Now()
+		a.Lifecycle, a.Owner, a.UpdatedAt = store.Released, unassignedOwner, store.Now()
 		if err := tx.PutAllocation(&a); err != nil {
 			return err
 		}

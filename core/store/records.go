@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/wt-tool/wt/core/proc"
 )
@@ -332,3 +333,10 @@ type Event struct {
 	Actor        proc.Identity  `json:"actor"`
 	Detail       map[string]any `json:"detail"`
 }
+
+// Stamp is how wt writes a time into a record or an event: UTC, RFC 3339
+// with nanoseconds.
+func Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// Now is the time now, stamped.
+func Now() string { return Stamp(time.Now()) }

@@ -596,7 +596,7 @@ func (tx *Tx) dropTorn(p, allocationID, event string, why error) error {
 	if err := tx.remove(p, bootScoped); err != nil {
 		return err
 	}
-	return tx.AppendEvent(Event{At: time.Now().UTC().Format(time.RFC3339Nano), Event: event,
+	return tx.AppendEvent(Event{At: Now(), Event: event,
 		AllocationID: &allocationID, Actor: proc.Actor(),
 		Detail: map[string]any{"file": p, "error": why.Error(), "why": "written before this boot and unreadable: a power loss tore it; what it described was of that boot"}})
 }
