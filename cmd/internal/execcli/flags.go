@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -195,30 +194,34 @@ var (
 )
 
 // parseError says an error of the flag package in wt's words: flags with
-// the two dashes they are typed with, and what a value needs.
+// the two dashes they are typed with, and what a value needs. (No regexp:
+// wt-exec does not link it, for its start's sake.)
 func parseError(err error) error {
-	// The flag package's messages; compiled here, on the error path, so
-	// that no start of wt-exec pays for them.
-	flagUndefined := regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
-	flagNoValue := regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
-	flagBadValue := regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-+([^:]*): (.*)$`)
-	flagSyntax := regexp.MustCompile(`^bad flag syntax: (.*)$`)
 	msg := err.Error()
-	switch {
-	case flagUndefined.MatchString(msg):
-		name := flagUndefined.FindStringSubmatch(msg)[1]
+	dashless := func(s string) string { return strings.TrimLeft(s, "-") }
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		name = dashless(name)
 		var names []string
 		for _, f := range Flags {
 			names = append(names, f.Name)
 		}
 		return usageErr("there is no flag --%s%s", name, textout.DidYouMean(name, names, "--"))
-	case flagNoValue.MatchString(msg):
-		return usageErr("--%s needs a value", flagNoValue.FindStringSubmatch(msg)[1])
-	case flagBadValue.MatchString(msg):
-		m := flagBadValue.FindStringSubmatch(msg)
-		return usageErr("--%s %q: %s", m[2], m[1], m[3])
-	case flagSyntax.MatchString(msg):
-		return usageErr("bad flag syntax: %s", flagSyntax.FindStringSubmatch(msg)[1])
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+		return usageErr("--%s needs a value", dashless(name))
+	}
+	if rest, ok := strings.CutPrefix(msg, "bad flag syntax: "); ok {
+		return usageErr("bad flag syntax: %s", rest)
+	}
+	// invalid [boolean ]value "V" for [flag ]-NAME: WHY
+	if rest, ok := strings.CutPrefix(strings.Replace(msg, "invalid boolean value ", "invalid value ", 1), "invalid value "); ok {
+		if value, err := strconv.QuotedPrefix(rest); err == nil {
+			v, _ := strconv.Unquote(value)
+			rest = strings.TrimPrefix(strings.TrimPrefix(rest[len(value):], " for "), "flag ")
+			if name, why, ok := strings.Cut(rest, ": "); ok {
+				return usageErr("--%s %q: %s", dashless(name), v, why)
+			}
+		}
 	}
 	return usageErr("%s", msg)
 }
