@@ -39,8 +39,10 @@ build:
 # by a generator built without urfave_cli_no_docs (the binaries keep their
 # fast start).
 docs:
-	@echo "docs: building the man-page and completion generator, then writing build/docs (a minute or two on a cold build cache)"
-	$(GO) run -tags wt_gendocs ./cmd/internal/gendocs build/docs
+	@echo "docs: building the man-page and completion generator (a line per package built; a minute or two on a cold build cache)"
+	@mkdir -p bin/tools
+	@$(GO) build -v -tags wt_gendocs -o bin/tools/gendocs ./cmd/internal/gendocs 2>&1 | sed -u 's/^/docs:   built /'
+	bin/tools/gendocs build/docs
 
 # .deb and .rpm packages into dist/, made by nfpm (installed into
 # bin/tools with go install if missing, at the version below).
@@ -81,7 +83,9 @@ demo: install
 # done: scripts/testprogress turns its -json stream into a line for every
 # test as it ends, the whole output of what failed, and a summary.
 test:
-	@echo "test: go vet ./... (builds every package first: seconds with a warm build cache, a few minutes on a cold one)"
+	@echo "test: building every package (a line per package built: none with a warm build cache, a few minutes of them on a cold one)"
+	@set -o pipefail; $(GO) build -v $$($(GO) list -f '{{if and (ne .Name "main") .GoFiles}}{{.ImportPath}}{{end}}' ./...) 2>&1 | sed -u 's/^/test:   built /'
+	@echo "test: go vet ./..."
 	$(GO) vet ./...
 	@echo "test: go test -race ./... (about two minutes warm; a line per test as it ends, then the counts)"
 	set -o pipefail; $(GO) test -race -timeout 30m -json ./... | $(GO) run ./scripts/testprogress
