@@ -479,6 +479,65 @@ func withDefaults(opts Options) Options {
 	return opts
 }
 
+// startedAt is when this wt-exec began (its package initialisation).
+var startedAt = time.Now()
+
+// fastWindow bounds the runs whose occupants are looked for among the pids
+// handed out since wt-exec started, not among all: the kernel hands pids
+// out in increasing order, wrapping at pid_max (32768 at the least), and
+// no machine forks that many processes in this time (a fork takes tens of
+// microseconds).
+const fastWindow = 20 * time.Millisecond
+
+// occupantReading reads the processes that may be occupants of a run whose
+// holder is h: for a short run whose holder is wt-exec itself, only those
+// with a pid handed out after its own (partial: what else the reading
+// knows is incomplete); otherwise every process.
+func occupantReading(h proc.Holder) (*proc.Scan, bool, error) {
+	self := os.Getpid()
+	if h.PID == self && time.Since(startedAt) < fastWindow {
+		if last, err := proc.LastPID(); err == nil && last >= self {
+			sc, err := proc.NewScanOf(func(pid int) bool { return pid > self && pid <= last })
+			return sc, true, err
+		}
+	}
+	sc, err := proc.NewScan()
+	return sc, false, err
+}
+
+// kin reports whether a pid is one of roots or descends from one: from the
+// reading's table, or, in a partial reading, from each pid's own ancestry.
+func kin(sc *proc.Scan, partial bool, roots []int) func(pid int) bool {
+	if !partial {
+		mine := map[int]bool{}
+		for _, root := range roots {
+			mine[root] = true
+			for _, pid := range sc.Descendants(root) {
+				mine[pid] = true
+			}
+		}
+		return func(pid int) bool { return mine[pid] }
+	}
+	var ids []proc.Identity
+	for _, root := range roots {
+		if id, err := proc.Describe(root); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	r := proc.NewReader()
+	return func(pid int) bool {
+		for _, id := range ids {
+			if pid == id.PID {
+				return true
+			}
+			if anc, err := r.HasAncestor(pid, id); err == nil && anc {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // occupants are the processes that use the worktree at top at the end of
 // a run (cwd, an open file, a mapping) that started after the lease's
 // holder and are not of it (its descendants, wt-exec's own): a dev server
@@ -495,7 +554,7 @@ func (s *supervisor) occupants(c gitrepo.Checkout, g lease.Grant) []proc.Holder 
 	}
 	top := c.TopLevel
 	h := g.Lease.Holder
-	sc, err := proc.NewScan()
+	sc, partial, err := occupantReading(h)
 	if err != nil {
 		s.notify("the processes that still use the worktree cannot be read: " + err.Error())
 		return nil
@@ -503,20 +562,14 @@ func (s *supervisor) occupants(c gitrepo.Checkout, g lease.Grant) []proc.Holder 
 	if boot, err := sc.BootID(); err != nil || boot != h.BootID {
 		return nil
 	}
-	mine := map[int]bool{}
 	roots := []int{h.PID, os.Getpid()}
 	for pid := range waitingPIDs(s.repo.Store.Root(), c.Key) {
 		roots = append(roots, pid) // and their fleet helpers
 	}
-	for _, root := range roots {
-		mine[root] = true
-		for _, pid := range sc.Descendants(root) {
-			mine[pid] = true
-		}
-	}
+	mine := kin(sc, partial, roots)
 	// Kernel threads (kthreadd, pid 2, and its children) use no path.
 	uses, err := sc.UsesBy(top, func(st proc.Stat) bool {
-		return st.StartTicks >= h.StartTicks && !mine[st.PID] && st.PID != 2 && st.PPID != 2
+		return st.StartTicks >= h.StartTicks && !mine(st.PID) && st.PID != 2 && st.PPID != 2
 	})
 	if err != nil {
 		s.notify("the processes that still use the worktree cannot be read: " + err.Error())

@@ -59,7 +59,12 @@ type Use struct {
 // reports them: what the asker started (wt-exec's fleet helper, the git it
 // asks for the fleet's remote, before any command of its own exists) is
 // its own doing, never evidence that another process uses a path.
-func NewScan() (*Scan, error) {
+func NewScan() (*Scan, error) { return NewScanOf(nil) }
+
+// NewScanOf is NewScan of the processes whose pid keep accepts (nil: all):
+// a partial reading, in which only those are known (their groups,
+// descendants and ancestors beyond them are not).
+func NewScanOf(keep func(pid int) bool) (*Scan, error) {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil, err
@@ -75,7 +80,7 @@ func NewScan() (*Scan, error) {
 		if n == "" || n[0] < '0' || n[0] > '9' {
 			continue
 		}
-		if pid, err := strconv.Atoi(n); err == nil {
+		if pid, err := strconv.Atoi(n); err == nil && (keep == nil || keep(pid)) {
 			pids = append(pids, pid)
 		}
 	}
@@ -410,4 +415,14 @@ func (s *Scan) CarryingEnv(name, value string) []int {
 		}
 	}
 	return out
+}
+
+// LastPID is the pid the kernel handed out last in this process's pid
+// namespace (/proc/sys/kernel/ns_last_pid).
+func LastPID() (int, error) {
+	b, err := ReadFile("/proc/sys/kernel/ns_last_pid")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
