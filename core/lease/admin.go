@@ -198,7 +198,7 @@ func Inspect(r *alloc.Repo, path string, caller Caller, leaseID string) (Inspect
 		if h, ok, err := tx.Handoff(a.AllocationID); err != nil {
 			return err
 		} else if ok {
-			if exp, err := time.Parse(time.RFC3339Nano, h.ExpiresAt); err == nil && time.Now().Before(exp) {
+			if !h.Expired(time.Now()) {
 				in.Handoff = &h
 			}
 		}
@@ -446,22 +446,7 @@ func (e Expect) check(r *alloc.Repo, f found) error {
 			WithHint("act only on the lease you mean: look at it with wt-admin lease inspect %s", path).
 			WithFact("lease_id", f.l.LeaseID)
 	}
-	if e.Generation != nil && f.l.Generation != *e.Generation {
-		return decision.New(decision.WriterLeaseMismatch, "the lease of %s is at generation %d, not %d: it changed since it was inspected", f.t.Path, f.l.Generation, *e.Generation).
-			WithHint("look at it again: wt-admin lease inspect %s", path).WithFact("generation", f.l.Generation)
-	}
-	if e.Head == "" {
-		return nil
-	}
-	head, err := gitrepo.HeadCommit(gitrepo.AdminDir(r.Git.CommonDir, f.t.Allocation.WorktreeKey), r.Git.CommonDir)
-	if err != nil {
-		return decision.Wrap(decision.InvalidTarget, err, "read the HEAD of %s", f.t.Path)
-	}
-	if head != e.Head {
-		return decision.New(decision.StaleHead, "the HEAD of %s is %s, not %s: it moved since it was looked at", f.t.Path, head, e.Head).
-			WithHint("look at it again: git -C %s log -1", path).WithFact("head", head)
-	}
-	return nil
+	return expectedState(f.t.Path, f.l.Generation, e.Generation, gitrepo.AdminDir(r.Git.CommonDir, f.t.Allocation.WorktreeKey), r.Git.CommonDir, e.Head)
 }
 
 // ValidExpect checks the expectations given on a command line.

@@ -713,21 +713,29 @@ var holderLive = running
 // generation (WRITER_LEASE_MISMATCH) or another HEAD (STALE_HEAD) than the
 // worktree has now; nothing is written before.
 func expectations(c gitrepo.Checkout, a store.Allocation, req Request) error {
-	path := shell.Word(c.TopLevel)
-	if n := req.ExpectGeneration; n != nil && *n != a.LeaseGeneration {
-		return decision.New(decision.WriterLeaseMismatch, "the lease of %s is at generation %d, not %d: it changed since it was inspected", c.TopLevel, a.LeaseGeneration, *n).
-			WithHint("look at it again: wt-admin lease inspect %s", path).WithFact("generation", a.LeaseGeneration)
+	return expectedState(c.TopLevel, a.LeaseGeneration, req.ExpectGeneration, c.GitDir, c.CommonDir, req.ExpectHead)
+}
+
+// expectedState refuses unless the worktree at path is at lease generation
+// gen as wantGen says (nil: any), and its checkout (git dir gitDir) has
+// HEAD at wantHead ("": any), read from the files: WRITER_LEASE_MISMATCH,
+// STALE_HEAD.
+func expectedState(path string, gen int, wantGen *int, gitDir, commonDir, wantHead string) error {
+	word := shell.Word(path)
+	if wantGen != nil && *wantGen != gen {
+		return decision.New(decision.WriterLeaseMismatch, "the lease of %s is at generation %d, not %d: it changed since it was inspected", path, gen, *wantGen).
+			WithHint("look at it again: wt-admin lease inspect %s", word).WithFact("generation", gen)
 	}
-	if req.ExpectHead == "" {
+	if wantHead == "" {
 		return nil
 	}
-	head, err := gitrepo.HeadCommit(c.GitDir, c.CommonDir)
+	head, err := gitrepo.HeadCommit(gitDir, commonDir)
 	if err != nil {
-		return decision.Wrap(decision.InvalidTarget, err, "read the HEAD of %s", c.TopLevel)
+		return decision.Wrap(decision.InvalidTarget, err, "read the HEAD of %s", path)
 	}
-	if head != req.ExpectHead {
-		return decision.New(decision.StaleHead, "the HEAD of %s is %s, not %s: it moved since it was looked at", c.TopLevel, head, req.ExpectHead).
-			WithHint("look at it again: git -C %s log -1", path).WithFact("head", head)
+	if head != wantHead {
+		return decision.New(decision.StaleHead, "the HEAD of %s is %s, not %s: it moved since it was looked at", path, head, wantHead).
+			WithHint("look at it again: git -C %s log -1", word).WithFact("head", head)
 	}
 	return nil
 }
@@ -742,7 +750,7 @@ func reservedFor(tx Records, a store.Allocation, c gitrepo.Checkout, req Request
 	if err != nil || !ok || renewal {
 		return h, false, err
 	}
-	if exp, err := time.Parse(time.RFC3339Nano, h.ExpiresAt); err != nil || !now.Before(exp) {
+	if h.Expired(now) {
 		if err := tx.RemoveHandoff(a.AllocationID); err != nil {
 			return h, false, err
 		}
@@ -770,8 +778,7 @@ func ReservedFor(r *alloc.Repo, c gitrepo.Checkout, client string) bool {
 		if err != nil || !has || h.ToClient != client {
 			return err
 		}
-		exp, err := time.Parse(time.RFC3339Nano, h.ExpiresAt)
-		ok = err == nil && time.Now().Before(exp)
+		ok = !h.Expired(time.Now())
 		return nil
 	})
 	return ok

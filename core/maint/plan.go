@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
 )
 
 // PlanID is the sha256, in hex, of the plan's canonical JSON: object keys
@@ -52,13 +53,8 @@ func canonical(v any) ([]byte, error) {
 
 // ValidPlanID refuses what cannot be a plan id: 64 lowercase hex digits.
 func ValidPlanID(flag, id string) error {
-	ok := len(id) == 64
-	for _, c := range id {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			ok = false
-		}
-	}
-	if !ok {
+	// A sha256 in hex: the shape of a SHA-256 object name.
+	if len(id) != 64 || !gitrepo.FullObjectName(id) {
 		return decision.New(decision.Usage, "%s %q is not a plan id (64 lowercase hex digits)", flag, id).
 			WithHint("copy plan_id from the dry run (the same command without %s)", flag)
 	}

@@ -334,6 +334,13 @@ type Event struct {
 	Detail       map[string]any `json:"detail"`
 }
 
+// Expired reports whether the reservation h is past its expires_at at now
+// (one that cannot be read counts as past).
+func (h Handoff) Expired(now time.Time) bool {
+	exp, err := time.Parse(time.RFC3339Nano, h.ExpiresAt)
+	return err != nil || !now.Before(exp)
+}
+
 // Stamp is how wt writes a time into a record or an event: UTC, RFC 3339
 // with nanoseconds.
 func Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
