@@ -105,6 +105,7 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 	if err != nil {
 		return nil, err
 	}
+	updates = withHeadLine(c, updates)
 	var out []Verdict
 	_, err = underGate(c, pid, func(g *gate) error {
 		judged := map[string]bool{}
@@ -131,6 +132,31 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 		return nil
 	})
 	return out, err
+}
+
+// withHeadLine adds the line for checkout c's HEAD that git before 2.45
+// showed in "prepared" when a transaction moves the branch c has checked
+// out (the log-only update of HEAD git makes beside it): later gits show
+// it only in "preparing", and without it a commit through HEAD is seen as
+// a move of the branch alone, so that what guards the checkout (its role,
+// its registration, the unmanaged policy) would not be asked.
+func withHeadLine(c gitrepo.Checkout, updates []RefUpdate) []RefUpdate {
+	if c.TopLevel == "" || c.Detached || c.Branch == "" {
+		return updates
+	}
+	var moved *RefUpdate
+	for i, u := range updates {
+		if u.Ref == "HEAD" {
+			return updates
+		}
+		if u.Ref == "refs/heads/"+c.Branch {
+			moved = &updates[i]
+		}
+	}
+	if moved == nil {
+		return updates
+	}
+	return append([]RefUpdate{{Old: moved.Old, New: moved.New, Ref: "HEAD"}}, updates...)
 }
 
 // update judges one line of a transaction; ok is false when it concerns

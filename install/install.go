@@ -34,13 +34,29 @@ type HookState struct {
 	Chained string `json:"chained,omitempty"`
 	// Changed says what install or uninstall did to it.
 	Changed string `json:"changed,omitempty"`
+	// Via is how git finds it: ViaHooksDir (a file in a hooks dir) or
+	// ViaConfig (a hook defined in configuration, git 2.54 and later).
+	Via string `json:"via,omitempty"`
+	// Config is the configured hook's config section (hook.wt-HOOK).
+	Config string `json:"config,omitempty"`
 }
 
-// Result is the state of the hooks dir after a command.
+// The ways git finds a hook.
+const (
+	ViaHooksDir = "hooks-dir"
+	ViaConfig   = "config"
+)
+
+// Result is the state of wt's gate after a command: the hooks dir (or
+// the configured hooks' dir), each hook, and the governed worktrees' own
+// core.hooksPath (hooks-dir mode).
 type Result struct {
-	HooksDir string      `json:"hooks_dir"`
-	Hooks    []HookState `json:"hooks"`
-	Warnings []string    `json:"-"`
+	HooksDir  string          `json:"hooks_dir"`
+	Hooks     []HookState     `json:"hooks"`
+	Worktrees []WorktreeState `json:"worktrees,omitempty"`
+	// Meets is what a commit in the checkout asked from meets (status).
+	Meets    *Meets   `json:"meets,omitempty"`
+	Warnings []string `json:"-"`
 }
 
 // HooksDirOf is the hooks directory git really uses for repository g:
@@ -76,7 +92,7 @@ func StatusOf(dir string, hooks []string) (Result, error) {
 }
 
 func stateOf(dir, hook string) (HookState, error) {
-	st := HookState{Hook: hook, Path: filepath.Join(dir, hook), State: "missing"}
+	st := HookState{Hook: hook, Path: filepath.Join(dir, hook), State: "missing", Via: ViaHooksDir}
 	// A hook is a small script; read it as a regular file (never blocking
 	// on a FIFO planted as a hook), following a symlink as git does.
 	b, err := safefile.Read(st.Path, 1<<20, safefile.Follows)
@@ -162,7 +178,7 @@ func InstallOf(dir, bin string, hooks []string) (Result, error) {
 				return res, err
 			}
 		}
-		st.State, st.ShimVersion, st.Binary = "wt", Version, bin
+		st.State, st.ShimVersion, st.Binary = "wt", CurrentVersion(h), bin
 		if unchained {
 			st.Changed += "; removed a wt shim kept as " + h + ChainSuffix
 		}
@@ -314,8 +330,8 @@ func Check(dir string) ([]Problem, error) {
 			p.Message = "the " + h.Hook + " hook is not installed: nothing gates writes"
 		case h.State == "foreign":
 			p.Message = "the " + h.Hook + " hook is someone else's: wt does not gate writes through it"
-		case h.ShimVersion != Version:
-			p.Message = fmt.Sprintf("the %s hook is shim v%d; this wt-hook writes v%d", h.Hook, h.ShimVersion, Version)
+		case h.ShimVersion != CurrentVersion(h.Hook):
+			p.Message = fmt.Sprintf("the %s hook is shim v%d; this wt-hook writes v%d", h.Hook, h.ShimVersion, CurrentVersion(h.Hook))
 			p.Outdated = true
 		default:
 			if fi, err := os.Stat(h.Binary); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
@@ -389,16 +405,16 @@ func HookBinaryBeside() (string, error) {
 	return bin, nil
 }
 
-// EnsureBeside is Ensure with the wt-hook installed beside the running
-// binary (HookBinaryBeside), as wt-admin init and wt-exec --task install
-// the hooks; where says where they are (installed in, or in place in, the
-// hooks dir).
+// EnsureBeside is EnsureGate with the wt-hook installed beside the
+// running binary (HookBinaryBeside), as wt-admin init and wt-exec --task
+// install the hooks; where says where they are (installed in, or in place
+// in, the hooks dir or the configured hooks' dir).
 func EnsureBeside(ctx context.Context, g *gitrepo.Repo) (installed bool, where string, err error) {
 	bin, err := HookBinaryBeside()
 	if err != nil {
 		return false, "not installed", err
 	}
-	res, installed, err := Ensure(ctx, g, bin)
+	res, installed, err := EnsureGate(ctx, g, bin)
 	if err != nil {
 		return false, "not installed", err
 	}

@@ -69,7 +69,12 @@ func OwnDir(common string) string { return filepath.Join(common, OwnDirName) }
 // hooks dir when core.hooksPath is it, or is relative, or lies inside the
 // working tree; else the hooks dir git uses (the common dir's hooks, or an
 // absolute core.hooksPath outside the tree, shared by every worktree).
+//
+// It is worked out as in the main checkout: a governed worktree's own
+// core.hooksPath (config.worktree) names wt's own dir, and says nothing of
+// where the repository's hooks are.
 func PlanTarget(ctx context.Context, g *gitrepo.Repo) (Target, error) {
+	g = baseRepo(g)
 	own := OwnDir(g.CommonDir)
 	raw, err := configValue(ctx, g, "")
 	if err != nil {
@@ -104,6 +109,19 @@ func PlanTarget(ctx context.Context, g *gitrepo.Repo) (Target, error) {
 	return Target{Dir: dir}, err
 }
 
+// baseRepo is the repository g seen from its main checkout (a common dir
+// named .git beside it), or g itself when there is none.
+func baseRepo(g *gitrepo.Repo) *gitrepo.Repo {
+	if filepath.Base(g.CommonDir) != ".git" {
+		return g
+	}
+	top := filepath.Dir(g.CommonDir)
+	if fi, err := os.Stat(top); err != nil || !fi.IsDir() {
+		return g
+	}
+	return &gitrepo.Repo{CommonDir: g.CommonDir, GitDir: g.CommonDir, TopLevel: top}
+}
+
 // managedInTree reports whether a core.hooksPath value names a directory
 // that differs between worktrees: relative (git resolves it in each
 // worktree's root) or inside the working tree.
@@ -120,12 +138,15 @@ func managedInTree(raw, top string) bool {
 
 // configValue is core.hooksPath as git reads it ("" when unset); scope is
 // "" (every config) or "--local".
+//
+// A value in a worktree's own config (config.worktree) is not counted:
+// that is where wt points a governed worktree at its own hooks dir.
 func configValue(ctx context.Context, g *gitrepo.Repo, scope string) (string, error) {
 	args := []string{"config"}
 	if scope != "" {
 		args = append(args, scope)
 	}
-	out, err := g.Git(ctx, true, append(args, "--get", "core.hooksPath")...)
+	out, err := g.Git(ctx, true, append(args, "--show-scope", "-z", "--get-all", "core.hooksPath")...)
 	var ge *gitrepo.Error
 	if errors.As(err, &ge) && ge.ExitCode == 1 {
 		return "", nil // unset
@@ -133,7 +154,15 @@ func configValue(ctx context.Context, g *gitrepo.Repo, scope string) (string, er
 	if err != nil {
 		return "", decision.Wrap(decision.GitFailed, err, "read core.hooksPath")
 	}
-	return strings.TrimRight(string(out), "\n"), nil
+	// "SCOPE\0VALUE\0" for each value, in git's order: the last wins.
+	value := ""
+	f := strings.Split(string(out), "\x00")
+	for i := 0; i+1 < len(f); i += 2 {
+		if f[i] != "worktree" {
+			value = f[i+1]
+		}
+	}
+	return value, nil
 }
 
 func readChain(own string) (chain string, local bool, err error) {
@@ -158,7 +187,12 @@ func readChain(own string) (chain string, local bool, err error) {
 // manager's hooks back byte for byte.
 func InstallTarget(ctx context.Context, g *gitrepo.Repo, t Target, bin string) (Result, error) {
 	if !t.Owned {
-		return Install(t.Dir, bin)
+		res, err := Install(t.Dir, bin)
+		if err != nil {
+			return res, err
+		}
+		// The governed worktrees' dir: wt's own, running t.Dir's hooks.
+		return res, writeOwn(OwnDir(g.CommonDir), bin, t.Dir, "base")
 	}
 	if t.Takeover && t.Before != "" && t.Before != t.Dir {
 		if st, err := Status(t.Before); err == nil && holdsShim(st) {
@@ -167,41 +201,13 @@ func InstallTarget(ctx context.Context, g *gitrepo.Repo, t Target, bin string) (
 			}
 		}
 	}
-	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
-		return Result{HooksDir: t.Dir}, decision.Wrap(decision.Internal, err, "create %s", t.Dir)
+	scope := "inherited"
+	if t.ChainLocal {
+		scope = "local"
 	}
-	if t.Takeover || t.Chain != "" {
-		scope := "inherited"
-		if t.ChainLocal {
-			scope = "local"
-		}
-		if err := writeFile(filepath.Join(t.Dir, chainFile), t.Chain+"\n"+scope+"\n", 0o644); err != nil {
-			return Result{HooksDir: t.Dir}, err
-		}
-	}
-	res, err := Install(t.Dir, bin)
+	res, err := installOwn(t.Dir, bin, t.Chain, scope)
 	if err != nil {
 		return res, err
-	}
-	fwd, err := template("forward", Version)
-	if err != nil {
-		return res, err
-	}
-	for _, h := range ForwardHooks {
-		p := filepath.Join(t.Dir, h)
-		cur, err := safefile.Read(p, 1<<20, safefile.NoFollow)
-		switch {
-		case err == nil && string(cur) == fwd:
-			continue
-		case err == nil && !IsForwarder(cur):
-			return res, decision.New(decision.HookConflict, "%s in wt's own hooks dir is not wt's forwarder: wt will not overwrite it", p).
-				WithHint("move it into the hook manager's dir (%s), then run wt-hook install again", t.Chain)
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return res, decision.Wrap(decision.Internal, err, "read %s", p)
-		}
-		if err := writeExec(p, fwd); err != nil {
-			return res, err
-		}
 	}
 	if t.Takeover {
 		if _, err := g.Git(ctx, false, "config", "--local", "core.hooksPath", t.Dir); err != nil {
@@ -212,6 +218,83 @@ func InstallTarget(ctx context.Context, g *gitrepo.Repo, t Target, bin string) (
 		}
 	}
 	return res, nil
+}
+
+// installOwn writes wt's own hooks dir: the chain file (chain, the hooks
+// dir whose hooks the shims run after judging, with scope: "local" or
+// "inherited" for a hooks path wt took over, "base" for the hooks dir the
+// main checkout uses), the shims, a copy of each shim as HOOK.old (lefthook
+// will not replace a hook whose .old name is taken), and a forwarder for
+// every hook a manager may run that wt does not judge.
+func installOwn(dir, bin, chain, scope string) (Result, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Result{HooksDir: dir}, decision.Wrap(decision.Internal, err, "create %s", dir)
+	}
+	if chain != "" {
+		if err := writeFile(filepath.Join(dir, chainFile), chain+"\n"+scope+"\n", 0o644); err != nil {
+			return Result{HooksDir: dir}, err
+		}
+	}
+	res, err := Install(dir, bin)
+	if err != nil {
+		return res, err
+	}
+	for _, h := range Hooks {
+		shim, err := Render(h, bin)
+		if err != nil {
+			return res, err
+		}
+		p := filepath.Join(dir, h+".old")
+		if cur, err := safefile.Read(p, 1<<20, safefile.NoFollow); err == nil && string(cur) == shim {
+			continue
+		} else if err == nil {
+			if _, _, ok := Recognize(h, cur); !ok {
+				continue // someone else's .old: theirs
+			}
+		}
+		if err := writeExec(p, shim); err != nil {
+			return res, err
+		}
+	}
+	fwd, err := template("forward", CurrentVersion("forward"))
+	if err != nil {
+		return res, err
+	}
+	for _, h := range ForwardHooks {
+		p := filepath.Join(dir, h)
+		cur, err := safefile.Read(p, 1<<20, safefile.NoFollow)
+		switch {
+		case err == nil && string(cur) == fwd:
+			continue
+		case err == nil && !IsForwarder(cur):
+			return res, decision.New(decision.HookConflict, "%s in wt's own hooks dir is not wt's forwarder: wt will not overwrite it", p).
+				WithHint("move it into the hook manager's dir (%s), then run wt-hook install again", chain)
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return res, decision.Wrap(decision.Internal, err, "read %s", p)
+		}
+		if err := writeExec(p, fwd); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// writeOwn is installOwn for the governed worktrees' dir beside a main
+// checkout whose shims are in base.
+func writeOwn(dir, bin, base, scope string) error {
+	_, err := installOwn(dir, bin, base, scope)
+	return err
+}
+
+// ensureOwn writes wt's own hooks dir where the hooks-dir placement of g
+// uses it only for the governed worktrees (the main checkout's shims are in
+// the hooks dir git uses there).
+func ensureOwn(ctx context.Context, g *gitrepo.Repo, bin string) error {
+	t, err := PlanTarget(ctx, g)
+	if err != nil || t.Owned {
+		return err
+	}
+	return writeOwn(OwnDir(g.CommonDir), bin, t.Dir, "base")
 }
 
 // UninstallTarget removes wt's shims where t says. From its own hooks dir
@@ -326,33 +409,19 @@ func CheckTarget(t Target) ([]Problem, error) {
 }
 
 // Ungated says, as a HOOKS_MISSING line with its fix, when commits in the
-// worktree at dir would not be gated ("" when they are): wt's shims are
-// not where git looks there. An older wt shim still gates (doctor reports
-// it, to be updated).
+// worktree at dir would not be gated ("" when they are): git there runs
+// none of wt's reference-transaction shims.
 func Ungated(ctx context.Context, dir string) string {
-	g, err := gitrepo.Discover(ctx, dir)
-	var t Target
-	if err == nil {
-		t, err = PlanTarget(ctx, g)
-	}
+	c, err := gitrepo.Locate(dir)
 	if err != nil {
-		return fmt.Sprintf("%s: the hooks dir of %s cannot be found: %v", decision.HooksMissing, dir, err)
+		return fmt.Sprintf("%s: the checkout of %s cannot be read: %v", decision.HooksMissing, dir, err)
 	}
-	problems, err := CheckTarget(t)
-	var left []Problem
-	for _, p := range problems {
-		if !p.Outdated {
-			left = append(left, p)
-		}
+	m, err := Probe(ctx, c.TopLevel, c.CommonDir)
+	if err != nil {
+		return fmt.Sprintf("%s: what a commit in %s meets cannot be found: %v", decision.HooksMissing, dir, err)
 	}
-	if err == nil && len(left) == 0 {
+	if m.Gated("reference-transaction") {
 		return ""
 	}
-	what := fmt.Sprintf("%d of wt's hooks are not in place in %s", len(left), t.Dir)
-	if err != nil {
-		what = err.Error()
-	} else if t.Takeover {
-		what = left[0].Message
-	}
-	return fmt.Sprintf("%s: commits in %s are not gated: %s; run %s", decision.HooksMissing, dir, what, TargetFix(dir))
+	return fmt.Sprintf("%s: commits in %s are not gated: %s; run %s", decision.HooksMissing, dir, m.Why("reference-transaction"), GateFix(dir))
 }

@@ -25,20 +25,27 @@ var Hooks = []string{"pre-commit", "pre-push", "reference-transaction", "post-ch
 // branches (wt-hook install --server; shim v3 on).
 var ServerHooks = []string{"pre-receive"}
 
-// Version is the shim version install writes. Since v4 the shims of the
-// client hooks run wt-gate when it is an executable file beside the
-// recorded wt-hook, and wt-hook run otherwise: the same judgement
+// Version is the newest shim version. Since v4 the shims of the client
+// hooks run wt-gate when it is an executable file beside the recorded
+// wt-hook, and wt-hook run otherwise: the same judgement
 // (cmd/internal/gate), without a command-line library to start at every
 // commit. v5 changes only how the reference-transaction shim finds the
 // fields of /proc/PPID/stat: the same check, without a pattern match at
 // every byte of the line (docs/performance.md). v6 finds the hook it
 // chains in wt's own hooks dir (core.hooksPath taken from a hook manager,
 // owned.go): the manager's hook of the same name in the dir named by
-// wt-chain-dir, run by the path git would run it by.
-const Version = 6
+// wt-chain-dir, run by the path git would run it by. v7 runs, from wt's
+// own hooks dir, the hook a wt shim in the dir named by wt-chain-dir keeps
+// (HOOK.wt-chained) rather than that shim: governed worktrees use wt's own
+// dir through their own core.hooksPath while the main checkout keeps the
+// shims in the common dir's hooks (docs/hook-managers.md).
+//
+// A version's directory holds only the hooks that changed in it; a hook's
+// current version is the newest directory that holds it (CurrentVersion).
+const Version = 7
 
 // versions lists every shim version shipped, newest first.
-var versions = []int{6, 5, 4, 3, 2, 1}
+var versions = []int{7, 6, 5, 4, 3, 2, 1}
 
 const binMark = "@BIN@"
 
@@ -47,9 +54,20 @@ func template(hook string, version int) (string, error) {
 	return string(b), err
 }
 
+// CurrentVersion is the version of hook's shim that install writes: the
+// newest version that changed it (0 for a hook wt has no shim for).
+func CurrentVersion(hook string) int {
+	for _, v := range versions {
+		if _, err := template(hook, v); err == nil {
+			return v
+		}
+	}
+	return 0
+}
+
 // Render returns the shim for hook with the wt-hook binary at bin.
 func Render(hook, bin string) (string, error) {
-	t, err := template(hook, Version)
+	t, err := template(hook, CurrentVersion(hook))
 	if err != nil {
 		return "", err
 	}

@@ -36,7 +36,7 @@ func TestRecognize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, bin, ok := Recognize(h, []byte(s)); !ok || v != Version || bin != "/opt/it's here/wt-hook" {
+		if v, bin, ok := Recognize(h, []byte(s)); !ok || v != CurrentVersion(h) || bin != "/opt/it's here/wt-hook" {
 			t.Errorf("%s: %v %q %v", h, v, bin, ok)
 		}
 		if _, _, ok := Recognize(h, []byte(s+"# edited\n")); ok {

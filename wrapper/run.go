@@ -107,6 +107,10 @@ type Options struct {
 	// Notify reports what happens after the child started: renewals that
 	// failed, leftovers stopped, a lease left in place. The caller prints.
 	Notify func(string)
+	// CheckGate, when set, is asked before the lease, with no lock held,
+	// whether commits in the linked worktree c meet wt's gate; an error
+	// refuses the run (it may put the gate back and say so instead).
+	CheckGate func(c gitrepo.Checkout) error
 }
 
 // Result is how a run ended.
@@ -165,6 +169,11 @@ func Run(opts Options) (Result, error) {
 	repo, err := alloc.OpenCheckout(c)
 	if err != nil {
 		return res, err
+	}
+	if opts.CheckGate != nil && !opts.Nested && c.Key != gitrepo.MainKey {
+		if err := opts.CheckGate(c); err != nil {
+			return res, err
+		}
 	}
 	s := &supervisor{opts: opts, repo: repo, grant: &res.Grant}
 	if s.fenceSecret, err = fleet.NewFenceSecret(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
@@ -34,7 +35,7 @@ type supervisor struct {
 	// holderLock is held while the lease is (holderlock.go).
 	holderLock *holderLock
 	// branchMark is where the task branch stood at the grant.
-	branchMark branchMark
+	branchMark gitrepo.ReflogMark
 	// fenceSecret is this run's fencing secret (fleet.NewFenceSecret):
 	// its push token carries it, its fleet key a hash of it.
 	fenceSecret string

@@ -2,8 +2,6 @@ package wrapper
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/wt-tool/wt/core/alloc"
@@ -18,44 +16,29 @@ import (
 // off, or wrote the ref by hand), and records it as an event
 // (ungated_ref_moves) for wt-admin audit to be asked about. Best effort:
 // what cannot be read is not reported (audit reads it again).
-// branchMark is where the run's task branch stood when the run was
-// granted: its reflog's size and its tip.
-type branchMark struct {
-	ref, log string
-	size     int64
-	tip      string
-}
-
-// markBranch notes where the grant's task branch stands ("" ref: none):
-// a stat and a ref read, whatever the branch's history.
-func markBranch(c gitrepo.Checkout, g lease.Grant) branchMark {
+// markBranch notes where the grant's task branch and its reflog stand
+// (a zero mark: none to watch): a ref read and a stat, whatever the
+// branch's history.
+func markBranch(c gitrepo.Checkout, g lease.Grant) gitrepo.ReflogMark {
 	if g.Allocation.Branch == nil || g.Role != store.RoleFeature {
-		return branchMark{}
+		return gitrepo.ReflogMark{}
 	}
-	ref := "refs/heads/" + *g.Allocation.Branch
-	m := branchMark{ref: ref, log: filepath.Join(c.CommonDir, "logs", ref), tip: alloc.TipOf(c.CommonDir, ref)}
-	if fi, err := os.Stat(m.log); err == nil {
-		m.size = fi.Size()
-	}
-	return m
+	return gitrepo.MarkReflog(c.CommonDir, "refs/heads/"+*g.Allocation.Branch)
 }
 
-func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark branchMark, notify func(string)) {
-	if mark.ref == "" || !g.Owned {
+func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrepo.ReflogMark, notify func(string)) {
+	if mark.Ref == "" || !g.Owned {
 		return
 	}
-	ref := mark.ref
-	tip := alloc.TipOf(c.CommonDir, ref)
-	fi, err := os.Stat(mark.log)
-	if err != nil || fi.Size() < mark.size {
-		return // no reflog, or expired meanwhile: audit reads it whole
-	}
-	if fi.Size() == mark.size && tip == mark.tip {
+	ref := mark.Ref
+	now := gitrepo.MarkReflog(c.CommonDir, ref)
+	if now.Same(mark) {
 		return // the branch did not move
 	}
-	entries, err := alloc.ReadReflogFrom(mark.log, mark.size)
-	if err != nil {
-		return
+	tip := now.Tip
+	entries, ok, err := gitrepo.ReflogSince(c.CommonDir, mark)
+	if err != nil || !ok {
+		return // unreadable, or expired meanwhile: audit reads it whole
 	}
 	n := 0
 	if len(entries) > 0 {
@@ -66,7 +49,7 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark branch
 			}
 		}
 	}
-	last := mark.tip
+	last := mark.Tip
 	if len(entries) > 0 {
 		last = alloc.LastNew(entries)
 	}

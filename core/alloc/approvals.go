@@ -1,15 +1,11 @@
 package alloc
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -102,12 +98,6 @@ func TipOf(commonDir, ref string) string {
 	return v
 }
 
-// ReflogEntry is one line of a reflog.
-type ReflogEntry struct {
-	Old, New, Msg string
-	When          time.Time
-}
-
 // Cover tells, for each of ref's reflog entries that skip does not leave
 // out, the approval that covers it (its index, -1 for none); each approval
 // covers one entry. An entry is covered by the reference transaction's own
@@ -116,7 +106,7 @@ type ReflogEntry struct {
 // which git takes when the command starts, before its hooks run (10
 // minutes before the approval are allowed: a loaded machine), and a commit
 // message takes its time (up to an hour after).
-func Cover(entries []ReflogEntry, approvals []Approval, ref string, skip func(int, ReflogEntry) bool) []int {
+func Cover(entries []gitrepo.ReflogEntry, approvals []Approval, ref string, skip func(int, gitrepo.ReflogEntry) bool) []int {
 	used := make([]bool, len(approvals))
 	out := make([]int, len(entries))
 	for i, e := range entries {
@@ -132,7 +122,7 @@ func Cover(entries []ReflogEntry, approvals []Approval, ref string, skip func(in
 	return out
 }
 
-func matchApproval(approvals []Approval, used []bool, ref string, e ReflogEntry) int {
+func matchApproval(approvals []Approval, used []bool, ref string, e gitrepo.ReflogEntry) int {
 	for j, ap := range approvals {
 		if !used[j] && ap.Ref == ref && ap.Hook == "reference-transaction" && ap.Old == e.Old && ap.New == e.New {
 			return j
@@ -152,48 +142,9 @@ func matchApproval(approvals []Approval, used []bool, ref string, e ReflogEntry)
 func IsZeroOID(oid string) bool { return oid != "" && strings.Trim(oid, "0") == "" }
 
 // LastNew is the value the last entry gave the ref ("" for none).
-func LastNew(entries []ReflogEntry) string {
+func LastNew(entries []gitrepo.ReflogEntry) string {
 	if len(entries) == 0 {
 		return ""
 	}
 	return entries[len(entries)-1].New
-}
-
-// ReadReflog parses a reflog file: "<old> <new> <name> <<email>> <unix>
-// <tz>\t<message>" a line. A missing reflog has no entries.
-func ReadReflog(path string) ([]ReflogEntry, error) { return ReadReflogFrom(path, 0) }
-
-// ReadReflogFrom is ReadReflog from byte offset on (a reflog only grows,
-// until git expires it).
-func ReadReflogFrom(path string, offset int64) ([]ReflogEntry, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if _, err := f.Seek(offset, 0); err != nil {
-		return nil, err
-	}
-	var out []ReflogEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		head, msg, _ := strings.Cut(sc.Text(), "\t")
-		fl := strings.Fields(head)
-		if len(fl) < 4 {
-			continue
-		}
-		ts, err := strconv.ParseInt(fl[len(fl)-2], 10, 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, ReflogEntry{Old: fl[0], New: fl[1], Msg: msg, When: time.Unix(ts, 0)})
-	}
-	return out, sc.Err()
 }

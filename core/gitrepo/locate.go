@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -111,16 +110,12 @@ func checkoutAt(top, dotgit string, isDir bool) (Checkout, error) {
 			}
 		}
 	}
-	head, err := readGitFile(filepath.Join(c.GitDir, "HEAD"))
+	head, err := ReadHead(c.GitDir, c.CommonDir)
 	if err != nil {
 		return c, decision.Wrap(decision.InvalidTarget, err, "read HEAD of %s", top)
 	}
-	head = bytes.TrimRight(head, "\r\n")
-	if ref, ok := bytes.CutPrefix(head, []byte("ref: refs/heads/")); ok {
-		c.Branch = string(ref)
-	} else {
-		c.Detached = true
-	}
+	c.Branch = head.Branch()
+	c.Detached = c.Branch == ""
 	return c, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/wt-tool/wt/core/decision"
@@ -68,8 +69,17 @@ func (r *Repo) Git(ctx context.Context, readOnly bool, args ...string) ([]byte, 
 // it holds its store's exclusive lock (recovering an interrupted allocate):
 // wt's own reference-transaction hook would wait for that lock.
 func (r *Repo) GitUnhooked(ctx context.Context, args ...string) ([]byte, error) {
-	return run(ctx, r.TopLevel, false, append([]string{"-c", "core.hooksPath=/dev/null"}, args...)...)
+	return run(ctx, r.TopLevel, false, append(slices.Clone(HooksOff), args...)...)
 }
+
+// HooksOff are the settings that switch off every hook a git command of
+// wt's could run: the hooks dir (core.hooksPath) and, in git 2.54 and
+// later, the hooks defined in configuration, wt's own among them, for
+// each event such a command meets (git before 2.54 ignores the keys).
+var HooksOff = []string{"-c", "core.hooksPath=/dev/null",
+	"-c", "hook.reference-transaction.enabled=false", "-c", "hook.post-checkout.enabled=false",
+	"-c", "hook.pre-commit.enabled=false", "-c", "hook.pre-push.enabled=false",
+	"-c", "hook.post-index-change.enabled=false", "-c", "hook.pre-auto-gc.enabled=false"}
 
 // ResolveCommit returns the full object name of the commit rev names, or
 // false when rev names no commit.
@@ -179,7 +189,7 @@ func (r *Repo) GitIn(ctx context.Context, key, path string, readOnly bool, args 
 		return nil, err
 	}
 	env := []string{"GIT_DIR=" + AdminDir(r.CommonDir, key), "GIT_COMMON_DIR=" + r.CommonDir, "GIT_WORK_TREE=" + path}
-	return runEnv(ctx, path, readOnly, env, append([]string{"-c", "core.hooksPath=/dev/null"}, args...)...)
+	return runEnv(ctx, path, readOnly, env, append(slices.Clone(HooksOff), args...)...)
 }
 
 // Changes lists what `git status` reports in the governed worktree key at
@@ -253,12 +263,17 @@ func (r *Repo) MissingObjects(ctx context.Context, tips []string) ([]string, err
 	}
 	var ge *Error
 	if errors.As(err, &ge) {
-		// A tip that is itself missing: "error: <oid>: object missing".
+		// A tip that is itself missing: "error: <oid>: object missing"
+		// (git 2.39), "error: <ref>: invalid sha1 pointer <oid>" (later).
 		for _, line := range strings.Split(ge.Stderr, "\n") {
-			if rest, ok := strings.CutPrefix(line, "error: "); ok {
-				if oid, ok := strings.CutSuffix(rest, ": object missing"); ok {
-					missing = append(missing, "object "+oid)
-				}
+			rest, ok := strings.CutPrefix(line, "error: ")
+			if !ok {
+				continue
+			}
+			if oid, ok := strings.CutSuffix(rest, ": object missing"); ok {
+				missing = append(missing, "object "+oid)
+			} else if _, oid, ok := strings.Cut(rest, ": invalid sha1 pointer "); ok && FullObjectName(oid) {
+				missing = append(missing, "object "+oid)
 			}
 		}
 	}

@@ -23,10 +23,13 @@ import (
 
 // worktreeConfigAllowed are the only keys a governed worktree's
 // config.worktree may set (lower case, as git compares them): sparse
-// checkout and identity, nothing that names a program.
+// checkout and identity, and core.hooksPath (where git older than 2.54
+// finds wt's gate for that worktree: every git wt runs on a governed
+// worktree has it set to /dev/null on its command line, HooksOff), nothing
+// that names a program wt's git would run.
 var worktreeConfigAllowed = map[string]bool{
 	"core.sparsecheckout": true, "core.sparsecheckoutcone": true,
-	"user.name": true, "user.email": true,
+	"user.name": true, "user.email": true, "core.hookspath": true,
 }
 
 // VerifyMetadata checks that the linked worktree key of commonDir, whose

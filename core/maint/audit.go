@@ -139,7 +139,7 @@ func Audit(r *alloc.Repo, since time.Time, seen map[string]AuditMark) (AuditResu
 			}
 			return best
 		}
-		born := func(_ int, e alloc.ReflogEntry) bool { // allocate's own git worktree add -b
+		born := func(_ int, e gitrepo.ReflogEntry) bool { // allocate's own git worktree add -b
 			return alloc.IsZeroOID(e.Old) && e.New == a.BaseCommit && strings.HasPrefix(e.Msg, "branch: Created from")
 		}
 		latest, err := auditBranch(r.Git.CommonDir, &t, approvals, since, seen, born, holderAt)
@@ -163,16 +163,16 @@ func Audit(r *alloc.Repo, since time.Time, seen map[string]AuditMark) (AuditResu
 // move. latest reports that the last ungated move is the branch's last
 // move, from a commit that was there before (it can be undone alone).
 func auditBranch(commonDir string, t *TaskAudit, approvals []alloc.Approval, since time.Time, seen map[string]AuditMark,
-	born func(int, alloc.ReflogEntry) bool, holder func(time.Time) string) (latest bool, err error) {
+	born func(int, gitrepo.ReflogEntry) bool, holder func(time.Time) string) (latest bool, err error) {
 	ref := "refs/heads/" + t.Branch
 	t.ByLease, t.Ungated = map[string]int{}, []UngatedMove{}
 	t.Tip = alloc.TipOf(commonDir, ref)
-	entries, err := alloc.ReadReflog(filepath.Join(commonDir, "logs", ref))
+	entries, err := gitrepo.ReadReflog(commonDir, ref)
 	if err != nil {
 		return false, decision.Wrap(decision.InvalidMetadata, err, "read the reflog of %s", ref)
 	}
 	t.entries = len(entries)
-	skip := func(i int, e alloc.ReflogEntry) bool {
+	skip := func(i int, e gitrepo.ReflogEntry) bool {
 		// before --since (a reflog keeps whole seconds), shown already, or the birth
 		return e.When.Before(since.Truncate(time.Second)) || i < seen[ref].Entries || born(i, e)
 	}
@@ -228,7 +228,7 @@ func auditPublication(r *alloc.Repo, branch string, since time.Time, seen map[st
 		approvals, bad = append(approvals, more...), bad+b
 	}
 	t.BadApprovals = bad
-	born := func(i int, e alloc.ReflogEntry) bool { return i == 0 && alloc.IsZeroOID(e.Old) } // before wt
+	born := func(i int, e gitrepo.ReflogEntry) bool { return i == 0 && alloc.IsZeroOID(e.Old) } // before wt
 	_, err := auditBranch(r.Git.CommonDir, &t, approvals, since, seen, born, nil)
 	return t, err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/install"
 )
@@ -72,6 +73,13 @@ func ungatedWarnings(c *ucli.Context, a store.Allocation) []string {
 	}
 	if a.Role != store.RoleFeature {
 		return out
+	}
+	if g, err := gitrepo.Discover(c.Context, a.WorktreePath); err == nil {
+		did, err := install.PrepareWorktree(c.Context, g, a)
+		out = append(out, did...)
+		if err != nil {
+			out = append(out, err.Error())
+		}
 	}
 	if w := install.Ungated(c.Context, a.WorktreePath); w != "" {
 		out = append(out, w)

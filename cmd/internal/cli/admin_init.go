@@ -60,7 +60,13 @@ func (e *env) initCommand() *ucli.Command {
 			}
 			var warnings []string
 			hooks := "not installed (--no-hooks): commits are not gated until wt-hook install"
-			if !c.Bool("no-hooks") {
+			if c.Bool("no-hooks") {
+				if g, err := gitrepo.Discover(c.Context, repoDir(c)); err == nil {
+					if err := install.SwitchOff(g.CommonDir); err != nil {
+						warnings = append(warnings, err.Error())
+					}
+				}
+			} else {
 				var installed bool
 				var g *gitrepo.Repo
 				if g, err = gitrepo.Discover(c.Context, repoDir(c)); err == nil {

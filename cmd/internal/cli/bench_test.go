@@ -40,6 +40,7 @@ func benchRepo(b *testing.B, n, extra int) (repo string, wts []string) {
 	if code := Admin([]string{"--repo", repo, "init"}, nopWriter{}, nopWriter{}); code != 0 {
 		b.Fatalf("init: %d", code)
 	}
+	installGate(b, repo)
 	for i := 0; i < n; i++ {
 		w := filepath.Join(top, fmt.Sprintf("w%d", i))
 		if code := Admin([]string{"--repo", repo, "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "bench", w}, nopWriter{}, nopWriter{}); code != 0 {
@@ -464,6 +465,7 @@ func legacyRepo(b *testing.B, n int) string {
 	if code := Admin([]string{"--repo", repo, "init"}, nopWriter{}, nopWriter{}); code != 0 {
 		b.Fatalf("init: %d", code)
 	}
+	installGate(b, repo)
 	head := git(b, repo, "rev-parse", "HEAD")
 	root := filepath.Join(repo, ".git", "wt")
 	meta := store.Meta{SchemaVersion: store.SchemaVersion, RecordVersion: 1}

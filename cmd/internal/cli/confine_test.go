@@ -30,6 +30,7 @@ func TestConfineWithoutLandlock(t *testing.T) {
 			t.Fatalf("%v: %d %s", args, code, out)
 		}
 	}
+	installGate(t, repo)
 	run := func(abi string, args ...string) (string, int) {
 		cmd := exec.Command(bin, append([]string{"-C", w1}, args...)...)
 		cmd.Env = append(os.Environ(), "WT_TEST_LANDLOCK_ABI="+abi)

@@ -6,6 +6,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/install"
 )
 
 // governed makes a repository with n feature worktrees w0..w(n-1).
@@ -52,7 +54,27 @@ func governed(t *testing.T, n int) (top, repo string, wts []string) {
 		admin("allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "alice", w)
 		wts = append(wts, w)
 	}
+	installGate(t, repo)
 	return top, repo, wts
+}
+
+// installGate installs wt's gate in repo as wt-hook install does, with
+// the wt-hook testscript put on PATH (in this process: init here runs in
+// the test binary, beside which no wt-hook lies): wt-exec refuses to
+// start where commits meet no gate.
+func installGate(t testing.TB, repo string) {
+	t.Helper()
+	bin, err := exec.LookPath("wt-hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gitrepo.Discover(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := install.InstallGate(context.Background(), g, bin, false); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type result struct {

@@ -12,9 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/wt-tool/wt/core/gitrepo"
 )
 
 // gateOutcome is what a row expects.
@@ -134,7 +137,8 @@ func newGateRepo(t *testing.T) *gateRepo {
 	for _, f := range []string{"a.txt", "b.txt"} {
 		os.WriteFile(filepath.Join(g.w0, f), []byte(f+"\n"), 0o644)
 		git(t, g.w0, "add", f)
-		git(t, g.w0, "commit", "-q", "-m", f)
+		// Set up, not judged: with every hook off.
+		git(t, g.w0, append(slices.Clone(gitrepo.HooksOff), "commit", "-q", "-m", f)...)
 	}
 	g.tip = git(t, repo, "rev-parse", "refs/heads/wt/T-0")
 	var out bytes.Buffer

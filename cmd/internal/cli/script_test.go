@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/wt-tool/wt/cmd/internal/hookcli"
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/internal/gittest"
 	"github.com/wt-tool/wt/wrapper"
 )
 
@@ -203,6 +205,11 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gitVersion, err := gittest.VersionOf("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("git %s on PATH; ref backend %s", gitVersion, cmp.Or(os.Getenv("WT_TEST_REF_FORMAT"), "files"))
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
@@ -214,6 +221,15 @@ func TestScripts(t *testing.T) {
 		Condition: func(cond string) (bool, error) {
 			if cond == "root" {
 				return os.Geteuid() == 0, nil
+			}
+			// [gitconfighooks]: the git running is 2.54 or later, which runs
+			// hooks defined in configuration. [reftable]: scripts make
+			// reftable repositories (make test-newer-git's second pass).
+			if cond == "gitconfighooks" {
+				return gitVersion.AtLeast(2, 54), nil
+			}
+			if cond == "reftable" {
+				return os.Getenv("WT_TEST_REF_FORMAT") == "reftable", nil
 			}
 			if cond == "landlock" {
 				v, err := llsys.LandlockGetABIVersion()
@@ -241,6 +257,12 @@ func TestScripts(t *testing.T) {
 			e.Setenv("HOME", home)
 			e.Setenv("GORACE", os.Getenv("GORACE"))
 			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			// make test-newer-git runs the scripts again with a newer git
+			// first on PATH, once with each ref backend: every repository a
+			// script makes then has that backend.
+			if f := os.Getenv("WT_TEST_REF_FORMAT"); f != "" {
+				e.Setenv("GIT_DEFAULT_REF_FORMAT", f)
+			}
 			e.Setenv("GIT_AUTHOR_NAME", "wt test")
 			e.Setenv("GIT_AUTHOR_EMAIL", "test@wt.invalid")
 			e.Setenv("GIT_COMMITTER_NAME", "wt test")

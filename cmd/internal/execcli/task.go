@@ -74,6 +74,13 @@ func (r *run) taskWorktree(l *Line) (string, error) {
 		return "", err
 	}
 	a = &res.Allocation
+	did, err := install.PrepareWorktree(ctx, repo.Git, *a)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range did {
+		fmt.Fprintf(r.stderr, "wt-exec: %s\n", textout.Clean(d))
+	}
 	branch := ""
 	if a.Branch != nil {
 		branch = *a.Branch
@@ -99,4 +106,26 @@ func ensureHooks(ctx context.Context, g *gitrepo.Repo) error {
 	}
 	return decision.New(decision.HooksMissing, "wt-exec --task runs only in a gated repository, and it could not install the hooks of %s: %s", top, d.Message).
 		WithHint("%s", cmp.Or(d.Hint, fmt.Sprintf("(cd %s && wt-hook install)", shell.Word(top))))
+}
+
+// checkGate makes sure commits in the worktree the command is to run in
+// meet wt's gate (install.CheckWorktree): it puts the gate back, and says
+// so before the command starts, or refuses the launch.
+func (r *run) checkGate(c gitrepo.Checkout) error {
+	gc, err := install.CheckWorktree(context.Background(), c, install.HookBinaryBeside)
+	if err != nil {
+		return err
+	}
+	if gc.Copied != "" {
+		fmt.Fprintf(r.stderr, "wt-exec: %s\n", textout.Clean(gc.Copied))
+	}
+	if gc.Off != "" {
+		fmt.Fprintf(r.stderr, "wt-exec: warning: %s: commits in %s meet no gate, which was switched off here (%s); put it back: %s\n",
+			decision.HooksMissing, textout.Clean(c.TopLevel), textout.Clean(gc.Off), install.GateFix(c.TopLevel))
+	}
+	if gc.Repaired != "" {
+		fmt.Fprintf(r.stderr, "wt-exec: %s: commits in %s met no gate (%s); wt put it back (%s)\n",
+			decision.HooksInstalled, textout.Clean(c.TopLevel), textout.Clean(gc.Repaired), textout.Clean(gc.By))
+	}
+	return nil
 }

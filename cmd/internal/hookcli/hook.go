@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -53,14 +54,20 @@ func hookApp(e *env) *ucli.App {
 						dir = "."
 					}
 					v, err := hooks.Entitled(dir, os.Getpid())
+					if err == nil && (v.AllocationID != "" || v.Refusal != nil) {
+						if err := e.checkMeets(c, dir, &v); err != nil {
+							return err
+						}
+					}
 					return e.verdict(v, err, true)
 				}),
 			},
 			{
 				Name:  "install",
-				Usage: "write wt's shims into the hooks dir git uses; when core.hooksPath is a hook manager's dir in the working tree (husky), into wt's own, run ahead of it",
+				Usage: "install wt's gate: hooks defined in configuration where git runs them (2.54 and later), else shims in the hooks dir git uses and a core.hooksPath of their own for the governed worktrees",
 				Flags: []ucli.Flag{
 					&ucli.BoolFlag{Name: "force", Usage: "accepted and ignored: a hooks dir inside the working tree (husky's) needs no force any more, wt takes core.hooksPath and runs its hooks"},
+					&ucli.BoolFlag{Name: "hooks-dir", Usage: "also keep the shims in the hooks dir where git runs configured hooks: for a repository an older git writes too (each hook then runs twice there)"},
 					&ucli.StringFlag{Name: "binary", Usage: "record `PATH` (absolute) as the wt-hook binary the shims run (default: this binary)"},
 					serverFlag, clikit.JSONFlag,
 					&ucli.StringFlag{Name: "etcd-endpoints", Usage: "with --server: the fleet's etcd client URLs, comma-separated"},
@@ -68,32 +75,28 @@ func hookApp(e *env) *ucli.App {
 					&ucli.StringFlag{Name: "key-space", Usage: "with --server: the key space itself, instead of --remote-url"},
 					&ucli.StringFlag{Name: "branch-prefix", Value: hooks.DefaultBranchPrefix, Usage: "with --server: task branches are refs/heads/PREFIX<task>"},
 				},
-				Action: e.hooksAction("install", decision.HooksInstalled, "wt's shims are in ", func(c *ucli.Context, g *gitrepo.Repo, t install.Target) (install.Result, error) {
+				Action: e.hooksAction("install", decision.HooksInstalled, "wt's gate is in ", func(c *ucli.Context, g *gitrepo.Repo) (install.Result, error) {
 					bin, err := hookBinary(c.String("binary"))
 					if err != nil {
 						return install.Result{}, err
 					}
-					return install.InstallTarget(c.Context, g, t, bin)
+					return install.InstallGate(c.Context, g, bin, c.Bool("hooks-dir"))
 				}),
 			},
 			{
 				Name:  "uninstall",
-				Usage: "remove wt's shims and put back the hooks (and core.hooksPath) that were there",
+				Usage: "remove wt's gate and put back the hooks (and core.hooksPath) that were there",
 				Flags: []ucli.Flag{serverFlag, clikit.JSONFlag},
-				Action: e.hooksAction("uninstall", decision.HooksUninstalled, "wt's shims are gone from ", func(c *ucli.Context, g *gitrepo.Repo, t install.Target) (install.Result, error) {
-					return install.UninstallTarget(c.Context, g, t)
+				Action: e.hooksAction("uninstall", decision.HooksUninstalled, "wt's gate is gone from ", func(c *ucli.Context, g *gitrepo.Repo) (install.Result, error) {
+					return install.UninstallGate(c.Context, g)
 				}),
 			},
 			{
 				Name:  "status",
-				Usage: "show the hooks git runs: wt's shims, foreign hooks and what they chain",
+				Usage: "show wt's gate: its configured hooks, the hooks dir git uses (wt's shims, foreign hooks and what they chain), and what a commit here meets",
 				Flags: []ucli.Flag{serverFlag, clikit.JSONFlag},
-				Action: e.hooksAction("status", decision.HooksShown, "hooks in ", func(_ *ucli.Context, _ *gitrepo.Repo, t install.Target) (install.Result, error) {
-					res, err := install.Status(t.Dir)
-					if err == nil && t.Takeover {
-						res.Warnings = append(res.Warnings, "core.hooksPath is "+t.Chain+", not wt's own hooks dir: wt-hook install takes it, and runs its hooks first")
-					}
-					return res, err
+				Action: e.hooksAction("status", decision.HooksShown, "hooks in ", func(c *ucli.Context, g *gitrepo.Repo) (install.Result, error) {
+					return install.StatusGate(c.Context, g)
 				}),
 			},
 			{
@@ -196,7 +199,7 @@ func (e *env) warnVerdict(v hooks.Verdict) { gate.PrintWarnings(e.Stderr, e.Bin,
 
 // hooksAction is the action of a command on git's hooks dir: it finds the
 // dir, runs fn on it and prints the hooks it leaves.
-func (e *env) hooksAction(name, code, reason string, fn func(c *ucli.Context, g *gitrepo.Repo, t install.Target) (install.Result, error)) ucli.ActionFunc {
+func (e *env) hooksAction(name, code, reason string, fn func(c *ucli.Context, g *gitrepo.Repo) (install.Result, error)) ucli.ActionFunc {
 	return e.Action(name, 0, func(c *ucli.Context) error {
 		if c.Bool("server") {
 			return e.serverHooks(c, name, code, reason)
@@ -205,14 +208,7 @@ func (e *env) hooksAction(name, code, reason string, fn func(c *ucli.Context, g 
 		if err != nil {
 			return err
 		}
-		t, err := install.PlanTarget(c.Context, g)
-		if err != nil {
-			return err
-		}
-		if name == "status" && t.Takeover {
-			t.Dir = t.Before // what git runs now
-		}
-		res, err := fn(c, g, t)
+		res, err := fn(c, g)
 		if err != nil {
 			return err
 		}
@@ -223,13 +219,69 @@ func (e *env) hooksAction(name, code, reason string, fn func(c *ucli.Context, g 
 func printHooks(w io.Writer, bin string, res install.Result) {
 	fmt.Fprintf(w, "%s: hooks dir %s\n", bin, res.HooksDir)
 	t := clikit.Table(w)
-	fmt.Fprintln(t, "HOOK\tSTATE\tBINARY\tCHAINED\tCHANGE")
+	fmt.Fprintln(t, "HOOK\tVIA\tSTATE\tBINARY\tCHAINED\tCHANGE")
 	for _, h := range res.Hooks {
 		state := h.State
 		if h.State == "wt" {
 			state = fmt.Sprintf("wt shim v%d", h.ShimVersion)
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", h.Hook, state, clikit.Dash(h.Binary), clikit.Dash(h.Chained), clikit.Dash(h.Changed))
+		via := h.Via
+		if h.Via == install.ViaConfig {
+			via = h.Config
+		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Hook, clikit.Dash(via), state, clikit.Dash(h.Binary), clikit.Dash(h.Chained), clikit.Dash(h.Changed))
 	}
 	t.Flush()
+	for _, wt := range res.Worktrees {
+		fmt.Fprintf(w, "%s: worktree %s: core.hooksPath %s%s\n", bin, clikit.Clean(wt.Path), clikit.Dash(clikit.Clean(wt.HooksPath)), clikit.Clean(prefixed("; ", wt.Changed)))
+	}
+	if m := res.Meets; m != nil {
+		printMeets(w, bin, *m)
+	}
+}
+
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
+}
+
+// printMeets says, hook by hook, what a commit or push here meets.
+func printMeets(w io.Writer, bin string, m install.Meets) {
+	for _, h := range m.Hooks {
+		if len(h.By) > 0 {
+			fmt.Fprintf(w, "%s: here, git %s runs wt's %s through %s\n", bin, m.Git, h.Hook, clikit.Clean(strings.Join(h.By, " and ")))
+		} else {
+			fmt.Fprintf(w, "%s: here, git %s runs nothing of wt's for %s: %s\n", bin, m.Git, h.Hook, clikit.Clean(strings.Join(h.Off, "; ")))
+		}
+	}
+}
+
+// checkMeets adds to check's verdict what a commit in dir really meets:
+// where no wt gate runs, a refusal predicted from wt's records is not
+// what happens (the commit passes), and check says so (HOOKS_MISSING).
+func (e *env) checkMeets(c *ucli.Context, dir string, v *hooks.Verdict) error {
+	co, err := gitrepo.Locate(dir)
+	if err != nil {
+		return err
+	}
+	m, err := install.Probe(c.Context, co.TopLevel, co.CommonDir)
+	if err != nil {
+		return err
+	}
+	if m.Gated("reference-transaction") {
+		if !m.Gated("pre-commit") && v.Refusal != nil {
+			fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Bin, clikit.Clean("pre-commit runs nothing of wt's here ("+m.Why("pre-commit")+"): the commit would be refused by reference-transaction, after git wrote it"))
+		}
+		return nil
+	}
+	would := "it would be allowed by the gate"
+	if v.Refusal != nil {
+		would = "the gate would refuse it (" + v.Refusal.Code + ")"
+	}
+	d := decision.New(decision.HooksMissing, "a commit in %s meets no gate, whatever wt's records say (%s): %s", co.TopLevel, would, m.Why("reference-transaction")).
+		WithHint("put the gate back: %s", install.GateFix(co.TopLevel))
+	v.Allowed, v.Warning, v.Refusal, v.Code, v.Reason = false, false, d, d.Code, d.Message
+	return nil
 }

@@ -1,0 +1,247 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/safefile"
+	"github.com/wt-tool/wt/core/shell"
+)
+
+// Hooks defined in configuration (git 2.54 and later): for each hook H it
+// gates, wt sets, in the repository's own config,
+//
+//	hook.wt-H.command = <common-dir>/wt-gate/H
+//	hook.wt-H.event   = H
+//
+// and keeps in <common-dir>/wt-gate the same shims it would put in a hooks
+// dir (no foreign hook beside them: git runs the hooks dir's hook itself,
+// after the configured ones). git runs configured hooks whatever
+// core.hooksPath says, so `git -c core.hooksPath=/dev/null commit` meets
+// the gate, and a hook manager that takes core.hooksPath or rewrites the
+// hooks dir leaves it alone. What still switches it off: hook.wt-H.enabled
+// = false, hook.H.enabled = false (every configured hook of the event), and
+// git's own --no-verify for the hooks it lets that skip (pre-commit,
+// pre-push); reference-transaction has no such switch
+// (docs/hook-managers.md).
+
+// ConfigDirName is the directory, in the common dir, of the shims that
+// wt's configured hooks run.
+const ConfigDirName = "wt-gate"
+
+// ConfigDir is ConfigDirName of the repository with common dir common.
+func ConfigDir(common string) string { return filepath.Join(common, ConfigDirName) }
+
+// ConfigName is the name wt's configured hook for hook has (a name must
+// not be an event's: git refuses the whole configuration then).
+func ConfigName(hook string) string { return "wt-" + hook }
+
+// shellMeta are the characters that make git run a configured hook's
+// command through the shell rather than as a path (run-command.c).
+const shellMeta = "|&;<>()$`\\\"' \t\n*?[#~=%"
+
+// commandFor is the hook.<name>.command value that runs the file at path:
+// the path itself, which git runs directly, or, when the path holds a
+// character the shell would read, the path quoted for the shell git then
+// runs it with.
+func commandFor(path string) string {
+	if strings.ContainsAny(path, shellMeta) {
+		return shell.Quote(path)
+	}
+	return path
+}
+
+// commandPath is the file a hook.<name>.command value runs when it is a
+// path (quoted or not); ok is false for any other shell command.
+func commandPath(cmd string) (string, bool) {
+	if !strings.ContainsAny(cmd, shellMeta) {
+		return cmd, filepath.IsAbs(cmd)
+	}
+	p, ok := shell.Unquote(cmd)
+	return p, ok && filepath.IsAbs(p)
+}
+
+// InstallConfig writes the shims that wt's configured hooks run (recording
+// bin) into ConfigDir, and registers each hook in the repository's own
+// config. A setting of the repository's own config that switches wt's
+// hook off (hook.wt-H.enabled = false) is removed; one that switches off
+// every configured hook of an event (hook.H.enabled = false) is the
+// user's, and is refused with the command that removes it.
+func InstallConfig(ctx context.Context, g *gitrepo.Repo, bin string) ([]HookState, error) {
+	dir := ConfigDir(g.CommonDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, decision.Wrap(decision.Internal, err, "create %s", dir)
+	}
+	local, err := localConfig(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	var out []HookState
+	for _, h := range Hooks {
+		if v, ok := local["hook."+h+".enabled"]; ok && isFalse(v) {
+			return out, decision.New(decision.HookConflict, "the repository's config sets hook.%s.enabled = %s, which switches off every configured %s hook, wt's gate included", h, v, h).
+				WithHint("git -C %s config --local --unset-all hook.%s.enabled", shell.Word(g.TopLevel), h)
+		}
+		st := HookState{Hook: h, Path: filepath.Join(dir, h), Via: ViaConfig, Config: "hook." + ConfigName(h)}
+		want, err := Render(h, bin)
+		if err != nil {
+			return out, err
+		}
+		cur, err := safefile.Read(st.Path, 1<<20, safefile.NoFollow)
+		switch {
+		case err == nil && string(cur) == want:
+			st.Changed = "unchanged"
+		case err == nil:
+			if _, _, ok := Recognize(h, cur); !ok {
+				return out, decision.New(decision.HookConflict, "%s is not a wt shim: wt will not overwrite it", st.Path).
+					WithHint("move it away, then run wt-hook install again: mv %s %s.bak", shell.Word(st.Path), shell.Word(st.Path))
+			}
+			st.Changed = "updated"
+		case errors.Is(err, fs.ErrNotExist):
+			st.Changed = "installed"
+		default:
+			return out, decision.Wrap(decision.Internal, err, "read %s", st.Path)
+		}
+		if st.Changed != "unchanged" {
+			if err := writeExec(st.Path, want); err != nil {
+				return out, err
+			}
+		}
+		name := ConfigName(h)
+		set := [][]string{}
+		if local["hook."+name+".command"] != commandFor(st.Path) {
+			set = append(set, []string{"--replace-all", "hook." + name + ".command", commandFor(st.Path)})
+		}
+		if local["hook."+name+".event"] != h || local.count("hook."+name+".event") != 1 {
+			set = append(set, []string{"--replace-all", "hook." + name + ".event", h})
+		}
+		if _, ok := local["hook."+name+".enabled"]; ok {
+			set = append(set, []string{"--unset-all", "hook." + name + ".enabled"})
+		}
+		for _, args := range set {
+			if _, err := g.Git(ctx, false, append([]string{"config", "--local"}, args...)...); err != nil {
+				return out, decision.Wrap(decision.GitFailed, err, "set %s", args[1])
+			}
+		}
+		if len(set) > 0 && st.Changed == "unchanged" {
+			st.Changed = "registered"
+		} else if len(set) > 0 {
+			st.Changed += "; registered"
+		}
+		st.State, st.ShimVersion, st.Binary = "wt", CurrentVersion(h), bin
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// UninstallConfig removes wt's configured hooks from the repository's own
+// config and their shims from ConfigDir, and ConfigDir when nothing else
+// is left in it.
+func UninstallConfig(ctx context.Context, g *gitrepo.Repo) ([]HookState, error) {
+	dir := ConfigDir(g.CommonDir)
+	local, err := localConfig(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	var out []HookState
+	for _, h := range Hooks {
+		st := HookState{Hook: h, Path: filepath.Join(dir, h), Via: ViaConfig, Config: "hook." + ConfigName(h), State: "missing"}
+		if local.has("hook." + ConfigName(h)) {
+			if _, err := g.Git(ctx, false, "config", "--local", "--remove-section", "hook."+ConfigName(h)); err != nil {
+				return out, decision.Wrap(decision.GitFailed, err, "remove hook.%s", ConfigName(h))
+			}
+			st.Changed = "unregistered"
+		}
+		if b, err := safefile.Read(st.Path, 1<<20, safefile.NoFollow); err == nil {
+			if _, _, ok := Recognize(h, b); ok {
+				if err := os.Remove(st.Path); err != nil {
+					return out, decision.Wrap(decision.Internal, err, "remove %s", st.Path)
+				}
+				st.Changed = strings.TrimPrefix(st.Changed+"; removed", "; ")
+			}
+		}
+		if st.Changed == "" {
+			st.Changed = "not installed"
+		}
+		out = append(out, st)
+	}
+	os.Remove(dir) // Best effort: only an empty directory goes.
+	return out, nil
+}
+
+// localValues are the repository's own config values (git config --local
+// --list), last value of each key, with how many each key has.
+type localValues map[string]string
+
+func (l localValues) count(key string) int {
+	n := 0
+	for k := range l {
+		if k == key || strings.HasPrefix(k, key+"\x00") {
+			n++
+		}
+	}
+	return n
+}
+
+// has reports whether any key lies in section (a "hook.NAME" prefix).
+func (l localValues) has(section string) bool {
+	for k := range l {
+		if strings.HasPrefix(k, section+".") {
+			return true
+		}
+	}
+	return false
+}
+
+func localConfig(ctx context.Context, g *gitrepo.Repo) (localValues, error) {
+	out, err := g.Git(ctx, true, "config", "--local", "--list", "-z")
+	if err != nil {
+		var ge *gitrepo.Error
+		if errors.As(err, &ge) && ge.ExitCode == 1 && len(out) == 0 {
+			return localValues{}, nil // an empty config
+		}
+		return nil, decision.Wrap(decision.GitFailed, err, "read the repository's config")
+	}
+	vals := localValues{}
+	seen := map[string]int{}
+	for _, kv := range strings.Split(string(out), "\x00") {
+		if kv == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "\n")
+		k = canonicalKey(k)
+		if n := seen[k]; n > 0 {
+			vals[fmt.Sprintf("%s\x00%d", k, n)] = v
+		}
+		seen[k]++
+		vals[k] = v
+	}
+	return vals, nil
+}
+
+// canonicalKey lower-cases a config key's section and variable names, as
+// git compares them; a subsection keeps its case.
+func canonicalKey(k string) string {
+	first := strings.IndexByte(k, '.')
+	last := strings.LastIndexByte(k, '.')
+	if first < 0 {
+		return strings.ToLower(k)
+	}
+	return strings.ToLower(k[:first]) + k[first:last] + strings.ToLower(k[last:])
+}
+
+// isFalse reads a git boolean as false (git_parse_maybe_bool).
+func isFalse(v string) bool {
+	switch strings.ToLower(v) {
+	case "false", "no", "off", "0", "":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,534 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/gitversion"
+	"github.com/wt-tool/wt/core/safefile"
+	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// Where wt's gate goes depends on the git that runs (docs/hook-managers.md):
+//
+//   - git 2.54 and later: hooks defined in configuration (config.go). The
+//     hooks dir is left to the user and the hook managers: git runs their
+//     hooks itself, after wt's, and none of them can take the gate away
+//     by taking core.hooksPath or rewriting the hooks dir.
+//   - older gits: shims in a hooks dir. The main checkout uses the hooks
+//     dir git uses there (shims beside the hooks they chain, or wt's own
+//     dir when a manager's dir is in the working tree, owned.go); every
+//     governed worktree has, in its own config (config.worktree), a
+//     core.hooksPath naming wt's own dir, which runs the main checkout's
+//     hooks after wt's. A manager's install changes only the repository's
+//     own config and the hooks dir it finds there (husky sets
+//     core.hooksPath, simple-git-hooks rewrites the hooks dir, pre-commit
+//     and prek write into it), so it cannot take the gate off a governed
+//     worktree; wt's own dir keeps a copy of each shim as HOOK.old, so that
+//     lefthook, run inside a governed worktree (where git names wt's dir as
+//     the hooks dir), refuses to replace one.
+//
+// Both ways cost git one hook process per event. Shims in a hooks dir and
+// configured hooks together would cost two, so a git that runs configured
+// hooks gets only those, unless the repository is also written by an
+// older git (wt-hook install --hooks-dir, or a wt command run with one).
+
+// Needed is how the gate reaches a git of version v: configured hooks, or
+// a hooks dir.
+func Needed(v gitversion.Version) (config, hooksDir bool) {
+	return v.ConfigHooks(), !v.ConfigHooks()
+}
+
+// InstallGate installs wt's gate in repository g for the git on PATH,
+// recording bin: configured hooks where that git runs them, shims in the
+// hooks dir (and in each governed worktree's own config) otherwise or when
+// keepHooksDir is set. With configured hooks and without keepHooksDir,
+// what an earlier install put in the hooks dir is removed (it would run a
+// second time at every event).
+func InstallGate(ctx context.Context, g *gitrepo.Repo, bin string, keepHooksDir bool) (Result, error) {
+	v, err := gitrepo.GitVersion(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	config, hooksDir := Needed(v)
+	hooksDir = hooksDir || keepHooksDir
+	var res Result
+	if err := SwitchOn(g.CommonDir); err != nil {
+		return res, err
+	}
+	if config {
+		hs, err := InstallConfig(ctx, g, bin)
+		res.Hooks = append(res.Hooks, hs...)
+		if err != nil {
+			return res, err
+		}
+		res.HooksDir = ConfigDir(g.CommonDir)
+	}
+	if hooksDir {
+		t, err := PlanTarget(ctx, g)
+		if err != nil {
+			return res, err
+		}
+		r, err := InstallTarget(ctx, g, t, bin)
+		res.HooksDir = r.HooksDir
+		res.Hooks, res.Warnings = append(res.Hooks, r.Hooks...), append(res.Warnings, r.Warnings...)
+		if err != nil {
+			return res, err
+		}
+		ws, err := EnsureWorktrees(ctx, g, nil)
+		res.Worktrees = ws
+		return res, err
+	}
+	// A git that runs configured hooks only: wt's shims in the hooks dir
+	// would run the gate twice.
+	if holds, err := holdsHooksDir(ctx, g); err != nil || !holds {
+		return res, err
+	}
+	t, err := PlanTarget(ctx, g)
+	if err != nil {
+		return res, err
+	}
+	r, err := UninstallTarget(ctx, g, t)
+	res.Warnings = append(res.Warnings, r.Warnings...)
+	if err != nil {
+		return res, err
+	}
+	ws, err := RemoveWorktrees(ctx, g)
+	res.Worktrees = ws
+	if err != nil {
+		return res, err
+	}
+	res.Warnings = append(res.Warnings, fmt.Sprintf("removed wt's shims from the hooks dir (%s): git %s runs wt's configured hooks; if an older git also writes this repository, keep both: wt-hook install --hooks-dir", r.HooksDir, v))
+	return res, nil
+}
+
+// holdsHooksDir reports whether an earlier install left wt's shims in a
+// hooks dir of g (the hooks dir git uses, the common dir's, wt's own).
+func holdsHooksDir(ctx context.Context, g *gitrepo.Repo) (bool, error) {
+	t, err := PlanTarget(ctx, g)
+	if err != nil {
+		return false, err
+	}
+	if t.Owned || t.Takeover {
+		return true, nil
+	}
+	for _, d := range []string{t.Dir, filepath.Join(g.CommonDir, "hooks"), OwnDir(g.CommonDir)} {
+		if st, err := Status(d); err == nil && holdsShim(st) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// UninstallGate removes every part of wt's gate from g: configured hooks,
+// shims in the hooks dirs and the governed worktrees' own core.hooksPath,
+// putting back what wt kept or changed.
+func UninstallGate(ctx context.Context, g *gitrepo.Repo) (Result, error) {
+	hs, err := UninstallConfig(ctx, g)
+	if err != nil {
+		return Result{Hooks: hs}, err
+	}
+	ws, err := RemoveWorktrees(ctx, g)
+	if err != nil {
+		return Result{Hooks: hs, Worktrees: ws}, err
+	}
+	t, err := PlanTarget(ctx, g)
+	if err != nil {
+		return Result{Hooks: hs, Worktrees: ws}, err
+	}
+	res, err := UninstallTarget(ctx, g, t)
+	res.Hooks = append(hs, res.Hooks...)
+	res.Worktrees = ws
+	if err != nil {
+		return res, err
+	}
+	return res, SwitchOff(g.CommonDir)
+}
+
+// EnsureGate installs what of wt's gate the git on PATH needs and is not
+// in place, recording bin (wt-admin init, wt-exec); installed reports
+// whether anything was written. It adds and never removes: a repository
+// written by gits of both kinds ends with both.
+func EnsureGate(ctx context.Context, g *gitrepo.Repo, bin string) (res Result, installed bool, err error) {
+	v, err := gitrepo.GitVersion(ctx)
+	if err != nil {
+		return res, false, err
+	}
+	config, hooksDir := Needed(v)
+	if err := SwitchOn(g.CommonDir); err != nil {
+		return res, false, err
+	}
+	if config {
+		m, err := Probe(ctx, g.TopLevel, g.CommonDir)
+		if err != nil {
+			return res, false, err
+		}
+		current, err := configCurrent(g.CommonDir, bin)
+		if err != nil {
+			return res, false, err
+		}
+		if !current || !m.allByConfig() {
+			hs, err := InstallConfig(ctx, g, bin)
+			res.Hooks, installed = hs, true
+			if err != nil {
+				return res, installed, err
+			}
+		}
+		res.HooksDir = ConfigDir(g.CommonDir)
+	}
+	if hooksDir {
+		r, did, err := Ensure(ctx, g, bin)
+		res.HooksDir = r.HooksDir
+		res.Hooks, installed = append(res.Hooks, r.Hooks...), installed || did
+		if err != nil {
+			return res, installed, err
+		}
+		if !did {
+			// The shims were in place: wt's own dir, which the governed
+			// worktrees use, may still need writing.
+			if err := ensureOwn(ctx, g, bin); err != nil {
+				return res, installed, err
+			}
+		}
+		ws, err := EnsureWorktrees(ctx, g, nil)
+		res.Worktrees = ws
+		for _, w := range ws {
+			installed = installed || w.Changed != ""
+		}
+		if err != nil {
+			return res, installed, err
+		}
+	}
+	return res, installed, nil
+}
+
+// allByConfig reports whether every hook is gated by a configured hook.
+func (m Meets) allByConfig() bool {
+	for _, h := range m.Hooks {
+		ok := false
+		for _, b := range h.By {
+			ok = ok || strings.HasPrefix(b, "hook.")
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// configCurrent reports whether ConfigDir holds the current shims for bin.
+func configCurrent(common, bin string) (bool, error) {
+	for _, h := range Hooks {
+		want, err := Render(h, bin)
+		if err != nil {
+			return false, err
+		}
+		b, err := safefile.Read(filepath.Join(ConfigDir(common), h), 1<<20, safefile.NoFollow)
+		if err != nil || string(b) != want {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// WorktreeState is one governed worktree's own core.hooksPath.
+type WorktreeState struct {
+	Path string `json:"path"`
+	Key  string `json:"key"`
+	// HooksPath is its value ("" unset).
+	HooksPath string `json:"hooks_path"`
+	Changed   string `json:"changed,omitempty"`
+}
+
+// governed lists the linked worktrees wt records (ACTIVE and RETAINED
+// allocations), from the store; none when the repository has no store.
+func governed(common string) ([]store.Allocation, error) {
+	s, err := store.Open(common)
+	if err != nil {
+		if decision.CodeOf(err) == decision.NotInitialized {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []store.Allocation
+	err = s.Read(func(tx *store.Tx) error {
+		all, err := tx.Allocations()
+		for _, a := range all {
+			if a.WorktreeKey != gitrepo.MainKey && a.WorktreeKey != "" && a.Lifecycle != store.Released {
+				out = append(out, a)
+			}
+		}
+		return err
+	})
+	return out, err
+}
+
+// EnsureWorktrees gives each governed worktree (only: the one of only,
+// when not nil) a core.hooksPath of its own naming wt's own hooks dir, in
+// its config.worktree (extensions.worktreeConfig on). A worktree whose
+// checkout is gone, or whose git files wt does not trust, is skipped and
+// said so.
+func EnsureWorktrees(ctx context.Context, g *gitrepo.Repo, only *store.Allocation) ([]WorktreeState, error) {
+	list := []store.Allocation{}
+	if only != nil {
+		list = append(list, *only)
+	} else {
+		var err error
+		if list, err = governed(g.CommonDir); err != nil {
+			return nil, err
+		}
+	}
+	own := OwnDir(g.CommonDir)
+	var out []WorktreeState
+	enabled := false
+	for _, a := range list {
+		w := WorktreeState{Path: a.WorktreePath, Key: a.WorktreeKey}
+		if _, err := os.Stat(a.WorktreePath); err != nil {
+			w.Changed = "skipped: its checkout is not there"
+			out = append(out, w)
+			continue
+		}
+		cur, err := worktreeHooksPath(ctx, g, a)
+		if err != nil {
+			w.Changed = "skipped: " + err.Error()
+			out = append(out, w)
+			continue
+		}
+		w.HooksPath = cur
+		if cur == own {
+			out = append(out, w)
+			continue
+		}
+		if !enabled {
+			if _, err := g.Git(ctx, false, "config", "--local", "extensions.worktreeConfig", "true"); err != nil {
+				return out, decision.Wrap(decision.GitFailed, err, "turn on per-worktree configuration")
+			}
+			enabled = true
+		}
+		if _, err := g.GitIn(ctx, a.WorktreeKey, a.WorktreePath, false, "config", "--worktree", "core.hooksPath", own); err != nil {
+			return out, decision.Wrap(decision.GitFailed, err, "set core.hooksPath of %s", a.WorktreePath)
+		}
+		w.HooksPath, w.Changed = own, "core.hooksPath set to wt's own hooks dir"
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// RemoveWorktrees takes wt's own hooks dir out of every governed
+// worktree's own config (a value someone else set is left).
+func RemoveWorktrees(ctx context.Context, g *gitrepo.Repo) ([]WorktreeState, error) {
+	list, err := governed(g.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	own := OwnDir(g.CommonDir)
+	var out []WorktreeState
+	for _, a := range list {
+		cur, err := worktreeHooksPath(ctx, g, a)
+		if err != nil || cur != own {
+			continue
+		}
+		if _, err := g.GitIn(ctx, a.WorktreeKey, a.WorktreePath, false, "config", "--worktree", "--unset-all", "core.hooksPath"); err != nil {
+			return out, decision.Wrap(decision.GitFailed, err, "unset core.hooksPath of %s", a.WorktreePath)
+		}
+		out = append(out, WorktreeState{Path: a.WorktreePath, Key: a.WorktreeKey, Changed: "its own core.hooksPath removed"})
+	}
+	return out, nil
+}
+
+// worktreeHooksPath is core.hooksPath in the worktree's own config.worktree
+// ("" when unset), read from the file in its admin dir as git would
+// (git config --file).
+func worktreeHooksPath(ctx context.Context, g *gitrepo.Repo, a store.Allocation) (string, error) {
+	if err := gitrepo.VerifyMetadata(g.CommonDir, a.WorktreeKey, a.WorktreePath); err != nil {
+		return "", err
+	}
+	p := filepath.Join(gitrepo.AdminDir(g.CommonDir, a.WorktreeKey), "config.worktree")
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	out, err := g.Git(ctx, true, "config", "--file", p, "--get", "core.hooksPath")
+	var ge *gitrepo.Error
+	if errors.As(err, &ge) && ge.ExitCode == 1 {
+		return "", nil
+	}
+	if err != nil {
+		return "", decision.Wrap(decision.GitFailed, err, "read %s", p)
+	}
+	return strings.TrimRight(string(out), "\n"), nil
+}
+
+// StatusGate reads wt's gate in g: its configured hooks, the hooks dir git
+// uses in the main checkout (before wt takes a manager's core.hooksPath
+// back: what git runs now), the governed worktrees' own core.hooksPath, and
+// what a commit in the checkout g was found from meets.
+func StatusGate(ctx context.Context, g *gitrepo.Repo) (Result, error) {
+	var res Result
+	local, err := localConfig(ctx, g)
+	if err != nil {
+		return res, err
+	}
+	for _, h := range Hooks {
+		st := HookState{Hook: h, Path: filepath.Join(ConfigDir(g.CommonDir), h), Via: ViaConfig, Config: "hook." + ConfigName(h), State: "missing"}
+		p, ok := commandPath(local["hook."+ConfigName(h)+".command"])
+		registered := ok && p == st.Path && local["hook."+ConfigName(h)+".event"] == h
+		b, err := safefile.Read(st.Path, 1<<20, safefile.NoFollow)
+		v, bin, shim := 0, "", false
+		if err == nil {
+			v, bin, shim = Recognize(h, b)
+		}
+		switch {
+		case registered && shim:
+			st.State, st.ShimVersion, st.Binary = "wt", v, bin
+		case registered:
+			st.State = "foreign"
+			st.Changed = "registered, but its command is not a wt shim"
+		case shim:
+			st.Changed = "a wt shim that no configured hook runs"
+		}
+		if registered && local["hook."+ConfigName(h)+".enabled"] != "" && isFalse(local["hook."+ConfigName(h)+".enabled"]) {
+			st.Changed = "switched off (hook." + ConfigName(h) + ".enabled)"
+		}
+		res.Hooks = append(res.Hooks, st)
+	}
+	t, err := PlanTarget(ctx, g)
+	if err != nil {
+		return res, err
+	}
+	dir := t.Dir
+	if t.Takeover {
+		dir = t.Before
+		res.Warnings = append(res.Warnings, "core.hooksPath is "+t.Chain+", not wt's own hooks dir: wt-hook install takes it, and runs its hooks first")
+	}
+	r, err := Status(dir)
+	if err != nil {
+		return res, err
+	}
+	res.HooksDir, res.Hooks = dir, append(res.Hooks, r.Hooks...)
+	if list, err := governed(g.CommonDir); err == nil {
+		for _, a := range list {
+			cur, err := worktreeHooksPath(ctx, g, a)
+			w := WorktreeState{Path: a.WorktreePath, Key: a.WorktreeKey, HooksPath: cur}
+			if err != nil {
+				w.Changed = "unreadable: " + err.Error()
+			}
+			res.Worktrees = append(res.Worktrees, w)
+		}
+	}
+	m, err := Probe(ctx, g.TopLevel, g.CommonDir)
+	if err != nil {
+		return res, err
+	}
+	res.Meets = &m
+	return res, nil
+}
+
+// PrepareWorktree readies a worktree wt just made or adopted (allocation
+// a) for the gate: under a git that needs the hooks dir, wt's own hooks
+// dir as its own core.hooksPath, when wt's gate is installed that way; and
+// a hook manager's generated hooks dir that the working tree lacks (husky's
+// .husky/_, untracked and ignored) copied from the main checkout, so that
+// the manager's hooks run there too. What it did is returned, to be said.
+func PrepareWorktree(ctx context.Context, g *gitrepo.Repo, a store.Allocation) ([]string, error) {
+	var did []string
+	v, err := gitrepo.GitVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, hooksDir := Needed(v); hooksDir {
+		if _, err := os.Stat(filepath.Join(OwnDir(g.CommonDir), "reference-transaction")); err == nil {
+			ws, err := EnsureWorktrees(ctx, g, &a)
+			if err != nil {
+				return did, err
+			}
+			for _, w := range ws {
+				if w.Changed != "" {
+					did = append(did, fmt.Sprintf("%s: %s", w.Path, w.Changed))
+				}
+			}
+		}
+	}
+	copied, err := copyManagerDir(ctx, g, a.WorktreePath)
+	if copied != "" {
+		did = append(did, copied)
+	}
+	return did, err
+}
+
+// copyManagerDir copies into the checkout at path the hooks dir a hook
+// manager generated in the main checkout (core.hooksPath relative, the
+// directory there ignored by git: husky's .husky/_), when path has none:
+// git resolves a relative core.hooksPath in each worktree, and a worktree
+// made after the manager ran has nothing there, so no hook of the
+// manager's would run in it. Only regular files are copied.
+func copyManagerDir(ctx context.Context, g *gitrepo.Repo, path string) (string, error) {
+	base := baseRepo(g)
+	raw, err := configValue(ctx, base, "")
+	if err != nil || raw == "" || filepath.IsAbs(raw) || strings.HasPrefix(raw, "~") || raw == OwnDir(g.CommonDir) {
+		return "", err
+	}
+	rel := filepath.Clean(raw)
+	if rel == "." || strings.HasPrefix(rel, "..") {
+		return "", nil
+	}
+	src, dst := filepath.Join(base.TopLevel, rel), filepath.Join(path, rel)
+	if fi, err := os.Stat(src); err != nil || !fi.IsDir() || same(src, dst) {
+		return "", nil
+	}
+	if _, err := os.Lstat(dst); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	// Generated, not tracked: git ignores the directory's files.
+	if _, err := base.Git(ctx, true, "check-ignore", "-q", "--", filepath.Join(rel, "x")); err != nil {
+		return "", nil
+	}
+	if err := copyRegular(src, dst); err != nil {
+		return "", decision.Wrap(decision.Internal, err, "copy %s to %s", src, dst)
+	}
+	return fmt.Sprintf("%s: copied %s from the main checkout (the hook manager's generated hooks dir, core.hooksPath %s)", path, rel, raw), nil
+}
+
+func same(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+// copyRegular copies the regular files and directories under src to dst
+// (which must not exist), with their modes; anything else is skipped.
+func copyRegular(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, info.Mode().Perm())
+		case info.Mode().IsRegular():
+			b, err := safefile.Read(p, 16<<20, safefile.NoFollow)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, b, info.Mode().Perm())
+		}
+		return nil
+	})
+}
+
+// GateFix is the command that puts wt's gate back in the repository of the
+// checkout at dir.
+func GateFix(dir string) string { return fmt.Sprintf("wt-hook -C %s install", shell.Word(dir)) }

@@ -1,0 +1,279 @@
+package install
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/safefile"
+	"github.com/wt-tool/wt/core/shell"
+)
+
+// wt-exec checks, before every launch into a governed worktree, that a
+// commit there meets wt's gate, and repairs it or refuses (HOOKS_MISSING)
+// when not: an agent must not start where the gate is off. Asking git
+// takes three git processes (its version, its configuration, where it
+// finds hooks), about 8 ms; wt-exec itself costs about 5 ms. So the answer
+// is kept, once found gated, with a fingerprint of everything it was read
+// from: the identity of the git on PATH, the environment variables that
+// change git's configuration, and every file git's configuration and
+// hooks came from (the system, global, repository and worktree config
+// files, the files they include, wt's shims, the hooks dir's hooks). A
+// launch that finds every one of those unchanged (stat: size, times,
+// inode) reuses the answer; any change asks git again. Only a gated answer
+// is kept. The record lives in wt's gate dir in the common dir, which a
+// confined agent cannot write.
+
+// checkFile is where the answer for worktree key is kept.
+func checkFile(common, key string) string {
+	return filepath.Join(ConfigDir(common), "checked-"+key+".json")
+}
+
+// stamp is one file's identity as stat(2) gives it ("" when absent).
+type stamp struct {
+	Path string `json:"path"`
+	ID   string `json:"id"`
+}
+
+func stampOf(p string) stamp {
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		return stamp{Path: p}
+	}
+	return stamp{Path: p, ID: fmt.Sprintf("%d:%d:%d:%d.%d:%d.%d", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)}
+}
+
+// checked is the kept answer.
+type checked struct {
+	Env    string  `json:"env"`
+	Stamps []stamp `json:"stamps"`
+	By     string  `json:"by"`
+}
+
+// configEnv are the variables that change what configuration git reads.
+var configEnv = []string{"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL",
+	"GIT_CONFIG_SYSTEM", "HOME", "XDG_CONFIG_HOME", "PATH"}
+
+// envPrint fingerprints those variables (and GIT_CONFIG_KEY_n/VALUE_n).
+func envPrint() string {
+	h := sha256.New()
+	var kv []string
+	for _, e := range os.Environ() {
+		k, _, _ := strings.Cut(e, "=")
+		if slices.Contains(configEnv, k) || strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_") {
+			kv = append(kv, e)
+		}
+	}
+	slices.Sort(kv)
+	for _, e := range kv {
+		h.Write([]byte(e))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// watched are the files an answer for the checkout depends on.
+func watched(c gitrepo.Checkout, m Meets, entries []gitrepo.ConfigEntry) []string {
+	files := []string{filepath.Join(c.CommonDir, "config"), filepath.Join(c.GitDir, "config.worktree"),
+		filepath.Join(c.CommonDir, "config.worktree"), "/etc/gitconfig"}
+	if git, err := exec.LookPath("git"); err == nil {
+		files = append(files, git, filepath.Join(filepath.Dir(filepath.Dir(git)), "etc", "gitconfig"))
+	}
+	home := os.Getenv("HOME")
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	for _, p := range []string{os.Getenv("GIT_CONFIG_GLOBAL"), os.Getenv("GIT_CONFIG_SYSTEM")} {
+		if p != "" {
+			files = append(files, p)
+		}
+	}
+	if home != "" {
+		files = append(files, filepath.Join(home, ".gitconfig"))
+	}
+	if xdg != "" {
+		files = append(files, filepath.Join(xdg, "git", "config"))
+	}
+	for _, e := range entries {
+		if p, ok := strings.CutPrefix(e.Origin, "file:"); ok {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(c.TopLevel, p)
+			}
+			files = append(files, p)
+		}
+	}
+	files = append(files, m.HooksDir, ConfigDir(c.CommonDir), OwnDir(c.CommonDir))
+	for _, h := range Hooks {
+		files = append(files, filepath.Join(m.HooksDir, h), filepath.Join(m.HooksDir, h+".legacy"), filepath.Join(m.HooksDir, h+ChainSuffix),
+			filepath.Join(ConfigDir(c.CommonDir), h), filepath.Join(OwnDir(c.CommonDir), h))
+	}
+	slices.Sort(files)
+	return slices.Compact(files)
+}
+
+// keptAnswer returns the kept answer for c when nothing it was read from
+// changed.
+func keptAnswer(c gitrepo.Checkout) (string, bool) {
+	b, err := safefile.Read(checkFile(c.CommonDir, c.Key), 1<<20, safefile.NoFollow)
+	if err != nil {
+		return "", false
+	}
+	var k checked
+	if json.Unmarshal(b, &k) != nil || k.Env != envPrint() || len(k.Stamps) == 0 {
+		return "", false
+	}
+	for _, s := range k.Stamps {
+		if stampOf(s.Path) != s {
+			return "", false
+		}
+	}
+	return k.By, true
+}
+
+func keepAnswer(c gitrepo.Checkout, m Meets, entries []gitrepo.ConfigEntry, by string) {
+	k := checked{Env: envPrint(), By: by}
+	for _, p := range watched(c, m, entries) {
+		k.Stamps = append(k.Stamps, stampOf(p))
+	}
+	b, err := json.Marshal(k)
+	if err != nil {
+		return
+	}
+	if os.MkdirAll(ConfigDir(c.CommonDir), 0o755) != nil {
+		return
+	}
+	_ = safefile.Replace(checkFile(c.CommonDir, c.Key), b, 0o644) // Best effort: the next launch asks git again.
+}
+
+// GateCheck is what CheckWorktree found.
+type GateCheck struct {
+	// By is what gates reference-transaction there.
+	By string
+	// Repaired says what was off and is now in place ("" when nothing).
+	Repaired string
+	// Meets is git's answer, when git was asked.
+	Meets *Meets
+	// Copied says what hook manager's dir was copied into the worktree.
+	Copied string
+	// Off says why commits meet no gate in a repository whose gate the
+	// operator switched off (SwitchedOff): the launch goes on, saying so.
+	Off string
+}
+
+// offFile marks a repository whose operator switched wt's gate off.
+func offFile(common string) string { return filepath.Join(ConfigDir(common), "switched-off") }
+
+// SwitchedOff reports whether the operator switched wt's gate off in the
+// repository with common dir common (wt-admin init --no-hooks, wt-hook
+// uninstall): wt-exec then does not put it back, and says it is off.
+func SwitchedOff(common string) bool {
+	_, err := os.Lstat(offFile(common))
+	return err == nil
+}
+
+// SwitchOff records that the operator switched the gate off; SwitchOn
+// that it is wanted again.
+func SwitchOff(common string) error {
+	if err := os.MkdirAll(ConfigDir(common), 0o755); err != nil {
+		return decision.Wrap(decision.Internal, err, "create %s", ConfigDir(common))
+	}
+	return writeFile(offFile(common), "wt's gate was switched off here (wt-admin init --no-hooks, or wt-hook uninstall); wt-hook install puts it back\n", 0o644)
+}
+
+// SwitchOn removes SwitchOff's mark.
+func SwitchOn(common string) error {
+	if err := os.Remove(offFile(common)); err != nil && !os.IsNotExist(err) {
+		return decision.Wrap(decision.Internal, err, "remove %s", offFile(common))
+	}
+	return nil
+}
+
+// CheckWorktree checks that a commit in checkout c, from a process with
+// this process's environment, meets wt's reference-transaction gate; when
+// it does not, it installs the gate (recording the wt-hook binary bin
+// gives) and checks again. A gate that is still off is HOOKS_MISSING,
+// naming why and the fix.
+func CheckWorktree(ctx context.Context, c gitrepo.Checkout, bin func() (string, error)) (GateCheck, error) {
+	if by, ok := keptAnswer(c); ok {
+		return GateCheck{By: by}, nil
+	}
+	m, entries, err := probeEntries(ctx, c)
+	if err != nil {
+		return GateCheck{}, err
+	}
+	// A worktree made before a hook manager generated its hooks dir in
+	// the main checkout has none: copied, the manager's hooks run here too.
+	g := &gitrepo.Repo{CommonDir: c.CommonDir, GitDir: c.GitDir, TopLevel: c.TopLevel}
+	copied, _ := copyManagerDir(ctx, g, c.TopLevel) // Best effort: the gate does not depend on it.
+	const hook = "reference-transaction"
+	if m.Gated(hook) {
+		by := gatedBy(m, hook)
+		keepAnswer(c, m, entries, by)
+		return GateCheck{By: by, Meets: &m, Copied: copied}, nil
+	}
+	why := m.Why(hook)
+	if SwitchedOff(c.CommonDir) {
+		// The operator switched the gate off (wt-admin init --no-hooks,
+		// wt-hook uninstall): said, not undone.
+		return GateCheck{Meets: &m, Copied: copied, Off: why}, nil
+	}
+	b, err := bin()
+	if err != nil {
+		return GateCheck{Meets: &m}, gateOff(c, m, why)
+	}
+	if _, _, err := EnsureGate(ctx, g, b); err != nil {
+		return GateCheck{Meets: &m}, gateOff(c, m, why+"; installing it failed: "+err.Error())
+	}
+	m2, entries, err := probeEntries(ctx, c)
+	if err != nil {
+		return GateCheck{}, err
+	}
+	if !m2.Gated(hook) {
+		return GateCheck{Meets: &m2}, gateOff(c, m2, m2.Why(hook))
+	}
+	by := gatedBy(m2, hook)
+	keepAnswer(c, m2, entries, by)
+	return GateCheck{By: by, Repaired: why, Meets: &m2, Copied: copied}, nil
+}
+
+func probeEntries(ctx context.Context, c gitrepo.Checkout) (Meets, []gitrepo.ConfigEntry, error) {
+	v, err := gitrepo.GitVersion(ctx)
+	if err != nil {
+		return Meets{}, nil, err
+	}
+	entries, err := gitrepo.Config(ctx, c.TopLevel, nil)
+	if err != nil {
+		return Meets{}, nil, err
+	}
+	return Evaluate(v, entries, c.TopLevel, c.CommonDir), entries, nil
+}
+
+func gatedBy(m Meets, hook string) string {
+	for _, h := range m.Hooks {
+		if h.Hook == hook && len(h.By) > 0 {
+			return h.By[0]
+		}
+	}
+	return ""
+}
+
+// gateOff is the refusal of a launch into checkout c, whose gate is off.
+func gateOff(c gitrepo.Checkout, m Meets, why string) error {
+	d := decision.New(decision.HooksMissing, "commits in %s meet no gate (git %s): %s", c.TopLevel, m.Git, why).
+		WithFact("worktree_path", c.TopLevel)
+	if m.HooksPathScope == "command" {
+		return d.WithHint("git's environment sets core.hooksPath for every git it starts (GIT_CONFIG_PARAMETERS or GIT_CONFIG_COUNT): launch without it, e.g. env -u GIT_CONFIG_PARAMETERS -u GIT_CONFIG_COUNT wt-exec -C %s -- COMMAND", shell.Word(c.TopLevel))
+	}
+	return d.WithHint("see what a commit there meets: wt-hook -C %s check; put the gate back: %s", shell.Word(c.TopLevel), GateFix(c.TopLevel))
+}
