@@ -27,7 +27,7 @@ TAGS    ?= urfave_cli_no_docs,grpcnotrace
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/wt-tool/wt/cmd/internal/textout.stamped=$(VERSION)
 
-.PHONY: all build docs install package demo test lint bench fuzz interop clean
+.PHONY: all build docs install package demo test test-newer-git lint bench fuzz interop clean
 
 all: build
 
@@ -89,6 +89,23 @@ test:
 	$(GO) vet ./...
 	@echo "test: go test -race ./... (about two minutes warm; a line per test as it ends, then the counts)"
 	set -o pipefail; $(GO) test -race -timeout 30m -json ./... | $(GO) run ./scripts/testprogress
+
+# The end-to-end scripts and the gate's tests again under a newer git
+# (2.55, built from Debian's source package by scripts/git-newer.sh into
+# ~/.cache/wt-git, once per machine), once with each ref backend: git 2.55
+# shows hooks more of what they judge (symbolic-ref updates), runs hooks
+# defined in configuration, and makes reftable repositories. .ci/run runs
+# it after make test.
+test-newer-git:
+	@echo "test-newer-git: building or finding git 2.55 (scripts/git-newer.sh: a minute or two the first time on a machine)"
+	@gitbin=$$(bash scripts/git-newer.sh) && dir=$$(dirname "$$gitbin") && set -o pipefail && \
+	for fmt in files reftable; do \
+		echo "test-newer-git: $$("$$gitbin" version), the $$fmt ref backend: the end-to-end scripts, the gate's tests, refs and hooks (a minute or two)"; \
+		{ PATH="$$dir:$$PATH" WT_TEST_GIT_NEWER="$$gitbin" WT_TEST_REF_FORMAT=$$fmt GIT_DEFAULT_REF_FORMAT=$$fmt \
+			$(GO) test -race -timeout 30m -json -run 'TestScripts|TestGate' ./cmd/internal/cli/ && \
+		  PATH="$$dir:$$PATH" WT_TEST_GIT_NEWER="$$gitbin" WT_TEST_REF_FORMAT=$$fmt GIT_DEFAULT_REF_FORMAT=$$fmt \
+			$(GO) test -race -timeout 30m -json ./core/gitrepo/... ./install/ ./hooks/; } | $(GO) run ./scripts/testprogress || exit 1; \
+	done
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -165,6 +165,9 @@ func withHeadLine(c gitrepo.Checkout, updates []RefUpdate) []RefUpdate {
 func (g *gate) update(c gitrepo.Checkout, u RefUpdate, judged map[string]bool) (Verdict, bool, error) {
 	key, isHead := headKey(c, u.Ref)
 	if isHead {
+		if v, judged, made, err := g.newHead(c, u); err != nil || made {
+			return v, judged, err
+		}
 		if judged["HEAD "+key] {
 			return Verdict{}, false, nil
 		}
@@ -210,6 +213,30 @@ func headKey(c gitrepo.Checkout, ref string) (string, bool) {
 	return "", false
 }
 
+// newHead judges the HEAD of a worktree git is making: git 2.45 and later
+// create it (git worktree add) in a transaction whose hook runs in the
+// checkout git was started in, as a line for "HEAD" with a null old value
+// (the same line a branch switch there gives), while the new worktree's
+// admin dir is locked "initializing". Pointing the new HEAD at a guarded
+// task branch needs that task's entitlement, as checking the branch out
+// anywhere does; a detached one guards nothing. ok is false when no
+// worktree is being made: the line is c's own.
+func (g *gate) newHead(c gitrepo.Checkout, u RefUpdate) (v Verdict, judged, ok bool, err error) {
+	if !isZeroOID(u.Old) || !gitrepo.Initializing(c.CommonDir) {
+		return Verdict{}, false, false, nil
+	}
+	target, symbolic := strings.CutPrefix(u.New, "ref:")
+	if !symbolic {
+		return Verdict{}, false, true, nil
+	}
+	a, guarded, err := g.guarded(target)
+	if err != nil || !guarded {
+		return Verdict{}, false, true, err
+	}
+	branch := strings.TrimPrefix(target, "refs/heads/")
+	return g.forBranch(a, c.TopLevel, branch, fmt.Sprintf("a new worktree checks out task %s's branch %s, which only that task's writer may move", a.TaskKey, branch)), true, true, nil
+}
+
 // head judges an update of checkout wt's HEAD.
 func (g *gate) head(wt gitrepo.Checkout, u RefUpdate) (Verdict, bool, error) {
 	if target, ok := strings.CutPrefix(u.New, "ref:"); ok {
@@ -250,9 +277,8 @@ func (g *gate) headRetarget(wt gitrepo.Checkout, target string) (Verdict, bool, 
 	if err != nil || !ok {
 		return v, false, err
 	}
-	v.Role, v.TaskKey, v.AllocationID = a.Role, a.TaskKey, a.AllocationID
-	g.judge(&v, a, nil)
-	return done(v), true, nil
+	branch := strings.TrimPrefix(target, "refs/heads/")
+	return g.forBranch(a, wt.TopLevel, branch, fmt.Sprintf("%s checks out task %s's branch %s, which only that task's writer may move", wt.TopLevel, a.TaskKey, branch)), true, nil
 }
 
 // unchanged reports whether a line leaves what the ref resolves to as it

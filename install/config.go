@@ -49,22 +49,28 @@ const shellMeta = "|&;<>()$`\\\"' \t\n*?[#~=%"
 
 // commandFor is the hook.<name>.command value that runs the file at path:
 // the path itself, which git runs directly, or, when the path holds a
-// character the shell would read, the path quoted for the shell git then
-// runs it with.
+// character the shell would read, "exec" and the path quoted for the shell
+// git then runs it with (exec: the shim must be git's own child, as a
+// hook in a hooks dir is, for the pass pre-commit leaves to name git).
 func commandFor(path string) string {
 	if strings.ContainsAny(path, shellMeta) {
-		return shell.Quote(path)
+		return "exec " + shell.Quote(path)
 	}
 	return path
 }
 
 // commandPath is the file a hook.<name>.command value runs when it is a
-// path (quoted or not); ok is false for any other shell command.
+// path (quoted after "exec", or not); ok is false for any other shell
+// command.
 func commandPath(cmd string) (string, bool) {
 	if !strings.ContainsAny(cmd, shellMeta) {
 		return cmd, filepath.IsAbs(cmd)
 	}
-	p, ok := shell.Unquote(cmd)
+	q, ok := strings.CutPrefix(cmd, "exec ")
+	if !ok {
+		return "", false
+	}
+	p, ok := shell.Unquote(q)
 	return p, ok && filepath.IsAbs(p)
 }
 

@@ -117,8 +117,8 @@ func holdsHooksDir(ctx context.Context, g *gitrepo.Repo) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if t.Owned || t.Takeover {
-		return true, nil
+	if t.Owned && !t.Takeover {
+		return true, nil // core.hooksPath is wt's own dir
 	}
 	for _, d := range []string{t.Dir, filepath.Join(g.CommonDir, "hooks"), OwnDir(g.CommonDir)} {
 		if st, err := Status(d); err == nil && holdsShim(st) {
@@ -472,7 +472,12 @@ func PrepareWorktree(ctx context.Context, g *gitrepo.Repo, a store.Allocation) (
 func copyManagerDir(ctx context.Context, g *gitrepo.Repo, path string) (string, error) {
 	base := baseRepo(g)
 	raw, err := configValue(ctx, base, "")
-	if err != nil || raw == "" || filepath.IsAbs(raw) || strings.HasPrefix(raw, "~") || raw == OwnDir(g.CommonDir) {
+	if err == nil && raw == OwnDir(g.CommonDir) {
+		// wt took core.hooksPath (git before 2.54): the manager's is the
+		// one wt's own dir runs.
+		raw, _, err = readChain(raw)
+	}
+	if err != nil || raw == "" || filepath.IsAbs(raw) || strings.HasPrefix(raw, "~") {
 		return "", err
 	}
 	rel := filepath.Clean(raw)
@@ -527,6 +532,107 @@ func copyRegular(src, dst string) error {
 		}
 		return nil
 	})
+}
+
+// CheckGate reports what does not gate as it should in g, for the git on
+// PATH: wt's configured hooks (git 2.54 and later) or its shims in the
+// hooks dir, each hook's current shim and binary, and, asked of git in
+// each governed worktree, whether a commit there meets wt's
+// reference-transaction gate (a worktree's own configuration may switch
+// it off). dir is where the gate lives.
+func CheckGate(ctx context.Context, g *gitrepo.Repo) (dir string, problems []Problem, err error) {
+	v, err := gitrepo.GitVersion(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	config, hooksDir := Needed(v)
+	fix := GateFix(g.TopLevel)
+	if config {
+		dir = ConfigDir(g.CommonDir)
+		m, err := Probe(ctx, g.TopLevel, g.CommonDir)
+		if err != nil {
+			return dir, nil, err
+		}
+		for _, h := range m.Hooks {
+			byConfig := false
+			for _, b := range h.By {
+				byConfig = byConfig || strings.HasPrefix(b, "hook.")
+			}
+			if !byConfig {
+				problems = append(problems, Problem{Hook: h.Hook, Path: "hook." + ConfigName(h.Hook),
+					Message: fmt.Sprintf("git %s runs no hook of wt's for %s through its configuration: %s", v, h.Hook, strings.Join(h.Off, "; ")), Fix: m.Fix(h.Hook, g.TopLevel)})
+			}
+		}
+		ps, err := Check(dir)
+		if err != nil {
+			return dir, problems, err
+		}
+		for _, p := range ps {
+			if p.Outdated || strings.Contains(p.Message, "not an executable file") {
+				problems = append(problems, p)
+			}
+		}
+	}
+	if holds, err := holdsHooksDir(ctx, g); err != nil {
+		return dir, problems, err
+	} else if hooksDir || holds {
+		t, err := PlanTarget(ctx, g)
+		if err != nil {
+			return dir, problems, err
+		}
+		ps, err := CheckTarget(t)
+		if err != nil {
+			return dir, problems, err
+		}
+		if dir == "" {
+			dir = t.Dir
+			if t.Takeover {
+				dir = t.Before
+			}
+		}
+		problems = append(problems, ps...)
+	}
+	for _, p := range problems {
+		if p.Hook == "reference-transaction" && !p.Outdated {
+			// The repository's gate is off: every worktree's with it.
+			return dir, withFix(problems, fix), nil
+		}
+	}
+	list, err := governed(g.CommonDir)
+	if err != nil {
+		return dir, problems, err
+	}
+	for _, a := range list {
+		if a.Role != store.RoleFeature {
+			continue
+		}
+		if fi, err := os.Stat(a.WorktreePath); err != nil || !fi.IsDir() {
+			continue // a checkout that is gone: doctor's gates say so
+		}
+		if gitrepo.VerifyMetadata(g.CommonDir, a.WorktreeKey, a.WorktreePath) != nil {
+			continue // git there would not be wt's to ask: doctor's gates say so
+		}
+		m, err := Probe(ctx, a.WorktreePath, g.CommonDir)
+		if err != nil {
+			return dir, problems, err
+		}
+		if !m.Gated("reference-transaction") {
+			problems = append(problems, Problem{Hook: "reference-transaction", Path: a.WorktreePath,
+				Message: fmt.Sprintf("commits in %s (task %s) meet no gate: %s", a.WorktreePath, a.TaskKey, m.Why("reference-transaction")),
+				Fix:     m.Fix("reference-transaction", a.WorktreePath)})
+		}
+	}
+	return dir, withFix(problems, fix), nil
+}
+
+// withFix gives each problem without a fix of its own the fix given.
+func withFix(problems []Problem, fix string) []Problem {
+	for i := range problems {
+		if problems[i].Fix == "" {
+			problems[i].Fix = fix
+		}
+	}
+	return problems
 }
 
 // GateFix is the command that puts wt's gate back in the repository of the

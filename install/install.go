@@ -305,6 +305,8 @@ type Problem struct {
 	// Outdated: the hook is a wt shim of an older version, which still
 	// gates writes (through wt-hook run); wt-hook install updates it.
 	Outdated bool `json:"outdated,omitempty"`
+	// Fix is the command that mends it.
+	Fix string `json:"fix,omitempty"`
 }
 
 // Check reports every hook in dir that is not wt's current shim running an

@@ -13,7 +13,6 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/safefile"
-	"github.com/wt-tool/wt/core/shell"
 )
 
 // A hook manager that keeps its hooks in the working tree (husky 9 sets
@@ -387,9 +386,6 @@ func holdsShim(st Result) bool {
 	return false
 }
 
-// TargetFix is the command that installs wt's shims for the worktree at
-// dir.
-func TargetFix(dir string) string { return fmt.Sprintf("(cd %s && wt-hook install)", shell.Word(dir)) }
 
 func writeFile(path, content string, mode os.FileMode) error {
 	if err := safefile.Replace(path, []byte(content), mode); err != nil {

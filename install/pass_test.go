@@ -27,6 +27,8 @@ func TestReferenceTransactionPass(t *testing.T) {
 		head = oid + " " + oid + " HEAD\n"
 		own  = oid + " " + oid + " refs/heads/wt/T-1\n"
 		tag  = oid + " " + oid + " refs/tags/v1\n"
+		br   = oid + " " + oid + " refs/heads/other\n"
+		auto = "0000000000000000000000000000000000000000 0000000000000000000000000000000000000000 AUTO_MERGE\n"
 	)
 	valid := fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, self.PID, self.StartTicks)
 	cases := []struct {
@@ -35,9 +37,13 @@ func TestReferenceTransactionPass(t *testing.T) {
 	}{
 		{"a commit judged by its pre-commit", valid, head + own, false, false},
 		{"with a chained hook", valid, head + own, true, false},
-		{"another ref in the transaction", valid, head + own + tag, false, true},
-		{"another ref, chained", valid, tag + head, true, true},
+		{"another branch in the transaction", valid, head + own + br, false, true},
+		{"another branch, chained", valid, br + head, true, true},
+		{"a tag beside the commit's refs", valid, head + own + tag, false, false},
 		{"no pass", "", head + own, false, true},
+		{"no pass, nothing the gate judges (git's AUTO_MERGE, a tag)", "", auto + tag, false, false},
+		{"no pass, nothing judged, chained", "", auto, true, false},
+		{"no pass, a worktree's HEAD", "", oid + " " + oid + " worktrees/w1/HEAD\n", false, true},
 		{"another process's pass", fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, self.PID+1, self.StartTicks), head + own, false, true},
 		{"a reused pid", fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, self.PID, self.StartTicks+1), head + own, false, true},
 		{"another boot", fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", "00000000-0000-0000-0000-000000000000", self.PID, self.StartTicks), head + own, false, true},

@@ -12,6 +12,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/gitversion"
 	"github.com/wt-tool/wt/core/safefile"
+	"github.com/wt-tool/wt/core/shell"
 )
 
 // Meets is what git, run in one checkout, runs of wt's gate: for each hook
@@ -39,6 +40,29 @@ type HookMeets struct {
 	By []string `json:"by"`
 	// Off says, for each way that does not run it, why.
 	Off []string `json:"off,omitempty"`
+	// Switch is the setting that switches wt's configured hook off
+	// (hook.wt-HOOK.enabled or hook.HOOK.enabled), and SwitchScope where
+	// it is set; "" when none does.
+	Switch      string `json:"switch,omitempty"`
+	SwitchScope string `json:"switch_scope,omitempty"`
+}
+
+// Fix is the command that puts wt's judgement back for hook in the
+// checkout at top: the removal of the setting that switches it off where
+// wt-hook install cannot remove it, else wt-hook install.
+func (m Meets) Fix(hook, top string) string {
+	for _, h := range m.Hooks {
+		if h.Hook != hook || h.Switch == "" || h.SwitchScope == "local" && h.Switch == "hook."+ConfigName(hook)+".enabled" {
+			continue
+		}
+		switch h.SwitchScope {
+		case "worktree", "local":
+			return fmt.Sprintf("git -C %s config --%s --unset-all %s", shell.Word(top), h.SwitchScope, h.Switch)
+		case "global", "system":
+			return fmt.Sprintf("git config --%s --unset-all %s", h.SwitchScope, h.Switch)
+		}
+	}
+	return GateFix(top)
 }
 
 // Gated reports whether wt's judgement runs for hook.
@@ -91,6 +115,9 @@ func Evaluate(v gitversion.Version, entries []gitrepo.ConfigEntry, top, commonDi
 		if v.ConfigHooks() {
 			by, off := cfg.meets(h)
 			hm.By, hm.Off = append(hm.By, by...), append(hm.Off, off...)
+			if len(by) == 0 {
+				hm.Switch, hm.SwitchScope = cfg.switchOf(h)
+			}
 		} else {
 			hm.Off = append(hm.Off, fmt.Sprintf("git %s runs no hooks defined in configuration (2.54 and later do)", v))
 		}
@@ -256,6 +283,18 @@ func (c configured) meets(hook string) (by, off []string) {
 		off = append(off, fmt.Sprintf("no hook defined in configuration runs wt's %s shim (wt-hook install registers hook.%s)", hook, ConfigName(hook)))
 	}
 	return by, off
+}
+
+// switchOf names the setting that switches wt's configured hook for hook
+// off, and its scope.
+func (c configured) switchOf(hook string) (key, scope string) {
+	if sc := c.disabled[hook]; sc != "" {
+		return "hook." + hook + ".enabled", sc
+	}
+	if sc := c.disabled[ConfigName(hook)]; sc != "" {
+		return "hook." + ConfigName(hook) + ".enabled", sc
+	}
+	return "", ""
 }
 
 func contains(ss []string, s string) bool {

@@ -106,6 +106,9 @@ func TestShimRunsGate(t *testing.T) {
 		}
 		cmd := exec.Command(shim, calls[hook]...)
 		cmd.Env = append(os.Environ(), "GIT_DIR="+dir) // no pass there
+		// A branch to judge (a transaction that moves no HEAD and no
+		// branch starts no judgement).
+		cmd.Stdin = strings.NewReader("1111111111111111111111111111111111111111 2222222222222222222222222222222222222222 refs/heads/x\n")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", hook, err, out)
 		}

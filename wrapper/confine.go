@@ -181,12 +181,16 @@ func PlanConfinement(in ConfinementInput) (*Confinement, error) {
 		conf.Rules = append(conf.Rules, Rule{c.CommonDir, "the common dir as its mount namespace shows it: objects, refs and logs; the rest read-only mounts"})
 	} else {
 		conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, "objects"), "objects a commit or fetch adds"})
-		if guard.branchDir != "" {
+		if guard.reftable {
+			conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, "reftable"), "every ref: a reftable repository keeps them in one table stack"})
+		} else if guard.branchDir != "" {
 			conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, guard.branchDir), "its branch's ref directory"},
 				Rule{filepath.Join(c.CommonDir, "logs", guard.branchDir), "its branch's reflogs"})
 		}
-		conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, "refs", "remotes"), "remote-tracking refs"},
-			Rule{filepath.Join(c.CommonDir, "logs", "refs", "remotes"), "remote-tracking reflogs"})
+		if !guard.reftable {
+			conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, "refs", "remotes"), "remote-tracking refs"},
+				Rule{filepath.Join(c.CommonDir, "logs", "refs", "remotes"), "remote-tracking reflogs"})
+		}
 	}
 	conf.Rules = append(conf.Rules, Rule{in.TempDir, "its private TMPDIR, removed when it ends"})
 	for _, gitDir := range in.Remotes {
@@ -249,7 +253,7 @@ func planGuard(in ConfinementInput) (*refGuard, error) {
 	}
 	ns := canMountNS()
 	if in.DryRun {
-		g := &refGuard{mode: refGuardLandlock, branchDir: taskRefDir(in.Branch), ownDir: ownRefDir(in.Branch)}
+		g := &refGuard{mode: refGuardLandlock, branchDir: taskRefDir(in.Branch), ownDir: ownRefDir(in.Branch), reftable: gitrepo.Reftable(in.Checkout.CommonDir)}
 		if ns {
 			g.mode, g.common = refGuardNS, in.Checkout.CommonDir
 			g.readOnly = []string{"everything in " + in.Checkout.CommonDir + " but objects, refs, logs and its own admin dir",

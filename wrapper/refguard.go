@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
 )
 
@@ -77,6 +78,11 @@ type refGuard struct {
 	agent *agentPlan
 	// readOnly lists what stays read-only, for --explain.
 	readOnly []string
+	// reftable is set in a reftable repository: every ref is in one
+	// table stack (reftable/), which git rewrites whole for any update,
+	// so no path rule can keep one ref from the command and give it
+	// another; the stack is writable as a whole.
+	reftable bool
 }
 
 // canMountNS reports whether this process may make a mount namespace:
@@ -146,6 +152,9 @@ var guardedRefDirs = []string{"heads", "tags", "replace", "notes"}
 // enterMountNS.
 func planRefGuard(common, gitDir, branch string, ns bool) (*refGuard, error) {
 	g := &refGuard{mode: refGuardLandlock, branchDir: taskRefDir(branch), ownDir: ownRefDir(branch)}
+	if gitrepo.Reftable(common) {
+		return planTableGuard(g, common, gitDir, ns)
+	}
 	dirs := []string{filepath.Join(common, "refs", "remotes"), filepath.Join(common, "logs", "refs", "remotes")}
 	for _, d := range guardedRefDirs {
 		dirs = append(dirs, filepath.Join(common, "refs", d))
@@ -162,6 +171,41 @@ func planRefGuard(common, gitDir, branch string, ns bool) (*refGuard, error) {
 		g.readOnly = []string{"refs/ and the common dir's root: the stash and ref deletions fail (no mount namespace: wt-exec is not root)"}
 		return g, nil
 	}
+	later, err := g.planRoot(common, gitDir, map[string]bool{"objects": true, "refs": true, "logs": true})
+	if err != nil {
+		return nil, err
+	}
+	for _, base := range []string{"refs", filepath.Join("logs", "refs")} {
+		ents, err := os.ReadDir(filepath.Join(common, base))
+		if err != nil {
+			continue // no logs/refs yet
+		}
+		for _, e := range ents {
+			if !e.IsDir() || e.Name() == "remotes" {
+				continue
+			}
+			rel := filepath.Join(base, e.Name())
+			later = append(later, mountStep{rel: rel, ro: true})
+			g.readOnly = append(g.readOnly, rel)
+		}
+	}
+	if g.branchDir != "" {
+		// Bound from the real, writable directory, on top of the read-only
+		// heads: every source is taken from the real common dir's tree,
+		// never from the mounts made before it.
+		for _, rel := range []string{g.branchDir, filepath.Join("logs", g.branchDir)} {
+			later = append(later, mountStep{rel: rel})
+		}
+	}
+	g.steps = append(g.steps, later...)
+	return g, nil
+}
+
+// planRoot plans the namespace's view of the common dir's root: each
+// entry a mount point, read-only but for those named writable, and the
+// command's own admin dir writable inside the read-only worktrees/ (in
+// the steps returned, to be made after the root's).
+func (g *refGuard) planRoot(common, gitDir string, writable map[string]bool) ([]mountStep, error) {
 	g.mode = refGuardNS
 	g.common = common
 	var st unix.Stat_t
@@ -173,7 +217,6 @@ func planRefGuard(common, gitDir, branch string, ns bool) (*refGuard, error) {
 	if err != nil {
 		return nil, decision.Wrap(decision.ConfinementUnavailable, err, "list %s", common)
 	}
-	writable := map[string]bool{"objects": true, "refs": true, "logs": true}
 	var later []mountStep
 	for _, e := range ents {
 		name := e.Name()
@@ -201,29 +244,26 @@ func planRefGuard(common, gitDir, branch string, ns bool) (*refGuard, error) {
 		later = append(later, mountStep{rel: rel})
 		g.readOnly = append(g.readOnly, "worktrees (but its own admin dir)")
 	}
-	for _, base := range []string{"refs", filepath.Join("logs", "refs")} {
-		ents, err := os.ReadDir(filepath.Join(common, base))
-		if err != nil {
-			continue // no logs/refs yet
-		}
-		for _, e := range ents {
-			if !e.IsDir() || e.Name() == "remotes" {
-				continue
-			}
-			rel := filepath.Join(base, e.Name())
-			later = append(later, mountStep{rel: rel, ro: true})
-			g.readOnly = append(g.readOnly, rel)
-		}
+	return later, nil
+}
+
+// planTableGuard is planRefGuard in a reftable repository: the table
+// stack, where every ref lives, is writable as a whole (another task's
+// branch, the publication branch, tags: all are the command's to move,
+// hooks or no hooks); the rest of the common dir as in the files
+// backend.
+func planTableGuard(g *refGuard, common, gitDir string, ns bool) (*refGuard, error) {
+	g.reftable = true
+	if !ns {
+		g.readOnly = []string{"the common dir's root; every ref is writable: reftable keeps them in one table stack, which no path rule can divide"}
+		return g, nil
 	}
-	if g.branchDir != "" {
-		// Bound from the real, writable directory, on top of the read-only
-		// heads: every source is taken from the real common dir's tree,
-		// never from the mounts made before it.
-		for _, rel := range []string{g.branchDir, filepath.Join("logs", g.branchDir)} {
-			later = append(later, mountStep{rel: rel})
-		}
+	later, err := g.planRoot(common, gitDir, map[string]bool{"objects": true, "reftable": true})
+	if err != nil {
+		return nil, err
 	}
 	g.steps = append(g.steps, later...)
+	g.readOnly = append(g.readOnly, "(every ref is writable: reftable keeps them in one table stack, which no path rule can divide)")
 	return g, nil
 }
 
@@ -350,6 +390,9 @@ func (g *refGuard) explain() []string {
 		return nil
 	}
 	out := []string{"  refs     guarded by " + g.mode}
+	if g.reftable {
+		return append(out, "  refs     writable: every ref: a reftable repository keeps them in one table stack, which no path rule can divide")
+	}
 	if g.branchDir != "" {
 		out = append(out, "  refs     writable: "+g.branchDir+"/ (its branch's directory), refs/remotes, its own refs and HEAD"+map[bool]string{true: ", refs/stash", false: ""}[g.mode == refGuardNS])
 		if !g.ownDir {

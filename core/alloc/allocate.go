@@ -494,6 +494,9 @@ func (r *Repo) completeAdd(ctx context.Context, wt gitrepo.Worktree) string {
 	// journal runs (recover checked), so they are nobody's.
 	admin := gitrepo.AdminDir(r.Git.CommonDir, wt.Key)
 	locks, _ := filepath.Glob(filepath.Join(admin, "*.lock"))
+	// In a reftable repository, the lock of the worktree's own table
+	// stack (its HEAD and per-worktree refs; nobody else writes it).
+	locks = append(locks, filepath.Join(admin, "reftable", "tables.list.lock"))
 	if wt.Branch != "" {
 		locks = append(locks, filepath.Join(r.Git.CommonDir, "refs", "heads", filepath.FromSlash(wt.Branch)+".lock"))
 	}
@@ -565,8 +568,10 @@ func (r *Repo) discardHalfAdmin(planned store.Allocation) string {
 			}
 		}
 		// git writes HEAD as the null object name first and points it at
-		// the branch or commit only before the checkout.
-		if head, err := read("HEAD"); err == nil && strings.Trim(strings.TrimSpace(string(head)), "0") == "" {
+		// the branch or commit only before the checkout (in a reftable
+		// repository, the HEAD file is a stub and HEAD is written into
+		// the worktree's own table stack: missing there until then).
+		if head, err := gitrepo.ReadHead(admin, r.Git.CommonDir); err != nil || head.Target == "" && strings.Trim(head.OID, "0") == "" {
 			complete = false
 		}
 		if complete {

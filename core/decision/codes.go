@@ -179,6 +179,11 @@ const (
 	// checkout is gone while its lease holder still runs (git worktree
 	// remove -f -f, rm -rf): the writer's uncommitted work is lost.
 	LeasedCheckoutMissing   = "LEASED_CHECKOUT_MISSING"
+	// RefLockStale: a finding of doctor: git's lock of a repository's refs
+	// (a reftable stack's tables.list.lock, packed-refs.lock) or config
+	// (config.lock) that no process holds open, left by a git that died
+	// holding it: every update it guards fails until it is gone.
+	RefLockStale            = "REF_LOCK_STALE"
 	StaleRegistrationMarker = "STALE_REGISTRATION_MARKER"
 	GitPointerMismatch      = "GIT_POINTER_MISMATCH"
 	RegistrationTimeUnknown = "REGISTRATION_TIME_UNKNOWN"
@@ -334,6 +339,7 @@ var codes = [...]string{
 	ResourcePlanMismatch,
 	RecordMissing,
 	LeasedCheckoutMissing,
+	RefLockStale,
 	AuditShown,
 	UngatedRefMove,
 	AdminDirUnavailable,

@@ -265,3 +265,23 @@ func LocateGitDir(cwd, gitDir string) (Checkout, error) {
 
 // SameFile reports whether two paths name the same file.
 func SameFile(a, b string) bool { return same(a, b) }
+
+// initializingReason is what git writes in a new worktree's lock file
+// while git worktree add makes it.
+const initializingReason = "initializing"
+
+// Initializing reports whether git is making a linked worktree of the
+// repository with common dir commonDir now: an admin dir whose lock says
+// "initializing" (git worktree add --lock writes its own reason instead).
+func Initializing(commonDir string) bool {
+	found := false
+	_ = eachAdminDir(commonDir, func(key string) { // Best effort: none read, none found.
+		if found {
+			return
+		}
+		if reason, locked, err := ReadLock(commonDir, key); err == nil && locked && reason == initializingReason {
+			found = true
+		}
+	})
+	return found
+}

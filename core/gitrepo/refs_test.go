@@ -65,7 +65,7 @@ func TestRefsOnBothBackends(t *testing.T) {
 			run := func(dir string, args ...string) string {
 				t.Helper()
 				cmd := exec.Command(git, append([]string{"-C", dir}, args...)...)
-				cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+top,
+				cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+top, "GIT_DEFAULT_REF_FORMAT="+format,
 					"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@wt.invalid", "GIT_COMMITTER_NAME=c", "GIT_COMMITTER_EMAIL=c@wt.invalid")
 				out, err := cmd.CombinedOutput()
 				if err != nil {

@@ -7,7 +7,6 @@ package cli
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 	"testing"
 
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/internal/gittest"
 )
 
 // gateOutcome is what a row expects.
@@ -167,6 +168,21 @@ func (g *gateRepo) check(t *testing.T, r gateRow) {
 	cmd, out, errb := command(g.dir(r.where), "sh", "-c", r.cmd)
 	cmd.Env = append(cmd.Env, "W0="+g.w0, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@wt.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@wt.invalid", "GIT_EDITOR=true")
 	res := resultOf(cmd, cmd.Run(), out, errb)
+	if r.name == "branch -m" && gitrepo.Reftable(filepath.Join(g.repo, ".git")) {
+		// git's gap, not wt's: the reftable backend (git 2.55) renames a
+		// branch without a reference transaction, so no hook sees it
+		// (docs/hook-managers.md, "What no hook sees"); git then fails
+		// to point a worktree's HEAD at the new name (the gate refuses
+		// that), with the branch renamed already. This row says so while
+		// it holds, and fails the day git shows renames to the hook.
+		if run(t, g.repo, "git", "rev-parse", "--verify", "-q", "refs/heads/wt/T-0").code == 0 {
+			t.Errorf("%s from %s: the task branch is still there: the reftable rename gap is closed; make this row refusedBefore (exit %d)\n%s", r.cmd, r.where, res.code, res.stderr)
+			return
+		}
+		git(t, g.repo, append(slices.Clone(gitrepo.HooksOff), "branch", "-m", "renamed", "wt/T-0")...)
+		git(t, g.w0, append(slices.Clone(gitrepo.HooksOff), "symbolic-ref", "HEAD", "refs/heads/wt/T-0")...)
+		return
+	}
 	if res.code == 0 {
 		t.Errorf("%s from %s succeeded:\n%s%s", r.cmd, r.where, res.stdout, res.stderr)
 	}
@@ -187,7 +203,11 @@ func (g *gateRepo) check(t *testing.T, r gateRow) {
 		t.Errorf("%s from %s: the worktree's files changed: %q (stashed %v)", r.cmd, r.where, st, stashed)
 	}
 	head := git(t, g.w0, "symbolic-ref", "-q", "HEAD")
-	switch r.want {
+	want := r.want
+	if v, err := gittest.VersionOf("git"); err == nil && want == reportedAfter && v.AtLeast(2, 46) {
+		want = refusedBefore // git 2.46 and later show the switch to reference-transaction
+	}
+	switch want {
 	case reportedAfter:
 		if head == "refs/heads/wt/T-0" {
 			t.Errorf("%s: expected HEAD to have moved (git < 2.46 shows branch switches to no refusing hook); did git gain symref reporting?", r.cmd)
@@ -206,7 +226,7 @@ func (g *gateRepo) check(t *testing.T, r gateRow) {
 // cherry-pick in progress, rewritten files, a switched checkout), with
 // wt's hooks off: the test's own clean-up is not what the gate judges.
 func (g *gateRepo) restore(t *testing.T) {
-	off := []string{"-c", "core.hooksPath=/dev/null"}
+	off := gitrepo.HooksOff
 	for _, d := range []string{g.w0, g.repo, g.w1} {
 		for _, a := range [][]string{{"rebase", "--abort"}, {"merge", "--abort"}, {"cherry-pick", "--abort"}, {"revert", "--abort"}} {
 			exec.Command("git", append(append([]string{"-C", d}, off...), a...)...).Run() // Best effort: most are not in progress.
@@ -251,9 +271,22 @@ func TestGateUnseen(t *testing.T) {
 	if got := git(t, g.top, "--git-dir="+remote, "rev-parse", "wt/T-0"); got != g.tip {
 		t.Errorf("the remote has %s, want %s", got, g.tip)
 	}
-	sh("git -c core.hooksPath=/dev/null commit -q --allow-empty -m 'hooks off'").ok(t)
+	// What agent harnesses run: git 2.54 and later still run wt's gate,
+	// registered in configuration; older gits run no hook.
+	r := sh("git -c core.hooksPath=/dev/null commit -q --allow-empty -m 'hooks off'")
+	if v, err := gittest.VersionOf("git"); err != nil {
+		t.Fatal(err)
+	} else if v.ConfigHooks() {
+		if r.code == 0 || !regexp.MustCompile(holderSays).MatchString(r.stderr) {
+			t.Errorf("git %s, core.hooksPath=/dev/null: exit %d\n%s", v, r.code, r.stderr)
+		}
+	} else {
+		r.ok(t)
+	}
+	// With every hook off, any git: the commit lands (out of scope, README).
+	sh("git " + shell.Words(gitrepo.HooksOff...) + " commit -q --allow-empty -m 'hooks off'").ok(t)
 	if got := git(t, g.repo, "log", "-1", "--format=%s", "wt/T-0"); got != "hooks off" {
-		t.Errorf("with hooks off the commit should land (out of scope, README): %q", got)
+		t.Errorf("with every hook off the commit should land (out of scope, README): %q", got)
 	}
 }
 
@@ -262,16 +295,12 @@ func TestGateUnseen(t *testing.T) {
 // another branch is refused before it happens. Older git shows a switch to
 // no hook that can refuse it (see the switch -c row of TestGateTable).
 func TestGateSymrefGit(t *testing.T) {
-	out, err := exec.Command("git", "version").Output()
+	v, err := gittest.VersionOf("git")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var major, minor int
-	if _, err := fmt.Sscanf(strings.TrimPrefix(strings.TrimSpace(string(out)), "git version "), "%d.%d", &major, &minor); err != nil {
-		t.Fatalf("git version %q: %v", out, err)
-	}
-	if major < 2 || major == 2 && minor < 46 {
-		t.Skipf("git %d.%d does not report symbolic-ref updates to reference-transaction (2.46 does); the post-checkout report covers it here", major, minor)
+	if !v.AtLeast(2, 46) {
+		t.Skipf("git %s does not report symbolic-ref updates to reference-transaction (2.46 does); the post-checkout report covers it here", v)
 	}
 	g := newGateRepo(t)
 	r := run(t, g.w0, "git", "switch", "-q", "other")

@@ -23,7 +23,10 @@ import (
 	"github.com/wt-tool/wt/cmd/internal/gate"
 	"github.com/wt-tool/wt/cmd/internal/hookcli"
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/gitversion"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/internal/gittest"
 	"github.com/wt-tool/wt/wrapper"
 )
@@ -222,11 +225,16 @@ func TestScripts(t *testing.T) {
 			if cond == "root" {
 				return os.Geteuid() == 0, nil
 			}
-			// [gitconfighooks]: the git running is 2.54 or later, which runs
-			// hooks defined in configuration. [reftable]: scripts make
+			// [gitX.Y]: the git running is X.Y or later (git2.46 shows
+			// symbolic-ref updates to reference-transaction; git2.54 runs
+			// hooks defined in configuration). [reftable]: scripts make
 			// reftable repositories (make test-newer-git's second pass).
-			if cond == "gitconfighooks" {
-				return gitVersion.AtLeast(2, 54), nil
+			if v, ok := strings.CutPrefix(cond, "git"); ok {
+				want, err := gitversion.Parse("git version " + v)
+				if err != nil {
+					return false, fmt.Errorf("condition %q: %v", cond, err)
+				}
+				return gitVersion.AtLeast(want.Major, want.Minor), nil
 			}
 			if cond == "reftable" {
 				return os.Getenv("WT_TEST_REF_FORMAT") == "reftable", nil
@@ -255,6 +263,20 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			e.Setenv("HOME", home)
+			// gitoff runs git with every hook off: the hooks dir and, on
+			// git 2.54 and later, the hooks defined in configuration (what
+			// an agent with a git config of its own can do). A step that
+			// must get past wt's gate to show what stands behind it (the
+			// kernel under confinement, the remote's fence, audit) runs it.
+			bin := filepath.Join(e.WorkDir, ".bin")
+			if err := os.MkdirAll(bin, 0o755); err != nil {
+				return err
+			}
+			script := "#!/bin/sh\nexec git " + shell.Words(gitrepo.HooksOff...) + " \"$@\"\n"
+			if err := os.WriteFile(filepath.Join(bin, "gitoff"), []byte(script), 0o755); err != nil {
+				return err
+			}
+			e.Setenv("PATH", bin+string(filepath.ListSeparator)+e.Getenv("PATH"))
 			e.Setenv("GORACE", os.Getenv("GORACE"))
 			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 			// make test-newer-git runs the scripts again with a newer git

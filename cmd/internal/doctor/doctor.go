@@ -79,7 +79,8 @@ func Run(ctx context.Context, dir string) (Report, error) {
 	if invErr != nil {
 		rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: "git worktree list", Problem: invErr.Error(), Hint: "run git worktree list in the repository"})
 	}
-	rep.checkHooks(ctx, r, repo)
+	rep.checkHooks(ctx, r)
+	rep.checkRefLocks(r)
 	err = r.Store.Read(func(tx *store.Tx) error {
 		if _, err := tx.Repository(); err != nil {
 			rep.store(err)
@@ -224,31 +225,62 @@ func (rep *Report) store(err error) {
 		Hint: "look at the file named; wt refuses to read it and never overwrites it"})
 }
 
-// checkHooks: every hook wt installs is a wt shim whose recorded binary
-// exists, in the hooks dir git uses. Linked worktrees share it: the common
-// dir's hooks, an absolute core.hooksPath, or wt's own hooks dir when wt
-// took core.hooksPath from a hook manager whose dir lies in the working
-// tree (install/owned.go). A manager's core.hooksPath that wt has not taken
-// (yet, or again) is one finding: worktrees without that dir have no gate.
-func (rep *Report) checkHooks(ctx context.Context, r *alloc.Repo, repo string) {
-	fix := fmt.Sprintf("(cd %s && wt-hook install)", repo)
-	t, err := install.PlanTarget(ctx, r.Git)
+// checkHooks: wt's gate is where the git on PATH runs it (hooks defined
+// in configuration for git 2.54 and later, shims in the hooks dir for
+// older gits), each shim current with its binary in place, and a commit in
+// each governed worktree meets it (install.CheckGate asks git there).
+func (rep *Report) checkHooks(ctx context.Context, r *alloc.Repo) {
+	dir, problems, err := install.CheckGate(ctx, r.Git)
+	rep.HooksDir = dir
 	if err != nil {
-		rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: r.Git.TopLevel, Problem: err.Error(), Hint: "run git rev-parse --git-path hooks in " + r.Git.TopLevel})
-		return
-	}
-	rep.HooksDir = t.Dir
-	if t.Takeover {
-		rep.HooksDir = t.Before
-	}
-	problems, err := install.CheckTarget(t)
-	if err != nil {
-		rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: t.Dir, Problem: err.Error(), Fix: fix})
+		rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: r.Git.TopLevel, Problem: err.Error(), Fix: install.GateFix(r.Git.TopLevel)})
 		return
 	}
 	for _, p := range problems {
-		rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: p.Path, Problem: p.Message, Fix: fix})
+		rep.Findings = append(rep.Findings, Finding{Check: "hooks", Subject: p.Path, Problem: p.Message, Fix: p.Fix})
 	}
+}
+
+// checkRefLocks: the locks git takes on the repository's refs as a whole
+// (each reftable stack's tables.list.lock, the files backend's
+// packed-refs.lock) and on its config (config.lock, which wt-hook install
+// needs) are held by a live process. git takes one only by
+// creating its file, and keeps the file open until it renames it into
+// place; one that no process holds open was left by a git that died, and
+// blocks every update behind it ("cannot lock references") until it is
+// removed. Removing it cannot take it from anyone: while the file is
+// there, no git can take it.
+func (rep *Report) checkRefLocks(r *alloc.Repo) {
+	var locks []string
+	for _, p := range append([]string{filepath.Join(r.Git.CommonDir, "reftable", "tables.list.lock"), filepath.Join(r.Git.CommonDir, "packed-refs.lock"),
+		filepath.Join(r.Git.CommonDir, "config.lock")},
+		mustGlob(filepath.Join(r.Git.CommonDir, "worktrees", "*", "reftable", "tables.list.lock"))...) {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			locks = append(locks, p)
+		}
+	}
+	if len(locks) == 0 {
+		return
+	}
+	scan, err := proc.NewScan()
+	if err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "refs", Subject: locks[0], Problem: "who holds git's ref locks cannot be read: " + err.Error(), Hint: "run wt-admin doctor again"})
+		return
+	}
+	for _, p := range locks {
+		users, err := scan.PathsInUse(p)
+		if err != nil || len(users) > 0 {
+			continue // held, or not known to be free: never evidence
+		}
+		rep.Findings = append(rep.Findings, Finding{Check: "refs", Subject: p,
+			Problem: fmt.Sprintf("%s: %s is held by no process (a git that died holding it): every update behind it fails until it is gone", decision.RefLockStale, p),
+			Fix:     "rm -f -- " + shell.Word(p)})
+	}
+}
+
+func mustGlob(pattern string) []string {
+	m, _ := filepath.Glob(pattern) // a malformed pattern is this file's bug, found by its tests
+	return m
 }
 
 // checkGates: every checkout's gate problems (a feature worktree off its
