@@ -386,7 +386,6 @@ func holdsShim(st Result) bool {
 	return false
 }
 
-
 func writeFile(path, content string, mode os.FileMode) error {
 	if err := safefile.Replace(path, []byte(content), mode); err != nil {
 		return decision.Wrap(decision.Internal, err, "write %s", path)

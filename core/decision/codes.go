@@ -178,7 +178,7 @@ const (
 	// LeasedCheckoutMissing: an alarm of status and doctor: a worktree's
 	// checkout is gone while its lease holder still runs (git worktree
 	// remove -f -f, rm -rf): the writer's uncommitted work is lost.
-	LeasedCheckoutMissing   = "LEASED_CHECKOUT_MISSING"
+	LeasedCheckoutMissing = "LEASED_CHECKOUT_MISSING"
 	// RefLockStale: a finding of doctor: git's lock of a repository's refs
 	// (a reftable stack's tables.list.lock, packed-refs.lock) or config
 	// (config.lock) that no process holds open, left by a git that died
