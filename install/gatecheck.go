@@ -235,6 +235,9 @@ func CheckWorktree(ctx context.Context, c gitrepo.Checkout, bin func() (string, 
 	if _, _, err := EnsureGate(ctx, g, b); err != nil {
 		return GateCheck{Meets: &m}, gateOff(c, m, why+"; installing it failed: "+err.Error())
 	}
+	if err := clearWorktreeSwitches(ctx, c, entries); err != nil {
+		return GateCheck{Meets: &m}, gateOff(c, m, why+"; "+err.Error())
+	}
 	m2, entries, err := probeEntries(ctx, c)
 	if err != nil {
 		return GateCheck{}, err
@@ -245,6 +248,27 @@ func CheckWorktree(ctx context.Context, c gitrepo.Checkout, bin func() (string, 
 	by := gatedBy(m2, hook)
 	keepAnswer(c, m2, entries, by)
 	return GateCheck{By: by, Repaired: why, Meets: &m2, Copied: copied}, nil
+}
+
+// clearWorktreeSwitches removes from the worktree's own config
+// (config.worktree) the settings that switch wt's configured hooks off
+// (hook.wt-HOOK.enabled): they name wt's hooks and nobody else's. It
+// writes the file in the worktree's admin dir by its path, never through
+// the checkout's .git file. A setting that switches a whole event off
+// (hook.HOOK.enabled) switches off others' hooks too, and is left to the
+// person (the refusal names it).
+func clearWorktreeSwitches(ctx context.Context, c gitrepo.Checkout, entries []gitrepo.ConfigEntry) error {
+	file := filepath.Join(c.GitDir, "config.worktree")
+	for _, e := range entries {
+		if e.Scope != "worktree" || !strings.HasPrefix(e.Key, "hook.wt-") || !strings.HasSuffix(e.Key, ".enabled") {
+			continue
+		}
+		g := &gitrepo.Repo{CommonDir: c.CommonDir, GitDir: c.GitDir, TopLevel: c.CommonDir}
+		if _, err := g.Git(ctx, false, "config", "--file", file, "--unset-all", e.Key); err != nil {
+			return fmt.Errorf("remove %s from %s: %w", e.Key, file, err)
+		}
+	}
+	return nil
 }
 
 func probeEntries(ctx context.Context, c gitrepo.Checkout) (Meets, []gitrepo.ConfigEntry, error) {
@@ -272,8 +296,12 @@ func gatedBy(m Meets, hook string) string {
 func gateOff(c gitrepo.Checkout, m Meets, why string) error {
 	d := decision.New(decision.HooksMissing, "commits in %s meet no gate (git %s): %s", c.TopLevel, m.Git, why).
 		WithFact("worktree_path", c.TopLevel)
-	if m.HooksPathScope == "command" {
-		return d.WithHint("git's environment sets core.hooksPath for every git it starts (GIT_CONFIG_PARAMETERS or GIT_CONFIG_COUNT): launch without it, e.g. env -u GIT_CONFIG_PARAMETERS -u GIT_CONFIG_COUNT wt-exec -C %s -- COMMAND", shell.Word(c.TopLevel))
+	envOff := m.HooksPathScope == "command" && !m.Git.ConfigHooks()
+	for _, h := range m.Hooks {
+		envOff = envOff || h.Hook == "reference-transaction" && h.SwitchScope == "command"
 	}
-	return d.WithHint("see what a commit there meets: wt-hook -C %s check; put the gate back: %s", shell.Word(c.TopLevel), GateFix(c.TopLevel))
+	if envOff {
+		return d.WithHint("this environment switches git's hooks off for every git the command would start (GIT_CONFIG_PARAMETERS or GIT_CONFIG_COUNT): launch without it, e.g. env -u GIT_CONFIG_PARAMETERS -u GIT_CONFIG_COUNT wt-exec -C %s -- COMMAND", shell.Word(c.TopLevel))
+	}
+	return d.WithHint("%s", m.Fix("reference-transaction", c.TopLevel))
 }

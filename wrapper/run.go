@@ -111,6 +111,10 @@ type Options struct {
 	// whether commits in the linked worktree c meet wt's gate; an error
 	// refuses the run (it may put the gate back and say so instead).
 	CheckGate func(c gitrepo.Checkout) error
+	// ExplainUngated, when set, says why moves of the task branch during
+	// the run met no gate, from what a commit in c meets now ("" when it
+	// cannot tell).
+	ExplainUngated func(c gitrepo.Checkout) string
 }
 
 // Result is how a run ended.
@@ -256,7 +260,7 @@ func Run(opts Options) (Result, error) {
 		opts.Started(res.Grant)
 	}
 	s.superviseInto(&res)
-	reportUngated(repo, c, res.Grant, s.branchMark, opts.Notify)
+	reportUngated(repo, c, res.Grant, s.branchMark, opts.ExplainUngated, opts.Notify)
 	res.Released, err = lease.Release(repo, res.Grant, scan, s.occupants(c, res.Grant))
 	if err != nil {
 		opts.Notify("releasing the lease failed: " + err.Error())

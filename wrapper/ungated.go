@@ -1,6 +1,7 @@
 package wrapper
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -26,7 +27,11 @@ func markBranch(c gitrepo.Checkout, g lease.Grant) gitrepo.ReflogMark {
 	return gitrepo.MarkReflog(c.CommonDir, "refs/heads/"+*g.Allocation.Branch)
 }
 
-func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrepo.ReflogMark, notify func(string)) {
+// explainUngated is the default cause of a move no gate approved, when
+// the caller cannot say what a commit there meets.
+const explainUngated = "git with hooks off, or the ref written by hand"
+
+func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrepo.ReflogMark, explain func(gitrepo.Checkout) string, notify func(string)) {
 	if mark.Ref == "" || !g.Owned {
 		return
 	}
@@ -60,8 +65,12 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrep
 	if n == 0 {
 		return
 	}
-	notify(fmt.Sprintf("UNGATED_REF_MOVE: task %s's branch %s moved %d time(s) during this run with no gate approval (git with hooks off, or the ref written by hand); see wt-admin --repo %s audit --since %s",
-		g.Allocation.TaskKey, *g.Allocation.Branch, n, c.TopLevel, since.UTC().Format(time.RFC3339)))
+	why := explainUngated
+	if explain != nil {
+		why = cmp.Or(explain(c), why)
+	}
+	notify(fmt.Sprintf("UNGATED_REF_MOVE: task %s's branch %s moved %d time(s) during this run with no gate approval (%s); see wt-admin --repo %s audit --since %s",
+		g.Allocation.TaskKey, *g.Allocation.Branch, n, why, c.TopLevel, since.UTC().Format(time.RFC3339)))
 	id, lid := g.Allocation.AllocationID, g.Lease.LeaseID
 	h := g.Lease.Holder
 	_ = r.Store.Write(func(tx *store.Tx) error { // Best effort: the reflog keeps what audit needs.

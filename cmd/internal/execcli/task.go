@@ -129,3 +129,21 @@ func (r *run) checkGate(c gitrepo.Checkout) error {
 	}
 	return nil
 }
+
+// explainUngated says why a move of the task branch met no gate, from what
+// a commit in c meets now: the setting that takes the gate away there, or,
+// with the gate in place, that the command ran git with hooks off.
+func explainUngated(c gitrepo.Checkout) string {
+	m, err := install.Probe(context.Background(), c.TopLevel, c.CommonDir)
+	if err != nil {
+		return ""
+	}
+	if !m.Gated("reference-transaction") {
+		return "commits in " + c.TopLevel + " meet no gate now: " + m.Why("reference-transaction") + "; put it back: " + install.GateFix(c.TopLevel)
+	}
+	off := "git -c core.hooksPath=/dev/null"
+	if m.Git.ConfigHooks() {
+		off = "git -c core.hooksPath=/dev/null -c hook.reference-transaction.enabled=false"
+	}
+	return "the gate is in place here; the command ran git with hooks off (" + off + "), or wrote the ref by hand"
+}
