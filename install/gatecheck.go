@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -22,43 +22,45 @@ import (
 // wt-exec checks, before every launch into a governed worktree, that a
 // commit there meets wt's gate, and repairs it or refuses (HOOKS_MISSING)
 // when not: an agent must not start where the gate is off. Asking git
-// takes three git processes (its version, its configuration, where it
-// finds hooks), about 8 ms; wt-exec itself costs about 5 ms. So the answer
+// takes git processes (its version, its configuration, where it finds
+// hooks): 1.5 ms and more here, against wt-exec's own 4 ms. So the answer
 // is kept, once found gated, with a fingerprint of everything it was read
 // from: the identity of the git on PATH, the environment variables that
 // change git's configuration, and every file git's configuration and
 // hooks came from (the system, global, repository and worktree config
 // files, the files they include, wt's shims, the hooks dir's hooks). A
 // launch that finds every one of those unchanged (stat: size, times,
-// inode) reuses the answer; any change asks git again. Only a gated answer
-// is kept. The record lives in wt's gate dir in the common dir, which a
-// confined agent cannot write.
+// inode) reuses the answer (25 µs here, BenchmarkGateKept); any change
+// asks git again. Only a gated answer is kept. The record lives in wt's
+// gate dir in the common dir, which a confined agent cannot write.
 
 // checkFile is where the answer for worktree key is kept.
 func checkFile(common, key string) string {
-	return filepath.Join(ConfigDir(common), "checked-"+key+".json")
+	return filepath.Join(ConfigDir(common), "checked-"+key)
 }
 
-// stamp is one file's identity as stat(2) gives it ("" when absent).
-type stamp struct {
-	Path string `json:"path"`
-	ID   string `json:"id"`
-}
-
-func stampOf(p string) stamp {
+// stampOf is one file's identity as stat(2) gives it: device, inode,
+// size, change and modification times ("" when absent).
+func stampOf(p string) string {
 	var st syscall.Stat_t
 	if err := syscall.Stat(p, &st); err != nil {
-		return stamp{Path: p}
+		return ""
 	}
-	return stamp{Path: p, ID: fmt.Sprintf("%d:%d:%d:%d.%d:%d.%d", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)}
+	b := make([]byte, 0, 64)
+	for i, n := range []int64{int64(st.Dev), int64(st.Ino), st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec} {
+		if i > 0 {
+			b = append(b, ':')
+		}
+		b = strconv.AppendInt(b, n, 10)
+	}
+	return string(b)
 }
 
-// checked is the kept answer.
-type checked struct {
-	Env    string  `json:"env"`
-	Stamps []stamp `json:"stamps"`
-	By     string  `json:"by"`
-}
+// The kept answer is fields separated by NUL (which no path holds):
+// checkMagic, the environment's fingerprint, what gates the hook, then a
+// path and its stamp for every watched file. It is read on every launch,
+// so it is not JSON (whose decoding was half of the check's cost).
+const checkMagic = "wt-gate-check 1"
 
 // configEnv are the variables that change what configuration git reads.
 var configEnv = []string{"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL",
@@ -113,7 +115,15 @@ func watched(c gitrepo.Checkout, m Meets, entries []gitrepo.ConfigEntry) []strin
 			files = append(files, p)
 		}
 	}
-	files = append(files, m.HooksDir, ConfigDir(c.CommonDir), OwnDir(c.CommonDir))
+	// The hooks wt's own dir forwards to (their forwarders follow them).
+	if chain, ok := ownChain(c.CommonDir); ok {
+		for _, h := range ForwardHooks {
+			files = append(files, filepath.Join(chain, h))
+		}
+	}
+	// Files only: a directory's times change with every file made in it
+	// (this record's own among them); each file that matters is here by
+	// its path, and appears, goes or changes with its stamp.
 	for _, h := range Hooks {
 		files = append(files, filepath.Join(m.HooksDir, h), filepath.Join(m.HooksDir, h+".legacy"), filepath.Join(m.HooksDir, h+ChainSuffix),
 			filepath.Join(ConfigDir(c.CommonDir), h), filepath.Join(OwnDir(c.CommonDir), h))
@@ -129,31 +139,30 @@ func keptAnswer(c gitrepo.Checkout) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	var k checked
-	if json.Unmarshal(b, &k) != nil || k.Env != envPrint() || len(k.Stamps) == 0 {
+	f := strings.Split(string(b), "\x00")
+	if len(f) < 5 || len(f)%2 == 0 || f[0] != checkMagic || f[1] != envPrint() {
 		return "", false
 	}
-	for _, s := range k.Stamps {
-		if stampOf(s.Path) != s {
+	for i := 3; i < len(f); i += 2 {
+		if stampOf(f[i]) != f[i+1] {
 			return "", false
 		}
 	}
-	return k.By, true
+	return f[2], true
 }
 
 func keepAnswer(c gitrepo.Checkout, m Meets, entries []gitrepo.ConfigEntry, by string) {
-	k := checked{Env: envPrint(), By: by}
-	for _, p := range watched(c, m, entries) {
-		k.Stamps = append(k.Stamps, stampOf(p))
-	}
-	b, err := json.Marshal(k)
-	if err != nil {
+	if strings.Contains(by, "\x00") {
 		return
+	}
+	f := []string{checkMagic, envPrint(), by}
+	for _, p := range watched(c, m, entries) {
+		f = append(f, p, stampOf(p))
 	}
 	if os.MkdirAll(ConfigDir(c.CommonDir), 0o755) != nil {
 		return
 	}
-	_ = safefile.Replace(checkFile(c.CommonDir, c.Key), b, 0o644) // Best effort: the next launch asks git again.
+	_ = safefile.Replace(checkFile(c.CommonDir, c.Key), []byte(strings.Join(f, "\x00")), 0o644) // Best effort: the next launch asks git again.
 }
 
 // GateCheck is what CheckWorktree found.
@@ -216,6 +225,11 @@ func CheckWorktree(ctx context.Context, c gitrepo.Checkout, bin func() (string, 
 	// the main checkout has none: copied, the manager's hooks run here too.
 	g := &gitrepo.Repo{CommonDir: c.CommonDir, GitDir: c.GitDir, TopLevel: c.TopLevel}
 	copied, _ := copyManagerDir(ctx, g, c.TopLevel) // Best effort: the gate does not depend on it.
+	// wt's own dir forwards the hooks the chained dir has now (a manager
+	// may have added one since).
+	if raw, _, err := readChain(OwnDir(c.CommonDir)); err == nil && raw != "" {
+		_ = syncForwarders(OwnDir(c.CommonDir), raw) // Best effort: as above.
+	}
 	const hook = "reference-transaction"
 	if m.Gated(hook) {
 		by := gatedBy(m, hook)
@@ -304,4 +318,21 @@ func gateOff(c gitrepo.Checkout, m Meets, why string) error {
 		return d.WithHint("this environment switches git's hooks off for every git the command would start (GIT_CONFIG_PARAMETERS or GIT_CONFIG_COUNT): launch without it, e.g. env -u GIT_CONFIG_PARAMETERS -u GIT_CONFIG_COUNT wt-exec -C %s -- COMMAND", shell.Word(c.TopLevel))
 	}
 	return d.WithHint("%s", m.Fix("reference-transaction", c.TopLevel))
+}
+
+// ownChain is the hooks dir wt's own dir runs after judging (wt-chain-dir,
+// a relative one resolved from the main checkout); ok is false when wt's
+// own dir has none.
+func ownChain(common string) (string, bool) {
+	raw, _, err := readChain(OwnDir(common))
+	if err != nil || raw == "" {
+		return "", false
+	}
+	if filepath.IsAbs(raw) {
+		return raw, true
+	}
+	if filepath.Base(common) != ".git" {
+		return "", false
+	}
+	return filepath.Join(filepath.Dir(common), raw), true
 }

@@ -255,27 +255,66 @@ func installOwn(dir, bin, chain, scope string) (Result, error) {
 			return res, err
 		}
 	}
+	return res, syncForwarders(dir, chain)
+}
+
+// syncForwarders gives wt's own hooks dir a forwarder for each hook wt
+// does not judge that the chained hooks dir has (a forwarder is a process
+// git starts at every such event, and git runs one for a hook that is
+// there only), and removes wt's forwarders of hooks it no longer has.
+// A chain that cannot be looked in gets them all.
+func syncForwarders(dir, chain string) error {
 	fwd, err := template("forward", CurrentVersion("forward"))
 	if err != nil {
-		return res, err
+		return err
 	}
 	for _, h := range ForwardHooks {
 		p := filepath.Join(dir, h)
 		cur, err := safefile.Read(p, 1<<20, safefile.NoFollow)
 		switch {
-		case err == nil && string(cur) == fwd:
-			continue
 		case err == nil && !IsForwarder(cur):
-			return res, decision.New(decision.HookConflict, "%s in wt's own hooks dir is not wt's forwarder: wt will not overwrite it", p).
+			return decision.New(decision.HookConflict, "%s in wt's own hooks dir is not wt's forwarder: wt will not overwrite it", p).
 				WithHint("move it into the hook manager's dir (%s), then run wt-hook install again", chain)
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return res, decision.Wrap(decision.Internal, err, "read %s", p)
+			return decision.Wrap(decision.Internal, err, "read %s", p)
+		}
+		if !chainHas(dir, chain, h) {
+			if err == nil {
+				if err := os.Remove(p); err != nil {
+					return decision.Wrap(decision.Internal, err, "remove %s", p)
+				}
+			}
+			continue
+		}
+		if err == nil && string(cur) == fwd {
+			continue
 		}
 		if err := writeExec(p, fwd); err != nil {
-			return res, err
+			return err
 		}
 	}
-	return res, nil
+	return nil
+}
+
+// chainHas reports whether the chained hooks dir (as configured: a
+// relative one is the main checkout's, beside the common dir that holds
+// wt's own dir) has an executable hook. Unknown is yes.
+func chainHas(dir, chain, hook string) bool {
+	if chain == "" {
+		return false
+	}
+	if !filepath.IsAbs(chain) {
+		common := filepath.Dir(dir)
+		if filepath.Base(common) != ".git" {
+			return true
+		}
+		chain = filepath.Join(filepath.Dir(common), chain)
+	}
+	fi, err := os.Stat(filepath.Join(chain, hook))
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	return fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // writeOwn is installOwn for the governed worktrees' dir beside a main
