@@ -123,11 +123,22 @@ bench:
 	@command -v tini >/dev/null || { echo "bench: installing tini (apt-get) for its peer benchmark"; apt-get install -y -qq tini >/dev/null 2>&1; } || echo "bench: tini is not installed; its benchmark is skipped"
 	@command -v fuser >/dev/null || { echo "bench: installing psmisc (apt-get) for fuser's peer benchmark"; apt-get install -y -qq psmisc >/dev/null 2>&1; } || echo "bench: fuser (psmisc) is not installed; its benchmark is skipped"
 	@command -v lefthook >/dev/null || test -x bin/tools/lefthook || { echo "bench: installing lefthook into bin/tools (go install)"; GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/evilmartians/lefthook@v1.13.6; } || echo "bench: lefthook could not be installed; its benchmark is skipped"
-	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -p 1 -run '^$$' -bench . -skip 'BenchmarkCommitHooks' -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ ./core/fleet/etcdfleet/ ./cmd/internal/cli/ | tee bench.out
+	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -p 1 -run '^$$' -bench . -skip 'BenchmarkCommitHooks' -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ ./install/ ./core/fleet/etcdfleet/ ./cmd/internal/cli/ | tee bench.out
 	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench 'BenchmarkCommitHooks' -benchtime $(COMMITS)x -count $(BENCHCOUNT) ./cmd/internal/cli/ | tee -a bench.out
 	@test -x bin/tools/benchstat || { echo "bench: installing benchstat into bin/tools (go install)"; GOBIN=$(CURDIR)/bin/tools $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION); }
 	@echo "medians (benchstat): bin/tools/benchstat bench.out"
 	@bin/tools/benchstat bench.out
+	@echo "bench: the commit gate and the ref readers again under git 2.55 (scripts/git-newer.sh), once with each ref backend"
+	@gitbin=$$(bash scripts/git-newer.sh) || { echo "bench: git 2.55 could not be built; its benchmarks are skipped"; exit 0; }; \
+	dir=$$(dirname "$$gitbin"); set -o pipefail; \
+	for fmt in files reftable; do \
+		echo "bench: $$("$$gitbin" version), the $$fmt ref backend"; \
+		PATH="$$dir:$(CURDIR)/bin/tools:$$PATH" WT_TEST_GIT_NEWER="$$gitbin" GIT_DEFAULT_REF_FORMAT=$$fmt \
+			$(GO) test -run '^$$' -bench 'BenchmarkCommitHooks' -benchtime $(COMMITS)x -count $(BENCHCOUNT) ./cmd/internal/cli/ | tee bench-git-newer-$$fmt.out || exit 1; \
+		echo "medians (benchstat): bin/tools/benchstat bench-git-newer-$$fmt.out"; bin/tools/benchstat bench-git-newer-$$fmt.out; \
+	done; \
+	PATH="$$dir:$$PATH" WT_TEST_GIT_NEWER="$$gitbin" $(GO) test -run '^$$' -bench 'BenchmarkReadBranch' -count $(BENCHCOUNT) ./core/gitrepo/ | tee bench-refs.out && \
+	bin/tools/benchstat bench-refs.out
 
 # wt with the real agent CLIs (npm) and hook managers (npm, apt, the Go
 # proxy), installed into bin/tools: needs the network, so never part of
@@ -148,4 +159,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzHookStdin -fuzztime 30s ./hooks/
 
 clean:
-	rm -rf bin build dist bench.out
+	rm -rf bin build dist bench.out bench-git-newer-*.out bench-refs.out
