@@ -249,13 +249,15 @@ func (rep *Report) checkHooks(ctx context.Context, r *alloc.Repo) {
 // place; one that no process holds open was left by a git that died, and
 // blocks every update behind it ("cannot lock references") until it is
 // removed. Removing it cannot take it from anyone: while the file is
-// there, no git can take it.
+// there, no git can take it. git closes the file an instant before it
+// renames it, so a lock younger than refLockSettle is left alone: doctor
+// never names one that git is about to put in place.
 func (rep *Report) checkRefLocks(r *alloc.Repo) {
 	var locks []string
 	for _, p := range append([]string{filepath.Join(r.Git.CommonDir, "reftable", "tables.list.lock"), filepath.Join(r.Git.CommonDir, "packed-refs.lock"),
 		filepath.Join(r.Git.CommonDir, "config.lock")},
 		mustGlob(filepath.Join(r.Git.CommonDir, "worktrees", "*", "reftable", "tables.list.lock"))...) {
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) >= refLockSettle {
 			locks = append(locks, p)
 		}
 	}
@@ -277,6 +279,10 @@ func (rep *Report) checkRefLocks(r *alloc.Repo) {
 			Fix:     "rm -f -- " + shell.Word(p)})
 	}
 }
+
+// refLockSettle is how old a lock file must be before doctor asks who
+// holds it (checkRefLocks).
+const refLockSettle = 2 * time.Second
 
 func mustGlob(pattern string) []string {
 	m, _ := filepath.Glob(pattern) // a malformed pattern is this file's bug, found by its tests
