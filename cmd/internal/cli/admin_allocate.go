@@ -49,13 +49,17 @@ func (e *env) allocateCommand() *ucli.Command {
 				return err
 			}
 			a := res.Allocation
-			warnings = append(warnings, ungatedWarnings(c, a)...)
+			warns, notes := ungatedWarnings(c, a)
+			warnings = append(warnings, warns...)
 			where := "detached"
 			if a.Branch != nil {
 				where = "branch " + *a.Branch
 			}
 			reason := fmt.Sprintf("task %s allocated at %s (%s at %.12s, role %s, owner %s)", a.TaskKey, a.WorktreePath, where, a.BaseCommit, a.Role, a.Owner)
 			return e.Success(res.Code, reason, res, warnings, func(w io.Writer) {
+				for _, n := range notes {
+					fmt.Fprintf(e.Stderr, "%s: %s\n", e.Bin, clikit.Clean(n))
+				}
 				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(reason))
 			})
 		}),
@@ -65,18 +69,18 @@ func (e *env) allocateCommand() *ucli.Command {
 // ungatedWarnings says when a worktree allocate made is not gated: its role
 // expects a gate wt does not provide, or its hooks dir lacks wt's current
 // shims (not installed yet, or core.hooksPath inside the working tree at a
-// commit older than the install).
-func ungatedWarnings(c *ucli.Context, a store.Allocation) []string {
-	var out []string
+// commit older than the install). notes say what allocate did to ready the
+// worktree for the gate (install.PrepareWorktree): said, not warned of.
+func ungatedWarnings(c *ucli.Context, a store.Allocation) (out, notes []string) {
 	if g, ok := alloc.RoleGate[a.Role]; ok {
 		out = append(out, fmt.Sprintf("%s: %s has role %s, whose writes wt does not gate: the role expects %s", decision.UngatedRole, a.WorktreePath, a.Role, g))
 	}
 	if a.Role != store.RoleFeature {
-		return out
+		return out, nil
 	}
 	if g, err := gitrepo.Discover(c.Context, a.WorktreePath); err == nil {
 		did, err := install.PrepareWorktree(c.Context, g, a)
-		out = append(out, did...)
+		notes = did
 		if err != nil {
 			out = append(out, err.Error())
 		}
@@ -84,7 +88,7 @@ func ungatedWarnings(c *ucli.Context, a store.Allocation) []string {
 	if w := install.Ungated(c.Context, a.WorktreePath); w != "" {
 		out = append(out, w)
 	}
-	return out
+	return out, notes
 }
 
 func (e *env) recoverCommand() *ucli.Command {
