@@ -79,7 +79,7 @@ func TestLefthookCoexistence(t *testing.T) {
 		t.Fatalf("lefthook did not take pre-commit:\n%s", b)
 	}
 	out := run(repo, path, false, "wt-admin", "doctor")
-	if !strings.Contains(out, "the pre-commit hook is someone else's") || !strings.Contains(out, "wt-hook install") {
+	if !strings.Contains(out, "the pre-commit hook is someone else's") || !strings.Contains(out, "wt-hook -C "+repo+" install") {
 		t.Fatalf("doctor after lefthook install:\n%s", out)
 	}
 	out = run(repo, path, true, "wt-hook", "install")

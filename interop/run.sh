@@ -9,7 +9,11 @@
 #   hooks:  husky 9, the pre-commit framework and lefthook, installed before
 #           and after wt: the manager's hook runs for the entitled writer,
 #           an outside commit is refused, and wt-hook uninstall leaves no wt
-#           shim and the manager's hook as it was.
+#           shim and the manager's hook as it was; then husky,
+#           simple-git-hooks, lefthook, prek and pre-commit installed again
+#           with wt in place, in the main checkout and inside an agent's
+#           worktree: the gate holds and their hooks run; again under git
+#           2.55 (scripts/git-newer.sh) with each ref backend.
 #
 # Prints one line per check and a summary; exits 1 if any check failed.
 set -uo pipefail
@@ -18,7 +22,8 @@ root=$PWD
 tools=$root/bin/tools
 npmdir=$tools/npm
 # The versions tried (npm package@version); INTEROP_LATEST=1 takes the newest.
-agents_pkgs=("@anthropic-ai/claude-code@2.1.197" "@openai/codex@0.171.0" "@google/gemini-cli@0.61.0" "opencode-ai@1.18.33" "husky@9.1.7")
+agents_pkgs=("@anthropic-ai/claude-code@2.1.197" "@openai/codex@0.171.0" "@google/gemini-cli@0.61.0" "opencode-ai@1.18.33" "husky@9.1.7"
+	"simple-git-hooks@2.14.0" "lefthook@2.2.2" "@j178/prek@0.5.3")
 if [ "${INTEROP_LATEST:-}" = 1 ]; then agents_pkgs=("${agents_pkgs[@]%@*}"); fi
 pass=0 fail=0 failed=()
 
@@ -91,6 +96,9 @@ check "opencode: state persists" 'opencode.db' ls "$work/home-opencode/.local/sh
 
 echo "== hook managers, before and after wt"
 entitled() { wt-exec -C "$1" -- git commit -q --allow-empty -m entitled; }
+# entitled_change DIR: the writer commits a staged change (lefthook skips
+# its commands when nothing is staged).
+entitled_change() { wt-exec -C "$1" -- sh -c 'echo work >>work.txt && git add work.txt && git commit -q -m entitled'; }
 shimless() { ! grep -rlq 'wt-hook shim' "$1"/.git/hooks "$1"/.husky 2>/dev/null && [ ! -e "$1/.git/wt-hooks" ]; }
 # husky: its hook runs in the canonical checkout; every worktree is gated.
 for order in husky-first wt-first; do
@@ -137,6 +145,57 @@ for order in pc-first wt-first; do
 		ok "pre-commit ($order): uninstall leaves its hook as it was, no wt shim"
 	else ko "pre-commit ($order): uninstall" "$(ls -la "$r/.git/hooks")"; fi
 done
+# Installing again, with wt in place: in the main checkout and inside an
+# agent's worktree (where an agent's npm install runs a prepare script).
+# After each, an outsider's commit in the governed worktree is refused, and
+# the manager's hook runs for the writer there (hook-managers.txtar plays
+# the same installs in make test; docs/hook-managers.md).
+echo "== hook managers installing again, with wt in place"
+again() { # again NAME [TAG]: a repository with NAME set up, then wt, then NAME's install run again in the main checkout and in w1
+	local m=$1 r=$work/again${2:-}-$1 at
+	git init -q -b main "$r" || return 1
+	(cd "$r" && npm init -y >/dev/null && printf 'node_modules\n' >.gitignore && git add -A && git commit -q -m init) || return 1
+	case $m in
+	husky) (cd "$r" && husky >/dev/null && printf 'echo %s >> "%s/again.log"\n' "$m" "$work" >.husky/pre-commit && git add -A && git commit -q -m husky) ;;
+	simple-git-hooks) (cd "$r" && node -e 'const f="package.json",p=require("./"+f);p["simple-git-hooks"]={"pre-commit":"echo simple-git-hooks >> '"$work"'/again.log"};require("fs").writeFileSync(f,JSON.stringify(p))' && simple-git-hooks >/dev/null && git add -A && git commit -q -m sgh) ;;
+	lefthook) (cd "$r" && printf 'pre-commit:\n  commands:\n    log:\n      run: echo lefthook >> %s/again.log\nreference-transaction:\n  commands:\n    noop:\n      run: "true"\n' "$work" >lefthook.yml && lefthook install >/dev/null && git add -A && git commit -q -m lefthook) ;;
+	prek | pre-commit) (cd "$r" && printf 'repos:\n- repo: local\n  hooks:\n  - id: log\n    name: log\n    entry: sh -c "echo %s >> %s/again.log"\n    language: system\n    always_run: true\n    pass_filenames: false\n' "$m" "$work" >.pre-commit-config.yaml && git add -A && git -c core.hooksPath=/dev/null commit -q -m config && $m install >/dev/null) ;;
+	esac || return 1
+	wt-admin --repo "$r" init >/dev/null || return 1
+	wt-exec -C "$r" --task T-1 --owner interop -- true >/dev/null 2>&1 || return 1
+	for at in "$r" "$r-T-1"; do
+		case $m in
+		husky) (cd "$at" && husky) ;;
+		simple-git-hooks) (cd "$at" && simple-git-hooks) ;;
+		lefthook) (cd "$at" && lefthook install) ;;
+		prek | pre-commit) (cd "$at" && $m install) ;;
+		esac >"$work/again.out" 2>&1
+		echo "   $m installed again in ${at#$work/}: exit $? ($(tail -1 "$work/again.out"))"
+		refuses "$m again in ${at#$work/}: an outside commit in the agent's worktree is refused" 'WRITER_LEASE_REQUIRED' git -C "$r-T-1" commit -q --allow-empty -m rogue
+		refuses "$m again in ${at#$work/}: --no-verify too" 'WRITER_LEASE_REQUIRED' git -C "$r-T-1" commit -q --allow-empty --no-verify -m rogue
+		rm -f "$work/again.log"
+		check "$m again in ${at#$work/}: the writer commits" '' entitled_change "$r-T-1"
+		check "$m again in ${at#$work/}: its hook ran for the writer" "$m" cat "$work/again.log"
+	done
+}
+for m in husky simple-git-hooks lefthook prek pre-commit; do
+	command -v "$m" >/dev/null || { ko "$m is not installed"; continue; }
+	again "$m" || ko "$m: setting the repository up failed"
+done
+# The same under git 2.55 (the gate in hook configuration), with each ref
+# backend; scripts/git-newer.sh builds it once per machine.
+if newgit=$(bash scripts/git-newer.sh); then
+	for fmt in files reftable; do
+		echo "== hook managers installing again, $("$newgit" version), the $fmt ref backend"
+		for m in husky simple-git-hooks lefthook prek pre-commit; do
+			command -v "$m" >/dev/null || continue
+			PATH=$(dirname "$newgit"):$PATH GIT_DEFAULT_REF_FORMAT=$fmt again "$m" "-git2.55-$fmt" || ko "$m (git 2.55, $fmt): setting the repository up failed"
+		done
+	done
+else
+	ko "git 2.55 could not be built (scripts/git-newer.sh): the managers were not tried under it"
+fi
+
 # lefthook: interop/lefthook_test.go covers the orders; run it. It and the
 # package test install their tools from the Go proxy, so they carry the
 # wt_network build tag and make test never runs them.
