@@ -477,11 +477,6 @@ func (r *Repo) recoverAll(ctx context.Context, tx *store.Tx, inFlight bool) (out
 	return out
 }
 
-// gitInitializing is the reason git writes into a new worktree's lock
-// while `git worktree add` is still checking it out; git removes the lock
-// when it is done.
-const gitInitializing = "initializing"
-
 // completeAdd finishes a `git worktree add` that died while checking the
 // worktree out (git's "initializing" lock still there), and returns why it
 // cannot, or "". It proceeds only when the checkout holds nothing but
@@ -558,7 +553,7 @@ func (r *Repo) discardHalfAdmin(planned store.Allocation) string {
 			return safefile.Read(filepath.Join(admin, name), 1<<16, safefile.NoFollow)
 		}
 		lock, err := read("locked")
-		if reason := strings.TrimSpace(string(lock)); err != nil || reason != gitInitializing && reason != "" {
+		if reason := strings.TrimSpace(string(lock)); err != nil || reason != gitrepo.InitializingReason && reason != "" {
 			continue
 		}
 		complete := true
@@ -639,7 +634,7 @@ func (r *Repo) recoverOne(ctx context.Context, tx *store.Tx, j store.Journal, pl
 		if !ours || wt.Key == "" || wt.Key == gitrepo.MainKey {
 			return "blocked", fmt.Sprintf("a worktree at %s is not the one planned (branch %q, head %s)", wt.Path, wt.Branch, wt.Head)
 		}
-		if wt.Locked && wt.LockReason == gitInitializing {
+		if wt.Locked && wt.LockReason == gitrepo.InitializingReason {
 			if why := r.completeAdd(ctx, wt); why != "" {
 				return "blocked", why
 			}

@@ -266,9 +266,9 @@ func LocateGitDir(cwd, gitDir string) (Checkout, error) {
 // SameFile reports whether two paths name the same file.
 func SameFile(a, b string) bool { return same(a, b) }
 
-// initializingReason is what git writes in a new worktree's lock file
-// while git worktree add makes it.
-const initializingReason = "initializing"
+// InitializingReason is what git writes in a new worktree's lock file
+// while git worktree add makes it; git removes the lock when it is done.
+const InitializingReason = "initializing"
 
 // Initializing reports whether git is making a linked worktree of the
 // repository with common dir commonDir now: an admin dir whose lock says
@@ -279,7 +279,7 @@ func Initializing(commonDir string) bool {
 		if found {
 			return
 		}
-		if reason, locked, err := ReadLock(commonDir, key); err == nil && locked && reason == initializingReason {
+		if reason, locked, err := ReadLock(commonDir, key); err == nil && locked && reason == InitializingReason {
 			found = true
 		}
 	})
