@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -516,6 +517,14 @@ func TestExecSignalDuringRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	child := readPID(t, pidFile)
+	// The grant is whole (its second section recorded the child's group):
+	// a lock taken before that would keep wt-exec from finishing it, not
+	// from releasing.
+	lf := leaseFile(repo, allocID(t, repo, "w0"))
+	waitFor(t, "the grant's second section", func() bool {
+		b, _ := os.ReadFile(lf)
+		return regexp.MustCompile(`"child": *\{`).Match(b)
+	})
 	// Hold the store's lock, as another wt command would, then end the
 	// command: wt-exec reaps it and waits for the lock to release.
 	lock, err := os.Open(storeLock(repo))
