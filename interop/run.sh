@@ -52,8 +52,19 @@ echo "== installing"
 make -s build >/dev/null || { echo "make build failed" >&2; exit 1; }
 mkdir -p "$npmdir"
 command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq npm >/dev/null; }
-npm install --silent --no-fund --no-audit --prefix "$npmdir" "${agents_pkgs[@]}" >/dev/null 2>&1 ||
+# From outside this repository, with CI=true: the hook managers' packages
+# install their hooks at npm install into the project npm ran in (lefthook's
+# postinstall runs lefthook install there unless CI is set; simple-git-hooks'
+# looks for its config there), which would be this clone.
+hooks_before=$(ls -A "$(git rev-parse --git-path hooks)" 2>/dev/null; git status --porcelain)
+(cd / && CI=true npm install --silent --no-fund --no-audit --prefix "$npmdir" "${agents_pkgs[@]}") >/dev/null 2>&1 ||
 	{ echo "npm install failed" >&2; exit 1; }
+if [ "$(ls -A "$(git rev-parse --git-path hooks)" 2>/dev/null; git status --porcelain)" != "$hooks_before" ]; then
+	echo "npm install changed this clone's hooks or files:" >&2
+	git status --porcelain >&2
+	ls -A "$(git rev-parse --git-path hooks)" >&2
+	exit 1
+fi
 command -v pre-commit >/dev/null || apt-get install -y -qq pre-commit >/dev/null 2>&1 || echo "pre-commit could not be installed: its checks fail"
 # The package test unpacks the .rpm with rpm2cpio and cpio (the .deb with
 # dpkg-deb, which Debian has).
