@@ -31,6 +31,8 @@ func TestReferenceTransactionPass(t *testing.T) {
 		auto = "0000000000000000000000000000000000000000 0000000000000000000000000000000000000000 AUTO_MERGE\n"
 	)
 	valid := fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, self.PID, self.StartTicks)
+	// A bulk transaction: past the lines the shim reads one at a time.
+	tags := strings.Repeat(tag, 200)
 	cases := []struct {
 		name, pass, stdin string
 		chained, judged   bool
@@ -50,6 +52,10 @@ func TestReferenceTransactionPass(t *testing.T) {
 		{"another branch", fmt.Sprintf("v1 %s %d %d refs/heads/other\n", self.BootID, self.PID, self.StartTicks), head + own, false, true},
 		{"an unknown pass version", "v9" + valid[2:], head + own, false, true},
 		{"a torn pass", valid[:20], head + own, false, true},
+		{"many tags", "", tags, true, false},
+		{"many tags and a branch after them", valid, tags + br, true, true},
+		{"many tags and a worktree's HEAD, no newline at the end", "", tags + oid + " " + oid + " worktrees/w1/HEAD", true, true},
+		{"a commit among many tags", valid, head + own + tags, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
