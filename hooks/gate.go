@@ -165,8 +165,8 @@ func withHeadLine(c gitrepo.Checkout, updates []RefUpdate) []RefUpdate {
 func (g *gate) update(c gitrepo.Checkout, u RefUpdate, judged map[string]bool) (Verdict, bool, error) {
 	key, isHead := headKey(c, u.Ref)
 	if isHead {
-		if v, judged, made, err := g.newHead(c, u); err != nil || made {
-			return v, judged, err
+		if isZeroOID(u.Old) && !headLocked(c) && gitrepo.Initializing(c.CommonDir) {
+			return g.newHead(c, u)
 		}
 		if judged["HEAD "+key] {
 			return Verdict{}, false, nil
@@ -217,24 +217,38 @@ func headKey(c gitrepo.Checkout, ref string) (string, bool) {
 // create it (git worktree add) in a transaction whose hook runs in the
 // checkout git was started in, as a line for "HEAD" with a null old value
 // (the same line a branch switch there gives), while the new worktree's
-// admin dir is locked "initializing". Pointing the new HEAD at a guarded
-// task branch needs that task's entitlement, as checking the branch out
-// anywhere does; a detached one guards nothing. ok is false when no
-// worktree is being made: the line is c's own.
-func (g *gate) newHead(c gitrepo.Checkout, u RefUpdate) (v Verdict, judged, ok bool, err error) {
-	if !isZeroOID(u.Old) || !gitrepo.Initializing(c.CommonDir) {
-		return Verdict{}, false, false, nil
-	}
+// admin dir is locked "initializing" and the checkout's own HEAD is not
+// locked (headLocked). Pointing the new HEAD at a guarded task branch
+// needs that task's entitlement, as checking the branch out anywhere does;
+// a detached one guards nothing.
+func (g *gate) newHead(c gitrepo.Checkout, u RefUpdate) (Verdict, bool, error) {
 	target, symbolic := strings.CutPrefix(u.New, "ref:")
 	if !symbolic {
-		return Verdict{}, false, true, nil
+		return Verdict{}, false, nil
 	}
 	a, guarded, err := g.guarded(target)
 	if err != nil || !guarded {
-		return Verdict{}, false, true, err
+		return Verdict{}, false, err
 	}
 	branch := strings.TrimPrefix(target, "refs/heads/")
-	return g.forBranch(a, c.TopLevel, branch, fmt.Sprintf("a new worktree checks out task %s's branch %s, which only that task's writer may move", a.TaskKey, branch)), true, true, nil
+	return g.forBranch(a, c.TopLevel, branch, fmt.Sprintf("a new worktree checks out task %s's branch %s, which only that task's writer may move", a.TaskKey, branch)), true, nil
+}
+
+// headLocked reports whether git holds the lock on checkout c's own HEAD
+// (the files backend's HEAD.lock in its git dir, or the lock of the table
+// stack that keeps its HEAD): git takes it before the hook judges an
+// update of that HEAD, so a line for HEAD is then c's own, whatever other
+// worktree is being made (or was left half made by a git that died).
+func headLocked(c gitrepo.Checkout) bool {
+	if c.GitDir == "" {
+		return false
+	}
+	for _, p := range []string{filepath.Join(c.GitDir, "HEAD.lock"), filepath.Join(c.GitDir, "reftable", "tables.list.lock")} {
+		if _, err := os.Lstat(p); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // head judges an update of checkout wt's HEAD.

@@ -310,4 +310,21 @@ func TestGateSymrefGit(t *testing.T) {
 	if head := git(t, g.w0, "symbolic-ref", "HEAD"); head != "refs/heads/wt/T-0" {
 		t.Errorf("HEAD moved to %s", head)
 	}
+	// A worktree that a killed git worktree add left half made (its admin
+	// dir still locked "initializing") does not make the leased worktree's
+	// own switch look like that worktree's HEAD being written.
+	stale := filepath.Join(g.repo, ".git", "worktrees", "half-made")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, "locked"), []byte("initializing\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, g.w0, "git", "switch", "-q", "other")
+	if r.code == 0 || !strings.Contains(r.stderr, "HEAD_OFF_TASK_BRANCH") {
+		t.Errorf("switch beside a half-made worktree: exit %d\n%s", r.code, r.stderr)
+	}
+	if head := git(t, g.w0, "symbolic-ref", "HEAD"); head != "refs/heads/wt/T-0" {
+		t.Errorf("beside a half-made worktree, HEAD moved to %s", head)
+	}
 }
