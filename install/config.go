@@ -3,7 +3,6 @@ package install
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -85,13 +84,13 @@ func InstallConfig(ctx context.Context, g *gitrepo.Repo, bin string) ([]HookStat
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, decision.Wrap(decision.Internal, err, "create %s", dir)
 	}
-	local, err := localConfig(ctx, g)
+	local, err := readLocalConfig(ctx, g)
 	if err != nil {
 		return nil, err
 	}
 	var out []HookState
 	for _, h := range Hooks {
-		if v, ok := local["hook."+h+".enabled"]; ok && isFalse(v) {
+		if v, off := local.off("hook." + h + ".enabled"); off {
 			return out, decision.New(decision.HookConflict, "the repository's config sets hook.%s.enabled = %s, which switches off every configured %s hook, wt's gate included", h, v, h).
 				WithHint("git -C %s config --local --unset-all hook.%s.enabled", shell.Word(g.TopLevel), h)
 		}
@@ -122,13 +121,13 @@ func InstallConfig(ctx context.Context, g *gitrepo.Repo, bin string) ([]HookStat
 		}
 		name := ConfigName(h)
 		set := [][]string{}
-		if local["hook."+name+".command"] != commandFor(st.Path) {
-			set = append(set, []string{"--replace-all", "hook." + name + ".command", commandFor(st.Path)})
+		if cmd := commandFor(st.Path); local.value("hook."+name+".command") != cmd {
+			set = append(set, []string{"--replace-all", "hook." + name + ".command", cmd})
 		}
-		if local["hook."+name+".event"] != h || local.count("hook."+name+".event") != 1 {
+		if local.value("hook."+name+".event") != h || local.count("hook."+name+".event") != 1 {
 			set = append(set, []string{"--replace-all", "hook." + name + ".event", h})
 		}
-		if _, ok := local["hook."+name+".enabled"]; ok {
+		if _, ok := local.last("hook." + name + ".enabled"); ok {
 			set = append(set, []string{"--unset-all", "hook." + name + ".enabled"})
 		}
 		for _, args := range set {
@@ -152,7 +151,7 @@ func InstallConfig(ctx context.Context, g *gitrepo.Repo, bin string) ([]HookStat
 // is left in it.
 func UninstallConfig(ctx context.Context, g *gitrepo.Repo) ([]HookState, error) {
 	dir := ConfigDir(g.CommonDir)
-	local, err := localConfig(ctx, g)
+	local, err := readLocalConfig(ctx, g)
 	if err != nil {
 		return nil, err
 	}
@@ -182,14 +181,55 @@ func UninstallConfig(ctx context.Context, g *gitrepo.Repo) ([]HookState, error) 
 	return out, nil
 }
 
-// localValues are the repository's own config values (git config --local
-// --list), last value of each key, with how many each key has.
-type localValues map[string]string
+// localConfig is the repository's own configuration (git config --local),
+// in git's order.
+type localConfig []gitrepo.ConfigEntry
 
-func (l localValues) count(key string) int {
+func readLocalConfig(ctx context.Context, g *gitrepo.Repo) (localConfig, error) {
+	out, err := g.Git(ctx, true, "config", "--local", "--list", "--show-scope", "--show-origin", "-z")
+	if err != nil {
+		var ge *gitrepo.Error
+		if errors.As(err, &ge) && ge.ExitCode == 1 && len(out) == 0 {
+			return nil, nil // an empty config
+		}
+		return nil, decision.Wrap(decision.GitFailed, err, "read the repository's config")
+	}
+	entries, err := gitrepo.ParseConfigList(out)
+	if err != nil {
+		return nil, decision.Wrap(decision.GitFailed, err, "read the repository's config")
+	}
+	return entries, nil
+}
+
+// last is key's last entry, the one git goes by; ok is false when key is
+// not set.
+func (l localConfig) last(key string) (e gitrepo.ConfigEntry, ok bool) {
+	for i := len(l) - 1; i >= 0; i-- {
+		if l[i].Key == key {
+			return l[i], true
+		}
+	}
+	return gitrepo.ConfigEntry{}, false
+}
+
+// value is key's value ("" when unset).
+func (l localConfig) value(key string) string {
+	e, _ := l.last(key)
+	return e.Value
+}
+
+// off reports whether key is a boolean set to false (a key given without
+// "=" is true), with the value.
+func (l localConfig) off(key string) (string, bool) {
+	e, ok := l.last(key)
+	return e.Value, ok && e.HasValue && isFalse(e.Value)
+}
+
+// count is how many values key has.
+func (l localConfig) count(key string) int {
 	n := 0
-	for k := range l {
-		if k == key || strings.HasPrefix(k, key+"\x00") {
+	for _, e := range l {
+		if e.Key == key {
 			n++
 		}
 	}
@@ -197,50 +237,13 @@ func (l localValues) count(key string) int {
 }
 
 // has reports whether any key lies in section (a "hook.NAME" prefix).
-func (l localValues) has(section string) bool {
-	for k := range l {
-		if strings.HasPrefix(k, section+".") {
+func (l localConfig) has(section string) bool {
+	for _, e := range l {
+		if strings.HasPrefix(e.Key, section+".") {
 			return true
 		}
 	}
 	return false
-}
-
-func localConfig(ctx context.Context, g *gitrepo.Repo) (localValues, error) {
-	out, err := g.Git(ctx, true, "config", "--local", "--list", "-z")
-	if err != nil {
-		var ge *gitrepo.Error
-		if errors.As(err, &ge) && ge.ExitCode == 1 && len(out) == 0 {
-			return localValues{}, nil // an empty config
-		}
-		return nil, decision.Wrap(decision.GitFailed, err, "read the repository's config")
-	}
-	vals := localValues{}
-	seen := map[string]int{}
-	for _, kv := range strings.Split(string(out), "\x00") {
-		if kv == "" {
-			continue
-		}
-		k, v, _ := strings.Cut(kv, "\n")
-		k = canonicalKey(k)
-		if n := seen[k]; n > 0 {
-			vals[fmt.Sprintf("%s\x00%d", k, n)] = v
-		}
-		seen[k]++
-		vals[k] = v
-	}
-	return vals, nil
-}
-
-// canonicalKey lower-cases a config key's section and variable names, as
-// git compares them; a subsection keeps its case.
-func canonicalKey(k string) string {
-	first := strings.IndexByte(k, '.')
-	last := strings.LastIndexByte(k, '.')
-	if first < 0 {
-		return strings.ToLower(k)
-	}
-	return strings.ToLower(k[:first]) + k[first:last] + strings.ToLower(k[last:])
 }
 
 // isFalse reads a git boolean as false (git_parse_maybe_bool).

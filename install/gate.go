@@ -372,14 +372,14 @@ func worktreeHooksPath(ctx context.Context, g *gitrepo.Repo, a store.Allocation)
 // what a commit in the checkout g was found from meets.
 func StatusGate(ctx context.Context, g *gitrepo.Repo) (Result, error) {
 	var res Result
-	local, err := localConfig(ctx, g)
+	local, err := readLocalConfig(ctx, g)
 	if err != nil {
 		return res, err
 	}
 	for _, h := range Hooks {
 		st := HookState{Hook: h, Path: filepath.Join(ConfigDir(g.CommonDir), h), Via: ViaConfig, Config: "hook." + ConfigName(h), State: "missing"}
-		p, ok := commandPath(local["hook."+ConfigName(h)+".command"])
-		registered := ok && p == st.Path && local["hook."+ConfigName(h)+".event"] == h
+		p, ok := commandPath(local.value("hook." + ConfigName(h) + ".command"))
+		registered := ok && p == st.Path && local.value("hook."+ConfigName(h)+".event") == h
 		b, err := safefile.Read(st.Path, 1<<20, safefile.NoFollow)
 		v, bin, shim := 0, "", false
 		if err == nil {
@@ -394,7 +394,7 @@ func StatusGate(ctx context.Context, g *gitrepo.Repo) (Result, error) {
 		case shim:
 			st.Changed = "a wt shim that no configured hook runs"
 		}
-		if registered && local["hook."+ConfigName(h)+".enabled"] != "" && isFalse(local["hook."+ConfigName(h)+".enabled"]) {
+		if _, off := local.off("hook." + ConfigName(h) + ".enabled"); registered && off {
 			st.Changed = "switched off (hook." + ConfigName(h) + ".enabled)"
 		}
 		res.Hooks = append(res.Hooks, st)
