@@ -7,11 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
-	"github.com/wt-tool/wt/core/gitversion"
 	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -41,12 +41,6 @@ import (
 // hooks gets only those, unless the repository is also written by an
 // older git (wt-hook install --hooks-dir, or a wt command run with one).
 
-// Needed is how the gate reaches a git of version v: configured hooks, or
-// a hooks dir.
-func Needed(v gitversion.Version) (config, hooksDir bool) {
-	return v.ConfigHooks(), !v.ConfigHooks()
-}
-
 // InstallGate installs wt's gate in repository g for the git on PATH,
 // recording bin: configured hooks where that git runs them, shims in the
 // hooks dir (and in each governed worktree's own config) otherwise or when
@@ -58,8 +52,8 @@ func InstallGate(ctx context.Context, g *gitrepo.Repo, bin string, keepHooksDir 
 	if err != nil {
 		return Result{}, err
 	}
-	config, hooksDir := Needed(v)
-	hooksDir = hooksDir || keepHooksDir
+	config := v.ConfigHooks()
+	hooksDir := !config || keepHooksDir
 	var res Result
 	if err := SwitchOn(g.CommonDir); err != nil {
 		return res, err
@@ -89,11 +83,8 @@ func InstallGate(ctx context.Context, g *gitrepo.Repo, bin string, keepHooksDir 
 	}
 	// A git that runs configured hooks only: wt's shims in the hooks dir
 	// would run the gate twice.
-	if holds, err := holdsHooksDir(ctx, g); err != nil || !holds {
-		return res, err
-	}
 	t, err := PlanTarget(ctx, g)
-	if err != nil {
+	if err != nil || !holdsHooksDir(g, t) {
 		return res, err
 	}
 	r, err := UninstallTarget(ctx, g, t)
@@ -111,21 +102,18 @@ func InstallGate(ctx context.Context, g *gitrepo.Repo, bin string, keepHooksDir 
 }
 
 // holdsHooksDir reports whether an earlier install left wt's shims in a
-// hooks dir of g (the hooks dir git uses, the common dir's, wt's own).
-func holdsHooksDir(ctx context.Context, g *gitrepo.Repo) (bool, error) {
-	t, err := PlanTarget(ctx, g)
-	if err != nil {
-		return false, err
-	}
+// hooks dir of g (the hooks dir git uses, the common dir's, wt's own); t
+// is g's PlanTarget.
+func holdsHooksDir(g *gitrepo.Repo, t Target) bool {
 	if t.Owned && !t.Takeover {
-		return true, nil // core.hooksPath is wt's own dir
+		return true // core.hooksPath is wt's own dir
 	}
 	for _, d := range []string{t.Dir, filepath.Join(g.CommonDir, "hooks"), OwnDir(g.CommonDir)} {
 		if st, err := Status(d); err == nil && holdsShim(st) {
-			return true, nil
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // UninstallGate removes every part of wt's gate from g: configured hooks,
@@ -162,7 +150,8 @@ func EnsureGate(ctx context.Context, g *gitrepo.Repo, bin string) (res Result, i
 	if err != nil {
 		return res, false, err
 	}
-	config, hooksDir := Needed(v)
+	config := v.ConfigHooks()
+	hooksDir := !config
 	if err := SwitchOn(g.CommonDir); err != nil {
 		return res, false, err
 	}
@@ -185,16 +174,20 @@ func EnsureGate(ctx context.Context, g *gitrepo.Repo, bin string) (res Result, i
 		res.HooksDir = ConfigDir(g.CommonDir)
 	}
 	if hooksDir {
-		r, did, err := Ensure(ctx, g, bin)
+		t, err := PlanTarget(ctx, g)
+		if err != nil {
+			return res, installed, err
+		}
+		r, did, err := EnsureTarget(ctx, g, t, bin)
 		res.HooksDir = r.HooksDir
 		res.Hooks, installed = append(res.Hooks, r.Hooks...), installed || did
 		if err != nil {
 			return res, installed, err
 		}
-		if !did {
+		if !did && !t.Owned {
 			// The shims were in place: wt's own dir, which the governed
 			// worktrees use, may still need writing.
-			if err := ensureOwn(ctx, g, bin); err != nil {
+			if _, err := installOwn(OwnDir(g.CommonDir), bin, t.Dir, "base"); err != nil {
 				return res, installed, err
 			}
 		}
@@ -213,15 +206,16 @@ func EnsureGate(ctx context.Context, g *gitrepo.Repo, bin string) (res Result, i
 // allByConfig reports whether every hook is gated by a configured hook.
 func (m Meets) allByConfig() bool {
 	for _, h := range m.Hooks {
-		ok := false
-		for _, b := range h.By {
-			ok = ok || strings.HasPrefix(b, "hook.")
-		}
-		if !ok {
+		if !h.byConfig() {
 			return false
 		}
 	}
 	return true
+}
+
+// byConfig reports whether a configured hook of wt's runs h's judgement.
+func (h HookMeets) byConfig() bool {
+	return slices.ContainsFunc(h.By, func(b string) bool { return strings.HasPrefix(b, "hook.") })
 }
 
 // configCurrent reports whether ConfigDir holds the current shims for bin.
@@ -443,7 +437,7 @@ func PrepareWorktree(ctx context.Context, g *gitrepo.Repo, a store.Allocation) (
 	if err != nil {
 		return nil, err
 	}
-	if _, hooksDir := Needed(v); hooksDir {
+	if !v.ConfigHooks() {
 		if _, err := os.Stat(filepath.Join(OwnDir(g.CommonDir), "reference-transaction")); err == nil {
 			ws, err := EnsureWorktrees(ctx, g, &a)
 			if err != nil {
@@ -485,7 +479,7 @@ func copyManagerDir(ctx context.Context, g *gitrepo.Repo, path string) (string, 
 		return "", nil
 	}
 	src, dst := filepath.Join(base.TopLevel, rel), filepath.Join(path, rel)
-	if fi, err := os.Stat(src); err != nil || !fi.IsDir() || same(src, dst) {
+	if fi, err := os.Stat(src); err != nil || !fi.IsDir() || gitrepo.SameFile(src, dst) {
 		return "", nil
 	}
 	if _, err := os.Lstat(dst); err == nil || !errors.Is(err, fs.ErrNotExist) {
@@ -499,12 +493,6 @@ func copyManagerDir(ctx context.Context, g *gitrepo.Repo, path string) (string, 
 		return "", decision.Wrap(decision.Internal, err, "copy %s to %s", src, dst)
 	}
 	return fmt.Sprintf("%s: copied %s from the main checkout (the hook manager's generated hooks dir, core.hooksPath %s)", path, rel, raw), nil
-}
-
-func same(a, b string) bool {
-	fa, err1 := os.Stat(a)
-	fb, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
 
 // copyRegular copies the regular files and directories under src to dst
@@ -528,7 +516,7 @@ func copyRegular(src, dst string) error {
 			if err != nil {
 				return err
 			}
-			return os.WriteFile(target, b, info.Mode().Perm())
+			return writeFile(target, string(b), info.Mode().Perm())
 		}
 		return nil
 	})
@@ -545,7 +533,8 @@ func CheckGate(ctx context.Context, g *gitrepo.Repo) (dir string, problems []Pro
 	if err != nil {
 		return "", nil, err
 	}
-	config, hooksDir := Needed(v)
+	config := v.ConfigHooks()
+	hooksDir := !config
 	fix := GateFix(g.TopLevel)
 	if config {
 		dir = ConfigDir(g.CommonDir)
@@ -554,11 +543,7 @@ func CheckGate(ctx context.Context, g *gitrepo.Repo) (dir string, problems []Pro
 			return dir, nil, err
 		}
 		for _, h := range m.Hooks {
-			byConfig := false
-			for _, b := range h.By {
-				byConfig = byConfig || strings.HasPrefix(b, "hook.")
-			}
-			if !byConfig {
+			if !h.byConfig() {
 				problems = append(problems, Problem{Hook: h.Hook, Path: "hook." + ConfigName(h.Hook),
 					Message: fmt.Sprintf("git %s runs no hook of wt's for %s through its configuration: %s", v, h.Hook, strings.Join(h.Off, "; ")), Fix: m.Fix(h.Hook, g.TopLevel)})
 			}
@@ -573,13 +558,11 @@ func CheckGate(ctx context.Context, g *gitrepo.Repo) (dir string, problems []Pro
 			}
 		}
 	}
-	if holds, err := holdsHooksDir(ctx, g); err != nil {
+	t, err := PlanTarget(ctx, g)
+	if err != nil {
 		return dir, problems, err
-	} else if hooksDir || holds {
-		t, err := PlanTarget(ctx, g)
-		if err != nil {
-			return dir, problems, err
-		}
+	}
+	if hooksDir || holdsHooksDir(g, t) {
 		ps, err := CheckTarget(t)
 		if err != nil {
 			return dir, problems, err

@@ -217,7 +217,7 @@ func CheckWorktree(ctx context.Context, c gitrepo.Checkout, bin func() (string, 
 	if by, ok := keptAnswer(c); ok {
 		return GateCheck{By: by}, nil
 	}
-	m, entries, err := probeEntries(ctx, c)
+	m, entries, err := probeEntries(ctx, c.TopLevel, c.CommonDir)
 	if err != nil {
 		return GateCheck{}, err
 	}
@@ -252,7 +252,7 @@ func CheckWorktree(ctx context.Context, c gitrepo.Checkout, bin func() (string, 
 	if err := clearWorktreeSwitches(ctx, c, entries); err != nil {
 		return GateCheck{Meets: &m}, gateOff(c, m, why+"; "+err.Error())
 	}
-	m2, entries, err := probeEntries(ctx, c)
+	m2, entries, err := probeEntries(ctx, c.TopLevel, c.CommonDir)
 	if err != nil {
 		return GateCheck{}, err
 	}
@@ -283,18 +283,6 @@ func clearWorktreeSwitches(ctx context.Context, c gitrepo.Checkout, entries []gi
 		}
 	}
 	return nil
-}
-
-func probeEntries(ctx context.Context, c gitrepo.Checkout) (Meets, []gitrepo.ConfigEntry, error) {
-	v, err := gitrepo.GitVersion(ctx)
-	if err != nil {
-		return Meets{}, nil, err
-	}
-	entries, err := gitrepo.Config(ctx, c.TopLevel, nil)
-	if err != nil {
-		return Meets{}, nil, err
-	}
-	return Evaluate(v, entries, c.TopLevel, c.CommonDir), entries, nil
 }
 
 func gatedBy(m Meets, hook string) string {

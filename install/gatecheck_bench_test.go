@@ -51,7 +51,7 @@ func BenchmarkGateKept(b *testing.B) {
 	})
 	b.Run("git", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if m, _, err := probeEntries(context.Background(), c); err != nil || !m.Gated("reference-transaction") {
+			if m, _, err := probeEntries(context.Background(), c.TopLevel, c.CommonDir); err != nil || !m.Gated("reference-transaction") {
 				b.Fatal(m, err)
 			}
 		}

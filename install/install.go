@@ -426,14 +426,10 @@ func EnsureBeside(ctx context.Context, g *gitrepo.Repo) (installed bool, where s
 	return false, "in place in " + res.HooksDir, nil
 }
 
-// Ensure installs wt's shims where PlanTarget says unless every one is
-// already in place, recording bin; installed reports whether anything was
-// written.
-func Ensure(ctx context.Context, g *gitrepo.Repo, bin string) (res Result, installed bool, err error) {
-	t, err := PlanTarget(ctx, g)
-	if err != nil {
-		return res, false, err
-	}
+// EnsureTarget installs wt's shims where t (PlanTarget) says unless every
+// one is already in place, recording bin; installed reports whether
+// anything was written.
+func EnsureTarget(ctx context.Context, g *gitrepo.Repo, t Target, bin string) (res Result, installed bool, err error) {
 	problems, err := CheckTarget(t)
 	if err != nil {
 		return res, false, err

@@ -191,7 +191,8 @@ func InstallTarget(ctx context.Context, g *gitrepo.Repo, t Target, bin string) (
 			return res, err
 		}
 		// The governed worktrees' dir: wt's own, running t.Dir's hooks.
-		return res, writeOwn(OwnDir(g.CommonDir), bin, t.Dir, "base")
+		_, err = installOwn(OwnDir(g.CommonDir), bin, t.Dir, "base")
+		return res, err
 	}
 	if t.Takeover && t.Before != "" && t.Before != t.Dir {
 		if st, err := Status(t.Before); err == nil && holdsShim(st) {
@@ -315,24 +316,6 @@ func chainHas(dir, chain, hook string) bool {
 		return !errors.Is(err, fs.ErrNotExist)
 	}
 	return fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
-
-// writeOwn is installOwn for the governed worktrees' dir beside a main
-// checkout whose shims are in base.
-func writeOwn(dir, bin, base, scope string) error {
-	_, err := installOwn(dir, bin, base, scope)
-	return err
-}
-
-// ensureOwn writes wt's own hooks dir where the hooks-dir placement of g
-// uses it only for the governed worktrees (the main checkout's shims are in
-// the hooks dir git uses there).
-func ensureOwn(ctx context.Context, g *gitrepo.Repo, bin string) error {
-	t, err := PlanTarget(ctx, g)
-	if err != nil || t.Owned {
-		return err
-	}
-	return writeOwn(OwnDir(g.CommonDir), bin, t.Dir, "base")
 }
 
 // UninstallTarget removes wt's shims where t says. From its own hooks dir

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -88,15 +89,21 @@ func (m Meets) Why(hook string) string {
 // Probe asks git in the checkout at top (whose common dir is commonDir)
 // what a commit or push there meets of wt's gate.
 func Probe(ctx context.Context, top, commonDir string) (Meets, error) {
+	m, _, err := probeEntries(ctx, top, commonDir)
+	return m, err
+}
+
+// probeEntries is Probe, with the configuration git listed.
+func probeEntries(ctx context.Context, top, commonDir string) (Meets, []gitrepo.ConfigEntry, error) {
 	v, err := gitrepo.GitVersion(ctx)
 	if err != nil {
-		return Meets{}, err
+		return Meets{}, nil, err
 	}
 	entries, err := gitrepo.Config(ctx, top, nil)
 	if err != nil {
-		return Meets{}, err
+		return Meets{}, nil, err
 	}
-	return Evaluate(v, entries, top, commonDir), nil
+	return Evaluate(v, entries, top, commonDir), entries, nil
 }
 
 // Evaluate is Probe's judgement of a configuration git listed (in its
@@ -250,7 +257,7 @@ func configuredHooks(entries []gitrepo.ConfigEntry) configured {
 func (c configured) meets(hook string) (by, off []string) {
 	any := false
 	for _, name := range c.order {
-		if !contains(c.events[name], hook) {
+		if !slices.Contains(c.events[name], hook) {
 			continue
 		}
 		p, ok := commandPath(c.command[name])
@@ -295,13 +302,4 @@ func (c configured) switchOf(hook string) (key, scope string) {
 		return "hook." + ConfigName(hook) + ".enabled", sc
 	}
 	return "", ""
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
