@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -57,15 +58,21 @@ type ReflogMark struct {
 // What cannot be read marks as empty.
 func MarkReflog(commonDir, ref string) ReflogMark {
 	m := ReflogMark{Ref: ref}
-	m.Tip, _ = ReadRef(commonDir, ref) // unreadable marks as unknown
 	if Reftable(commonDir) {
+		// The value and the index from one reading of the stack: read
+		// apart, an update between them would be in the index and not in
+		// the value.
 		m.table = true
 		if s, err := reftable.Open(filepath.Join(commonDir, "reftable")); err == nil {
+			if checkSharedRef(ref) == nil {
+				m.Tip, _ = tableRef(s, ref) // unreadable marks as unknown
+			}
 			m.update = s.MaxUpdateIndex()
 			s.Close()
 		}
 		return m
 	}
+	m.Tip, _ = ReadRef(commonDir, ref) // unreadable marks as unknown
 	if f, size, err := safefile.Open(filepath.Join(commonDir, "logs", filepath.FromSlash(ref)), safefile.NoFollow); err == nil {
 		f.Close()
 		m.size = size
@@ -89,17 +96,17 @@ func ReflogSince(commonDir string, m ReflogMark) (entries []ReflogEntry, ok bool
 	}
 	path := filepath.Join(commonDir, "logs", filepath.FromSlash(m.Ref))
 	f, size, err := safefile.Open(path, safefile.NoFollow)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && size < m.size {
-		if f != nil {
-			f.Close()
-		}
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, false, fmt.Errorf("read reflog %s: %w", path, err)
 	}
-	f.Close()
-	entries, err = readLogFile(path, m.size)
+	defer f.Close() // Best effort: read only.
+	if size < m.size {
+		return nil, false, nil
+	}
+	entries, err = parseLog(f, path, size, m.size)
 	return entries, err == nil, err
 }
 
@@ -137,6 +144,12 @@ func readLogFile(path string, offset int64) ([]ReflogEntry, error) {
 		return nil, fmt.Errorf("read reflog %s: %w", path, err)
 	}
 	defer f.Close() // Best effort: read only.
+	return parseLog(f, path, size, offset)
+}
+
+// parseLog parses the open reflog f (of size bytes, at path) from byte
+// offset on.
+func parseLog(f *os.File, path string, size, offset int64) ([]ReflogEntry, error) {
 	if size > maxReflog {
 		return nil, fmt.Errorf("read reflog %s: %w", path, safefile.ErrTooLarge)
 	}

@@ -61,12 +61,11 @@ func ReadRefValues(commonDir, ref string) (RefValues, error) {
 	if err := checkSharedRef(ref); err != nil {
 		return v, err
 	}
+	var err error
 	if Reftable(commonDir) {
-		var err error
 		v.Loose, err = readTableRef(commonDir, ref)
 		return v, err
 	}
-	var err error
 	if v.Loose, err = readLoose(commonDir, ref); err != nil {
 		return v, err
 	}
@@ -106,6 +105,11 @@ func readTableRef(dir, name string) (string, error) {
 		return "", err
 	}
 	defer s.Close()
+	return tableRef(s, name)
+}
+
+// tableRef is name in stack s as readTableRef gives it.
+func tableRef(s *reftable.Stack, name string) (string, error) {
 	r, ok, err := s.Ref(name)
 	switch {
 	case err != nil || !ok:
@@ -206,11 +210,10 @@ type Head struct {
 // Branch is the short name of the branch HEAD is on, "" when it is
 // detached or names something other than a branch.
 func (h Head) Branch() string {
-	b, _ := strings.CutPrefix(h.Target, "refs/heads/")
-	if b == h.Target {
-		return ""
+	if b, ok := strings.CutPrefix(h.Target, "refs/heads/"); ok {
+		return b
 	}
-	return b
+	return ""
 }
 
 // reftableStub is what the reftable backend writes in a HEAD file, for

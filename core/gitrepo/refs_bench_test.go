@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +39,7 @@ func BenchmarkReadBranch(b *testing.B) {
 		run(repo, "", "commit", "-q", "--allow-empty", "-m", "one")
 		var stdin strings.Builder
 		for i := 0; i < 3000; i++ {
-			stdin.WriteString("create refs/heads/b" + strings.Repeat("0", 4-len(itoa(i))) + itoa(i) + " HEAD\n")
+			fmt.Fprintf(&stdin, "create refs/heads/b%04d HEAD\n", i)
 		}
 		run(repo, stdin.String(), "update-ref", "--stdin")
 		run(repo, "", "pack-refs", "--all")
@@ -66,15 +67,4 @@ func BenchmarkReadBranch(b *testing.B) {
 			}
 		})
 	}
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var d []byte
-	for ; i > 0; i /= 10 {
-		d = append([]byte{byte('0' + i%10)}, d...)
-	}
-	return string(d)
 }

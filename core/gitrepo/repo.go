@@ -69,7 +69,7 @@ func (r *Repo) Git(ctx context.Context, readOnly bool, args ...string) ([]byte, 
 // it holds its store's exclusive lock (recovering an interrupted allocate):
 // wt's own reference-transaction hook would wait for that lock.
 func (r *Repo) GitUnhooked(ctx context.Context, args ...string) ([]byte, error) {
-	return run(ctx, r.TopLevel, false, append(slices.Clone(HooksOff), args...)...)
+	return run(ctx, r.TopLevel, false, slices.Concat(HooksOff, args)...)
 }
 
 // HooksOff are the settings that switch off every hook a git command of
@@ -189,7 +189,7 @@ func (r *Repo) GitIn(ctx context.Context, key, path string, readOnly bool, args 
 		return nil, err
 	}
 	env := []string{"GIT_DIR=" + AdminDir(r.CommonDir, key), "GIT_COMMON_DIR=" + r.CommonDir, "GIT_WORK_TREE=" + path}
-	return runEnv(ctx, path, readOnly, env, append(slices.Clone(HooksOff), args...)...)
+	return runEnv(ctx, path, readOnly, env, slices.Concat(HooksOff, args)...)
 }
 
 // Changes lists what `git status` reports in the governed worktree key at

@@ -20,10 +20,12 @@
 package reftable
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"compress/zlib"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -89,7 +91,6 @@ type LogEntry struct {
 // Stack is a consistent snapshot of one reftable directory: its tables,
 // open, oldest first. Close releases them.
 type Stack struct {
-	dir    string
 	tables []*table
 }
 
@@ -110,7 +111,7 @@ func Open(dir string) (*Stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := &Stack{dir: dir}
+		s := &Stack{}
 		var gone bool
 		for _, n := range names {
 			t, err := openTable(filepath.Join(dir, n))
@@ -253,11 +254,11 @@ type table struct {
 func openTable(path string) (*table, error) {
 	// As every file a writer of the repository can plant: a regular file,
 	// never blocking on a FIFO put in its place.
-	f, _, err := safefile.Open(path, safefile.Follows)
+	f, size, err := safefile.Open(path, safefile.Follows)
 	if err != nil {
 		return nil, err
 	}
-	t, err := readTable(f, path)
+	t, err := readTable(f, path, size)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -265,15 +266,8 @@ func openTable(path string) (*table, error) {
 	return t, nil
 }
 
-func readTable(f *os.File, path string) (*table, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrFormat, path)
-	}
-	t := &table{name: filepath.Base(path), f: f, size: fi.Size()}
+func readTable(f *os.File, path string, size int64) (*table, error) {
+	t := &table{name: filepath.Base(path), f: f, size: size}
 	var head [32]byte
 	if _, err := f.ReadAt(head[:5], 0); err != nil {
 		return nil, fmt.Errorf("%w: %s: header: %v", ErrFormat, path, err)
@@ -415,9 +409,11 @@ func (t *table) readBlock(off int64, want byte) (b block, ok bool, err error) {
 // inflate reads a log block: its 4-byte header is stored as it is, the
 // rest deflated; length is the inflated length, header included.
 func (t *table) inflate(b *block, off int64, hdr int, length int64) error {
+	// zlib reads through a bufio.Reader (an io.ByteReader: flate then
+	// takes no byte past the stream's end from it).
 	src := io.NewSectionReader(t.f, off+int64(hdr)+4, t.end()-off-int64(hdr)-4)
-	cr := &countingReader{r: src}
-	zr, err := zlib.NewReader(cr)
+	br := bufio.NewReader(src)
+	zr, err := zlib.NewReader(br)
 	if err != nil {
 		return fmt.Errorf("%w: log block at %d: %v", ErrFormat, off, err)
 	}
@@ -436,55 +432,10 @@ func (t *table) inflate(b *block, off int64, hdr int, length int64) error {
 	if n, err := zr.Read(one[:]); n != 0 || err != io.EOF {
 		return fmt.Errorf("%w: log block at %d is longer than it says", ErrFormat, off)
 	}
-	b.next = off + int64(hdr) + 4 + cr.n - int64(cr.buffered())
+	read, _ := src.Seek(0, io.SeekCurrent) // a SectionReader's Seek cannot fail here
+	b.next = off + int64(hdr) + 4 + read - int64(br.Buffered())
 	return nil
 }
-
-// countingReader counts what zlib takes from the table. zlib reads ahead
-// through a bufio.Reader when its source is not an io.ByteReader, so this
-// is one: each byte it takes is a byte of the stream.
-type countingReader struct {
-	r   io.ReaderAt
-	n   int64
-	buf [4096]byte
-	pos int
-	len int
-}
-
-func (c *countingReader) fill() error {
-	m, err := c.r.ReadAt(c.buf[:], c.n)
-	if m == 0 && err != nil {
-		return err
-	}
-	c.n += int64(m)
-	c.pos, c.len = 0, m
-	return nil
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	if c.pos == c.len {
-		if err := c.fill(); err != nil {
-			return 0, err
-		}
-	}
-	m := copy(p, c.buf[c.pos:c.len])
-	c.pos += m
-	return m, nil
-}
-
-func (c *countingReader) ReadByte() (byte, error) {
-	if c.pos == c.len {
-		if err := c.fill(); err != nil {
-			return 0, err
-		}
-	}
-	b := c.buf[c.pos]
-	c.pos++
-	return b, nil
-}
-
-// buffered is what was read from the table but not taken by zlib.
-func (c *countingReader) buffered() int { return c.len - c.pos }
 
 // varint decodes the format's varint (pack files' offset encoding).
 func varint(b []byte, p *int) (uint64, error) {
@@ -517,8 +468,7 @@ type record struct {
 }
 
 // records calls fn with each record of b in order, until fn returns false.
-// decodeValue must advance p past the value of a record of the block's
-// type.
+// fn must advance p past the value of a record of the block's type.
 func (t *table) records(b block, fn func(r record, p *int) (bool, error)) error {
 	var key []byte
 	p := b.start
@@ -743,7 +693,7 @@ func (t *table) decodeRef(r record, data []byte, p *int) (Ref, error) {
 		if *p+t.hashLen > len(data) {
 			return Ref{}, fmt.Errorf("%w: ref value", ErrFormat)
 		}
-		out.OID = hexOf(data[*p : *p+t.hashLen])
+		out.OID = hex.EncodeToString(data[*p : *p+t.hashLen])
 	case valSymref:
 		n, err := varint(data, p)
 		if err != nil {
@@ -808,8 +758,8 @@ func (t *table) decodeLog(e *LogEntry, data []byte, p *int) error {
 	if *p+2*t.hashLen > len(data) {
 		return fmt.Errorf("%w: log value", ErrFormat)
 	}
-	e.Old = hexOf(data[*p : *p+t.hashLen])
-	e.New = hexOf(data[*p+t.hashLen : *p+2*t.hashLen])
+	e.Old = hex.EncodeToString(data[*p : *p+t.hashLen])
+	e.New = hex.EncodeToString(data[*p+t.hashLen : *p+2*t.hashLen])
 	*p += 2 * t.hashLen
 	str := func() (string, error) {
 		n, err := varint(data, p)
@@ -843,13 +793,3 @@ func (t *table) decodeLog(e *LogEntry, data []byte, p *int) error {
 }
 
 func isNull(oid string) bool { return strings.Trim(oid, "0") == "" }
-
-const hexDigits = "0123456789abcdef"
-
-func hexOf(b []byte) string {
-	out := make([]byte, 2*len(b))
-	for i, c := range b {
-		out[2*i], out[2*i+1] = hexDigits[c>>4], hexDigits[c&15]
-	}
-	return string(out)
-}
