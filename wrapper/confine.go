@@ -183,11 +183,11 @@ func PlanConfinement(in ConfinementInput) (*Confinement, error) {
 		conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, "objects"), "objects a commit or fetch adds"})
 		if guard.reftable {
 			conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, "reftable"), "every ref: a reftable repository keeps them in one table stack"})
-		} else if guard.branchDir != "" {
-			conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, guard.branchDir), "its branch's ref directory"},
-				Rule{filepath.Join(c.CommonDir, "logs", guard.branchDir), "its branch's reflogs"})
-		}
-		if !guard.reftable {
+		} else {
+			if guard.branchDir != "" {
+				conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, guard.branchDir), "its branch's ref directory"},
+					Rule{filepath.Join(c.CommonDir, "logs", guard.branchDir), "its branch's reflogs"})
+			}
 			conf.Rules = append(conf.Rules, Rule{filepath.Join(c.CommonDir, "refs", "remotes"), "remote-tracking refs"},
 				Rule{filepath.Join(c.CommonDir, "logs", "refs", "remotes"), "remote-tracking reflogs"})
 		}

@@ -251,11 +251,10 @@ func (g *refGuard) planRoot(common, gitDir string, writable map[string]bool) ([]
 // stack, where every ref lives, is writable as a whole (another task's
 // branch, the publication branch, tags: all are the command's to move,
 // hooks or no hooks); the rest of the common dir as in the files
-// backend.
+// backend. --explain says so (explain).
 func planTableGuard(g *refGuard, common, gitDir string, ns bool) (*refGuard, error) {
 	g.reftable = true
 	if !ns {
-		g.readOnly = []string{"the common dir's root; every ref is writable: reftable keeps them in one table stack, which no path rule can divide"}
 		return g, nil
 	}
 	later, err := g.planRoot(common, gitDir, map[string]bool{"objects": true, "reftable": true})
@@ -263,7 +262,6 @@ func planTableGuard(g *refGuard, common, gitDir string, ns bool) (*refGuard, err
 		return nil, err
 	}
 	g.steps = append(g.steps, later...)
-	g.readOnly = append(g.readOnly, "(every ref is writable: reftable keeps them in one table stack, which no path rule can divide)")
 	return g, nil
 }
 

@@ -12,11 +12,6 @@ import (
 	"github.com/wt-tool/wt/core/store"
 )
 
-// reportUngated says, at release, when the run's own task branch moved
-// during the run with no gate approval (its harness ran git with hooks
-// off, or wrote the ref by hand), and records it as an event
-// (ungated_ref_moves) for wt-admin audit to be asked about. Best effort:
-// what cannot be read is not reported (audit reads it again).
 // markBranch notes where the grant's task branch and its reflog stand
 // (a zero mark: none to watch): a ref read and a stat, whatever the
 // branch's history.
@@ -31,6 +26,11 @@ func markBranch(c gitrepo.Checkout, g lease.Grant) gitrepo.ReflogMark {
 // the caller cannot say what a commit there meets.
 const explainUngated = "git with hooks off, or the ref written by hand"
 
+// reportUngated says, at release, when the run's own task branch moved
+// during the run with no gate approval (its harness ran git with hooks
+// off, or wrote the ref by hand), and records it as an event
+// (ungated_ref_moves) for wt-admin audit to be asked about. Best effort:
+// what cannot be read is not reported (audit reads it again).
 func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrepo.ReflogMark, explain func(gitrepo.Checkout) string, notify func(string)) {
 	if mark.Ref == "" || !g.Owned {
 		return

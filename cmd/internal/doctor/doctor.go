@@ -254,9 +254,7 @@ func (rep *Report) checkHooks(ctx context.Context, r *alloc.Repo) {
 // never names one that git is about to put in place.
 func (rep *Report) checkRefLocks(r *alloc.Repo) {
 	var locks []string
-	for _, p := range append([]string{filepath.Join(r.Git.CommonDir, "reftable", "tables.list.lock"), filepath.Join(r.Git.CommonDir, "packed-refs.lock"),
-		filepath.Join(r.Git.CommonDir, "config.lock")},
-		mustGlob(filepath.Join(r.Git.CommonDir, "worktrees", "*", "reftable", "tables.list.lock"))...) {
+	for _, p := range refLocks(r.Git.CommonDir) {
 		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) >= refLockSettle {
 			locks = append(locks, p)
 		}
@@ -284,9 +282,17 @@ func (rep *Report) checkRefLocks(r *alloc.Repo) {
 // holds it (checkRefLocks).
 const refLockSettle = 2 * time.Second
 
-func mustGlob(pattern string) []string {
-	m, _ := filepath.Glob(pattern) // a malformed pattern is this file's bug, found by its tests
-	return m
+// refLocks are the paths of the locks checkRefLocks looks for in the
+// repository with common dir common: its table stack's, its packed refs',
+// its config's, and each linked worktree's own table stack's.
+func refLocks(common string) []string {
+	out := []string{filepath.Join(common, "reftable", "tables.list.lock"), filepath.Join(common, "packed-refs.lock"),
+		filepath.Join(common, "config.lock")}
+	ents, _ := os.ReadDir(filepath.Join(common, "worktrees")) // none: no linked worktree to look in
+	for _, e := range ents {
+		out = append(out, filepath.Join(gitrepo.AdminDir(common, e.Name()), "reftable", "tables.list.lock"))
+	}
+	return out
 }
 
 // checkGates: every checkout's gate problems (a feature worktree off its
