@@ -73,6 +73,13 @@ var neutral = []string{
 	"-c", "core.askPass=",
 	"-c", "core.alternateRefsCommand=",
 	"-c", "uploadpack.packObjectsHook=",
+	// In a reftable repository every ref update takes the one lock of the
+	// table stack, held while the reference-transaction hook (wt's gate)
+	// runs; git waits 100 ms for it by default, which ten agents
+	// committing and allocating at once exceed on a loaded machine ("cannot
+	// lock references"). wt's own git waits as long as wt waits for its
+	// store's lock (10 s). Gits without reftable ignore the key.
+	"-c", "reftable.lockTimeout=10000",
 }
 
 // run runs git -C dir args... and returns its stdout.
