@@ -314,6 +314,50 @@ func unchanged(commonDir string, u RefUpdate) (bool, error) {
 
 func isZeroOID(s string) bool { return isOID(s) && strings.Trim(s, "0") == "" }
 
+// confinedEnv marks a command wt-exec confined (its environment).
+const confinedEnv = "WT_CONFINED"
+
+// ConfinedLocalPush refuses (PUSH_LOCAL_REMOTE_CONFINED) a push that a
+// confined command makes to a remote on a local path: the repository there
+// is outside the command's confinement, read-only to it, and a push would
+// fail half-way with "Permission denied" (or, with hooks off, does). Its
+// task branch leaves its private view through wt-exec, which publishes it
+// in the repository; from there the push is anyone's (the hint names it).
+// nil when the command is not confined or the remote is not a local path.
+func ConfinedLocalPush(dir, remote, url string) *decision.Error {
+	if os.Getenv(confinedEnv) == "" || !localURL(url) {
+		return nil
+	}
+	top, branch := dir, "BRANCH"
+	if c, err := gitrepo.Locate(dir); err == nil {
+		top = c.TopLevel
+		if c.Branch != "" {
+			branch = c.Branch
+		}
+	}
+	if abs, err := filepath.Abs(top); err == nil {
+		top = abs
+	}
+	return decision.New(decision.PushLocalRemoteConfined, "a confined command cannot push to %s (%s): a repository on this machine is outside its confinement, and only wt-exec's publication of its task branch leaves the run", remote, url).
+		WithHint("once the run has ended, push the published branch as its writer, unconfined: wt-exec -C %s --no-confine -- git push %s %s", shell.Word(top), shell.Word(remote), shell.Word(branch))
+}
+
+// localURL reports whether a remote URL names a repository on this
+// machine by its path (git's local protocol): an absolute or relative
+// path, or a file:// URL.
+func localURL(url string) bool {
+	if strings.HasPrefix(url, "file://") || strings.HasPrefix(url, "/") || strings.HasPrefix(url, "./") || strings.HasPrefix(url, "../") {
+		return true
+	}
+	if strings.Contains(url, "://") {
+		return false
+	}
+	// scp-like host:path is remote; a path without a colon before its
+	// first slash is local.
+	colon, slash := strings.Index(url, ":"), strings.Index(url, "/")
+	return colon < 0 || (slash >= 0 && slash < colon)
+}
+
 // PrePush judges a push from the checkout that holds dir, line by line, by
 // both sides of each line (pre-push's stdin, see ParsePushUpdates):
 //

@@ -211,6 +211,9 @@ func Run(opts Options) (Result, error) {
 			}
 			if conf != nil {
 				*req.Confined = *conf.Record()
+				if err := s.preparePublisher(c, g, conf); err != nil {
+					return nil, err
+				}
 			}
 			if opts.Granted != nil {
 				opts.Granted(g)
@@ -224,7 +227,11 @@ func Run(opts Options) (Result, error) {
 				s.holderLock = takeHolderLock(c.GitDir, g.Lease.LeaseID)
 			}
 			s.branchMark = markBranch(c, g)
-			return s.launch(path, childEnv(opts.Environ, g, s.fenceSecret), conf)
+			child, err := s.launch(path, childEnv(opts.Environ, g, s.fenceSecret), conf)
+			if err == nil {
+				s.startPublisher()
+			}
+			return child, err
 		})
 		return err
 	}
@@ -240,7 +247,9 @@ func Run(opts Options) (Result, error) {
 			// The child's group could not be added to the lease: the
 			// child must not go on with a lease that does not know it.
 			s.abort()
+			s.endView()
 		} else {
+			s.dropView()
 			s.restore()
 			s.stopCatching()
 		}
@@ -260,7 +269,14 @@ func Run(opts Options) (Result, error) {
 		opts.Started(res.Grant)
 	}
 	s.superviseInto(&res)
-	reportUngated(repo, c, res.Grant, s.branchMark, opts.ExplainUngated, opts.Notify)
+	// A confined run's moves of its branch are in its view: the gate's
+	// approvals are judged against the view's reflog, before it goes.
+	rc := c
+	if root := s.view.Root(); root != "" {
+		rc.CommonDir = root
+	}
+	reportUngated(repo, rc, res.Grant, s.branchMark, opts.ExplainUngated, opts.Notify)
+	s.endView()
 	res.Released, err = lease.Release(repo, res.Grant, scan, s.occupants(c, res.Grant))
 	if err != nil {
 		opts.Notify("releasing the lease failed: " + err.Error())

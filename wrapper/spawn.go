@@ -53,11 +53,10 @@ func (s *supervisor) start(path string, argv, env []string) (restore func(), err
 			// as bytes, and its line discipline turns them into signals.
 			old, err := term.MakeRaw(int(in.Fd()))
 			if err == nil {
-				s.raw = true
+				s.setRaw(true)
 				restore = func() {
 					_ = term.Restore(int(in.Fd()), old) // Best effort: nothing else to do.
-					s.raw = false
-					s.flushNotices()
+					s.setRaw(false)
 				}
 			}
 		}
@@ -152,7 +151,7 @@ func (s *supervisor) forkExec(path string, argv []string, attr *syscall.ProcAttr
 		terminals := s.ownTerminals(attr.Files)
 		// Each attempt forks from a new thread confined for it alone.
 		fork = func() (int, error) {
-			return forkConfined(conf, terminals, func() (int, error) { return syscall.ForkExec(path, argv, attr) })
+			return conf.Fork(terminals, func() (int, error) { return syscall.ForkExec(path, argv, attr) })
 		}
 	}
 	if s.cg == nil {

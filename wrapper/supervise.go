@@ -20,6 +20,7 @@ import (
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/wrapper/confine"
 )
 
 // forwarded are the signals wt-exec passes to the child's group (docs/design.md, "wt-exec").
@@ -42,9 +43,9 @@ type supervisor struct {
 	// cg is the command's cgroup (nil where wt-exec could make none).
 	cg *leaseCgroup
 	// conf, while a confined command starts, is its confinement; the
-	// thread that forks it enforces its ruleset (see forkConfined), built
+	// thread that forks it enforces its ruleset (see confine.Plan.Fork), built
 	// with the command's own terminal (ownTTY, its pty when it has one).
-	conf   *Confinement
+	conf   *confine.Plan
 	ownTTY string
 
 	// sigs gets every signal a run handles, stops the stop signals until
@@ -74,9 +75,20 @@ type supervisor struct {
 	// raw is set while the terminal is in raw mode (pty relay): notices
 	// wait in held until it is restored, so that they are not printed as
 	// a staircase (a raw terminal does not return the carriage at \n).
-	raw   bool
-	held  []string
-	stops chan os.Signal
+	raw    bool
+	held   []string
+	noteMu sync.Mutex
+	// view is a confined run's private view of the common dir (nil
+	// without one), pub the publisher of its branch, endPub what stops it.
+	view   *confine.View
+	pub    *confine.Publisher
+	endPub context.CancelFunc
+	pubEnd chan struct{}
+	// gitMu is held while the publisher runs git, and while reap and
+	// terminate run: neither reaps nor kills the publisher's git.
+	gitMu     sync.Mutex
+	reapLater atomic.Bool
+	stops     chan os.Signal
 	// startCtx ends at a stop signal before the child starts (watchStart);
 	// stopSig is that signal.
 	startCtx context.Context
@@ -207,7 +219,11 @@ func (s *supervisor) watchStart() func() {
 
 // notify reports what happens while the child runs (Options.Notify): at
 // once, or, while the terminal is raw, once it is restored.
+// The publisher of a confined run's branch notifies from a goroutine of
+// its own.
 func (s *supervisor) notify(msg string) {
+	s.noteMu.Lock()
+	defer s.noteMu.Unlock()
 	if s.raw {
 		s.held = append(s.held, msg)
 		return
@@ -215,8 +231,15 @@ func (s *supervisor) notify(msg string) {
 	s.opts.Notify(msg)
 }
 
-// flushNotices prints the notices held while the terminal was raw.
-func (s *supervisor) flushNotices() {
+// setRaw records that the terminal is raw (or no longer is), and prints
+// the notices held meanwhile once it is not.
+func (s *supervisor) setRaw(raw bool) {
+	s.noteMu.Lock()
+	defer s.noteMu.Unlock()
+	s.raw = raw
+	if raw {
+		return
+	}
 	held := s.held
 	s.held = nil
 	for _, m := range held {
@@ -236,14 +259,14 @@ func (s *supervisor) stopped() error {
 // process group. The child's start ticks are read at once: until it is
 // reaped, even an exited child's /proc entry is there, and nothing reaps
 // before supervise.
-func (s *supervisor) launch(path string, env []string, conf *Confinement) (*store.ChildGroup, error) {
+func (s *supervisor) launch(path string, env []string, conf *confine.Plan) (*store.ChildGroup, error) {
 	s.catch()
 	argv := s.opts.Args
 	if conf != nil {
 		s.conf = conf
 		defer func() { s.conf = nil }()
-		env = conf.childEnv(env)
-		if err := closeInherited(s.opts.KeepFDs); err != nil {
+		env = confinedEnv(env, conf.TempDir)
+		if err := confine.CloseInherited(s.opts.KeepFDs); err != nil {
 			return nil, err
 		}
 	}
@@ -314,7 +337,16 @@ func (s *supervisor) supervise() int {
 // status. It reports whether no child is left at all (ECHILD): as a
 // subreaper whose main child is gone, that means no descendant is left.
 // SIGCHLD drives it, so no thread sits blocked in wait4.
+//
+// While the publisher of a confined run's branch runs git (gitMu), reap
+// waits for nothing: wait4(-1) would take its git's exit from it. It
+// reaps again when the publisher is done (pubDone).
 func (s *supervisor) reap() (none bool) {
+	if !s.gitMu.TryLock() {
+		s.reapLater.Store(true)
+		return false
+	}
+	defer s.gitMu.Unlock()
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
@@ -446,6 +478,9 @@ func (s *supervisor) transferredTo() int {
 // terminate sends sig to the child's group and to every descendant of
 // wt-exec, and returns how many processes it signalled.
 func (s *supervisor) terminate(sig unix.Signal) int {
+	// Not the publisher's git: its publication ends first.
+	s.gitMu.Lock()
+	defer s.gitMu.Unlock()
 	_ = unix.Kill(-s.pid, sig) // Best effort: ESRCH is an empty group.
 	sc, err := proc.NewScan()
 	if err != nil {

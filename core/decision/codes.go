@@ -92,8 +92,21 @@ const (
 	// ConfinementConflict: a directory to be writable to a confined
 	// command holds or lies in another worktree or the git dir.
 	ConfinementConflict = "CONFINEMENT_CONFLICT"
-	CommandNotFound     = "COMMAND_NOT_FOUND"
-	CommandNotRunnable  = "COMMAND_NOT_EXECUTABLE"
+	// PublishConflict: a confined run's task branch moved outside the run;
+	// the run's tip is kept under refs/wt/kept/<task>, not published.
+	PublishConflict = "PUBLISH_CONFLICT"
+	// PublishFailed: wt-exec could not publish a confined run's task
+	// branch from its private view (an object missing or failing git's
+	// check, a git that failed); the view is kept.
+	PublishFailed = "PUBLISH_FAILED"
+	// PushLocalRemoteConfined: a confined command pushed to a remote on a
+	// local path, which is outside its confinement.
+	PushLocalRemoteConfined = "PUSH_LOCAL_REMOTE_CONFINED"
+	// RefsUnpublished: a confined run moved refs other than its task
+	// branch in its private view; they are listed and not published.
+	RefsUnpublished    = "REFS_UNPUBLISHED"
+	CommandNotFound    = "COMMAND_NOT_FOUND"
+	CommandNotRunnable = "COMMAND_NOT_EXECUTABLE"
 
 	WriterLeaseAcquired  = "WRITER_LEASE_ACQUIRED"
 	WriterLeaseRenewed   = "WRITER_LEASE_RENEWED"
@@ -302,6 +315,10 @@ var codes = [...]string{
 	WriterLeaseWaitTimeout,
 	ConfinementUnavailable,
 	ConfinementConflict,
+	PublishConflict,
+	PublishFailed,
+	RefsUnpublished,
+	PushLocalRemoteConfined,
 	CommandNotFound,
 	CommandNotRunnable,
 	WriterLeaseAcquired,

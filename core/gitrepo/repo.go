@@ -157,13 +157,18 @@ func (r *Repo) Refs(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseRefList(out), nil
+}
+
+// parseRefList reads for-each-ref's "%(objectname) %(refname)" lines.
+func parseRefList(out []byte) map[string]string {
 	refs := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if oid, name, ok := strings.Cut(line, " "); ok {
 			refs[name] = oid
 		}
 	}
-	return refs, nil
+	return refs
 }
 
 // RemoveWorktree runs `git worktree remove PATH`, never with --force: git

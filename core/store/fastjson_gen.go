@@ -1080,6 +1080,13 @@ func (x *Confinement) DecodeFastJSON(d *strictjson.Dec) {
 			}
 			seen |= 0x10
 			x.TempDir = d.String()
+		case "view":
+			if seen&0x20 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x20
+			x.View = d.String()
 		default:
 			d.GiveUp()
 			return
@@ -1109,6 +1116,11 @@ func (x Confinement) AppendFastJSON(e *strictjson.Enc, depth int) {
 	e.Key(n, "\"tmpdir\"", depth)
 	e.String(x.TempDir)
 	n++
+	if len(x.View) != 0 {
+		e.Key(n, "\"view\"", depth)
+		e.String(x.View)
+		n++
+	}
 	e.Close(n, depth)
 }
 

@@ -286,6 +286,10 @@ type Confinement struct {
 	SignalsScoped bool     `json:"signals_scoped"`
 	// TempDir is its private TMPDIR, removed when the command has ended.
 	TempDir string `json:"tmpdir"`
+	// View holds the layers of its private view of the common dir ("" for
+	// none), removed once the command has ended and its branch is
+	// published.
+	View string `json:"view,omitempty"`
 }
 
 // FleetLease is the fleet side of a writer lease: the task key in etcd and

@@ -276,6 +276,11 @@ func TestScripts(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(bin, "gitoff"), []byte(script), 0o755); err != nil {
 				return err
 			}
+			for name, body := range confineScripts {
+				if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+					return err
+				}
+			}
 			e.Setenv("PATH", bin+string(filepath.ListSeparator)+e.Getenv("PATH"))
 			e.Setenv("GORACE", os.Getenv("GORACE"))
 			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
@@ -418,4 +423,32 @@ func TestScripts(t *testing.T) {
 			},
 		},
 	})
+}
+
+// confineScripts are what the confinement scripts compare the repository
+// by, before and after a confined run (confine-refs.txtar): snapshot lists
+// every ref but the task branch wt/T-1 (which wt-exec publishes) and wt's
+// kept refs, each with its reflog, and the config; sums prints the sum of
+// every file of repo's common dir but the task branch's ref and reflog,
+// the run's own admin dir, wt's store and gate files and reftable's tables
+// (rewritten whole when the task branch is published); sumcheck checks that
+// every file sums.before lists is still there with the same bytes (new
+// object files, which a publication adds, are not in the list).
+var confineScripts = map[string]string{
+	"snapshot": `#!/bin/sh
+r=${1:-repo}
+refs=$(git -C "$r" for-each-ref --format='%(refname)' | grep -v -e '^refs/heads/wt/T-1$' -e '^refs/heads/wt/T-1/' -e '^refs/wt/')
+for ref in $refs; do
+	echo "$ref $(git -C "$r" rev-parse "$ref")"
+	git -C "$r" reflog show --format='  %H %gs' "$ref" -- 2>/dev/null
+done
+cat "$r/.git/config"
+`,
+	"sums": `#!/bin/sh
+cd ${1:-repo}/.git && find . -type f ! -path './worktrees/w1/*' ! -path './wt/*' ! -path './wt-gate/*' ! -path './reftable/*' \
+	! -path './refs/heads/wt/T-1' ! -path './logs/refs/heads/wt/T-1' ! -path './refs/heads/wt/T-1/*' ! -path './logs/refs/heads/wt/T-1/*' ! -name '*.lock' | sort | xargs sha1sum
+`,
+	"sumcheck": `#!/bin/sh
+cd ${1:-repo}/.git && sha1sum --quiet -c "$WORK/sums.before"
+`,
 }

@@ -63,6 +63,9 @@ func Judge(hook string, args []string, stdin io.Reader) (verdict *hooks.Verdict,
 		}
 		return nil, warnings, nil
 	case "pre-push":
+		if d := hooks.ConfinedLocalPush(".", args[0], args[1]); d != nil {
+			return nil, nil, d
+		}
 		v, err := hooks.PrePush(".", stdin, os.Getpid())
 		if err != nil {
 			return nil, nil, err

@@ -1,4 +1,4 @@
-package wrapper
+package confine
 
 import (
 	_ "embed"

@@ -1,16 +1,16 @@
 //go:build wt_testseams
 
-package wrapper
+package confine
 
 import (
 	"os"
 	"strconv"
 )
 
-// landlockABI is the kernel's Landlock ABI version, or, in this test
+// ABI is the kernel's Landlock ABI version, or, in this test
 // build, WT_TEST_LANDLOCK_ABI when set: tests pretend a kernel without
 // Landlock (0) or with an old ABI.
-func landlockABI() int {
+func ABI() int {
 	if v, ok := os.LookupEnv("WT_TEST_LANDLOCK_ABI"); ok {
 		n, _ := strconv.Atoi(v)
 		return n

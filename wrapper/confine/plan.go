@@ -1,0 +1,419 @@
+// Package confine plans and applies the confinement of a command wt-exec
+// runs (docs/design.md, "Confinement"): what it may write (Landlock,
+// applied on the thread that forks it), its private view of the
+// repository's common dir (an overlay in a mount namespace of its own,
+// view.go) and the publication of its task branch from that view
+// (publish.go), and the agent profiles (agents.go).
+package confine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// MinABI is the oldest Landlock ABI wt confines with: ABI 3 is the
+// first that stops truncate(2), without which a confined command could
+// still empty another worktree's files.
+const MinABI = 3
+
+// scopeABI is the first Landlock ABI that scopes signals: a confined
+// command may signal only processes of its own domain.
+const scopeABI = 6
+
+// Env marks a confined command's environment: a wt-exec nested in it runs
+// its command under the outer lease (it cannot write the store).
+const Env = "WT_CONFINED"
+
+// defaultWritable are the directories under $HOME that agents keep their
+// own state and caches in, writable by a confined command when they exist
+// (docs/decisions.md, "Confinement"). $XDG_CACHE_HOME replaces ~/.cache.
+var defaultWritable = []string{".cache", ".claude", ".codex", ".aider", ".npm", "go/pkg/mod"}
+
+// devices are the device files a confined command may open for writing
+// (and use ioctls on): the null devices, its controlling terminal
+// (/dev/tty) and /dev/ptmx. Of the terminals in /dev/pts it may open only
+// its own (ownTerminals): another agent's pane or the operator's shell is
+// neither writable nor open to ioctls such as TIOCSTI.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx"}
+
+// Rule is one line of a confinement: a directory and why it is writable.
+type Rule struct {
+	Path string `json:"path"`
+	Why  string `json:"why"`
+}
+
+// Plan is the plan for one confined run.
+type Plan struct {
+	ABI   int    `json:"abi"`
+	Rules []Rule `json:"write"`
+	// Dropped are default directories left read-only because they hold a
+	// part of the repository a confined command must not write.
+	Dropped []Rule `json:"dropped,omitempty"`
+	Signals bool   `json:"signals_scoped"`
+	TempDir string `json:"tmpdir"`
+	// Refs says how its refs are guarded (GuardView or GuardLandlock).
+	Refs string `json:"refs"`
+	// Agent is the agent profile applied ("" for none).
+	Agent string `json:"agent,omitempty"`
+	// guard is the plan behind Refs.
+	guard *refGuard
+	// agent is the profile's plan.
+	agent *agentPlan
+}
+
+// View is the run's private view of the common dir, nil when its refs are
+// guarded by Landlock alone.
+func (c *Plan) View() *View {
+	if c == nil || c.guard == nil {
+		return nil
+	}
+	return c.guard.view
+}
+
+// Record is the confinement as the lease records it.
+func (c *Plan) Record() *store.Confinement {
+	r := &store.Confinement{ABI: c.ABI, Devices: devices, SignalsScoped: c.Signals, TempDir: c.TempDir}
+	for _, w := range c.Rules {
+		r.Write = append(r.Write, w.Path)
+	}
+	if v := c.View(); v != nil {
+		r.View = v.Dir
+	}
+	return r
+}
+
+// Input is what a confinement is planned from.
+type Input struct {
+	// Checkout is the worktree the command runs in.
+	Checkout gitrepo.Checkout
+	// Branch is the allocation's branch ("" for a detached worktree).
+	Branch string
+	// Publication is the policy's publication branch.
+	Publication string
+	// Home and CacheHome are the command's HOME and XDG_CACHE_HOME.
+	Home, CacheHome string
+	// Allow are the policy's and --allow-write's directories.
+	Allow []string
+	// TempDir is the command's private TMPDIR.
+	TempDir string
+	ABI     int
+	// DryRun plans without making anything (--explain).
+	DryRun bool
+	// Agent is --agent (a profile name), Program the command's program:
+	// the agent profile is the one named, or the program's.
+	Agent, Program string
+}
+
+// New works out what the command may write: beneath its worktree, its own
+// git dir, the repository's common dir as its private view shows it (or,
+// without one, the objects and the refs its task may move: view.go), a
+// private temporary directory (its TMPDIR), the agents' state and cache
+// directories under $HOME that exist, and the directories of in.Allow.
+// Everything else is read-only: other worktrees, the repositories of
+// local remotes, and, without a view, the wt store, the hooks, the
+// repository's config, the publication branch, tags, replace and notes
+// refs. A directory given in allow that does not exist is refused
+// (CONFINEMENT_CONFLICT, with the mkdir that makes it); one that contains
+// or lies in a protected place is refused too; a default one is dropped
+// and listed. Unless in.DryRun the view's layers are made: the caller
+// removes them (View().Remove) when the run has ended.
+func New(in Input) (*Plan, error) {
+	c := in.Checkout
+	if c.Key == gitrepo.MainKey {
+		return nil, decision.New(decision.ConfinementUnavailable, "%s is the canonical checkout, whose git dir is the repository's own: wt confines commands in linked worktrees only", c.TopLevel).
+			WithHint("run the agent in a worktree of its task: wt-exec --task KEY --owner NAME -- COMMAND")
+	}
+	conf := &Plan{ABI: in.ABI, Signals: in.ABI >= scopeABI, TempDir: in.TempDir}
+	protected, err := protectedPlaces(c)
+	if err != nil {
+		return nil, err
+	}
+	// The allowed directories first: a refused one leaves nothing made.
+	var allowed []Rule
+	for _, d := range in.Allow {
+		if !filepath.IsAbs(d) {
+			return nil, decision.New(decision.Usage, "--allow-write %s is not an absolute path", d).WithHint("name the directory by its absolute path")
+		}
+		d = filepath.Clean(d)
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return nil, decision.New(decision.ConfinementConflict, "%s may not be writable to a confined command: it is not an existing directory", d).
+				WithHint("make it first: mkdir -p %s", shell.Word(d))
+		}
+		if clash := conflict(d, protected); clash != "" {
+			return nil, decision.New(decision.ConfinementConflict, "%s may not be writable to a confined command: it holds or lies in %s", d, clash).
+				WithHint("allow a directory that holds no worktree and nothing of the repository's git dir")
+		}
+		allowed = append(allowed, Rule{d, "allowed (policy or --allow-write)"})
+	}
+	prof, err := agentProfile(in.Agent, in.Program)
+	if err != nil {
+		return nil, err
+	}
+	guard, err := planGuard(c, in.Branch, in.Publication, in.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	conf.guard, conf.Refs = guard, guard.mode
+	conf.Rules = append(conf.Rules, Rule{c.TopLevel, "the worktree"}, Rule{c.GitDir, "its git dir: index, HEAD, its reflog, its own refs"})
+	conf.Rules = append(conf.Rules, guard.rules(c.CommonDir)...)
+	conf.Rules = append(conf.Rules, Rule{in.TempDir, "its private TMPDIR, removed when it ends"})
+	if prof != nil {
+		plan, err := planAgent(prof, in.Home, c.TopLevel, in.TempDir, guard.mode == GuardView, in.DryRun)
+		if err != nil {
+			_ = guard.view.Remove() // Best effort: the layers just made, empty.
+			return nil, err
+		}
+		for _, d := range plan.dirs {
+			if clash := conflict(d.Path, protected); clash != "" {
+				_ = guard.view.Remove() // Best effort: the layers just made, empty.
+				return nil, decision.New(decision.ConfinementConflict, "the %s profile's %s may not be writable to a confined command: it holds or lies in %s", prof.Name, d.Path, clash).
+					WithHint("run it with --no-confine, or move HOME out of the repository")
+			}
+		}
+		conf.Rules = append(conf.Rules, plan.dirs...)
+		conf.agent, conf.Agent = plan, prof.Name
+		guard.agent = plan
+	}
+	var defaults []string
+	if in.Home != "" && filepath.IsAbs(in.Home) {
+		for _, d := range defaultWritable {
+			if d == ".cache" && in.CacheHome != "" {
+				continue
+			}
+			defaults = append(defaults, filepath.Join(in.Home, d))
+		}
+	}
+	if in.CacheHome != "" && filepath.IsAbs(in.CacheHome) {
+		defaults = append(defaults, in.CacheHome)
+	}
+	for _, d := range defaults {
+		if _, err := os.Stat(d); err != nil {
+			continue
+		}
+		if clash := conflict(d, protected); clash != "" {
+			conf.Dropped = append(conf.Dropped, Rule{d, "holds " + clash})
+			continue
+		}
+		conf.Rules = append(conf.Rules, Rule{d, "an agent's state or cache"})
+	}
+	conf.Rules = append(conf.Rules, allowed...)
+	return conf, nil
+}
+
+// protectedPlaces are what a confined command must not be able to write,
+// each with what it is: the common dir, the canonical checkout, and every
+// other worktree of the repository.
+func protectedPlaces(c gitrepo.Checkout) (map[string]string, error) {
+	out := map[string]string{c.CommonDir: "the repository's git dir (store, hooks, config)"}
+	if top := filepath.Dir(c.CommonDir); filepath.Base(c.CommonDir) == ".git" {
+		out[top] = "the canonical checkout " + top
+	}
+	keys, err := gitrepo.AdminKeys(c.CommonDir)
+	if err != nil {
+		return nil, decision.Wrap(decision.PathStateUnknown, err, "list the worktrees of %s", c.CommonDir)
+	}
+	for path, key := range keys {
+		if key != c.Key {
+			out[path] = "the worktree " + path
+		}
+	}
+	return out, nil
+}
+
+// conflict names the protected place that dir contains or lies in, or "".
+func conflict(dir string, protected map[string]string) string {
+	var names []string
+	for p := range protected {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		if within(p, dir) || within(dir, p) {
+			return protected[p]
+		}
+	}
+	return ""
+}
+
+// within reports whether path is dir or lies beneath it.
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// Explain is the confinement in words, one rule a line.
+func (c *Plan) Explain(worktree string) []string {
+	out := []string{fmt.Sprintf("confinement of %s (Landlock ABI %d)", worktree, c.ABI), "  read     everywhere"}
+	for _, r := range c.Rules {
+		out = append(out, fmt.Sprintf("  write    %s  (%s)", r.Path, r.Why))
+	}
+	out = append(out, c.guard.explain()...)
+	out = append(out, c.agent.explain()...)
+	out = append(out, "  devices  "+strings.Join(devices, " ")+" and its own terminal")
+	for _, r := range c.Dropped {
+		out = append(out, fmt.Sprintf("  not      %s  (%s)", r.Path, r.Why))
+	}
+	if c.Signals {
+		out = append(out, "  signals  only to processes the command started")
+	} else {
+		out = append(out, fmt.Sprintf("  signals  not scoped (Landlock ABI %d < %d)", c.ABI, scopeABI))
+	}
+	return append(out, "  fds      none above 2 but those named with --keep-fd", "  everything else is read-only: other worktrees, the wt store, the hooks, the repository's config")
+}
+
+// ruleset is a Landlock ruleset ready to enforce (fd -1: nothing to
+// enforce, Landlock being absent in best-effort mode).
+type ruleset struct {
+	fd    int
+	flags uint32
+}
+
+// buildRuleset builds the confinement's Landlock ruleset: reads everywhere,
+// writes only beneath the directories of the rules and to the device
+// files, and signals only within the domain where the kernel scopes them.
+//
+// It is one ruleset, not paths then scopes: a domain that handles no file
+// right still denies every link and rename across directories (Landlock's
+// "refer" is denied by default), which would break git's object writes.
+// Networking is not restricted, and of the IPC scopes only signals are.
+func (c *Plan) buildRuleset(terminals []string) (ruleset, error) {
+	cfg := landlock.V7
+	cfg.HandledAccessNet = 0
+	cfg.Scoped = 0
+	if c.Signals {
+		cfg.Scoped = landlock.ScopedSet(llsys.ScopeSignal)
+	}
+	var write []string
+	for _, r := range c.Rules {
+		write = append(write, r.Path)
+	}
+	dev := landlock.AccessFSSet(llsys.AccessFSReadFile | llsys.AccessFSWriteFile | llsys.AccessFSIoctlDev)
+	var private []string
+	if c.agent != nil {
+		for _, p := range c.agent.private {
+			private = append(private, p.path) // in the namespace: the run's copy
+		}
+	}
+	fd, flags, err := cfg.BestEffort().NewRulesetFD(
+		landlock.RODirs("/"),
+		landlock.RWDirs(write...).WithRefer().WithIoctlDev().IgnoreIfMissing(),
+		landlock.PathAccess(dev, append(slices.Clone(devices), terminals...)...).IgnoreIfMissing(),
+		landlock.RWFiles(private...).IgnoreIfMissing(),
+	)
+	return ruleset{fd: fd, flags: flags}, err
+}
+
+// Fork runs fork (a fork and exec of the command) on an OS thread
+// of its own that it first confines, so that the child starts inside the
+// Landlock domain (and the mount namespace, if any), and wt-exec's other
+// threads do not. A Landlock domain (and no_new_privs, which enforcing one
+// needs) belongs to a thread and passes to the processes it forks; Go's
+// ForkExec forks from the thread that calls it and runs no code of ours
+// between fork and exec, so the restriction is put on that thread before
+// the fork. The ruleset is built on that thread after its mount namespace
+// is made, so that its paths name what the command will see (the common
+// dir's view, not the real common dir). The thread is never unlocked: it
+// ends with its goroutine, confined, instead of serving other goroutines.
+func (c *Plan) Fork(terminals []string, fork func() (int, error)) (int, error) {
+	type result struct {
+		pid int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked (see above)
+		if err := c.guard.enterMountNS(); err != nil {
+			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "make the confined command's mount namespace")}
+			return
+		}
+		rs, err := c.buildRuleset(terminals)
+		if err != nil {
+			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "build the Landlock ruleset")}
+			return
+		}
+		if rs.fd >= 0 {
+			defer unix.Close(rs.fd) // Best effort: a ruleset fd only; the child has its domain by then.
+			if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+				done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "set no_new_privs for the confined command")}
+				return
+			}
+			if err := llsys.LandlockRestrictSelf(rs.fd, rs.flags); err != nil {
+				done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "apply the Landlock confinement")}
+				return
+			}
+		}
+		pid, err := fork()
+		done <- result{pid, err}
+	}()
+	r := <-done
+	return r.pid, r.err
+}
+
+// kernelABI is the kernel's Landlock ABI version, 0 when it has none.
+func kernelABI() int {
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
+// MakeTempDir makes the private TMPDIR of a confined command.
+func MakeTempDir() (string, error) {
+	d, err := os.MkdirTemp("", "wt-exec-tmp-")
+	if err != nil {
+		return "", decision.Wrap(decision.Internal, err, "make a private TMPDIR")
+	}
+	return d, nil
+}
+
+// Refusal is CONFINEMENT_UNAVAILABLE for a kernel whose Landlock
+// ABI is below MinABI (0: none).
+func Refusal(abi int) *decision.Error {
+	why := "this kernel has no Landlock (not built in, or not enabled at boot: lsm=landlock)"
+	if abi > 0 {
+		why = fmt.Sprintf("this kernel's Landlock ABI %d is older than %d, the first that stops truncate(2)", abi, MinABI)
+	}
+	return decision.New(decision.ConfinementUnavailable, "wt-exec cannot confine the command: %s", why).
+		WithHint("run it unconfined with wt-exec --no-confine, or set the policy to auto: wt-admin policy --confine auto")
+}
+
+// CloseInherited keeps every descriptor above 2 that wt-exec inherited
+// from passing into a confined command (a launcher's socket, a terminal or
+// a file opened elsewhere would carry rights the confinement denies), but
+// those in keep (--keep-fd): it marks them close-on-exec, so wt-exec itself
+// may go on using them (--json fd:N). Go opens its own with close-on-exec.
+func CloseInherited(keep []int) error {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		ents, rerr := os.ReadDir("/proc/self/fd")
+		if rerr != nil {
+			return decision.Wrap(decision.ConfinementUnavailable, err, "close the inherited descriptors")
+		}
+		for _, e := range ents {
+			if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+				_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC) // Best effort: the listing's own fd is gone by now.
+			}
+		}
+	}
+	for _, fd := range keep {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
+			return decision.Wrap(decision.Usage, err, "--keep-fd %d: no such open descriptor", fd).
+				WithHint("open it before wt-exec starts, e.g. wt-exec --keep-fd %d ... %d<FILE", fd, fd)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package wrapper
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/wrapper/confine"
+	"golang.org/x/sys/unix"
+)
+
+// preparePublisher makes the publisher of a confined run's task branch
+// when the run has a private view (confine.View) and a branch: where the
+// real branch stands now, before the command starts, is the first tip
+// the publication swaps from. Every publication is recorded in the store
+// (event task_branch_published) as well as in the branch's reflog.
+func (s *supervisor) preparePublisher(c gitrepo.Checkout, g lease.Grant, conf *confine.Plan) error {
+	v := conf.View()
+	if v == nil {
+		return nil
+	}
+	s.view = v
+	if g.Allocation.Branch == nil {
+		return nil
+	}
+	branch := *g.Allocation.Branch
+	base, err := gitrepo.ReadRef(c.CommonDir, "refs/heads/"+branch)
+	if err != nil {
+		return decision.Wrap(decision.PathStateUnknown, err, "read the task branch %s", branch)
+	}
+	if strings.HasPrefix(base, "ref:") {
+		base = ""
+	}
+	p := confine.NewPublisher(v, g.Allocation.TaskKey, branch, base, g.Policy.PublicationBranch)
+	p.Notify = s.notify
+	p.Exclusive = s.pubExclusive
+	id, lid := g.Allocation.AllocationID, g.Lease.LeaseID
+	h := g.Lease.Holder
+	p.Published = func(m confine.Move) {
+		if err := s.repo.Store.Write(func(tx *store.Tx) error {
+			return tx.AppendEvent(store.Event{At: store.Now(), Event: "task_branch_published",
+				AllocationID: &id, LeaseID: &lid, Holder: &h, Actor: proc.Actor(),
+				Detail: map[string]any{"ref": m.Ref, "old": m.Old, "new": m.New, "rewrite": m.Rewrite, "kept": m.Kept}})
+		}); err != nil {
+			s.notify("the publication of " + m.Ref + " could not be recorded in wt's store (the branch's reflog has it): " + err.Error())
+		}
+	}
+	s.pub = p
+	return nil
+}
+
+// startPublisher watches the view once the command runs in it.
+func (s *supervisor) startPublisher() {
+	if s.pub == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.endPub, s.pubEnd = cancel, make(chan struct{})
+	go func() {
+		defer close(s.pubEnd)
+		s.pub.Watch(ctx)
+	}()
+}
+
+// endView ends a confined run's view once the command and everything it
+// started have ended: the branch published a last time, the refs the run
+// moved in its view and did not publish listed (REFS_UNPUBLISHED), and
+// the view's layers removed, but when the publication failed: then they
+// stay, and the notice names them.
+func (s *supervisor) endView() {
+	if s.view == nil {
+		return
+	}
+	v := s.view
+	s.view = nil
+	keep := false
+	if s.pub != nil {
+		if s.endPub != nil {
+			s.endPub()
+			<-s.pubEnd
+		}
+		ctx := context.Background()
+		if err := s.pub.Publish(ctx); err != nil {
+			keep = true
+			s.notify(err.Error() + fmt.Sprintf("; the run's view is kept in %s", v.Upper()))
+		}
+		if err := s.pub.KeepObjects(ctx); err != nil {
+			keep = true
+			s.notify(err.Error() + fmt.Sprintf("; the run's view is kept in %s", v.Upper()))
+		}
+		if refs, err := s.pub.Unpublished(ctx); err != nil {
+			s.notify("the refs the run moved in its view cannot be listed: " + err.Error())
+		} else if len(refs) > 0 {
+			s.notify(decision.New(decision.RefsUnpublished, "the run moved %d ref(s) in its private view that wt does not publish (only its task branch leaves the view); they end with it (ref, in the view, in the repository): %s",
+				len(refs), strings.Join(refs, "; ")).Error())
+		}
+	}
+	if keep {
+		v.Close()
+		return
+	}
+	if err := v.Remove(); err != nil {
+		s.notify("the run's private view " + v.Dir + " could not be removed: " + err.Error())
+	}
+}
+
+// dropView removes a view whose command never ran.
+func (s *supervisor) dropView() {
+	if s.view != nil {
+		_ = s.view.Remove() // Best effort: layers nothing was written in.
+		s.view = nil
+	}
+}
+
+// pubExclusive runs one publication (its git processes) while neither
+// reap nor terminate runs, then has the children reaped that exited
+// meanwhile: SIGCHLD to wt-exec itself wakes the loop that reaps.
+func (s *supervisor) pubExclusive(f func()) {
+	s.gitMu.Lock()
+	f()
+	s.gitMu.Unlock()
+	if s.reapLater.Swap(false) {
+		_ = unix.Kill(os.Getpid(), unix.SIGCHLD) // Best effort: the loop also polls.
+	}
+}
