@@ -205,6 +205,31 @@ func (p *Publisher) Unpublished(ctx context.Context) ([]string, error) {
 		return nil, errNoView
 	}
 	common := p.view.Common
+	table := gitrepo.Reftable(common)
+	var moved map[string]bool
+	if table {
+		// Nothing moved while the stack is the one the run started with.
+		now, err := os.ReadFile(filepath.Join(p.view.Upper(), "reftable", "tables.list"))
+		if err != nil {
+			return nil, err
+		}
+		start, err := os.ReadFile(filepath.Join(p.view.Dir, "start", "reftable", "tables.list"))
+		if err != nil {
+			return nil, err
+		}
+		if string(now) == string(start) {
+			return nil, nil
+		}
+	} else {
+		var err error
+		if moved, err = upperRefs(p.view); err != nil {
+			return nil, err
+		}
+		delete(moved, p.ref)
+		if len(moved) == 0 {
+			return nil, nil
+		}
+	}
 	// Through wt-exec's own /proc entry: git, another process, resolves
 	// the view's descriptor there, not in its own /proc/self.
 	refsDir := filepath.Join("/proc", strconv.Itoa(os.Getpid()), "fd", strconv.Itoa(p.view.fd))
@@ -216,8 +241,7 @@ func (p *Publisher) Unpublished(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var moved map[string]bool
-	if gitrepo.Reftable(common) {
+	if table {
 		start, err := gitrepo.ListRefsOf(ctx, common, filepath.Join(p.view.Dir, "start"))
 		if err != nil {
 			return nil, err
@@ -233,8 +257,6 @@ func (p *Publisher) Unpublished(ctx context.Context) ([]string, error) {
 				moved[name] = true
 			}
 		}
-	} else if moved, err = upperRefs(p.view); err != nil {
-		return nil, err
 	}
 	dash := func(s string) string {
 		if s == "" {
@@ -327,16 +349,31 @@ func packedRefs(file string) (map[string]string, error) {
 	return out, nil
 }
 
+// watchAfter is how long a run goes before its view is watched.
+const watchAfter = 50 * time.Millisecond
+
 // Watch publishes the branch whenever the view's refs change, until ctx
 // ends: inotify on the view's directories where a move of the branch
 // shows (the branch's ref directory and the common dir's root for the
 // files backend, reftable/ for reftable), and a poll every second in case
-// a directory it watches is removed and made again. Errors are said
+// a directory it watches is removed and made again. The watch starts once
+// the run has lasted watchAfter (a move before then is published then). Errors are said
 // through Notify, once each.
 func (p *Publisher) Watch(ctx context.Context) {
 	root := p.view.Root()
 	if root == "" {
 		return
+	}
+	// A short run gets no watch: closing an inotify instance waits for an
+	// SRCU grace period (about 10 ms), which would be most of the cost of
+	// a confined run that lasts a moment. It publishes when it ends.
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(watchAfter):
+	}
+	if err := p.Publish(ctx); err != nil && ctx.Err() == nil {
+		p.Notify(err.Error())
 	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {

@@ -256,7 +256,7 @@ func (g *refGuard) enterMountNS() error {
 	defer unix.Close(admin)
 	// index=off and redirect_dir=off: the view is thrown away, never
 	// moved or mounted again; xino and metacopy off keep copy-up whole.
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,index=off,redirect_dir=off,metacopy=off,xino=off",
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,index=off,redirect_dir=off,metacopy=off,xino=off,volatile",
 		overlayEscape(v.Common), overlayEscape(v.Upper()), overlayEscape(filepath.Join(v.Dir, "work")))
 	if err := unix.Mount("wt-view", v.Common, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount the run's view of %s: %w", v.Common, err)
