@@ -151,7 +151,7 @@ func (s *supervisor) forkExec(path string, argv []string, attr *syscall.ProcAttr
 		terminals := s.ownTerminals(attr.Files)
 		// Each attempt forks from a new thread confined for it alone.
 		fork = func() (int, error) {
-			return conf.Fork(terminals, func() (int, error) { return syscall.ForkExec(path, argv, attr) })
+			return conf.Fork(terminals, path, argv, attr)
 		}
 	}
 	if s.cg == nil {

@@ -7,6 +7,7 @@
 package confine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -282,15 +284,16 @@ type ruleset struct {
 	flags uint32
 }
 
-// buildRuleset builds the confinement's Landlock ruleset: reads everywhere,
-// writes only beneath the directories of the rules and to the device
-// files, and signals only within the domain where the kernel scopes them.
+// ruleset builds the confinement's Landlock ruleset: reads everywhere,
+// writes only beneath the directories of the rules, to the device files
+// devs and to the files private (the agent profile's copies), and signals
+// only within the domain where the kernel scopes them.
 //
 // It is one ruleset, not paths then scopes: a domain that handles no file
 // right still denies every link and rename across directories (Landlock's
 // "refer" is denied by default), which would break git's object writes.
 // Networking is not restricted, and of the IPC scopes only signals are.
-func (c *Plan) buildRuleset(terminals []string) (ruleset, error) {
+func (c *Plan) ruleset(devs, private []string) (ruleset, error) {
 	cfg := landlock.V7
 	cfg.HandledAccessNet = 0
 	cfg.Scoped = 0
@@ -302,36 +305,47 @@ func (c *Plan) buildRuleset(terminals []string) (ruleset, error) {
 		write = append(write, r.Path)
 	}
 	dev := landlock.AccessFSSet(llsys.AccessFSReadFile | llsys.AccessFSWriteFile | llsys.AccessFSIoctlDev)
-	var private []string
-	if c.agent != nil {
-		for _, p := range c.agent.private {
-			private = append(private, p.path) // in the namespace: the run's copy
-		}
-	}
 	fd, flags, err := cfg.BestEffort().NewRulesetFD(
 		landlock.RODirs("/"),
 		landlock.RWDirs(write...).WithRefer().WithIoctlDev().IgnoreIfMissing(),
-		landlock.PathAccess(dev, append(slices.Clone(devices), terminals...)...).IgnoreIfMissing(),
+		landlock.PathAccess(dev, devs...).IgnoreIfMissing(),
 		landlock.RWFiles(private...).IgnoreIfMissing(),
 	)
 	return ruleset{fd: fd, flags: flags}, err
 }
 
-// Fork runs fork (a fork and exec of the command) on an OS thread
-// of its own that it first confines, so that the child starts inside the
-// Landlock domain (and the mount namespace, if any), and wt-exec's other
-// threads do not. A Landlock domain (and no_new_privs, which enforcing one
-// needs) belongs to a thread and passes to the processes it forks; Go's
-// ForkExec forks from the thread that calls it and runs no code of ours
-// between fork and exec, so the restriction is put on that thread before
-// the fork. The ruleset is built on that thread after its mount namespace
-// is made, so that its paths name what the command will see (the common
-// dir's view, not the real common dir). The thread is never unlocked: it
-// ends with its goroutine, confined, instead of serving other goroutines.
-func (c *Plan) Fork(terminals []string, fork func() (int, error)) (int, error) {
+// Fork starts the command (path, argv, attr as for syscall.ForkExec)
+// confined, with terminals its own. A view made in a user namespace is
+// made by the helper the command is exec'd from (userns.go); otherwise
+// the fork happens on an OS thread of its own that is confined first, so
+// that the child starts inside the Landlock domain (and the mount
+// namespace, if any), and wt-exec's other threads do not. A Landlock
+// domain (and no_new_privs, which enforcing one needs) belongs to a thread
+// and passes to the processes it forks; Go's ForkExec forks from the
+// thread that calls it and runs no code of ours between fork and exec, so
+// the restriction is put on that thread before the fork. The ruleset is
+// built on that thread after its mount namespace is made, so that its
+// paths name what the command will see (the common dir's view, not the
+// real common dir). The thread is never unlocked: it ends with its
+// goroutine, confined, instead of serving other goroutines.
+func (c *Plan) Fork(terminals []string, path string, argv []string, attr *syscall.ProcAttr) (int, error) {
+	if v := c.View(); v != nil && v.userNS {
+		pid, err := c.forkUserNS(terminals, path, argv, attr)
+		var no syscall.Errno
+		if err != nil && !errors.As(err, &no) {
+			return 0, decision.Wrap(decision.ConfinementUnavailable, err, "make the confined command's view in a user namespace")
+		}
+		return pid, err
+	}
 	type result struct {
 		pid int
 		err error
+	}
+	var private []string
+	if c.agent != nil {
+		for _, p := range c.agent.private {
+			private = append(private, p.path) // in the namespace: the run's copy
+		}
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -340,7 +354,7 @@ func (c *Plan) Fork(terminals []string, fork func() (int, error)) (int, error) {
 			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "make the confined command's mount namespace")}
 			return
 		}
-		rs, err := c.buildRuleset(terminals)
+		rs, err := c.ruleset(append(slices.Clone(devices), terminals...), private)
 		if err != nil {
 			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "build the Landlock ruleset")}
 			return
@@ -356,7 +370,7 @@ func (c *Plan) Fork(terminals []string, fork func() (int, error)) (int, error) {
 				return
 			}
 		}
-		pid, err := fork()
+		pid, err := syscall.ForkExec(path, argv, attr)
 		done <- result{pid, err}
 	}()
 	r := <-done

@@ -56,6 +56,9 @@ type View struct {
 	// Branch is the task branch ("" for none), whose ref directory the
 	// view keeps apart (seed).
 	Branch string
+	// userNS is set when the view is made in a user namespace of the
+	// run's own (wt-exec is not root: userns.go).
+	userNS bool
 	// seeded are the loose refs seed copied into the upper layer, with
 	// their contents: copies, not the run's writes.
 	seeded map[string]string
@@ -96,7 +99,24 @@ func (v *View) Remove() error {
 		return nil
 	}
 	v.Close()
+	// overlayfs makes the directories of its work dir with no
+	// permissions: only root gets in without giving them back.
+	openTree(filepath.Join(v.Dir, "work"))
 	return os.RemoveAll(v.Dir)
+}
+
+// openTree gives the owner back its permissions on dir and every
+// directory beneath it. Best effort: RemoveAll says what is left.
+func openTree(dir string) {
+	if os.Chmod(dir, 0o700) != nil {
+		return
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() {
+			openTree(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // refGuard is how a confined command's refs are guarded: a view, or
@@ -116,6 +136,10 @@ type refGuard struct {
 	// files are mounts of the namespace.
 	agent *agentPlan
 }
+
+// mountNSAllowed and userNSAllowed say which view a run can get (tests
+// pretend otherwise).
+var mountNSAllowed, userNSAllowed = canMountNS, canUserNS
 
 // canMountNS reports whether this process may make a mount namespace:
 // CAP_SYS_ADMIN in its effective set.
@@ -166,9 +190,9 @@ func ownRefDir(branch string) bool {
 // rules name, empty, which git ignores).
 func planGuard(c gitrepo.Checkout, branch, publication string, dryRun bool) (*refGuard, error) {
 	g := &refGuard{mode: GuardLandlock, branchDir: taskRefDir(branch), ownDir: ownRefDir(branch), reftable: gitrepo.Reftable(c.CommonDir)}
-	if canMountNS() {
+	if root := mountNSAllowed(); root || userNSAllowed() {
 		g.mode = GuardView
-		g.view = &View{Common: c.CommonDir, GitDir: c.GitDir, Branch: branch, fd: -1}
+		g.view = &View{Common: c.CommonDir, GitDir: c.GitDir, Branch: branch, userNS: !root, fd: -1}
 		if dryRun {
 			g.view.Dir = filepath.Join(os.TempDir(), "wt-view-XXXXXXXX")
 			return g, nil
@@ -232,19 +256,25 @@ func overlayEscape(p string) string {
 }
 
 // enterMountNS puts the calling thread (locked, about to fork the
-// command) in a mount namespace of its own and makes the guard's mounts
-// there: the overlay over the common dir, the command's own admin dir bound
-// into it, then the agent profile's mounts. Mounts propagate into the
-// namespace from the host (slave), never out.
+// command) in a mount namespace of its own and makes the view there
+// (mountView). As root only: without, the helper makes it (userns.go).
 func (g *refGuard) enterMountNS() error {
 	if g == nil || g.mode != GuardView {
 		return nil
 	}
-	v := g.view
-	v.Close() // a view of an earlier attempt to start the command
+	g.view.Close() // a view of an earlier attempt to start the command
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("unshare the mount namespace: %w", err)
 	}
+	return g.mountView()
+}
+
+// mountView makes the guard's mounts in the mount namespace the caller is
+// in (new, its own): the overlay over the common dir, the command's own
+// admin dir bound into it, then the agent profile's mounts. Mounts
+// propagate into the namespace from the host (slave), never out.
+func (g *refGuard) mountView() error {
+	v := g.view
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("make the mount namespace a slave: %w", err)
 	}
@@ -255,9 +285,17 @@ func (g *refGuard) enterMountNS() error {
 	}
 	defer unix.Close(admin)
 	// index=off and redirect_dir=off: the view is thrown away, never
-	// moved or mounted again; xino and metacopy off keep copy-up whole.
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,index=off,redirect_dir=off,metacopy=off,xino=off,volatile",
+	// moved or mounted again; xino and metacopy off keep copy-up whole;
+	// volatile: nothing of it needs to reach the disk.
+	// In a user namespace (userxattr) overlayfs refuses those options
+	// and keeps redirect_dir and metacopy off by itself.
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,volatile",
 		overlayEscape(v.Common), overlayEscape(v.Upper()), overlayEscape(filepath.Join(v.Dir, "work")))
+	if v.userNS {
+		opts += ",userxattr"
+	} else {
+		opts += ",index=off,redirect_dir=off,metacopy=off,xino=off"
+	}
 	if err := unix.Mount("wt-view", v.Common, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount the run's view of %s: %w", v.Common, err)
 	}
@@ -317,13 +355,16 @@ func (g *refGuard) explain() []string {
 	}
 	out := []string{"  refs     guarded by " + g.mode}
 	if g.mode == GuardView {
+		if g.view.userNS {
+			out = append(out, "  view     made in a user namespace of the run's own (wt-exec is not root)")
+		}
 		return append(out,
 			"  view     "+g.view.Common+" is an overlay: every ref, reflog, object, config, hook and record the command writes, deletes or packs stays in "+g.view.Upper(),
 			"  view     its own admin dir ("+g.view.GitDir+") is the real one",
 			"  publish  wt-exec publishes its branch: new objects checked by git index-pack, then the branch moved from the last tip it published; every other ref it moved is listed when it ends")
 	}
 	if g.reftable {
-		return append(out, "  refs     writable: every ref: a reftable repository keeps them in one table stack, which no path rule can divide (no private view: wt-exec is not root)")
+		return append(out, "  refs     writable: every ref: a reftable repository keeps them in one table stack, which no path rule can divide (no private view: wt-exec is not root and cannot make a user namespace here)")
 	}
 	if g.branchDir != "" {
 		out = append(out, "  refs     writable: "+g.branchDir+"/ (its branch's directory), refs/remotes, its own refs and HEAD")
@@ -331,8 +372,8 @@ func (g *refGuard) explain() []string {
 			out = append(out, "  refs     shared: other branches in "+g.branchDir+"/ (other tasks' in the flat layout) are writable too; wt-admin policy --branch-layout task-dir gives each new task a directory of its own")
 		}
 	}
-	return append(out, "  read-only refs/ and the common dir's root: the stash and ref deletions fail (no private view: wt-exec is not root)",
-		"  objects  writable: a confined command can delete or rewrite objects (no private view: wt-exec is not root)")
+	return append(out, "  read-only refs/ and the common dir's root: the stash and ref deletions fail (no private view: wt-exec is not root and cannot make a user namespace here)",
+		"  objects  writable: a confined command can delete or rewrite objects (no private view: wt-exec is not root and cannot make a user namespace here)")
 }
 
 // errNoView is a publication asked of a run without a view.
@@ -354,7 +395,7 @@ func (v *View) seed() error {
 	up := v.Upper()
 	if gitrepo.Reftable(v.Common) {
 		dst := filepath.Join(up, "reftable")
-		if err := opaqueDir(dst); err != nil {
+		if err := v.opaqueDir(dst); err != nil {
 			return err
 		}
 		if err := copyStack(filepath.Join(v.Common, "reftable"), dst); err != nil {
@@ -376,7 +417,7 @@ func (v *View) seed() error {
 	// were when it started), and its own reflog.
 	ref := "refs/heads/" + v.Branch
 	dir := filepath.Dir(ref)
-	if err := opaqueDir(filepath.Join(up, dir)); err != nil {
+	if err := v.opaqueDir(filepath.Join(up, dir)); err != nil {
 		return err
 	}
 	v.seeded = map[string]string{}
@@ -411,18 +452,24 @@ func (v *View) seed() error {
 		return err
 	}
 	log := filepath.Join("logs", ref)
-	if err := opaqueDir(filepath.Join(up, filepath.Dir(log))); err != nil {
+	if err := v.opaqueDir(filepath.Join(up, filepath.Dir(log))); err != nil {
 		return err
 	}
 	return copyFile(filepath.Join(v.Common, log), filepath.Join(up, log))
 }
 
-// opaqueDir makes dir (and its parents) in an upper layer, dir opaque.
-func opaqueDir(dir string) error {
+// opaqueDir makes dir (and its parents) in the upper layer, dir opaque:
+// overlayfs reads trusted.overlay.opaque, or, mounted in a user namespace
+// (userxattr), user.overlay.opaque.
+func (v *View) opaqueDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := unix.Setxattr(dir, "trusted.overlay.opaque", []byte("y"), 0); err != nil {
+	attr := "trusted.overlay.opaque"
+	if v.userNS {
+		attr = "user.overlay.opaque"
+	}
+	if err := unix.Setxattr(dir, attr, []byte("y"), 0); err != nil {
 		return fmt.Errorf("mark %s opaque: %w", dir, err)
 	}
 	return nil

@@ -29,6 +29,7 @@ import (
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/internal/gittest"
 	"github.com/wt-tool/wt/wrapper"
+	"github.com/wt-tool/wt/wrapper/confine"
 )
 
 func TestMain(m *testing.M) {
@@ -67,6 +68,9 @@ func TestMain(m *testing.M) {
 		// blackhole FILE listens on a loopback port, writes it to FILE,
 		// accepts every connection and never answers: an etcd that hangs.
 		"blackhole": blackhole,
+		// wt-exec-confine is wt-exec's confinement helper, run by wt-exec
+		// without root (wrapper/confine/userns.go).
+		"wt-exec-confine": confine.Helper,
 	})
 }
 
@@ -243,6 +247,13 @@ func TestScripts(t *testing.T) {
 				v, err := llsys.LandlockGetABIVersion()
 				return err == nil && v >= 6, nil
 			}
+			// [userns]: an ordinary user may make a user namespace here
+			// (the private view of a confined run without root).
+			if cond == "userns" {
+				b, err := os.ReadFile("/proc/sys/user/max_user_namespaces")
+				n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				return err == nil && n > 0, nil
+			}
 			if cond != "cgroup" {
 				return false, fmt.Errorf("unknown condition %q", cond)
 			}
@@ -369,6 +380,42 @@ func TestScripts(t *testing.T) {
 					ts.Fatalf("recipe %s has no closing fence", args[0])
 				}
 				ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(block+"\n"), 0o644))
+			},
+			// nobodysetup: makes $WORK the workplace of an ordinary user
+			// (uid and gid 65534): $WORK and the directories above it
+			// traversable, $WORK its own, this test binary copied under
+			// the names the scripts run (wt-exec, wt-admin, wt-hook,
+			// wt-gate, and the confinement helper) where that user may
+			// run it, and asnobody on PATH, which runs its arguments as
+			// that user with those first on PATH (setpriv).
+			"nobodysetup": func(ts *testscript.TestScript, neg bool, args []string) {
+				work := ts.Getenv("WORK")
+				for d := work; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+					fi, err := os.Stat(d)
+					ts.Check(err)
+					ts.Check(os.Chmod(d, fi.Mode().Perm()|0o011))
+				}
+				bin := filepath.Join(work, ".nobody", "bin")
+				home := filepath.Join(work, ".nobody", "home")
+				ts.Check(os.MkdirAll(bin, 0o755))
+				ts.Check(os.MkdirAll(home, 0o755))
+				self, err := os.Executable()
+				ts.Check(err)
+				b, err := os.ReadFile(self)
+				ts.Check(err)
+				first := filepath.Join(bin, "wt-exec")
+				ts.Check(os.WriteFile(first, b, 0o755))
+				for _, name := range []string{"wt-admin", "wt-hook", "wt-gate", "wt-exec-confine"} {
+					ts.Check(os.Link(first, filepath.Join(bin, name)))
+				}
+				ts.Check(filepath.WalkDir(work, func(p string, d os.DirEntry, err error) error {
+					if err != nil {
+						return err
+					}
+					return os.Lchown(p, 65534, 65534)
+				}))
+				script := "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups env PATH=" + bin + ":\"$PATH\" HOME=" + home + " \"$@\"\n"
+				ts.Check(os.WriteFile(filepath.Join(work, ".bin", "asnobody"), []byte(script), 0o755))
 			},
 			// waitfile FILE: wait (at most a minute) until FILE exists, e.g.
 			// one a background command creates when it is ready.
