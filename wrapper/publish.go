@@ -10,6 +10,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/wrapper/confine"
 	"golang.org/x/sys/unix"
@@ -26,17 +27,25 @@ func (s *supervisor) preparePublisher(c gitrepo.Checkout, g lease.Grant, conf *c
 		return nil
 	}
 	s.view = v
+	base := ""
+	if g.Allocation.Branch != nil {
+		var err error
+		if base, err = gitrepo.ReadRef(c.CommonDir, "refs/heads/"+*g.Allocation.Branch); err != nil {
+			return decision.Wrap(decision.PathStateUnknown, err, "read the task branch %s", *g.Allocation.Branch)
+		}
+		if strings.HasPrefix(base, "ref:") {
+			base = ""
+		}
+	}
+	// Recorded before the command starts: a wt-exec killed from here on
+	// leaves the record for the next one (confine.Recover).
+	if err := v.Record(s.repo.Store.Root(), c.Key, g.Allocation.TaskKey, base); err != nil {
+		return decision.Wrap(decision.ConfinementUnavailable, err, "record the run's view in wt's store")
+	}
 	if g.Allocation.Branch == nil {
 		return nil
 	}
 	branch := *g.Allocation.Branch
-	base, err := gitrepo.ReadRef(c.CommonDir, "refs/heads/"+branch)
-	if err != nil {
-		return decision.Wrap(decision.PathStateUnknown, err, "read the task branch %s", branch)
-	}
-	if strings.HasPrefix(base, "ref:") {
-		base = ""
-	}
 	p := confine.NewPublisher(v, g.Allocation.TaskKey, branch, base, g.Policy.PublicationBranch)
 	p.Notify = s.notify
 	p.Exclusive = s.pubExclusive
@@ -52,6 +61,19 @@ func (s *supervisor) preparePublisher(c gitrepo.Checkout, g lease.Grant, conf *c
 		}
 	}
 	s.pub = p
+	return nil
+}
+
+// recoverView recovers the view a run on this worktree left when its
+// wt-exec was killed (confine.Recover), before this run starts anything.
+// One that cannot be recovered stops this run: its record would be
+// replaced by this run's, and what it holds lost track of.
+func (s *supervisor) recoverView(c gitrepo.Checkout) error {
+	err := confine.Recover(context.Background(), c.CommonDir, s.repo.Store.Root(), c.Key, s.notify)
+	if err != nil {
+		return decision.Wrap(decision.PublishFailed, err, "recover an earlier run's view").
+			WithHint("see it with wt-admin --repo %s doctor", shell.Word(c.TopLevel))
+	}
 	return nil
 }
 

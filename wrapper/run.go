@@ -205,6 +205,9 @@ func Run(opts Options) (Result, error) {
 			if s.startCtx != nil && s.startCtx.Err() != nil {
 				return nil, s.stopped()
 			}
+			if err := s.recoverView(c); err != nil {
+				return nil, err
+			}
 			conf, err := s.confinement(c, branchOf(g.Allocation), g.Policy)
 			if err != nil {
 				return nil, err

@@ -102,6 +102,10 @@ const (
 	// PushLocalRemoteConfined: a confined command pushed to a remote on a
 	// local path, which is outside its confinement.
 	PushLocalRemoteConfined = "PUSH_LOCAL_REMOTE_CONFINED"
+	// ViewLeft: a finding of doctor: a confined run ended without wt-exec
+	// (killed), and its private view holds what it did not publish; the
+	// next wt-exec on the worktree recovers it.
+	ViewLeft = "VIEW_LEFT"
 	// RefsUnpublished: a confined run moved refs other than its task
 	// branch in its private view; they are listed and not published.
 	RefsUnpublished    = "REFS_UNPUBLISHED"
@@ -318,6 +322,7 @@ var codes = [...]string{
 	PublishConflict,
 	PublishFailed,
 	RefsUnpublished,
+	ViewLeft,
 	PushLocalRemoteConfined,
 	CommandNotFound,
 	CommandNotRunnable,

@@ -68,6 +68,9 @@ type Publisher struct {
 	kept     bool
 	keptTip  string
 	lastSeen string
+	// tip reads the branch's tip in the view (nil: through the mounted
+	// view; Recover reads the upper layer).
+	tip func() (string, error)
 }
 
 // Move is one publication.
@@ -90,6 +93,9 @@ func NewPublisher(v *View, task, branch, base, publication string) *Publisher {
 // Tip is the task branch as the run's view shows it ("" when the view has
 // no such ref).
 func (p *Publisher) Tip() (string, error) {
+	if p.tip != nil {
+		return p.tip()
+	}
 	root := p.view.Root()
 	if root == "" {
 		return "", errNoView
@@ -149,6 +155,11 @@ func (p *Publisher) publish(ctx context.Context) error {
 		if err == nil {
 			p.Published(Move{Ref: p.ref, Old: p.published, New: tip, Rewrite: rewrite})
 			p.published, p.lastSeen = tip, tip
+			if p.view.record != nil {
+				if err := p.view.record(tip); err != nil {
+					p.Notify("the view's record in wt's store could not be updated (a recovery would keep the run's tip instead of publishing it): " + err.Error())
+				}
+			}
 			return nil
 		}
 		now, rerr := gitrepo.ReadRef(common, p.ref)

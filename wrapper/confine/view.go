@@ -59,6 +59,10 @@ type View struct {
 	// userNS is set when the view is made in a user namespace of the
 	// run's own (wt-exec is not root: userns.go).
 	userNS bool
+	// record and unrecord keep the view's record in the store (Record),
+	// nil when it has none.
+	record   func(published string) error
+	unrecord func() error
 	// seeded are the loose refs seed copied into the upper layer, with
 	// their contents: copies, not the run's writes.
 	seeded map[string]string
@@ -102,7 +106,13 @@ func (v *View) Remove() error {
 	// overlayfs makes the directories of its work dir with no
 	// permissions: only root gets in without giving them back.
 	openTree(filepath.Join(v.Dir, "work"))
-	return os.RemoveAll(v.Dir)
+	if err := os.RemoveAll(v.Dir); err != nil {
+		return err
+	}
+	if v.unrecord != nil {
+		return v.unrecord()
+	}
+	return nil
 }
 
 // openTree gives the owner back its permissions on dir and every

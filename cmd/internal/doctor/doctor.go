@@ -30,6 +30,7 @@ import (
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/core/view"
 	"github.com/wt-tool/wt/install"
+	"github.com/wt-tool/wt/wrapper/confine"
 )
 
 // Finding is one thing that needs a person's action.
@@ -98,6 +99,7 @@ func Run(ctx context.Context, dir string) (Report, error) {
 			rep.store(err)
 		}
 		rep.checkLeases(tx, allocs, r.Git.CommonDir, repo)
+		rep.checkViews(tx, allocs, r.Store.Root())
 		rep.checkRegistrations(tx, repo)
 		rep.checkPrunable(allocs, repo)
 		rep.checkJournals(tx, repo, r.Git.TopLevel)
@@ -434,6 +436,53 @@ func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDi
 		default:
 			f.Problem = fmt.Sprintf("the holder of lease %s (client %s, pid %d) is dead and nothing of it runs", l.LeaseID, l.Holder.ClientID, l.Holder.PID)
 			f.Fix = fmt.Sprintf("wt-admin --repo %s lease release %s --lease-id %s", repo, path, l.LeaseID)
+		}
+		rep.Findings = append(rep.Findings, f)
+	}
+}
+
+// checkViews: a confined run's private view whose run ended without
+// wt-exec (killed) holds what that run did not publish yet; its record
+// stays in the store until the next wt-exec on the worktree recovers it
+// (confine.Recover), which is the fix. A view whose worktree's lease has
+// a live holder is that run's own.
+func (rep *Report) checkViews(tx *store.Tx, allocs []store.Allocation, root string) {
+	keys, err := confine.Records(root)
+	if err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: confine.ViewsDir(root), Problem: "the records of confined runs' views cannot be read: " + err.Error()})
+		return
+	}
+	if len(keys) == 0 {
+		return
+	}
+	ev, err := proc.NewScan()
+	if err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: "/proc", Problem: err.Error()})
+		return
+	}
+	for _, key := range keys {
+		rec, _, err := confine.ReadRecord(root, key)
+		if err != nil {
+			rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: key, Problem: err.Error(), Hint: "look at it: cat " + shell.Word(filepath.Join(confine.ViewsDir(root), key+".json"))})
+			continue
+		}
+		var a *store.Allocation
+		for i := range allocs {
+			if allocs[i].WorktreeKey == key {
+				a = &allocs[i]
+			}
+		}
+		if a != nil {
+			if l, ok, err := tx.Lease(a.AllocationID); err != nil || (ok && lease.Assess(ev, l, time.Now(), lease.Caller{}).HolderLive) {
+				continue // its run goes on (or cannot be told from one that does)
+			}
+		}
+		f := Finding{Check: "leases", Subject: rec.Dir,
+			Problem: fmt.Sprintf("%s: a confined run of task %s ended without wt-exec (killed): its private view %s holds what it did not publish", decision.ViewLeft, rec.Task, rec.Dir)}
+		if a != nil {
+			f.Fix = fmt.Sprintf("wt-exec -C %s --no-confine -- true", shell.Word(a.WorktreePath))
+		} else {
+			f.Hint = fmt.Sprintf("its worktree is no longer allocated; look at what it holds: git --git-dir=%s log --oneline --all", shell.Word(filepath.Join(rec.Dir, "upper")))
 		}
 		rep.Findings = append(rep.Findings, f)
 	}

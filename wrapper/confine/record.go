@@ -1,0 +1,171 @@
+package confine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/safefile"
+)
+
+// A view outlives a wt-exec that is killed: its upper layer holds what the
+// run did and has not published yet. So that nothing of it is lost, each
+// view is recorded in wt's store, which the run cannot write
+// (<store>/views/<worktree key>.json: where its layers are, the task, the
+// branch and the tip last published), from before the command starts
+// until the view is removed. The next wt-exec to take the worktree's lease
+// finds the record and recovers the view (Recover) before it runs
+// anything; doctor names a record whose run is gone, with that wt-exec as
+// the fix.
+
+// ViewsDir is where the store at root records views.
+func ViewsDir(root string) string { return filepath.Join(root, "views") }
+
+// ViewRecord is one view's record.
+type ViewRecord struct {
+	Dir       string `json:"dir"`
+	Task      string `json:"task"`
+	Branch    string `json:"branch"`
+	Published string `json:"published"`
+	Reftable  bool   `json:"reftable"`
+}
+
+func recordPath(root, key string) string { return filepath.Join(ViewsDir(root), key+".json") }
+
+// WriteRecord records (or updates) the view of worktree key.
+func WriteRecord(root, key string, r ViewRecord) error {
+	if err := os.MkdirAll(ViewsDir(root), 0o755); err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return safefile.Replace(recordPath(root, key), append(b, '\n'), 0o644)
+}
+
+// ReadRecord reads worktree key's view record (ok false: none).
+func ReadRecord(root, key string) (r ViewRecord, ok bool, err error) {
+	b, err := safefile.Read(recordPath(root, key), 1<<16, safefile.NoFollow)
+	if errors.Is(err, os.ErrNotExist) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil || r.Dir == "" || !filepath.IsAbs(r.Dir) {
+		return r, false, fmt.Errorf("%s: not a view record", recordPath(root, key))
+	}
+	return r, true, nil
+}
+
+// RemoveRecord removes worktree key's view record.
+func RemoveRecord(root, key string) error {
+	err := os.Remove(recordPath(root, key))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Records lists the worktree keys that have a view record.
+func Records(root string) ([]string, error) {
+	ents, err := os.ReadDir(ViewsDir(root))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	var keys []string
+	for _, e := range ents {
+		if k, ok := strings.CutSuffix(e.Name(), ".json"); ok && !strings.HasPrefix(k, ".") {
+			keys = append(keys, k)
+		}
+	}
+	return keys, err
+}
+
+// Recover publishes what the view of a run that ended without wt-exec
+// (killed) left, under the lease of the caller, which now holds the
+// worktree: the task branch's tip in the view, moved by compare-and-swap
+// from the tip last published (kept under KeptRef when the branch moved
+// otherwise), every object of the view the repository lacks, and then the
+// view's layers and record removed. A view it cannot read is left as it
+// is, with its record, and the error says where it is.
+func Recover(ctx context.Context, common, root, key string, notify func(string)) error {
+	r, ok, err := ReadRecord(root, key)
+	if err != nil || !ok {
+		return err
+	}
+	if _, err := os.Stat(r.Dir); errors.Is(err, os.ErrNotExist) {
+		return RemoveRecord(root, key) // nothing left to recover
+	}
+	v := &View{Common: common, Dir: r.Dir, Branch: r.Branch, fd: -1}
+	if r.Branch != "" {
+		p := NewPublisher(v, r.Task, r.Branch, r.Published, "")
+		p.Notify = notify
+		p.tip = func() (string, error) { return upperTip(v, p.ref, r.Reftable) }
+		if err := p.Publish(ctx); err != nil {
+			return decision.Wrap(decision.PublishFailed, err, "recover the view %s of a run of task %s that ended without wt-exec (its record: %s)", r.Dir, r.Task, recordPath(root, key))
+		}
+	}
+	if _, err := gitrepo.ImportAll(ctx, common, filepath.Join(v.Upper(), "objects")); err != nil {
+		return decision.Wrap(decision.PublishFailed, err, "copy the objects of the view %s into the repository", r.Dir)
+	}
+	if err := v.Remove(); err != nil {
+		return err
+	}
+	notify(fmt.Sprintf("the view of an earlier run of task %s that ended without wt-exec (killed) was recovered: its branch published, its objects kept", r.Task))
+	return RemoveRecord(root, key)
+}
+
+// upperTip reads ref from a view's upper layer alone, without mounting
+// it: the reftable stack there is whole (seed copies it); in the files
+// backend the branch's directory is opaque, so its loose ref is there if
+// anywhere (a whiteout: deleted there), else its packed-refs entry, the
+// upper layer's own if the run rewrote packed-refs, else the real one.
+func upperTip(v *View, ref string, reftable bool) (string, error) {
+	up := v.Upper()
+	if reftable {
+		return gitrepo.ReadRef(up, ref)
+	}
+	fi, err := os.Lstat(filepath.Join(up, ref))
+	switch {
+	case err == nil && fi.Mode().IsRegular():
+		b, err := os.ReadFile(filepath.Join(up, ref))
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimSpace(string(b)), nil
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return "", err
+	}
+	packed := filepath.Join(up, "packed-refs")
+	if _, err := os.Lstat(packed); errors.Is(err, os.ErrNotExist) {
+		packed = filepath.Join(v.Common, "packed-refs")
+	}
+	refs, err := packedRefs(packed)
+	if err != nil {
+		return "", err
+	}
+	return refs[ref], nil
+}
+
+// recordOf is the record of a view about to be used.
+func recordOf(v *View, task, base string) ViewRecord {
+	return ViewRecord{Dir: v.Dir, Task: task, Branch: v.Branch, Published: base, Reftable: gitrepo.Reftable(v.Common)}
+}
+
+// Record records the view for the run of task on worktree key in the store
+// at root, its branch at base; published tips update it (Publisher).
+func (v *View) Record(root, key, task, base string) error {
+	v.record = func(published string) error {
+		return WriteRecord(root, key, recordOf(v, task, published))
+	}
+	v.unrecord = func() error { return RemoveRecord(root, key) }
+	return v.record(base)
+}
