@@ -17,3 +17,11 @@ func ABI() int {
 	}
 	return kernelABI()
 }
+
+// In this test build WT_TEST_NO_VIEW set pretends a machine where no
+// private view can be made (not root, no user namespaces).
+func init() {
+	if os.Getenv("WT_TEST_NO_VIEW") != "" {
+		mountNSAllowed, userNSAllowed = func() bool { return false }, func() bool { return false }
+	}
+}

@@ -151,6 +151,11 @@ type refGuard struct {
 // pretend otherwise).
 var mountNSAllowed, userNSAllowed = canMountNS, canUserNS
 
+// NoViewWhy says why a run gets no private view here: what is missing.
+func NoViewWhy() string {
+	return "wt-exec is not root, and this kernel lets no ordinary user make a user namespace (/proc/sys/user/max_user_namespaces is 0, or kernel.unprivileged_userns_clone or AppArmor's apparmor_restrict_unprivileged_userns forbids it)"
+}
+
 // canMountNS reports whether this process may make a mount namespace:
 // CAP_SYS_ADMIN in its effective set.
 func canMountNS() bool {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // TestConfineWithoutLandlock pretends a kernel without Landlock (and one
@@ -92,4 +94,67 @@ func abiOf(t *testing.T, bin, dir string) string {
 	}
 	abi, _, _ := strings.Cut(rest, ")")
 	return abi
+}
+
+// TestConfineWithoutView pretends a machine where wt-exec can make no
+// private view (not root, no user namespaces; the wt_testseams build's
+// WT_TEST_NO_VIEW): require refuses, naming what is missing, and runs
+// nothing; auto says it falls back to Landlock's rules alone, and runs
+// the command confined by them.
+func TestConfineWithoutView(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	if v, err := llsys.LandlockGetABIVersion(); err != nil || v < 3 {
+		t.Skip("this kernel cannot confine")
+	}
+	t.Parallel()
+	bin := buildTagged(t, "wt-exec", "wt_testseams")
+	adminBin := buildTagged(t, "wt-admin", "wt_testseams")
+	top := t.TempDir()
+	repo := filepath.Join(top, "repo")
+	git(t, top, "init", "-q", "-b", "main", repo)
+	git(t, repo, "commit", "-q", "--allow-empty", "-m", "init")
+	w1 := filepath.Join(top, "w1")
+	for _, args := range [][]string{{"init", "--no-hooks"}, {"allocate", "--task", "T-1", "--owner", "alice", w1}} {
+		if out, code := admin(t, adminBin, repo, "", args...); code != 0 {
+			t.Fatalf("%v: %d %s", args, code, out)
+		}
+	}
+	installGate(t, repo)
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(bin, append([]string{"-C", w1}, args...)...)
+		cmd.Env = append(os.Environ(), "WT_TEST_NO_VIEW=1")
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	marker := filepath.Join(w1, "ran")
+	out, code := run("--confine", "--", "touch", marker)
+	if code != 125 || !strings.Contains(out, "CONFINEMENT_UNAVAILABLE: wt-exec cannot give the command its private view of the repository: wt-exec is not root, and this kernel lets no ordinary user make a user namespace") ||
+		!strings.Contains(out, "hint: run it as root, or allow user namespaces") {
+		t.Fatalf("require without a view: %d %s", code, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran although its view was required and unavailable")
+	}
+	if out, code := admin(t, adminBin, repo, "", "policy", "--confine", "auto"); code != 0 {
+		t.Fatalf("policy: %d %s", code, out)
+	}
+	out, code = run("--", "sh", "-c", "touch "+marker+" && touch "+filepath.Join(top, "outside"))
+	if code == 0 || !strings.Contains(out, "the command is confined by Landlock's rules alone (confine auto)") || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("auto without a view: %d %s", code, out)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("auto did not run the command")
+	}
+	out, code = run("--explain")
+	if code != 0 || !strings.Contains(out, "refs     guarded by landlock only") {
+		t.Fatalf("--explain without a view: %d %s", code, out)
+	}
 }
