@@ -65,7 +65,7 @@ func (s *supervisor) confinement(c gitrepo.Checkout, branch string, pol store.Po
 		}
 		s.tmpDir = d
 	}
-	conf, err := s.opts.planConfinement(c, branch, pol, s.tmpDir, abi, false)
+	conf, err := s.opts.planConfinement(c, branch, pol, s.tmpDir, abi, false, s.onView)
 	if err != nil && mode == ConfineAuto && decision.CodeOf(err) == decision.ConfinementUnavailable {
 		s.opts.Notify("the command runs unconfined (confine auto): " + err.Error())
 		return nil, nil
@@ -112,7 +112,7 @@ func Explain(opts Options, branch string, pol store.Policy) ([]string, error) {
 	if abi < confine.MinABI {
 		return append(head, "this kernel cannot confine: "+confine.Refusal(abi).Message), nil
 	}
-	conf, err := opts.planConfinement(c, branch, pol, filepath.Join(os.TempDir(), "wt-exec-tmp-XXXXXXXX"), abi, true)
+	conf, err := opts.planConfinement(c, branch, pol, filepath.Join(os.TempDir(), "wt-exec-tmp-XXXXXXXX"), abi, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -130,14 +130,16 @@ func (o Options) confineMode(pol store.Policy) ConfineMode {
 
 // planConfinement plans the run's confinement in c, with tmpDir as its
 // private TMPDIR: the policy's and --allow-write's directories.
-func (o Options) planConfinement(c gitrepo.Checkout, branch string, pol store.Policy, tmpDir string, abi int, dryRun bool) (*confine.Plan, error) {
+func (o Options) planConfinement(c gitrepo.Checkout, branch string, pol store.Policy, tmpDir string, abi int, dryRun bool, onView func(string) error) (*confine.Plan, error) {
 	program := ""
 	if len(o.Args) > 0 {
 		program = o.Args[0]
 	}
 	home, _ := envLookup(o.Environ, "HOME")
 	cache, _ := envLookup(o.Environ, "XDG_CACHE_HOME")
+	ssh, _ := envLookup(o.Environ, "SSH_AUTH_SOCK")
 	return confine.New(confine.Input{Checkout: c, Branch: branch, Publication: pol.PublicationBranch, Home: home, CacheHome: cache,
+		SSHAuthSock: ssh, AllowSockets: o.AllowSockets, OnView: onView,
 		Agent: o.Agent, Program: program, Allow: append(slices.Clone(pol.ConfineAllow), o.AllowWrite...),
 		TempDir: tmpDir, ABI: abi, DryRun: dryRun})
 }

@@ -27,25 +27,11 @@ func (s *supervisor) preparePublisher(c gitrepo.Checkout, g lease.Grant, conf *c
 		return nil
 	}
 	s.view = v
-	base := ""
-	if g.Allocation.Branch != nil {
-		var err error
-		if base, err = gitrepo.ReadRef(c.CommonDir, "refs/heads/"+*g.Allocation.Branch); err != nil {
-			return decision.Wrap(decision.PathStateUnknown, err, "read the task branch %s", *g.Allocation.Branch)
-		}
-		if strings.HasPrefix(base, "ref:") {
-			base = ""
-		}
-	}
-	// Recorded before the command starts: a wt-exec killed from here on
-	// leaves the record for the next one (confine.Recover).
-	if err := v.Record(s.repo.Store.Root(), c.Key, g.Allocation.TaskKey, base); err != nil {
-		return decision.Wrap(decision.ConfinementUnavailable, err, "record the run's view in wt's store")
-	}
+	v.Recorded(s.repo.Store.Root(), c.Key, g.Allocation.TaskKey)
 	if g.Allocation.Branch == nil {
 		return nil
 	}
-	branch := *g.Allocation.Branch
+	branch, base := *g.Allocation.Branch, s.viewBase
 	p := confine.NewPublisher(v, g.Allocation.TaskKey, branch, base, g.Policy.PublicationBranch)
 	p.Notify = s.notify
 	p.Exclusive = s.pubExclusive
@@ -62,6 +48,22 @@ func (s *supervisor) preparePublisher(c gitrepo.Checkout, g lease.Grant, conf *c
 	}
 	s.pub = p
 	return nil
+}
+
+// branchBase is where the allocation's branch stands now ("" for none):
+// the first tip a confined run's publication swaps from.
+func branchBase(c gitrepo.Checkout, a store.Allocation) (string, error) {
+	if a.Branch == nil {
+		return "", nil
+	}
+	base, err := gitrepo.ReadRef(c.CommonDir, "refs/heads/"+*a.Branch)
+	if err != nil {
+		return "", decision.Wrap(decision.PathStateUnknown, err, "read the task branch %s", *a.Branch)
+	}
+	if strings.HasPrefix(base, "ref:") {
+		base = ""
+	}
+	return base, nil
 }
 
 // recoverView recovers the view a run on this worktree left when its

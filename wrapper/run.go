@@ -22,6 +22,7 @@ import (
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/wrapper/confine"
 )
 
 // PTYMode chooses how the child meets the terminal.
@@ -81,6 +82,9 @@ type Options struct {
 	// directories a confined command may write beneath.
 	Confine    *ConfineMode
 	AllowWrite []string
+	// AllowSockets are the pathname sockets (--allow-socket) a confined
+	// command may reach beside the SSH agent's.
+	AllowSockets []string
 	// KeepFDs are inherited descriptors above 2 that a confined command
 	// gets (--keep-fd); every other one is closed for it.
 	KeepFDs []int
@@ -207,6 +211,14 @@ func Run(opts Options) (Result, error) {
 			}
 			if err := s.recoverView(c); err != nil {
 				return nil, err
+			}
+			s.onView = func(dir string) error {
+				base, err := branchBase(c, g.Allocation)
+				if err != nil {
+					return err
+				}
+				s.viewBase = base
+				return confine.Recorder(repo.Store.Root(), c.Key, g.Allocation.TaskKey, branchOf(g.Allocation), base, c.CommonDir)(dir)
 			}
 			conf, err := s.confinement(c, branchOf(g.Allocation), g.Policy)
 			if err != nil {

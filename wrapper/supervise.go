@@ -80,10 +80,14 @@ type supervisor struct {
 	noteMu sync.Mutex
 	// view is a confined run's private view of the common dir (nil
 	// without one), pub the publisher of its branch, endPub what stops it.
-	view   *confine.View
-	pub    *confine.Publisher
-	endPub context.CancelFunc
-	pubEnd chan struct{}
+	view *confine.View
+	pub  *confine.Publisher
+	// viewBase is where the task branch stood at the grant, onView what
+	// records a view before it is made (confine.Recorder).
+	viewBase string
+	onView   func(string) error
+	endPub   context.CancelFunc
+	pubEnd   chan struct{}
 	// gitMu is held while the publisher runs git, and while reap and
 	// terminate run: neither reaps nor kills the publisher's git.
 	gitMu     sync.Mutex

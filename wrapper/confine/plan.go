@@ -72,6 +72,12 @@ type Plan struct {
 	Refs string `json:"refs"`
 	// Agent is the agent profile applied ("" for none).
 	Agent string `json:"agent,omitempty"`
+	// Sockets are the listening pathname sockets it may reach, Hidden
+	// those covered in its mount namespace (sockets.go).
+	Sockets []string `json:"sockets,omitempty"`
+	Hidden  []string `json:"hidden_sockets,omitempty"`
+	// socketsUnread says why the sockets could not be listed ("": they were).
+	socketsUnread string
 	// guard is the plan behind Refs.
 	guard *refGuard
 	// agent is the profile's plan.
@@ -119,6 +125,13 @@ type Input struct {
 	// Agent is --agent (a profile name), Program the command's program:
 	// the agent profile is the one named, or the program's.
 	Agent, Program string
+	// SSHAuthSock is the command's $SSH_AUTH_SOCK, AllowSockets the
+	// sockets of --allow-socket: the pathname sockets it may reach.
+	SSHAuthSock  string
+	AllowSockets []string
+	// OnView, if set, is told the directory of the run's view before it
+	// is made (to record it: record.go).
+	OnView func(dir string) error
 }
 
 // New works out what the command may write: beneath its worktree, its own
@@ -166,7 +179,7 @@ func New(in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	guard, err := planGuard(c, in.Branch, in.Publication, in.DryRun)
+	guard, err := planGuard(c, in.Branch, in.Publication, in.DryRun, in.OnView)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +227,20 @@ func New(in Input) (*Plan, error) {
 		conf.Rules = append(conf.Rules, Rule{d, "an agent's state or cache"})
 	}
 	conf.Rules = append(conf.Rules, allowed...)
+	if guard.mode == GuardView {
+		var allow []string
+		for _, p := range append([]string{in.SSHAuthSock}, in.AllowSockets...) {
+			if p != "" && filepath.IsAbs(p) {
+				allow = append(allow, filepath.Clean(p))
+			}
+		}
+		reach, hide, err := planSockets(allow, conf.Rules)
+		if err != nil {
+			conf.socketsUnread = err.Error()
+		}
+		conf.Sockets, conf.Hidden = reach, hide
+		guard.hide = hide
+	}
 	return conf, nil
 }
 
@@ -269,7 +296,16 @@ func (c *Plan) Explain(worktree string) []string {
 	for _, r := range c.Dropped {
 		out = append(out, fmt.Sprintf("  not      %s  (%s)", r.Path, r.Why))
 	}
+	switch {
+	case c.Refs != GuardView:
+		out = append(out, "  sockets  every pathname socket it can find (no mount namespace to cover them in)")
+	case c.socketsUnread != "":
+		out = append(out, "  sockets  none covered: the listening sockets cannot be read: "+c.socketsUnread)
+	default:
+		out = append(out, fmt.Sprintf("  sockets  reachable: %s; %d other listening socket(s) covered: %s", orNone(c.Sockets), len(c.Hidden), orNone(c.Hidden)))
+	}
 	if c.Signals {
+		out = append(out, "  sockets  abstract ones only of its own (Landlock ABI >= 6)")
 		out = append(out, "  signals  only to processes the command started")
 	} else {
 		out = append(out, fmt.Sprintf("  signals  not scoped (Landlock ABI %d < %d)", c.ABI, scopeABI))
@@ -298,7 +334,7 @@ func (c *Plan) ruleset(devs, private []string) (ruleset, error) {
 	cfg.HandledAccessNet = 0
 	cfg.Scoped = 0
 	if c.Signals {
-		cfg.Scoped = landlock.ScopedSet(llsys.ScopeSignal)
+		cfg.Scoped = landlock.ScopedSet(llsys.ScopeSignal | llsys.ScopeAbstractUnixSocket)
 	}
 	var write []string
 	for _, r := range c.Rules {
@@ -312,6 +348,13 @@ func (c *Plan) ruleset(devs, private []string) (ruleset, error) {
 		landlock.RWFiles(private...).IgnoreIfMissing(),
 	)
 	return ruleset{fd: fd, flags: flags}, err
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, " ")
 }
 
 // Fork starts the command (path, argv, attr as for syscall.ForkExec)

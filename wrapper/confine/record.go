@@ -155,17 +155,20 @@ func upperTip(v *View, ref string, reftable bool) (string, error) {
 	return refs[ref], nil
 }
 
-// recordOf is the record of a view about to be used.
-func recordOf(v *View, task, base string) ViewRecord {
-	return ViewRecord{Dir: v.Dir, Task: task, Branch: v.Branch, Published: base, Reftable: gitrepo.Reftable(v.Common)}
+// Recorder records the view of a run of task on worktree key, on branch
+// standing at base now, in the store at root: OnView for Input, called
+// before the view is made.
+func Recorder(root, key, task, branch, base, common string) func(dir string) error {
+	return func(dir string) error {
+		return WriteRecord(root, key, ViewRecord{Dir: dir, Task: task, Branch: branch, Published: base, Reftable: gitrepo.Reftable(common)})
+	}
 }
 
-// Record records the view for the run of task on worktree key in the store
-// at root, its branch at base; published tips update it (Publisher).
-func (v *View) Record(root, key, task, base string) error {
+// Recorded has the view keep its record (made by Recorder) up to date:
+// each published tip, and its removal with the view's.
+func (v *View) Recorded(root, key, task string) {
 	v.record = func(published string) error {
-		return WriteRecord(root, key, recordOf(v, task, published))
+		return WriteRecord(root, key, ViewRecord{Dir: v.Dir, Task: task, Branch: v.Branch, Published: published, Reftable: gitrepo.Reftable(v.Common)})
 	}
 	v.unrecord = func() error { return RemoveRecord(root, key) }
-	return v.record(base)
 }

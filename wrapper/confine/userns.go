@@ -48,6 +48,7 @@ type helperRequest struct {
 	Private []string    `json:"private"`
 	Protect []string    `json:"protect"`
 	Copies  [][2]string `json:"copies"`
+	Hide    []string    `json:"hide"`
 	Signals bool        `json:"signals"`
 	ABI     int         `json:"abi"`
 	Path    string      `json:"path"`
@@ -88,7 +89,7 @@ func (c *Plan) forkUserNS(terminals []string, path string, argv []string, attr *
 	v := c.guard.view
 	v.Close()
 	req := helperRequest{Common: v.Common, GitDir: v.GitDir, Dir: v.Dir, Devices: append(append([]string(nil), devices...), terminals...),
-		Signals: c.Signals, ABI: c.ABI, Path: path, Argv: argv}
+		Signals: c.Signals, ABI: c.ABI, Path: path, Argv: argv, Hide: c.guard.hide}
 	for _, r := range c.Rules {
 		req.Write = append(req.Write, r.Path)
 	}
@@ -203,7 +204,7 @@ func Helper() {
 			env = append(env, kv)
 		}
 	}
-	g := &refGuard{mode: GuardView, view: &View{Common: req.Common, GitDir: req.GitDir, Dir: req.Dir, userNS: true, fd: -1}}
+	g := &refGuard{mode: GuardView, view: &View{Common: req.Common, GitDir: req.GitDir, Dir: req.Dir, userNS: true, fd: -1}, hide: req.Hide}
 	if len(req.Protect) > 0 || len(req.Copies) > 0 {
 		g.agent = &agentPlan{protect: req.Protect}
 		for _, c := range req.Copies {

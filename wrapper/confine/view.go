@@ -2,6 +2,7 @@ package confine
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -145,6 +146,8 @@ type refGuard struct {
 	// agent is the agent profile's plan, whose protected and private
 	// files are mounts of the namespace.
 	agent *agentPlan
+	// hide are the sockets covered in the namespace (sockets.go).
+	hide []string
 }
 
 // mountNSAllowed and userNSAllowed say which view a run can get (tests
@@ -203,7 +206,7 @@ func ownRefDir(branch string) bool {
 // view where wt-exec may mount one, else Landlock's rules. Unless dryRun
 // it makes the view's layers (Landlock only: the ref directories the
 // rules name, empty, which git ignores).
-func planGuard(c gitrepo.Checkout, branch, publication string, dryRun bool) (*refGuard, error) {
+func planGuard(c gitrepo.Checkout, branch, publication string, dryRun bool, onView func(dir string) error) (*refGuard, error) {
 	g := &refGuard{mode: GuardLandlock, branchDir: taskRefDir(branch), ownDir: ownRefDir(branch), reftable: gitrepo.Reftable(c.CommonDir)}
 	if root := mountNSAllowed(); root || userNSAllowed() {
 		g.mode = GuardView
@@ -212,8 +215,15 @@ func planGuard(c gitrepo.Checkout, branch, publication string, dryRun bool) (*re
 			g.view.Dir = filepath.Join(os.TempDir(), "wt-view-XXXXXXXX")
 			return g, nil
 		}
-		d, err := os.MkdirTemp("", "wt-view-")
-		if err != nil {
+		// The name is recorded (onView) before anything is made there: a
+		// wt-exec killed from then on leaves a record that finds it.
+		d := filepath.Join(os.TempDir(), "wt-view-"+rand.Text()[:16])
+		if onView != nil {
+			if err := onView(d); err != nil {
+				return nil, decision.Wrap(decision.ConfinementUnavailable, err, "record the run's private view")
+			}
+		}
+		if err := os.Mkdir(d, 0o700); err != nil {
 			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "make the run's private view")
 		}
 		for _, sub := range []string{"upper", "work"} {
@@ -223,6 +233,10 @@ func planGuard(c gitrepo.Checkout, branch, publication string, dryRun bool) (*re
 			}
 		}
 		g.view.Dir = d
+		if err := os.WriteFile(g.view.hiderFile(), nil, 0o444); err != nil {
+			_ = os.RemoveAll(d) // Best effort: the layers just made.
+			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "make the run's private view")
+		}
 		if err := g.view.seed(); err != nil {
 			_ = os.RemoveAll(d) // Best effort: the layers just made.
 			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "make the run's private view")
@@ -324,7 +338,39 @@ func (g *refGuard) mountView() error {
 			return fmt.Errorf("mount %s in the view: %w", v.GitDir, err)
 		}
 	}
-	return g.agentMounts()
+	if err := g.agentMounts(); err != nil {
+		return err
+	}
+	return g.coverSockets()
+}
+
+// coverSockets binds the view's empty file, read-only, over each socket
+// the run may not reach. One gone meanwhile needs no cover.
+func (g *refGuard) coverSockets() error {
+	if len(g.hide) == 0 {
+		return nil
+	}
+	t, err := unix.OpenTree(unix.AT_FDCWD, g.view.hiderFile(), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("clone %s: %w", g.view.hiderFile(), err)
+	}
+	defer unix.Close(t)
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
+	if err := unix.MountSetattr(t, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		return fmt.Errorf("make %s read-only: %w", g.view.hiderFile(), err)
+	}
+	for _, p := range g.hide {
+		c, err := unix.OpenTree(t, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+		if err != nil {
+			return fmt.Errorf("clone %s: %w", g.view.hiderFile(), err)
+		}
+		err = unix.MoveMount(c, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		unix.Close(c)
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("cover the socket %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // agentMounts makes the agent profile's mounts: each protected file or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -68,6 +69,10 @@ func TestMain(m *testing.M) {
 		// blackhole FILE listens on a loopback port, writes it to FILE,
 		// accepts every connection and never answers: an etcd that hangs.
 		"blackhole": blackhole,
+		// sockserve PATH and sockprobe PATH: a Unix socket's server, and
+		// what a confined agent connecting to it gets (confine-sockets.txtar).
+		"sockserve": sockServe,
+		"sockprobe": sockProbe,
 		// wt-exec-confine is wt-exec's confinement helper, run by wt-exec
 		// without root (wrapper/confine/userns.go).
 		"wt-exec-confine": confine.Helper,
@@ -130,6 +135,49 @@ func blackhole() {
 		}
 		held = append(held, c) // never read, never closed
 	}
+}
+
+// sockServe PATH listens on the Unix socket PATH (an abstract one when
+// PATH starts with @) until killed, answering "hello" to every
+// connection; it creates PATH.ready (or $WORK/abstract.ready) once it
+// listens. sockProbe PATH connects to it and prints "connected: hello" or
+// "refused: ERROR".
+func sockServe() {
+	if len(os.Args) != 2 {
+		os.Exit(2)
+	}
+	p := os.Args[1]
+	l, err := net.Listen("unix", strings.Replace(p, "@", "\x00", 1))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ready := p + ".ready"
+	if strings.HasPrefix(p, "@") {
+		ready = filepath.Join(os.Getenv("WORK"), "abstract.ready")
+	}
+	os.WriteFile(ready, nil, 0o644)
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		c.Write([]byte("hello"))
+		c.Close()
+	}
+}
+
+func sockProbe() {
+	if len(os.Args) != 2 {
+		os.Exit(2)
+	}
+	c, err := net.Dial("unix", strings.Replace(os.Args[1], "@", "\x00", 1))
+	if err != nil {
+		fmt.Println("refused:", err)
+		return
+	}
+	b, _ := io.ReadAll(c)
+	fmt.Println("connected:", string(b))
 }
 
 // agentLoop is a long-running agent: it writes DIR/wtexec.pid (its
@@ -405,7 +453,7 @@ func TestScripts(t *testing.T) {
 				ts.Check(err)
 				first := filepath.Join(bin, "wt-exec")
 				ts.Check(os.WriteFile(first, b, 0o755))
-				for _, name := range []string{"wt-admin", "wt-hook", "wt-gate", "wt-exec-confine"} {
+				for _, name := range []string{"wt-admin", "wt-hook", "wt-gate", "wt-exec-confine", "sockprobe"} {
 					ts.Check(os.Link(first, filepath.Join(bin, name)))
 				}
 				ts.Check(filepath.WalkDir(work, func(p string, d os.DirEntry, err error) error {

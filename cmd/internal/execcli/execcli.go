@@ -213,6 +213,7 @@ func (r *run) options(l *Line) (wrapper.Options, error) {
 	}
 	opts.Confine = confineFlag(l)
 	opts.AllowWrite = l.Strings("allow-write")
+	opts.AllowSockets = l.Strings("allow-socket")
 	opts.Agent = l.String("agent")
 	for _, v := range l.Strings("keep-fd") {
 		n, err := strconv.Atoi(v)
@@ -325,7 +326,7 @@ func nestedEntitled(dir string) error {
 
 // explain prints the confinement a run would have, and runs nothing.
 func (r *run) explain(l *Line) error {
-	opts := wrapper.Options{Dir: l.String("C"), Environ: os.Environ(), AllowWrite: l.Strings("allow-write"), Confine: confineFlag(l),
+	opts := wrapper.Options{Dir: l.String("C"), Environ: os.Environ(), AllowWrite: l.Strings("allow-write"), AllowSockets: l.Strings("allow-socket"), Confine: confineFlag(l),
 		Agent: l.String("agent"), Args: l.Command}
 	dir := opts.Dir
 	if dir == "" {

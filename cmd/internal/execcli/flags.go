@@ -64,6 +64,7 @@ var Flags = []Flag{
 	{Name: "confine", Kind: Bool, Usage: "confine the command with Landlock (refuse where the kernel cannot): it may write only in its worktree and what git and agents need"},
 	{Name: "no-confine", Kind: Bool, Usage: "do not confine the command, whatever the policy says"},
 	{Name: "allow-write", Kind: StringSlice, Usage: "with confinement, also let the command write beneath `DIR` (repeatable)"},
+	{Name: "allow-socket", Kind: StringSlice, Usage: "with confinement, also let the command reach the listening Unix socket at `PATH` (repeatable); every other one but the SSH agent's is covered"},
 	{Name: "keep-fd", Kind: StringSlice, Usage: "with confinement, pass the inherited descriptor `N` on to the command (repeatable); every other one above 2 is closed for it"},
 	{Name: "agent", Kind: String, Usage: "with confinement, apply agent profile `NAME` (claude, codex, gemini, opencode, aider): the state it writes, its command-defining files kept read-only or private to the run (default: the command's program name picks it)"},
 	{Name: "explain", Kind: Bool, Usage: "print the confinement rules this run would have, and run nothing"},
