@@ -52,7 +52,7 @@ var agentProfiles = sync.OnceValue(func() []AgentProfile {
 		Profiles []AgentProfile `json:"profiles"`
 	}
 	if err := json.Unmarshal(agentsJSON, &f); err != nil {
-		panic("wrapper/agents.json: " + err.Error())
+		panic("wrapper/confine/agents.json: " + err.Error())
 	}
 	return f.Profiles
 })
@@ -95,20 +95,37 @@ func agentProfile(name, program string) (*AgentProfile, error) {
 // agentPlan is a profile resolved for one run.
 type agentPlan struct {
 	name string
+	// state is the profile's own state (stateDir), "" without a view.
+	state string
 	// dirs are writable directories.
 	dirs []Rule
-	// private and protect are kept by the mount namespace.
-	private []privateCopy
-	protect []string
+	// overlays, private and protect are kept by the mount namespace.
+	overlays []agentOverlay
+	private  []privateCopy
+	protect  []string
 	// readOnly says what stays read-only without a namespace.
 	readOnly []string
 	notes    []string
 }
 
-// privateCopy is a file copied into the run's TMPDIR and mounted over the
-// real one.
+// privateCopy is a file of the profile's own (in its state) mounted over
+// the real one.
 type privateCopy struct {
 	path, copy string
+}
+
+// agentOverlay is a directory of the profile's, over which the profile's
+// own layer is mounted: the real directory below, read-only, the layer
+// (upper, with overlayfs's work) in the profile's state.
+type agentOverlay struct {
+	path, upper, work string
+}
+
+// stateDir is where an agent profile's own state is kept, across its
+// confined runs and apart from everything else a run may write: under
+// $XDG_STATE_HOME (or ~/.local/state), wt/agents/<profile>.
+func stateDir(home, profile string) string {
+	return filepath.Join(home, ".local", "state", "wt", "agents", profile)
 }
 
 // expandHome resolves ~ and {uid} in a profile path; "" when the path
@@ -181,7 +198,10 @@ func planAgent(p *AgentProfile, home, top, tmp string, ns, dryRun bool) (*agentP
 			}
 		}
 	}
-	for _, d := range dirs {
+	if ns && home != "" && filepath.IsAbs(home) {
+		plan.state = stateDir(home, p.Name)
+	}
+	for i, d := range dirs {
 		x := expandHome(d, home)
 		if x == "" {
 			continue
@@ -189,10 +209,32 @@ func planAgent(p *AgentProfile, home, top, tmp string, ns, dryRun bool) (*agentP
 		if err := mkdir(x); err != nil {
 			return nil, err
 		}
-		plan.dirs = append(plan.dirs, Rule{x, "the " + p.Name + " profile's state"})
+		if plan.state == "" {
+			plan.dirs = append(plan.dirs, Rule{x, "the " + p.Name + " profile's state"})
+			continue
+		}
+		// With a view, the profile's own layer over the directory: what
+		// its runs write there is kept in its state, for its runs alone;
+		// the real directory stays as the user left it. A work dir per
+		// run: two runs of the profile at once share its layer, as the
+		// agent shares its state when it runs unconfined.
+		layer := filepath.Join(plan.state, "dirs", strconv.Itoa(i))
+		o := agentOverlay{path: x, upper: filepath.Join(layer, "upper"), work: filepath.Join(layer, "work-"+filepath.Base(tmp))}
+		if err := mkdir(o.upper); err != nil {
+			return nil, err
+		}
+		if err := mkdir(o.work); err != nil {
+			return nil, err
+		}
+		plan.overlays = append(plan.overlays, o)
+		plan.dirs = append(plan.dirs, Rule{x, "the " + p.Name + " profile's state: its own layer, kept in " + layer})
 	}
 	if !ns {
 		return plan, nil
+	}
+	if plan.state == "" {
+		return nil, decision.New(decision.ConfinementUnavailable, "the %s profile needs HOME to keep its state", p.Name).
+			WithHint("run it with HOME set to the user's home directory: env HOME=/home/USER wt-exec --confine -- COMMAND")
 	}
 	for _, pr := range p.Protect {
 		x := expandHome(strings.TrimSuffix(pr, "/"), home)
@@ -218,15 +260,32 @@ func planAgent(p *AgentProfile, home, top, tmp string, ns, dryRun bool) (*agentP
 		if err := mkfile(x, f.Init); err != nil {
 			return nil, err
 		}
-		c := privateCopy{path: x, copy: filepath.Join(tmp, fmt.Sprintf(".wt-private-%d-%s", i, filepath.Base(x)))}
+		c := privateCopy{path: x, copy: filepath.Join(plan.state, "files", fmt.Sprintf("%d-%s", i, filepath.Base(x)))}
 		if !dryRun {
-			if err := writePrivateCopy(x, c.copy, f.Trust, top); err != nil {
+			if err := keepCopy(x, c.copy, f.Trust, top); err != nil {
 				return nil, err
 			}
 		}
 		plan.private = append(plan.private, c)
 	}
 	return plan, nil
+}
+
+// keepCopy makes the profile's own copy of src at dst the first time
+// (from src as it is then), and afterwards keeps what the profile's runs
+// wrote there; with trust "claude" the worktree top is marked trusted in
+// it each time.
+func keepCopy(src, dst, trust, top string) error {
+	from := dst
+	if _, err := os.Stat(dst); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return decision.Wrap(decision.ConfinementUnavailable, err, "make %s", filepath.Dir(dst))
+		}
+		from = src
+	} else if trust == "" {
+		return nil
+	}
+	return writePrivateCopy(from, dst, trust, top)
 }
 
 // emptyFor is the content a missing protected file is made with.
@@ -276,8 +335,11 @@ func (a *agentPlan) explain() []string {
 		return nil
 	}
 	out := []string{"  agent    profile " + a.name}
+	for _, o := range a.overlays {
+		out = append(out, "  agent    its own: "+o.path+" (what its runs write there is kept in "+filepath.Dir(o.upper)+"; the real directory is unchanged)")
+	}
 	for _, c := range a.private {
-		out = append(out, "  agent    private to this run: "+c.path+" (a copy; the real file is unchanged)")
+		out = append(out, "  agent    its own: "+c.path+" (the profile's copy "+c.copy+"; the real file is unchanged)")
 	}
 	for _, p := range a.protect {
 		out = append(out, "  agent    read-only: "+p+" (could make a later agent run commands)")

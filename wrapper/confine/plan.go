@@ -44,7 +44,7 @@ const Env = "WT_CONFINED"
 // defaultWritable are the directories under $HOME that agents keep their
 // own state and caches in, writable by a confined command when they exist
 // (docs/decisions.md, "Confinement"). $XDG_CACHE_HOME replaces ~/.cache.
-var defaultWritable = []string{".cache", ".claude", ".codex", ".aider", ".npm", "go/pkg/mod"}
+var defaultWritable = []string{".cache", ".npm", "go/pkg/mod"}
 
 // devices are the device files a confined command may open for writing
 // (and use ioctls on): the null devices, its controlling terminal
@@ -203,6 +203,9 @@ func New(in Input) (*Plan, error) {
 		conf.Rules = append(conf.Rules, plan.dirs...)
 		conf.agent, conf.Agent = plan, prof.Name
 		guard.agent = plan
+		for _, o := range plan.overlays {
+			guard.view.workDirs = append(guard.view.workDirs, o.work)
+		}
 	}
 	var defaults []string
 	if in.Home != "" && filepath.IsAbs(in.Home) {

@@ -40,19 +40,20 @@ const (
 
 // helperRequest is what the helper makes before it execs the command.
 type helperRequest struct {
-	Common  string      `json:"common"`
-	GitDir  string      `json:"git_dir"`
-	Dir     string      `json:"dir"`
-	Write   []string    `json:"write"`
-	Devices []string    `json:"devices"`
-	Private []string    `json:"private"`
-	Protect []string    `json:"protect"`
-	Copies  [][2]string `json:"copies"`
-	Hide    []string    `json:"hide"`
-	Signals bool        `json:"signals"`
-	ABI     int         `json:"abi"`
-	Path    string      `json:"path"`
-	Argv    []string    `json:"argv"`
+	Common   string      `json:"common"`
+	GitDir   string      `json:"git_dir"`
+	Dir      string      `json:"dir"`
+	Write    []string    `json:"write"`
+	Devices  []string    `json:"devices"`
+	Private  []string    `json:"private"`
+	Protect  []string    `json:"protect"`
+	Copies   [][2]string `json:"copies"`
+	Hide     []string    `json:"hide"`
+	Overlays [][3]string `json:"overlays"`
+	Signals  bool        `json:"signals"`
+	ABI      int         `json:"abi"`
+	Path     string      `json:"path"`
+	Argv     []string    `json:"argv"`
 }
 
 // canUserNS reports whether this kernel lets an ordinary user make a user
@@ -98,6 +99,9 @@ func (c *Plan) forkUserNS(terminals []string, path string, argv []string, attr *
 		for _, p := range c.agent.private {
 			req.Private = append(req.Private, p.path)
 			req.Copies = append(req.Copies, [2]string{p.copy, p.path})
+		}
+		for _, o := range c.agent.overlays {
+			req.Overlays = append(req.Overlays, [3]string{o.path, o.upper, o.work})
 		}
 	}
 	b, err := json.Marshal(req)
@@ -205,8 +209,11 @@ func Helper() {
 		}
 	}
 	g := &refGuard{mode: GuardView, view: &View{Common: req.Common, GitDir: req.GitDir, Dir: req.Dir, userNS: true, fd: -1}, hide: req.Hide}
-	if len(req.Protect) > 0 || len(req.Copies) > 0 {
+	if len(req.Protect) > 0 || len(req.Copies) > 0 || len(req.Overlays) > 0 {
 		g.agent = &agentPlan{protect: req.Protect}
+		for _, o := range req.Overlays {
+			g.agent.overlays = append(g.agent.overlays, agentOverlay{path: o[0], upper: o[1], work: o[2]})
+		}
 		for _, c := range req.Copies {
 			g.agent.private = append(g.agent.private, privateCopy{copy: c[0], path: c[1]})
 		}

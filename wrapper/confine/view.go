@@ -64,6 +64,9 @@ type View struct {
 	// nil when it has none.
 	record   func(published string) error
 	unrecord func() error
+	// workDirs are overlayfs work dirs of the run's agent profile layers
+	// (agents.go), removed with the view.
+	workDirs []string
 	// seeded are the loose refs seed copied into the upper layer, with
 	// their contents: copies, not the run's writes.
 	seeded map[string]string
@@ -109,6 +112,12 @@ func (v *View) Remove() error {
 	openTree(filepath.Join(v.Dir, "work"))
 	if err := os.RemoveAll(v.Dir); err != nil {
 		return err
+	}
+	for _, w := range v.workDirs {
+		openTree(w)
+		if err := os.RemoveAll(w); err != nil {
+			return err
+		}
 	}
 	if v.unrecord != nil {
 		return v.unrecord()
@@ -378,6 +387,19 @@ func (g *refGuard) coverSockets() error {
 func (g *refGuard) agentMounts() error {
 	if g.agent == nil {
 		return nil
+	}
+	// The profile's own layers first: protect's read-only binds go on
+	// top of them.
+	for _, o := range g.agent.overlays {
+		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", overlayEscape(o.path), overlayEscape(o.upper), overlayEscape(o.work))
+		if g.view.userNS {
+			opts += ",userxattr"
+		} else {
+			opts += ",index=off,redirect_dir=off,metacopy=off,xino=off"
+		}
+		if err := unix.Mount("wt-agent", o.path, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("mount the profile's own %s: %w", o.path, err)
+		}
 	}
 	bind := func(src, dst string, ro bool) error {
 		t, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
