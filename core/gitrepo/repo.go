@@ -200,12 +200,32 @@ func (r *Repo) GitIn(ctx context.Context, key, path string, readOnly bool, args 
 // Changes lists what `git status` reports in the governed worktree key at
 // path (see GitIn): modified, staged, deleted and untracked files (ignored
 // files are not listed; git worktree remove deletes them with the
-// checkout).
+// checkout), its submodules' own changes among them.
+//
+// A submodule's git dir lives in the worktree's admin dir, which a
+// confined agent may write, and git status run into it would run the
+// filters its config names (a clean filter is a program). So the
+// superproject's status looks at its submodules' commits only
+// (--ignore-submodules=dirty), and each populated submodule gets a status
+// of its own with every filter driver its config names switched off on
+// the command line (submoduleChanges).
 func (r *Repo) Changes(ctx context.Context, key, path string) ([]string, error) {
-	out, err := r.GitIn(ctx, key, path, true, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")
+	out, err := r.GitIn(ctx, key, path, true, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty")
 	if err != nil {
 		return nil, err
 	}
+	changes := parseStatusZ(out)
+	subs, err := r.GitIn(ctx, key, path, true, "ls-files", "-s", "-z")
+	if err != nil {
+		return nil, err
+	}
+	more, err := submoduleChanges(ctx, path, subs, 0)
+	return append(changes, more...), err
+}
+
+// parseStatusZ reads git status --porcelain=v1 -z: an entry a change (a
+// rename's or copy's source path is skipped).
+func parseStatusZ(out []byte) []string {
 	var changes []string
 	fields := strings.Split(string(out), "\x00")
 	for i := 0; i < len(fields); i++ {
@@ -218,7 +238,81 @@ func (r *Repo) Changes(ctx context.Context, key, path string) ([]string, error) 
 			i++ // a rename's or copy's source path follows
 		}
 	}
-	return changes, nil
+	return changes
+}
+
+// submoduleChanges are the changes inside the populated submodules of the
+// checkout at top (gitlinks of ls-files -s -z output), each path given
+// from top, nested submodules too (depth bounds the nesting).
+func submoduleChanges(ctx context.Context, top string, lsFiles []byte, depth int) ([]string, error) {
+	if depth > 8 {
+		return nil, fmt.Errorf("%s: submodules nested more than 8 deep", top)
+	}
+	var out []string
+	for _, e := range strings.Split(string(lsFiles), "\x00") {
+		meta, p, ok := strings.Cut(e, "\t")
+		if !ok || !strings.HasPrefix(meta, "160000 ") {
+			continue
+		}
+		sub := filepath.Join(top, p)
+		if _, err := os.Lstat(filepath.Join(sub, ".git")); err != nil {
+			continue // not populated: nothing of it to lose
+		}
+		off, err := filtersOff(ctx, sub)
+		if err != nil {
+			return nil, err
+		}
+		st, err := run(ctx, sub, true, slices.Concat(HooksOff, off, []string{"status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all"})...)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range parseStatusZ(st) {
+			out = append(out, c[:3]+filepath.Join(p, c[3:]))
+		}
+		ls, err := run(ctx, sub, true, slices.Concat(HooksOff, off, []string{"ls-files", "-s", "-z"})...)
+		if err != nil {
+			return nil, err
+		}
+		nested, err := submoduleChanges(ctx, sub, ls, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range nested {
+			out = append(out, c[:3]+filepath.Join(p, c[3:]))
+		}
+	}
+	return out, nil
+}
+
+// filtersOff are the -c settings that switch off every filter driver the
+// configuration of the repository at dir names (git config --list, its
+// includes followed): an empty clean, smudge and process, not required.
+func filtersOff(ctx context.Context, dir string) ([]string, error) {
+	keys, err := run(ctx, dir, true, "config", "--list", "--name-only", "-z")
+	if err != nil {
+		return nil, err
+	}
+	var off []string
+	seen := map[string]bool{}
+	for _, k := range strings.Split(string(keys), "\x00") {
+		rest, ok := strings.CutPrefix(strings.ToLower(k), "filter.")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndex(rest, ".")
+		if i < 0 {
+			continue
+		}
+		name := k[len("filter.") : len("filter.")+i]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		for _, v := range []string{"clean=", "smudge=", "process=", "required=false"} {
+			off = append(off, "-c", "filter."+name+"."+v)
+		}
+	}
+	return off, nil
 }
 
 // CreateRef creates ref at commit, only if ref does not exist yet (git's
