@@ -262,6 +262,7 @@ func Run(opts Options) (Result, error) {
 			// The child's group could not be added to the lease: the
 			// child must not go on with a lease that does not know it.
 			s.abort()
+			s.stopBroker()
 			s.endView()
 		} else {
 			s.dropView()
@@ -284,6 +285,7 @@ func Run(opts Options) (Result, error) {
 		opts.Started(res.Grant)
 	}
 	s.superviseInto(&res)
+	s.stopBroker()
 	// A confined run's moves of its branch are in its view: the gate's
 	// approvals are judged against the view's reflog, before it goes.
 	rc := c

@@ -1,8 +1,10 @@
 package wrapper
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"sync"
@@ -92,7 +94,9 @@ type supervisor struct {
 	// terminate run: neither reaps nor kills the publisher's git.
 	gitMu     sync.Mutex
 	reapLater atomic.Bool
-	stops     chan os.Signal
+	// broker serves a confined command's store requests (broker.go).
+	broker net.Listener
+	stops  chan os.Signal
 	// startCtx ends at a stop signal before the child starts (watchStart);
 	// stopSig is that signal.
 	startCtx context.Context
@@ -272,6 +276,13 @@ func (s *supervisor) launch(path string, env []string, conf *confine.Plan) (*sto
 		env = confinedEnv(env, conf.TempDir)
 		if err := confine.CloseInherited(s.opts.KeepFDs); err != nil {
 			return nil, err
+		}
+		if c, err := gitrepo.Locate(cmp.Or(s.opts.Dir, ".")); err == nil && c.Key != gitrepo.MainKey {
+			if kv, err := s.startBroker(c, conf.TempDir); err == nil {
+				env = append(withoutVar(env, store.BrokerEnv), kv)
+			} else {
+				s.notify("the run's lease handoff and transfer cannot go through wt-exec: " + err.Error())
+			}
 		}
 	}
 	restore, err := s.start(path, argv, env)

@@ -183,7 +183,26 @@ func (s *Store) Read(fn func(*Tx) error) error { return s.with(false, fn) }
 // Write runs fn under the exclusive lock. fn is the whole read-modify-write.
 func (s *Store) Write(fn func(*Tx) error) error { return s.with(true, fn) }
 
+// ConfinedEnv marks the environment of a command wt-exec confined: its
+// view of the repository, wt's store included, is its own, so a write of
+// the store there would change nothing anyone else reads. It is refused
+// instead (STORE_NOT_WRITABLE); wt-exec passes on the store changes a
+// confined agent may ask for (wt-admin lease handoff and transfer).
+const ConfinedEnv = "WT_CONFINED"
+
+// BrokerEnv names, in a confined command's environment, the socket of the
+// wt-exec that runs it, which makes those changes on its behalf.
+const BrokerEnv = "WT_EXEC_BROKER"
+
 func (s *Store) with(exclusive bool, fn func(*Tx) error) error {
+	if exclusive && os.Getenv(ConfinedEnv) != "" {
+		top := s.commonDir
+		if filepath.Base(top) == ".git" {
+			top = filepath.Dir(top)
+		}
+		return decision.New(decision.StoreNotWritable, "wt's store is not written from inside a confined command: its view of the repository, the store included, is its own").
+			WithHint("run it outside the run, e.g. wt-admin --repo %s status; the run's own lease handoff and transfer go through wt-exec", shell.Word(top))
+	}
 	if err := s.checkLockFile(); err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ const scopeABI = 6
 
 // Env marks a confined command's environment: a wt-exec nested in it runs
 // its command under the outer lease (it cannot write the store).
-const Env = "WT_CONFINED"
+const Env = store.ConfinedEnv
 
 // defaultWritable are the directories under $HOME that agents keep their
 // own state and caches in, writable by a confined command when they exist

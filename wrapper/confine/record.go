@@ -2,7 +2,6 @@ package confine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
-	"github.com/wt-tool/wt/core/safefile"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // A view outlives a wt-exec that is killed: its upper layer holds what the
@@ -24,71 +23,6 @@ import (
 // anything; doctor names a record whose run is gone, with that wt-exec as
 // the fix.
 
-// ViewsDir is where the store at root records views.
-func ViewsDir(root string) string { return filepath.Join(root, "views") }
-
-// ViewRecord is one view's record.
-type ViewRecord struct {
-	Dir       string `json:"dir"`
-	Task      string `json:"task"`
-	Branch    string `json:"branch"`
-	Published string `json:"published"`
-	Reftable  bool   `json:"reftable"`
-}
-
-func recordPath(root, key string) string { return filepath.Join(ViewsDir(root), key+".json") }
-
-// WriteRecord records (or updates) the view of worktree key.
-func WriteRecord(root, key string, r ViewRecord) error {
-	if err := os.MkdirAll(ViewsDir(root), 0o755); err != nil {
-		return err
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	return safefile.Replace(recordPath(root, key), append(b, '\n'), 0o644)
-}
-
-// ReadRecord reads worktree key's view record (ok false: none).
-func ReadRecord(root, key string) (r ViewRecord, ok bool, err error) {
-	b, err := safefile.Read(recordPath(root, key), 1<<16, safefile.NoFollow)
-	if errors.Is(err, os.ErrNotExist) {
-		return r, false, nil
-	}
-	if err != nil {
-		return r, false, err
-	}
-	if err := json.Unmarshal(b, &r); err != nil || r.Dir == "" || !filepath.IsAbs(r.Dir) {
-		return r, false, fmt.Errorf("%s: not a view record", recordPath(root, key))
-	}
-	return r, true, nil
-}
-
-// RemoveRecord removes worktree key's view record.
-func RemoveRecord(root, key string) error {
-	err := os.Remove(recordPath(root, key))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return err
-}
-
-// Records lists the worktree keys that have a view record.
-func Records(root string) ([]string, error) {
-	ents, err := os.ReadDir(ViewsDir(root))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	var keys []string
-	for _, e := range ents {
-		if k, ok := strings.CutSuffix(e.Name(), ".json"); ok && !strings.HasPrefix(k, ".") {
-			keys = append(keys, k)
-		}
-	}
-	return keys, err
-}
-
 // Recover publishes what the view of a run that ended without wt-exec
 // (killed) left, under the lease of the caller, which now holds the
 // worktree: the task branch's tip in the view, moved by compare-and-swap
@@ -97,12 +31,12 @@ func Records(root string) ([]string, error) {
 // view's layers and record removed. A view it cannot read is left as it
 // is, with its record, and the error says where it is.
 func Recover(ctx context.Context, common, root, key string, notify func(string)) error {
-	r, ok, err := ReadRecord(root, key)
+	r, ok, err := store.ReadViewRecord(root, key)
 	if err != nil || !ok {
 		return err
 	}
 	if _, err := os.Stat(r.Dir); errors.Is(err, os.ErrNotExist) {
-		return RemoveRecord(root, key) // nothing left to recover
+		return store.RemoveViewRecord(root, key) // nothing left to recover
 	}
 	v := &View{Common: common, Dir: r.Dir, Branch: r.Branch, fd: -1}
 	if r.Branch != "" {
@@ -110,7 +44,7 @@ func Recover(ctx context.Context, common, root, key string, notify func(string))
 		p.Notify = notify
 		p.tip = func() (string, error) { return upperTip(v, p.ref, r.Reftable) }
 		if err := p.Publish(ctx); err != nil {
-			return decision.Wrap(decision.PublishFailed, err, "recover the view %s of a run of task %s that ended without wt-exec (its record: %s)", r.Dir, r.Task, recordPath(root, key))
+			return decision.Wrap(decision.PublishFailed, err, "recover the view %s of a run of task %s that ended without wt-exec (its record: %s)", r.Dir, r.Task, store.ViewRecordPath(root, key))
 		}
 	}
 	if _, err := gitrepo.ImportAll(ctx, common, filepath.Join(v.Upper(), "objects")); err != nil {
@@ -120,7 +54,7 @@ func Recover(ctx context.Context, common, root, key string, notify func(string))
 		return err
 	}
 	notify(fmt.Sprintf("the view of an earlier run of task %s that ended without wt-exec (killed) was recovered: its branch published, its objects kept", r.Task))
-	return RemoveRecord(root, key)
+	return store.RemoveViewRecord(root, key)
 }
 
 // upperTip reads ref from a view's upper layer alone, without mounting
@@ -160,7 +94,7 @@ func upperTip(v *View, ref string, reftable bool) (string, error) {
 // before the view is made.
 func Recorder(root, key, task, branch, base, common string) func(dir string) error {
 	return func(dir string) error {
-		return WriteRecord(root, key, ViewRecord{Dir: dir, Task: task, Branch: branch, Published: base, Reftable: gitrepo.Reftable(common)})
+		return store.WriteViewRecord(root, key, store.ViewRecord{Dir: dir, Task: task, Branch: branch, Published: base, Reftable: gitrepo.Reftable(common)})
 	}
 }
 
@@ -168,7 +102,7 @@ func Recorder(root, key, task, branch, base, common string) func(dir string) err
 // each published tip, and its removal with the view's.
 func (v *View) Recorded(root, key, task string) {
 	v.record = func(published string) error {
-		return WriteRecord(root, key, ViewRecord{Dir: v.Dir, Task: task, Branch: v.Branch, Published: published, Reftable: gitrepo.Reftable(v.Common)})
+		return store.WriteViewRecord(root, key, store.ViewRecord{Dir: v.Dir, Task: task, Branch: v.Branch, Published: published, Reftable: gitrepo.Reftable(v.Common)})
 	}
-	v.unrecord = func() error { return RemoveRecord(root, key) }
+	v.unrecord = func() error { return store.RemoveViewRecord(root, key) }
 }

@@ -5,17 +5,57 @@
 package cli
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
+	"net"
+	"os"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/wrapper"
 )
 
 // Admin runs wt-admin with args and returns its exit code.
 func Admin(args []string, stdout, stderr io.Writer) int {
+	if code, ok := brokered(args, stdout, stderr); ok {
+		return code
+	}
 	return clikit.Run("wt-admin", AdminApp, args, stdout, stderr)
+}
+
+// brokered passes wt-admin lease handoff and lease transfer, run inside a
+// confined command, to the wt-exec that runs it (wrapper/broker.go): the
+// command's view of the store is its own. ok is false for every other
+// command, or outside confinement.
+func brokered(args []string, stdout, stderr io.Writer) (int, bool) {
+	sock := os.Getenv(store.BrokerEnv)
+	if os.Getenv(store.ConfinedEnv) == "" || sock == "" || len(args) < 2 || args[0] != "lease" || (args[1] != "handoff" && args[1] != "transfer") {
+		return 0, false
+	}
+	dir, _ := os.Getwd()
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		hint := map[string]string{"handoff": "wt-admin lease handoff PATH --to-client CLIENT", "transfer": "wt-admin lease transfer PATH --holder PID --reason WHY"}[args[1]]
+		fmt.Fprintf(stderr, "wt-admin: refused: STORE_NOT_WRITABLE: the wt-exec running this confined command cannot be reached at %s: %v\nwt-admin: hint: run it outside the run: %s\n", sock, err, hint)
+		return 1, true
+	}
+	defer conn.Close()
+	if err := json.NewEncoder(conn).Encode(map[string]any{"args": args, "dir": dir}); err != nil {
+		fmt.Fprintf(stderr, "wt-admin: refused: STORE_NOT_WRITABLE: %v\n", err)
+		return 1, true
+	}
+	var reply wrapper.BrokerReply
+	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
+		fmt.Fprintf(stderr, "wt-admin: refused: STORE_NOT_WRITABLE: no answer from wt-exec: %v\n", err)
+		return 1, true
+	}
+	io.WriteString(stdout, reply.Stdout)
+	io.WriteString(stderr, reply.Stderr)
+	return reply.Code, true
 }
 
 // env is a run of wt-admin or wt-exec: the shared one, with their own

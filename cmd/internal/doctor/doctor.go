@@ -30,7 +30,6 @@ import (
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/core/view"
 	"github.com/wt-tool/wt/install"
-	"github.com/wt-tool/wt/wrapper/confine"
 )
 
 // Finding is one thing that needs a person's action.
@@ -447,9 +446,9 @@ func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDi
 // (confine.Recover), which is the fix. A view whose worktree's lease has
 // a live holder is that run's own.
 func (rep *Report) checkViews(tx *store.Tx, allocs []store.Allocation, root string) {
-	keys, err := confine.Records(root)
+	keys, err := store.ViewRecords(root)
 	if err != nil {
-		rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: confine.ViewsDir(root), Problem: "the records of confined runs' views cannot be read: " + err.Error()})
+		rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: store.ViewsDir(root), Problem: "the records of confined runs' views cannot be read: " + err.Error()})
 		return
 	}
 	if len(keys) == 0 {
@@ -461,9 +460,9 @@ func (rep *Report) checkViews(tx *store.Tx, allocs []store.Allocation, root stri
 		return
 	}
 	for _, key := range keys {
-		rec, _, err := confine.ReadRecord(root, key)
+		rec, _, err := store.ReadViewRecord(root, key)
 		if err != nil {
-			rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: key, Problem: err.Error(), Hint: "look at it: cat " + shell.Word(filepath.Join(confine.ViewsDir(root), key+".json"))})
+			rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: key, Problem: err.Error(), Hint: "look at it: cat " + shell.Word(filepath.Join(store.ViewsDir(root), key+".json"))})
 			continue
 		}
 		var a *store.Allocation

@@ -1,0 +1,152 @@
+package wrapper
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// A confined command's view of the repository, wt's store included, is
+// its own, so the store changes an agent may legitimately ask for are made
+// by the wt-exec that runs it: `wt-admin lease handoff` and `wt-admin
+// lease transfer` of its own worktree. wt-exec listens on a socket in the
+// command's private TMPDIR (named by WT_EXEC_BROKER in its environment);
+// wt-admin, confined, passes those two commands to it, and wt-exec runs
+// them as wt-admin, unconfined and as its own child (so the holder's
+// checks see a process the holder started), and hands back their output
+// and exit status. Nothing else is passed on: not --operator, not another
+// worktree, not another command.
+
+// brokerRequest is one command a confined wt-admin passes on.
+type brokerRequest struct {
+	Args []string `json:"args"`
+	Dir  string   `json:"dir"`
+}
+
+// BrokerReply is what wt-exec hands back.
+type BrokerReply struct {
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+	Code   int    `json:"code"`
+}
+
+// brokered are the wt-admin commands passed on, each with the flags it
+// may carry (each takes a value) and whether --json may be given.
+var brokered = map[string][]string{
+	"handoff":  {"--to-client", "--ttl", "--expect-lease-id", "--expect-generation"},
+	"transfer": {"--holder", "--reason", "--expect-lease-id", "--expect-generation"},
+}
+
+// startBroker listens for a confined command's requests (see above) in
+// tmp, and returns the variable naming the socket for its environment.
+func (s *supervisor) startBroker(c gitrepo.Checkout, tmp string) (string, error) {
+	p := filepath.Join(tmp, ".wt-exec.sock")
+	l, err := net.Listen("unix", p)
+	if err != nil {
+		return "", err
+	}
+	s.broker = l
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s.serveBroker(c, conn)
+		}
+	}()
+	return store.BrokerEnv + "=" + p, nil
+}
+
+// stopBroker stops listening.
+func (s *supervisor) stopBroker() {
+	if s.broker != nil {
+		_ = s.broker.Close() // Best effort: a socket in a TMPDIR about to go.
+		s.broker = nil
+	}
+}
+
+func (s *supervisor) serveBroker(c gitrepo.Checkout, conn net.Conn) {
+	defer conn.Close()
+	var req brokerRequest
+	reply := BrokerReply{Code: 2}
+	if err := json.NewDecoder(io.LimitReader(conn, 64<<10)).Decode(&req); err != nil {
+		reply.Stderr = "wt-exec: refused: USAGE: not a request: " + err.Error() + "\n"
+	} else if args, err := brokeredArgs(c, req); err != nil {
+		reply.Stderr = "wt-exec: refused: USAGE: " + err.Error() + "\n"
+	} else {
+		reply = s.runAdmin(args)
+	}
+	_ = json.NewEncoder(conn).Encode(reply) // Best effort: the asker may be gone.
+}
+
+// brokeredArgs checks a request and returns the wt-admin arguments that
+// carry it out on this run's worktree.
+func brokeredArgs(c gitrepo.Checkout, req brokerRequest) ([]string, error) {
+	a := req.Args
+	if len(a) < 3 || a[0] != "lease" || brokered[a[1]] == nil {
+		return nil, errors.New("wt-exec passes on only wt-admin lease handoff PATH and lease transfer PATH of the run's own worktree")
+	}
+	target := a[2]
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(req.Dir, target)
+	}
+	if t, err := gitrepo.Locate(target); err != nil || t.Key != c.Key || t.CommonDir != c.CommonDir {
+		return nil, fmt.Errorf("%s is not the run's own worktree %s", a[2], c.TopLevel)
+	}
+	out := []string{"--repo", c.TopLevel, "lease", a[1], c.TopLevel}
+	for i := 3; i < len(a); i++ {
+		switch {
+		case a[i] == "--json":
+			out = append([]string{"--json"}, out...)
+		case slices.Contains(brokered[a[1]], a[i]) && i+1 < len(a):
+			out = append(out, a[i], a[i+1])
+			i++
+		default:
+			return nil, fmt.Errorf("%s is not passed on from a confined command (a confined lease %s takes %v)", a[i], a[1], brokered[a[1]])
+		}
+	}
+	return out, nil
+}
+
+// runAdmin runs wt-admin with args as wt-exec's child, while the reaper
+// leaves its children alone (gitMu).
+func (s *supervisor) runAdmin(args []string) BrokerReply {
+	bin := "wt-admin"
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), "wt-admin"); fileExists(p) {
+			bin = p
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = withoutVar(withoutVar(os.Environ(), store.ConfinedEnv), store.BrokerEnv)
+	var err error
+	s.pubExclusive(func() { err = cmd.Run() })
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else {
+			code, stderr = 125, *bytes.NewBufferString("wt-exec: refused: INTERNAL: run wt-admin: " + err.Error() + "\n")
+		}
+	}
+	return BrokerReply{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
