@@ -311,6 +311,7 @@ func (p *statusPass) leases(getScan func() (*proc.Scan, error), now time.Time) e
 		if row.AllocationID == "" {
 			continue
 		}
+		p.kept(row)
 		l, ok, err := p.tx.Lease(row.AllocationID)
 		if err != nil {
 			return err
@@ -329,6 +330,32 @@ func (p *statusPass) leases(getScan func() (*proc.Scan, error), now time.Time) e
 		}
 	}
 	return nil
+}
+
+// KeptPrefix is where wt-exec keeps a confined run's tip it could not
+// publish because the task branch moved outside the run (PUBLISH_CONFLICT).
+const KeptPrefix = "refs/wt/kept/"
+
+// kept names the tip a confined run of the row's task could not publish,
+// kept under KeptPrefix: work that is on no branch until a person looks.
+// A ref that cannot be read says so.
+func (p *statusPass) kept(row *Row) {
+	if row.TaskKey == "" {
+		return
+	}
+	ref := KeptPrefix + row.TaskKey
+	tip, err := gitrepo.ReadRef(p.r.Git.CommonDir, ref)
+	if err == nil && tip == "" {
+		return
+	}
+	pr := Problem{Code: decision.PublishConflict, Hint: fmt.Sprintf("compare them: git -C %s log --oneline --graph refs/heads/%s %s; once it is taken or not wanted: git -C %s update-ref -d %s",
+		p.repoArg, row.Branch, ref, p.repoArg, ref)}
+	if err != nil {
+		pr.Message = fmt.Sprintf("%s cannot be read: %v", ref, err)
+	} else {
+		pr.Message = fmt.Sprintf("a confined run of task %s could not publish %s: its branch moved outside the run; it is kept as %s", row.TaskKey, gitrepo.Short(tip), ref)
+	}
+	row.Problems = append(row.Problems, pr)
 }
 
 // pending lists the journals in flight, and warns of an interrupted

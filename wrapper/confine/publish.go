@@ -16,6 +16,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/view"
 )
 
 // A confined run's task branch moves in its private view; wt-exec, outside
@@ -37,7 +38,7 @@ import (
 // moves of the run go on being kept there.
 
 // KeptPrefix is where wt keeps a run's tips that could not be published.
-const KeptPrefix = "refs/wt/kept/"
+const KeptPrefix = view.KeptPrefix
 
 // KeptRef is the ref a task's unpublishable tip is kept under.
 func KeptRef(task string) string { return KeptPrefix + task }
