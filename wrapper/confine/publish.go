@@ -135,17 +135,30 @@ func (p *Publisher) publish(ctx context.Context) error {
 	if _, err := gitrepo.ImportObjects(ctx, common, filepath.Join(p.view.Upper(), "objects"), []string{tip}, append(not, base)); err != nil {
 		return decision.Wrap(decision.PublishFailed, err, "copy the objects of %s %s into the repository", p.ref, gitrepo.Short(tip))
 	}
-	if err := gitrepo.Connected(ctx, common, tip, append(not, base)); err != nil {
-		return decision.Wrap(decision.PublishFailed, err, "check that the repository has every object %s %s reaches", p.ref, gitrepo.Short(tip))
+	// Whether it is a rewrite is asked beside the connectivity check: two
+	// gits at once, not one after the other, on the way to the move.
+	type ancestry struct {
+		anc bool
+		err error
 	}
-	rewrite := false
-	if base != "" {
-		anc, err := gitrepo.IsAncestorIn(ctx, common, base, tip)
-		if err != nil {
-			return decision.Wrap(decision.PublishFailed, err, "compare %s with %s", gitrepo.Short(tip), gitrepo.Short(base))
+	asked := make(chan ancestry, 1)
+	go func() {
+		if base == "" {
+			asked <- ancestry{anc: true}
+			return
 		}
-		rewrite = !anc
+		anc, err := gitrepo.IsAncestorIn(ctx, common, base, tip)
+		asked <- ancestry{anc, err}
+	}()
+	connErr := gitrepo.Connected(ctx, common, tip, append(not, base))
+	a := <-asked
+	if connErr != nil {
+		return decision.Wrap(decision.PublishFailed, connErr, "check that the repository has every object %s %s reaches", p.ref, gitrepo.Short(tip))
 	}
+	if a.err != nil {
+		return decision.Wrap(decision.PublishFailed, a.err, "compare %s with %s", gitrepo.Short(tip), gitrepo.Short(base))
+	}
+	rewrite := !a.anc
 	how := "commit"
 	if rewrite {
 		how = "rewrite"

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -854,4 +855,136 @@ func BenchmarkLaunchers60(b *testing.B) {
 			b.ReportMetric(float64(ts[(len(ts)*99)/100]), "ns/"+name+"-p99")
 		}
 	}
+}
+
+// BenchmarkConfinedCommit is `git commit --allow-empty` run by wt-exec in
+// a governed worktree, unconfined and confined (a private view, its
+// branch published when the run ends), interleaved in one run: each op is
+// one whole wt-exec run of each; confined/unconfined is the ratio.
+func BenchmarkConfinedCommit(b *testing.B) {
+	wtexec := shippedExec(b)
+	_, wts := benchRepo(b, 2, 0)
+	variants := [][]string{
+		{wtexec, "-C", wts[0], "--", "git", "commit", "-q", "--allow-empty", "-m", "x"},
+		{wtexec, "-C", wts[1], "--confine", "--", "git", "commit", "-q", "--allow-empty", "-m", "x"},
+	}
+	times := make([][]time.Duration, len(variants))
+	settle()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := range variants {
+			j := (i + k) % len(variants)
+			t0 := time.Now()
+			runOnce(b, variants[j][0], variants[j][1:]...)
+			times[j] = append(times[j], time.Since(t0))
+		}
+	}
+	b.StopTimer()
+	plain, confined := median(times[0]), median(times[1])
+	b.ReportMetric(plain, "ns/run-unconfined")
+	b.ReportMetric(confined, "ns/run-confined")
+	b.ReportMetric(confined/plain, "confined/unconfined")
+}
+
+// BenchmarkPublication measures how long a confined agent's commit takes
+// to show on its task branch outside its view (the real branch, read as
+// the gate reads it), while 60 launchers run wt-exec --wait -- true
+// against 60 other worktrees over and over, as in BenchmarkLaunchers60.
+// Each op is one commit by a long-running confined agent; the latency runs
+// from the agent's git commit returning to the real branch naming the
+// new commit, polled every 200 µs. Reported: its p50 and p99, idle and
+// under that load.
+func BenchmarkPublication(b *testing.B) {
+	b.Run("idle", func(b *testing.B) { benchPublication(b, false) })
+	b.Run("launchers60", func(b *testing.B) { benchPublication(b, true) })
+}
+
+func benchPublication(b *testing.B, loaded bool) {
+	wtexec := shippedExec(b)
+	repo, wts := benchRepo(b, 61, 0)
+	common := filepath.Join(repo, ".git")
+	ref := "refs/heads/wt/T-60"
+	agent := exec.Command(wtexec, "-C", wts[60], "--confine", "--", "sh", "-c",
+		"while read -r line; do git commit -q --allow-empty -m \"$line\" && echo done || exit 1; done")
+	stdin, err := agent.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := agent.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	agent.Stderr = os.Stderr
+	if err := agent.Start(); err != nil {
+		b.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	commit := func(msg string) string {
+		if _, err := fmt.Fprintln(stdin, msg); err != nil {
+			b.Fatal(err)
+		}
+		if !lines.Scan() || lines.Text() != "done" {
+			b.Fatalf("the agent's commit %s failed: %v", msg, lines.Err())
+		}
+		return msg
+	}
+	published := func(before string) time.Duration {
+		t0 := time.Now()
+		for {
+			tip, err := gitrepo.ReadRef(common, ref)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if tip != before {
+				return time.Since(t0)
+			}
+			if time.Since(t0) > time.Minute {
+				b.Fatal("a commit was not published within a minute")
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}
+	// The first commit is published when the run's watch starts.
+	before, _ := gitrepo.ReadRef(common, ref)
+	commit("warm-up")
+	published(before)
+	stop := make(chan struct{})
+	var load sync.WaitGroup
+	load.Add(1)
+	go func() {
+		defer load.Done()
+		for loaded {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var wg sync.WaitGroup
+			for i := range 60 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_ = exec.Command(wtexec, "-C", wts[i], "--wait", "--timeout", "5m", "--", "/bin/true").Run() // load only
+				}()
+			}
+			wg.Wait()
+		}
+	}()
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		before, _ := gitrepo.ReadRef(common, ref)
+		commit(fmt.Sprintf("c%d", i))
+		lat = append(lat, published(before))
+	}
+	b.StopTimer()
+	close(stop)
+	load.Wait()
+	stdin.Close()
+	if err := agent.Wait(); err != nil {
+		b.Fatalf("the confined agent: %v", err)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-p50")
+	b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds())/1000, "ms-p99")
 }
