@@ -37,15 +37,25 @@ func (s *supervisor) preparePublisher(c gitrepo.Checkout, g lease.Grant, conf *c
 	p.Exclusive = s.pubExclusive
 	id, lid := g.Allocation.AllocationID, g.Lease.LeaseID
 	h := g.Lease.Holder
-	p.Published = func(m confine.Move) {
-		if err := s.repo.Store.Write(func(tx *store.Tx) error {
-			return tx.AppendEvent(store.Event{At: store.Now(), Event: "task_branch_published",
-				AllocationID: &id, LeaseID: &lid, Holder: &h, Actor: proc.Actor(),
-				Detail: map[string]any{"ref": m.Ref, "old": m.Old, "new": m.New, "rewrite": m.Rewrite, "kept": m.Kept}})
-		}); err != nil {
-			s.notify("the publication of " + m.Ref + " could not be recorded in wt's store (the branch's reflog has it): " + err.Error())
+	// Recorded in the store off the publication's path: under many
+	// launchers the store's lock can be minutes away at worst, and the
+	// next move must not wait for it.
+	moves := make(chan confine.Move, 64)
+	s.recorded = make(chan struct{})
+	go func() {
+		defer close(s.recorded)
+		for m := range moves {
+			if err := s.repo.Store.Write(func(tx *store.Tx) error {
+				return tx.AppendEvent(store.Event{At: store.Now(), Event: "task_branch_published",
+					AllocationID: &id, LeaseID: &lid, Holder: &h, Actor: proc.Actor(),
+					Detail: map[string]any{"ref": m.Ref, "old": m.Old, "new": m.New, "rewrite": m.Rewrite, "kept": m.Kept}})
+			}); err != nil {
+				s.notify("the publication of " + m.Ref + " could not be recorded in wt's store (the branch's reflog has it): " + err.Error())
+			}
 		}
-	}
+	}()
+	s.moves = moves
+	p.Published = func(m confine.Move) { moves <- m }
 	s.pub = p
 	return nil
 }
@@ -118,6 +128,8 @@ func (s *supervisor) endView() {
 			keep = true
 			s.notify(err.Error() + fmt.Sprintf("; the run's view is kept in %s", v.Upper()))
 		}
+		close(s.moves) // every move is recorded before the run is done
+		<-s.recorded
 		if refs, err := s.pub.Unpublished(ctx); err != nil {
 			s.notify("the refs the run moved in its view cannot be listed: " + err.Error())
 		} else if len(refs) > 0 {

@@ -90,6 +90,10 @@ type supervisor struct {
 	onView   func(string) error
 	endPub   context.CancelFunc
 	pubEnd   chan struct{}
+	// moves are the publications to record in the store, recorded is
+	// closed once they are.
+	moves    chan confine.Move
+	recorded chan struct{}
 	// gitMu is held while the publisher runs git, and while reap and
 	// terminate run: neither reaps nor kills the publisher's git.
 	gitMu     sync.Mutex

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,8 +110,41 @@ func (p *Publisher) Tip() (string, error) {
 func (p *Publisher) Publish(ctx context.Context) (err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.Exclusive(func() { err = p.publish(ctx) })
+	p.Exclusive(func() { boosted(func() { err = p.publish(ctx) }) })
 	return err
+}
+
+// publishBoost is how much nicer than wt-exec's own the priority is of the
+// gits a publication runs: under 60 launchers on two cores, what a
+// publication took at p99 went from 130-160 ms to 30-40 ms with it
+// (BenchmarkPublication). Only root may raise a priority; for others the
+// gits run at wt-exec's.
+const publishBoost = 10
+
+// boosted runs f on an OS thread of its own whose priority is raised by
+// publishBoost (the processes f starts fork from it and inherit it), and
+// gives the thread its priority back before it serves anything else.
+func boosted(f func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	raw, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+	if err != nil {
+		f()
+		return
+	}
+	nice := 20 - raw // the system call's value is 20 - nice
+	if unix.Setpriority(unix.PRIO_PROCESS, tid, nice-publishBoost) != nil {
+		f()
+		return
+	}
+	defer func() {
+		if unix.Setpriority(unix.PRIO_PROCESS, tid, nice) != nil {
+			// Best effort failed: keep the thread from serving others.
+			runtime.LockOSThread()
+		}
+	}()
+	f()
 }
 
 func (p *Publisher) publish(ctx context.Context) error {
@@ -142,14 +176,14 @@ func (p *Publisher) publish(ctx context.Context) error {
 		err error
 	}
 	asked := make(chan ancestry, 1)
-	go func() {
+	go boosted(func() {
 		if base == "" {
 			asked <- ancestry{anc: true}
 			return
 		}
 		anc, err := gitrepo.IsAncestorIn(ctx, common, base, tip)
 		asked <- ancestry{anc, err}
-	}()
+	})
 	connErr := gitrepo.Connected(ctx, common, tip, append(not, base))
 	a := <-asked
 	if connErr != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/cmd/internal/execcli"
 	"github.com/wt-tool/wt/core/fleet"
@@ -904,8 +907,15 @@ func benchPublication(b *testing.B, loaded bool) {
 	repo, wts := benchRepo(b, 61, 0)
 	common := filepath.Join(repo, ".git")
 	ref := "refs/heads/wt/T-60"
-	agent := exec.Command(wtexec, "-C", wts[60], "--confine", "--", "sh", "-c",
-		"while read -r line; do git commit -q --allow-empty -m \"$line\" && echo done || exit 1; done")
+	argv := []string{wtexec, "-C", wts[60], "--confine", "--", "sh", "-c",
+		"while read -r line; do git commit -q --allow-empty -m \"$line\" && echo \"done $(date +%s%N)\" || exit 1; done"}
+	// WT_BENCH_PUBLISH_NICE=N runs the confined agent's wt-exec (and so
+	// its publication's gits) at nice N: what a priority above the
+	// launchers' would buy (root, for N < 0).
+	if n := os.Getenv("WT_BENCH_PUBLISH_NICE"); n != "" {
+		argv = append([]string{"nice", "-n", n}, argv...)
+	}
+	agent := exec.Command(argv[0], argv[1:]...)
 	stdin, err := agent.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -919,17 +929,32 @@ func benchPublication(b *testing.B, loaded bool) {
 		b.Fatal(err)
 	}
 	lines := bufio.NewScanner(stdout)
-	commit := func(msg string) string {
+	// commit has the agent commit and returns when its git commit
+	// returned (the agent's clock, read right after it).
+	commit := func(msg string) time.Time {
 		if _, err := fmt.Fprintln(stdin, msg); err != nil {
 			b.Fatal(err)
 		}
-		if !lines.Scan() || lines.Text() != "done" {
+		var ns int64
+		if !lines.Scan() || !strings.HasPrefix(lines.Text(), "done ") {
 			b.Fatalf("the agent's commit %s failed: %v", msg, lines.Err())
 		}
-		return msg
+		if _, err := fmt.Sscanf(lines.Text(), "done %d", &ns); err != nil {
+			b.Fatal(err)
+		}
+		return time.Unix(0, ns)
 	}
-	published := func(before string) time.Duration {
-		t0 := time.Now()
+	// published polls the real branch until it moves from before, and
+	// returns how long after t0 it saw it. The observer runs at the
+	// publication's priority (root), so that its own lateness under the
+	// load is not counted as the publication's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if raw, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid()); err == nil {
+		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 20-raw-10) // Best effort: root only.
+		defer unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 20-raw)
+	}
+	published := func(before string, t0 time.Time) time.Duration {
 		for {
 			tip, err := gitrepo.ReadRef(common, ref)
 			if err != nil {
@@ -946,8 +971,7 @@ func benchPublication(b *testing.B, loaded bool) {
 	}
 	// The first commit is published when the run's watch starts.
 	before, _ := gitrepo.ReadRef(common, ref)
-	commit("warm-up")
-	published(before)
+	published(before, commit("warm-up"))
 	stop := make(chan struct{})
 	var load sync.WaitGroup
 	load.Add(1)
@@ -974,8 +998,7 @@ func benchPublication(b *testing.B, loaded bool) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		before, _ := gitrepo.ReadRef(common, ref)
-		commit(fmt.Sprintf("c%d", i))
-		lat = append(lat, published(before))
+		lat = append(lat, published(before, commit(fmt.Sprintf("c%d", i))))
 	}
 	b.StopTimer()
 	close(stop)
