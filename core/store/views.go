@@ -82,3 +82,8 @@ func ViewRecords(root string) ([]string, error) {
 	}
 	return keys, err
 }
+
+// KeptPrefix is where wt-exec keeps a confined run's tip it could not
+// publish because the task branch moved outside the run
+// (PUBLISH_CONFLICT): refs/wt/kept/<task>.
+const KeptPrefix = "refs/wt/kept/"

@@ -332,18 +332,14 @@ func (p *statusPass) leases(getScan func() (*proc.Scan, error), now time.Time) e
 	return nil
 }
 
-// KeptPrefix is where wt-exec keeps a confined run's tip it could not
-// publish because the task branch moved outside the run (PUBLISH_CONFLICT).
-const KeptPrefix = "refs/wt/kept/"
-
 // kept names the tip a confined run of the row's task could not publish,
-// kept under KeptPrefix: work that is on no branch until a person looks.
+// kept under store.KeptPrefix: work that is on no branch until a person looks.
 // A ref that cannot be read says so.
 func (p *statusPass) kept(row *Row) {
 	if row.TaskKey == "" {
 		return
 	}
-	ref := KeptPrefix + row.TaskKey
+	ref := store.KeptPrefix + row.TaskKey
 	tip, err := gitrepo.ReadRef(p.r.Git.CommonDir, ref)
 	if err == nil && tip == "" {
 		return

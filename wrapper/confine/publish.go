@@ -17,7 +17,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
-	"github.com/wt-tool/wt/core/view"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // A confined run's task branch moves in its private view; wt-exec, outside
@@ -39,7 +39,7 @@ import (
 // moves of the run go on being kept there.
 
 // KeptPrefix is where wt keeps a run's tips that could not be published.
-const KeptPrefix = view.KeptPrefix
+const KeptPrefix = store.KeptPrefix
 
 // KeptRef is the ref a task's unpublishable tip is kept under.
 func KeptRef(task string) string { return KeptPrefix + task }
