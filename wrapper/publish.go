@@ -141,6 +141,14 @@ func (s *supervisor) endView() {
 		v.Close()
 		return
 	}
+	if s.transferred {
+		// What the command left runs on in the view under the lease it
+		// was given: the view and its record stay, and the next wt-exec
+		// on the worktree recovers what it publishes no more.
+		s.notify("the run's private view " + v.Dir + " stays for the processes the lease was transferred to; the next wt-exec on the worktree publishes what they leave")
+		v.Close()
+		return
+	}
 	if err := v.Remove(); err != nil {
 		s.notify("the run's private view " + v.Dir + " could not be removed: " + err.Error())
 	}

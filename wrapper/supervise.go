@@ -98,6 +98,9 @@ type supervisor struct {
 	// terminate run: neither reaps nor kills the publisher's git.
 	gitMu     sync.Mutex
 	reapLater atomic.Bool
+	// transferred is set when the lease went to what the command left
+	// running: its view stays for them (endView).
+	transferred bool
 	// broker serves a confined command's store requests (broker.go).
 	broker net.Listener
 	stops  chan os.Signal
@@ -443,6 +446,7 @@ func (s *supervisor) cleanup() {
 		return
 	}
 	if pid := s.transferredTo(); pid != 0 {
+		s.transferred = true
 		s.notify(fmt.Sprintf("the lease was transferred to pid %d (wt-admin lease transfer): what the command left runs on under it", pid))
 		return
 	}
