@@ -73,7 +73,7 @@ func TestMain(m *testing.M) {
 		// what a confined agent connecting to it gets (confine-sockets.txtar).
 		"sockserve": sockServe,
 		// freeport FILE writes a loopback TCP port free a moment ago.
-		"freeport": freePort,
+		"freeport":  freePort,
 		"sockprobe": sockProbe,
 		// wt-exec-confine is wt-exec's confinement helper, run by wt-exec
 		// without root (wrapper/confine/userns.go).
