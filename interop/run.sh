@@ -90,20 +90,23 @@ confined() { # confined TASK AGENT CMD: CMD in sh, in TASK's worktree, confined 
 for a in claude codex gemini opencode; do mkdir -p "$work/home-$a"; done
 check "claude: version" 'Claude Code' confined A-claude claude 'claude --version'
 check "claude: mcp add --scope user persists within the run" 'foo: echo hi' confined A-claude claude 'claude mcp add --scope user foo -- echo hi && claude mcp list'
-check "claude: the worktree is trusted in the run's config" '^trusted$' confined A-claude claude "grep -q '\"hasTrustDialogAccepted\": true' ~/.claude.json && echo trusted"
+check "claude: mcp add --scope user persists to the profile's next run" 'foo: echo hi' confined A-claude claude 'claude mcp list'
+check "claude: the worktree is trusted in the profile's config" '^trusted$' confined A-claude claude "grep -q '\"hasTrustDialogAccepted\": true' ~/.claude.json && echo trusted"
 check "claude: ~/.claude.json is unchanged afterwards" '^\{\}$' cat "$work/home-claude/.claude.json"
 refuses "claude: ~/.claude/hooks is read-only" 'Read-only file system' confined A-claude claude 'touch ~/.claude/hooks/evil'
 check "codex: version" 'codex-cli' confined A-codex codex 'codex --version'
 check "codex: login persists" 'API key' confined A-codex codex 'echo sk-interop | codex login --with-api-key >/dev/null && codex login status'
 check "codex: login persists across runs" 'API key' confined A-codex codex 'codex login status'
 check "codex: mcp list" 'No MCP servers' confined A-codex codex 'codex mcp list'
-refuses "codex: config.toml is read-only (mcp add)" 'failed to write' confined A-codex codex 'codex mcp add foo -- echo hi'
+check "codex: mcp add" 'foo' confined A-codex codex 'codex mcp add foo -- echo hi >/dev/null; codex mcp list'
+check "codex: mcp add persists to the profile's next run" 'foo' confined A-codex codex 'codex mcp list'
+check "codex: the user's own ~/.codex is unchanged" '^unchanged$' sh -c "! grep -qs foo '$work/home-codex/.codex/config.toml' && ! grep -qrs sk-interop '$work/home-codex/.codex' && echo unchanged"
 check "gemini: version" '^[0-9]+\.' confined A-gemini gemini 'gemini --version'
 check "gemini: mcp add (project settings) persists" 'foo: echo hi' confined A-gemini gemini 'gemini mcp add foo echo hi >/dev/null && gemini mcp list'
 check "gemini: mcp list across runs" 'foo: echo hi' confined A-gemini gemini 'gemini mcp list'
 check "opencode: version" '^[0-9]+\.' confined A-opencode opencode 'opencode --version'
 check "opencode: mcp list" 'MCP servers' confined A-opencode opencode 'opencode mcp list'
-check "opencode: state persists" 'opencode.db' ls "$work/home-opencode/.local/share/opencode"
+check "opencode: state persists in the profile's own layer" 'opencode.db' ls "$work/home-opencode/.local/state/wt/agents/opencode/dirs/0/upper"
 
 echo "== hook managers, before and after wt"
 entitled() { wt-exec -C "$1" -- git commit -q --allow-empty -m entitled; }
