@@ -72,8 +72,6 @@ func TestMain(m *testing.M) {
 		// sockserve PATH and sockprobe PATH: a Unix socket's server, and
 		// what a confined agent connecting to it gets (confine-sockets.txtar).
 		"sockserve": sockServe,
-		// freeport FILE writes a loopback TCP port free a moment ago.
-		"freeport":  freePort,
 		"sockprobe": sockProbe,
 		// wt-exec-confine is wt-exec's confinement helper, run by wt-exec
 		// without root (wrapper/confine/userns.go).
@@ -167,16 +165,6 @@ func sockServe() {
 		c.Write([]byte("hello"))
 		c.Close()
 	}
-}
-
-func freePort() {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil || len(os.Args) != 2 {
-		os.Exit(2)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	os.WriteFile(os.Args[1], []byte(strconv.Itoa(port)), 0o644)
 }
 
 func sockProbe() {
