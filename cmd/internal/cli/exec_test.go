@@ -803,7 +803,9 @@ while [ ! -e "$1" ]; do sleep 0.01; done
 	if !strings.Contains(string(b), "ERR") || strings.Contains(out, "ERR") {
 		t.Errorf("stderr: err.log %q, screen %q", b, out)
 	}
-	if !strings.Contains(string(b), "wt-exec: warning: the command exited; stopping 1 leftover process(es)") {
+	// One leftover: the sleep, or, caught an instant earlier on a loaded
+	// machine, its shell and the touch still exiting.
+	if !regexp.MustCompile(`wt-exec: warning: the command exited; stopping [12] leftover process\(es\)`).Match(b) {
 		t.Errorf("the leftover notice is missing from stderr: %q", b)
 	}
 	// Again with stderr on the terminal, to see the notices' line ends.
