@@ -445,7 +445,35 @@ func childEnv(environ []string, g lease.Grant, secret string) []string {
 			out = withPushOption(out, fleet.FenceToken(g.Allocation.TaskKey, epoch, secret))
 		}
 	}
-	return out
+	return withGitDefault(out, "reftable.lockTimeout", reftableLockTimeout)
+}
+
+// reftableLockTimeout is how long (ms) the gits of wt-exec's command wait
+// for a reftable stack's lock, unless the caller set it: every ref update
+// holds the stack's one lock while the reference-transaction gate runs,
+// and git's default 100 ms was too short for ten agents committing at once
+// on a loaded machine ("fatal: cannot lock references"). Gits without
+// reftable ignore the key. (docs/design.md, "Reading refs".)
+const reftableLockTimeout = "10000"
+
+// withGitDefault sets git's configuration key to value for the command's
+// gits through GIT_CONFIG_COUNT/KEY/VALUE, unless the caller's environment
+// already sets that key there (its value stays).
+func withGitDefault(env []string, key, value string) []string {
+	n := 0
+	if v, _ := envLookup(env, "GIT_CONFIG_COUNT"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			return env // git refuses the caller's own value; do not hide that
+		}
+	}
+	for i := 0; i < n; i++ {
+		if k, _ := envLookup(env, fmt.Sprintf("GIT_CONFIG_KEY_%d", i)); strings.EqualFold(k, key) {
+			return env
+		}
+	}
+	env = withoutVar(env, "GIT_CONFIG_COUNT")
+	return append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", n, key), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, value), fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+1))
 }
 
 // withPushOption adds a push option to every git push of the command,
