@@ -133,7 +133,7 @@ func (s *supervisor) runAdmin(args []string) BrokerReply {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Env = withoutVar(withoutVar(os.Environ(), store.ConfinedEnv), store.BrokerEnv)
 	var err error
-	s.pubExclusive(func() { err = cmd.Run() })
+	s.withoutReaping(func() { err = cmd.Run() })
 	code := 0
 	if err != nil {
 		var ee *exec.ExitError

@@ -34,7 +34,7 @@ func (s *supervisor) preparePublisher(c gitrepo.Checkout, g lease.Grant, conf *c
 	branch, base := *g.Allocation.Branch, s.viewBase
 	p := confine.NewPublisher(v, g.Allocation.TaskKey, branch, base, g.Policy.PublicationBranch)
 	p.Notify = s.notify
-	p.Exclusive = s.pubExclusive
+	p.Exclusive = s.withoutReaping
 	id, lid := g.Allocation.AllocationID, g.Lease.LeaseID
 	h := g.Lease.Holder
 	// Recorded in the store off the publication's path: under many
@@ -162,10 +162,10 @@ func (s *supervisor) dropView() {
 	}
 }
 
-// pubExclusive runs one publication (its git processes) while neither
+// withoutReaping runs f (a publication's gits, a brokered wt-admin) while neither
 // reap nor terminate runs, then has the children reaped that exited
 // meanwhile: SIGCHLD to wt-exec itself wakes the loop that reaps.
-func (s *supervisor) pubExclusive(f func()) {
+func (s *supervisor) withoutReaping(f func()) {
 	s.gitMu.Lock()
 	f()
 	s.gitMu.Unlock()

@@ -242,7 +242,7 @@ func Run(opts Options) (Result, error) {
 				s.holderLock = takeHolderLock(c.GitDir, g.Lease.LeaseID)
 			}
 			s.branchMark = markBranch(c, g)
-			child, err := s.launch(path, childEnv(opts.Environ, g, s.fenceSecret), conf)
+			child, err := s.launch(path, childEnv(opts.Environ, g, s.fenceSecret), conf, c)
 			if err == nil {
 				s.startPublisher()
 			}
@@ -460,6 +460,13 @@ const reftableLockTimeout = "10000"
 // gits through GIT_CONFIG_COUNT/KEY/VALUE, unless the caller's environment
 // already sets that key there (its value stays).
 func withGitDefault(env []string, key, value string) []string {
+	return withGitConfig(env, key, value, func(k, _ string) bool { return strings.EqualFold(k, key) })
+}
+
+// withGitConfig appends key=value to the GIT_CONFIG_COUNT/KEY/VALUE
+// entries of env, unless one of them already has (present). A count git
+// would refuse is left alone, not hidden.
+func withGitConfig(env []string, key, value string, present func(k, v string) bool) []string {
 	n := 0
 	if v, _ := envLookup(env, "GIT_CONFIG_COUNT"); v != "" {
 		var err error
@@ -468,7 +475,9 @@ func withGitDefault(env []string, key, value string) []string {
 		}
 	}
 	for i := 0; i < n; i++ {
-		if k, _ := envLookup(env, fmt.Sprintf("GIT_CONFIG_KEY_%d", i)); strings.EqualFold(k, key) {
+		k, _ := envLookup(env, fmt.Sprintf("GIT_CONFIG_KEY_%d", i))
+		v, _ := envLookup(env, fmt.Sprintf("GIT_CONFIG_VALUE_%d", i))
+		if present(k, v) {
 			return env
 		}
 	}
@@ -480,22 +489,7 @@ func withGitDefault(env []string, key, value string) []string {
 // through git's GIT_CONFIG_COUNT/KEY/VALUE (appended to any the caller
 // set; not twice).
 func withPushOption(env []string, option string) []string {
-	n := 0
-	if v, _ := envLookup(env, "GIT_CONFIG_COUNT"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 0 {
-			return env // git refuses the caller's own value; do not hide that
-		}
-	}
-	for i := 0; i < n; i++ {
-		k, _ := envLookup(env, fmt.Sprintf("GIT_CONFIG_KEY_%d", i))
-		v, _ := envLookup(env, fmt.Sprintf("GIT_CONFIG_VALUE_%d", i))
-		if k == "push.pushOption" && v == option {
-			return env
-		}
-	}
-	env = withoutVar(env, "GIT_CONFIG_COUNT")
-	return append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=push.pushOption", n), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, option), fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+1))
+	return withGitConfig(env, "push.pushOption", option, func(k, v string) bool { return k == "push.pushOption" && v == option })
 }
 
 // runNested runs the command of a wt-exec nested in a confined command:
@@ -511,7 +505,7 @@ func (s *supervisor) runNested(path string, endWatch func()) (Result, error) {
 		s.stopCatching()
 		return res, s.stopped()
 	}
-	_, err := s.launch(path, s.opts.Environ, nil)
+	_, err := s.launch(path, s.opts.Environ, nil, gitrepo.Checkout{})
 	endWatch()
 	if err != nil {
 		s.restore()

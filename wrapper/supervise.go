@@ -1,7 +1,6 @@
 package wrapper
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -270,11 +269,11 @@ func (s *supervisor) stopped() error {
 		WithFact("signal", int(sig))
 }
 
-// launch starts the child (inside the lease section) and returns its
-// process group. The child's start ticks are read at once: until it is
+// launch starts the child (inside the lease section) in the checkout c
+// and returns its process group. The child's start ticks are read at once: until it is
 // reaped, even an exited child's /proc entry is there, and nothing reaps
 // before supervise.
-func (s *supervisor) launch(path string, env []string, conf *confine.Plan) (*store.ChildGroup, error) {
+func (s *supervisor) launch(path string, env []string, conf *confine.Plan, c gitrepo.Checkout) (*store.ChildGroup, error) {
 	s.catch()
 	argv := s.opts.Args
 	if conf != nil {
@@ -284,12 +283,11 @@ func (s *supervisor) launch(path string, env []string, conf *confine.Plan) (*sto
 		if err := confine.CloseInherited(s.opts.KeepFDs); err != nil {
 			return nil, err
 		}
-		if c, err := gitrepo.Locate(cmp.Or(s.opts.Dir, ".")); err == nil && c.Key != gitrepo.MainKey {
-			if kv, err := s.startBroker(c, conf.TempDir); err == nil {
-				env = append(withoutVar(env, store.BrokerEnv), kv)
-			} else {
-				s.notify("the run's lease handoff and transfer cannot go through wt-exec: " + err.Error())
-			}
+		// A confined command runs in a linked worktree (confine.New).
+		if kv, err := s.startBroker(c, conf.TempDir); err == nil {
+			env = append(withoutVar(env, store.BrokerEnv), kv)
+		} else {
+			s.notify("the run's lease handoff and transfer cannot go through wt-exec: " + err.Error())
 		}
 	}
 	restore, err := s.start(path, argv, env)

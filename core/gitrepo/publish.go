@@ -150,6 +150,16 @@ func IsAncestorIn(ctx context.Context, common, a, b string) (bool, error) {
 // reads a confined run's view of the refs without running git on the
 // view's own configuration, which the run could have written.
 func ListRefsOf(ctx context.Context, common, refsDir string) (map[string]string, error) {
+	list := func(gitDir string) (map[string]string, error) {
+		out, err := run(ctx, gitDir, true, gitDirArgs(gitDir, "for-each-ref", "--format=%(objectname) %(refname)")...)
+		if err != nil {
+			return nil, err
+		}
+		return parseRefList(out), nil
+	}
+	if refsDir == common {
+		return list(common) // the repository's own refs need no stand-in git dir
+	}
 	tmp, err := os.MkdirTemp("", "wt-refs-")
 	if err != nil {
 		return nil, err
@@ -180,11 +190,7 @@ func ListRefsOf(ctx context.Context, common, refsDir string) (map[string]string,
 			return nil, err
 		}
 	}
-	out, err := run(ctx, tmp, true, gitDirArgs(tmp, "for-each-ref", "--format=%(objectname) %(refname)")...)
-	if err != nil {
-		return nil, err
-	}
-	return parseRefList(out), nil
+	return list(tmp)
 }
 
 // ImportAll copies into the repository of common every object of the

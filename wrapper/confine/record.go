@@ -102,7 +102,7 @@ func Recorder(root, key, task, branch, base, common string) func(dir string) err
 // each published tip, and its removal with the view's.
 func (v *View) Recorded(root, key, task string) {
 	v.record = func(published string) error {
-		return store.WriteViewRecord(root, key, store.ViewRecord{Dir: v.Dir, Task: task, Branch: v.Branch, Published: published, Reftable: gitrepo.Reftable(v.Common)})
+		return Recorder(root, key, task, v.Branch, published, v.Common)(v.Dir)
 	}
 	v.unrecord = func() error { return store.RemoveViewRecord(root, key) }
 }

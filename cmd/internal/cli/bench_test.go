@@ -709,18 +709,11 @@ func BenchmarkExecFloor(b *testing.B) {
 		variants = append(variants, variant{"wt-exec-before", []string{old, "-C", before[0], "--", "/bin/true"}},
 			variant{"wt-exec-confine-before", []string{old, "-C", before[0], "--confine", "--", "/bin/true"}})
 	}
-	times := make([][]time.Duration, len(variants))
-	settle()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for k := range variants {
-			j := (i + k) % len(variants)
-			t0 := time.Now()
-			runOnce(b, variants[j].argv[0], variants[j].argv[1:]...)
-			times[j] = append(times[j], time.Since(t0))
-		}
+	var argvs [][]string
+	for _, v := range variants {
+		argvs = append(argvs, v.argv)
 	}
-	b.StopTimer()
+	times := interleaved(b, argvs)
 	per := map[string]float64{}
 	for j, v := range variants {
 		per[v.name] = median(times[j])
@@ -745,23 +738,30 @@ func BenchmarkExecFleet(b *testing.B) {
 	wtexec := shippedExec(b)
 	_, local := benchRepo(b, 1, 9)
 	fleetWT := fleetWorktree(b)
-	argv := [][]string{{"-C", local[0], "--", "/bin/true"}, {"-C", fleetWT, "--", "/bin/true"}}
-	var times [2][]time.Duration
-	settle()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for k := range argv {
-			j := (i + k) % len(argv)
-			t0 := time.Now()
-			runOnce(b, wtexec, argv[j]...)
-			times[j] = append(times[j], time.Since(t0))
-		}
-	}
-	b.StopTimer()
+	times := interleaved(b, [][]string{{wtexec, "-C", local[0], "--", "/bin/true"}, {wtexec, "-C", fleetWT, "--", "/bin/true"}})
 	localNS, fleetNS := median(times[0]), median(times[1])
 	b.ReportMetric(localNS, "ns/run-local")
 	b.ReportMetric(fleetNS, "ns/run-fleet")
 	b.ReportMetric(fleetNS/localNS, "fleet/local")
+}
+
+// interleaved runs each command line of variants once per op, in an order
+// that rotates from op to op (so that a drift of the machine falls on
+// each alike), after settle, and returns each one's times, timer stopped.
+func interleaved(b *testing.B, variants [][]string) [][]time.Duration {
+	times := make([][]time.Duration, len(variants))
+	settle()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := range variants {
+			j := (i + k) % len(variants)
+			t0 := time.Now()
+			runOnce(b, variants[j][0], variants[j][1:]...)
+			times[j] = append(times[j], time.Since(t0))
+		}
+	}
+	b.StopTimer()
+	return times
 }
 
 // median is the median of the op times of one variant in one run, in ns:
@@ -871,18 +871,7 @@ func BenchmarkConfinedCommit(b *testing.B) {
 		{wtexec, "-C", wts[0], "--", "git", "commit", "-q", "--allow-empty", "-m", "x"},
 		{wtexec, "-C", wts[1], "--confine", "--", "git", "commit", "-q", "--allow-empty", "-m", "x"},
 	}
-	times := make([][]time.Duration, len(variants))
-	settle()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for k := range variants {
-			j := (i + k) % len(variants)
-			t0 := time.Now()
-			runOnce(b, variants[j][0], variants[j][1:]...)
-			times[j] = append(times[j], time.Since(t0))
-		}
-	}
-	b.StopTimer()
+	times := interleaved(b, variants)
 	plain, confined := median(times[0]), median(times[1])
 	b.ReportMetric(plain, "ns/run-unconfined")
 	b.ReportMetric(confined, "ns/run-confined")

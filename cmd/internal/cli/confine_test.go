@@ -20,30 +20,9 @@ func TestConfineWithoutLandlock(t *testing.T) {
 		t.Skip("builds a binary")
 	}
 	t.Parallel()
-	bin := buildTagged(t, "wt-exec", "wt_testseams")
-	adminBin := buildTagged(t, "wt-admin", "wt_testseams")
-	top := t.TempDir()
-	repo := filepath.Join(top, "repo")
-	git(t, top, "init", "-q", "-b", "main", repo)
-	git(t, repo, "commit", "-q", "--allow-empty", "-m", "init")
-	w1 := filepath.Join(top, "w1")
-	for _, args := range [][]string{{"init", "--no-hooks"}, {"allocate", "--task", "T-1", "--owner", "alice", w1}} {
-		if out, code := admin(t, adminBin, repo, "", args...); code != 0 {
-			t.Fatalf("%v: %d %s", args, code, out)
-		}
-	}
-	installGate(t, repo)
+	top, repo, w1, bin, adminBin := seamRepo(t)
 	run := func(abi string, args ...string) (string, int) {
-		cmd := exec.Command(bin, append([]string{"-C", w1}, args...)...)
-		cmd.Env = append(os.Environ(), "WT_TEST_LANDLOCK_ABI="+abi)
-		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return string(out), ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), 0
+		return runSeam(t, bin, w1, "WT_TEST_LANDLOCK_ABI="+abi, args...)
 	}
 	marker := filepath.Join(top, "ran")
 	out, code := run("0", "--confine", "--", "touch", marker)
@@ -109,31 +88,8 @@ func TestConfineWithoutView(t *testing.T) {
 		t.Skip("this kernel cannot confine")
 	}
 	t.Parallel()
-	bin := buildTagged(t, "wt-exec", "wt_testseams")
-	adminBin := buildTagged(t, "wt-admin", "wt_testseams")
-	top := t.TempDir()
-	repo := filepath.Join(top, "repo")
-	git(t, top, "init", "-q", "-b", "main", repo)
-	git(t, repo, "commit", "-q", "--allow-empty", "-m", "init")
-	w1 := filepath.Join(top, "w1")
-	for _, args := range [][]string{{"init", "--no-hooks"}, {"allocate", "--task", "T-1", "--owner", "alice", w1}} {
-		if out, code := admin(t, adminBin, repo, "", args...); code != 0 {
-			t.Fatalf("%v: %d %s", args, code, out)
-		}
-	}
-	installGate(t, repo)
-	run := func(args ...string) (string, int) {
-		cmd := exec.Command(bin, append([]string{"-C", w1}, args...)...)
-		cmd.Env = append(os.Environ(), "WT_TEST_NO_VIEW=1")
-		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return string(out), ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), 0
-	}
+	top, repo, w1, bin, adminBin := seamRepo(t)
+	run := func(args ...string) (string, int) { return runSeam(t, bin, w1, "WT_TEST_NO_VIEW=1", args...) }
 	marker := filepath.Join(w1, "ran")
 	out, code := run("--confine", "--", "touch", marker)
 	if code != 125 || !strings.Contains(out, "CONFINEMENT_UNAVAILABLE: wt-exec cannot give the command its private view of the repository: wt-exec is not root, and this kernel lets no ordinary user make a user namespace") ||
@@ -157,4 +113,40 @@ func TestConfineWithoutView(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "refs     guarded by landlock only") {
 		t.Fatalf("--explain without a view: %d %s", code, out)
 	}
+}
+
+// seamRepo builds the wt_testseams wt-exec and wt-admin and a governed
+// repository with one worktree, w1, for task T-1.
+func seamRepo(t *testing.T) (top, repo, w1, bin, adminBin string) {
+	t.Helper()
+	bin = buildTagged(t, "wt-exec", "wt_testseams")
+	adminBin = buildTagged(t, "wt-admin", "wt_testseams")
+	top = t.TempDir()
+	repo = filepath.Join(top, "repo")
+	git(t, top, "init", "-q", "-b", "main", repo)
+	git(t, repo, "commit", "-q", "--allow-empty", "-m", "init")
+	w1 = filepath.Join(top, "w1")
+	for _, args := range [][]string{{"init", "--no-hooks"}, {"allocate", "--task", "T-1", "--owner", "alice", w1}} {
+		if out, code := admin(t, adminBin, repo, "", args...); code != 0 {
+			t.Fatalf("%v: %d %s", args, code, out)
+		}
+	}
+	installGate(t, repo)
+	return top, repo, w1, bin, adminBin
+}
+
+// runSeam runs the seam build of wt-exec in w1 with one seam variable set,
+// and returns its combined output and exit code.
+func runSeam(t *testing.T, bin, w1, seam string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-C", w1}, args...)...)
+	cmd.Env = append(os.Environ(), seam)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wt-tool/wt/core/alloc"
@@ -97,8 +98,10 @@ func Run(ctx context.Context, dir string) (Report, error) {
 		if err != nil {
 			rep.store(err)
 		}
-		rep.checkLeases(tx, allocs, r.Git.CommonDir, repo)
-		rep.checkViews(tx, allocs, r.Store.Root())
+		// One reading of the processes for the leases and the views.
+		scan := sync.OnceValues(proc.NewScan)
+		rep.checkLeases(tx, allocs, r.Git.CommonDir, repo, scan)
+		rep.checkViews(tx, allocs, r.Store.Root(), scan)
 		rep.checkRegistrations(tx, repo)
 		rep.checkPrunable(allocs, repo)
 		rep.checkJournals(tx, repo, r.Git.TopLevel)
@@ -384,8 +387,7 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 }
 
 // checkLeases: a lease whose holder is gone, or whose worktree is gone.
-func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDir, repo string) {
-	var ev *proc.Scan
+func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDir, repo string, scan func() (*proc.Scan, error)) {
 	now := time.Now()
 	for _, a := range allocs {
 		l, ok, err := tx.Lease(a.AllocationID)
@@ -401,11 +403,10 @@ func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDi
 			}
 			continue
 		}
-		if ev == nil {
-			if ev, err = proc.NewScan(); err != nil {
-				rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: "/proc", Problem: err.Error()})
-				return
-			}
+		ev, err := scan()
+		if err != nil {
+			rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: "/proc", Problem: err.Error()})
+			return
 		}
 		p := lease.Assess(ev, l, now, lease.Caller{})
 		path := shell.Word(l.WorktreePath)
@@ -445,7 +446,7 @@ func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDi
 // stays in the store until the next wt-exec on the worktree recovers it
 // (confine.Recover), which is the fix. A view whose worktree's lease has
 // a live holder is that run's own.
-func (rep *Report) checkViews(tx *store.Tx, allocs []store.Allocation, root string) {
+func (rep *Report) checkViews(tx *store.Tx, allocs []store.Allocation, root string, scan func() (*proc.Scan, error)) {
 	keys, err := store.ViewRecords(root)
 	if err != nil {
 		rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: store.ViewsDir(root), Problem: "the records of confined runs' views cannot be read: " + err.Error()})
@@ -454,7 +455,7 @@ func (rep *Report) checkViews(tx *store.Tx, allocs []store.Allocation, root stri
 	if len(keys) == 0 {
 		return
 	}
-	ev, err := proc.NewScan()
+	ev, err := scan()
 	if err != nil {
 		rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: "/proc", Problem: err.Error()})
 		return
@@ -462,7 +463,7 @@ func (rep *Report) checkViews(tx *store.Tx, allocs []store.Allocation, root stri
 	for _, key := range keys {
 		rec, _, err := store.ReadViewRecord(root, key)
 		if err != nil {
-			rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: key, Problem: err.Error(), Hint: "look at it: cat " + shell.Word(filepath.Join(store.ViewsDir(root), key+".json"))})
+			rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: key, Problem: err.Error(), Hint: "look at it: cat " + shell.Word(store.ViewRecordPath(root, key))})
 			continue
 		}
 		var a *store.Allocation
