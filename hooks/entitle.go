@@ -44,6 +44,8 @@ type Verdict struct {
 	warnOnly bool
 	// pol is the policy the decision was made under.
 	pol store.Policy
+	// storeRoot is the store the decision read (its ledgers).
+	storeRoot string
 }
 
 // refuse records a refusal, which policy enforcement warn turns into an
@@ -141,7 +143,7 @@ func newGate(r *alloc.Repo, tx *store.Tx, pid int) (*gate, error) {
 
 // verdict starts a verdict about the checkout at path under the gate's policy.
 func (g *gate) verdict(path, branch string) Verdict {
-	return Verdict{Path: path, Branch: branch, pol: g.pol, warnOnly: g.pol.Enforcement == store.EnforcementWarn, procs: g.procs}
+	return Verdict{Path: path, Branch: branch, pol: g.pol, warnOnly: g.pol.Enforcement == store.EnforcementWarn, procs: g.procs, storeRoot: g.r.Store.Root()}
 }
 
 // done turns a verdict without refusal into an allowance.

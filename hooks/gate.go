@@ -109,6 +109,7 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 	var out []Verdict
 	_, err = underGate(c, pid, func(g *gate) error {
 		judged := map[string]bool{}
+		var moves []ledgerMove
 		for _, u := range updates {
 			v, ok, err := g.update(c, u, judged)
 			if err != nil {
@@ -116,11 +117,16 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 			}
 			switch {
 			case ok && v.Refusal == nil && v.TaskKey != "" && strings.HasPrefix(u.Ref, "refs/heads/"):
-				alloc.RecordApproval(c.GitDir, alloc.Approval{Hook: "reference-transaction", Ref: u.Ref, Old: u.Old, New: u.New}, v.Lease)
+				if d := g.recreated(v, u); d != nil {
+					v.refuse(d)
+					v = done(v)
+					break
+				}
+				moves = append(moves, ledgerMove{v.AllocationID, u, v.Lease})
 			case g.pol.PublicationBranch != "" && u.Ref == "refs/heads/"+g.pol.PublicationBranch && (!ok || v.Refusal == nil):
 				// wt does not gate the publication branch, but it saw this
 				// move: audit tells it from one made with hooks off.
-				alloc.RecordApproval(c.GitDir, alloc.Approval{Hook: "reference-transaction", Ref: u.Ref, Old: u.Old, New: u.New}, nil)
+				moves = append(moves, ledgerMove{store.PublicationLedger, u, nil})
 			}
 			if !ok || v.Refusal == nil {
 				continue
@@ -129,9 +135,72 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 			v.Reason = v.Refusal.Message
 			out = append(out, v)
 		}
+		for _, v := range out {
+			if !v.Allowed {
+				return nil // refused: none of it moves
+			}
+		}
+		g.record(moves)
 		return nil
 	})
 	return out, err
+}
+
+// ledgerMove is a move the gate approved, for the branch ledger named.
+type ledgerMove struct {
+	ledger string
+	u      RefUpdate
+	lease  *store.Lease
+}
+
+// record appends the moves of an approved transaction to the branch
+// ledgers (store.AppendLedger): in "prepared", once the whole transaction
+// is judged, before git makes it. Best effort: a move that cannot be
+// recorded shows as one no gate saw (never the other way). A confined
+// command's store is its private view's: its moves are recorded when
+// wt-exec publishes them.
+func (g *gate) record(moves []ledgerMove) {
+	if len(moves) == 0 || os.Getenv(confinedEnv) != "" {
+		return
+	}
+	for _, m := range moves {
+		l := store.LedgerLine{Via: store.ViaGate, Ref: m.u.Ref, Old: m.u.Old, New: m.u.New}
+		if m.lease != nil {
+			l.LeaseID, l.Generation, l.ClientID = m.lease.LeaseID, m.lease.Generation, m.lease.Holder.ClientID
+		}
+		_ = store.AppendLedger(g.r.Store.Root(), m.ledger, l) // Best effort, as above.
+	}
+}
+
+// recreated refuses (TASK_BRANCH_MISSING) an update that creates task
+// branch u.Ref, which git no longer has, on anything but the tip wt's
+// ledger records for it: a commit there would start an empty history
+// where the task's work was. Restoring the recorded tip passes.
+func (g *gate) recreated(v Verdict, u RefUpdate) *decision.Error {
+	if isZeroOID(u.New) || !isZeroOID(u.Old) {
+		return nil // a deletion, or a move of a branch that is there
+	}
+	if cur, err := gitrepo.ReadRef(g.r.Git.CommonDir, u.Ref); err != nil || cur != "" {
+		return nil // there after all (git gave no old value), or unreadable: the entitlement judged it
+	}
+	return missingBranch(g.r.Store.Root(), v.AllocationID, v.TaskKey, v.Path, u.Ref, u.New)
+}
+
+// missingBranch is TASK_BRANCH_MISSING when the ledger of allocation id,
+// in the store at root,
+// records a tip for ref other than to (the value about to be given it), and
+// nil when the ledger records none (an allocation older than ledgers).
+func missingBranch(root, id, task, path, ref, to string) *decision.Error {
+	led, err := store.ReadLedgerTail(root, id, ref)
+	if err != nil {
+		return decision.Wrap(decision.InvalidMetadata, err, "read the ledger of %s", ref)
+	}
+	tip := led.LastExisting()
+	if tip == "" || tip == to {
+		return nil
+	}
+	return decision.New(decision.TaskBranchMissing, "task %s's branch %s is gone from git, but wt's ledger records its tip %s: creating it anew would start an empty history where the task's work was", task, ref, gitrepo.Short(tip)).
+		WithHint("%s", alloc.RestoreBranch(path, ref, tip))
 }
 
 // withHeadLine adds the line for checkout c's HEAD that git before 2.45

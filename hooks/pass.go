@@ -1,9 +1,11 @@
 package hooks
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/safefile"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // PassFile is the file, in a checkout's own git dir, in which an allowed
@@ -40,11 +43,20 @@ func PreCommit(dir string, pid, gitPID int) (Verdict, error) {
 	// checkout allowed for any other reason (unmanaged, a role with its own
 	// gate, a warning) gets none, so its reference transaction is judged.
 	if err == nil && v.Allowed && !v.Warning && v.own && v.Code == decision.Entitled && !c.Detached && c.Branch == v.Branch {
-		writePass(c, gitPID, v.procs)
 		ref := "refs/heads/" + c.Branch
-		if old := alloc.TipOf(c.CommonDir, ref); old != "" {
-			alloc.RecordApproval(c.GitDir, alloc.Approval{Hook: "pre-commit", Ref: ref, Old: old}, v.Lease)
+		if alloc.TipOf(c.CommonDir, ref) == "" {
+			// An unborn task branch: gone from git, or never there.
+			if d := missingBranch(v.storeRoot, v.AllocationID, v.TaskKey, v.Path, ref, ""); d != nil {
+				v.refuse(d)
+				v.Allowed = false
+				return v, nil
+			}
 		}
+		ledger := ""
+		if os.Getenv(confinedEnv) == "" && store.EnsureLedgerDir(v.storeRoot) == nil { // a confined command's store is its view's
+			ledger = store.LedgerPath(v.storeRoot, v.AllocationID)
+		}
+		writePass(c, gitPID, v.procs, v.Lease, ledger)
 	}
 	return v, err
 }
@@ -58,7 +70,7 @@ func PreCommit(dir string, pid, gitPID int) (Verdict, error) {
 // judged: either way no commit passes unjudged. The
 // entitlement's ancestry walk passed through gitPID, the hook's parent, and
 // its stat from there names it (read again only where the walk is absent).
-func writePass(c gitrepo.Checkout, gitPID int, procs *proc.Reader) {
+func writePass(c gitrepo.Checkout, gitPID int, procs *proc.Reader, l *store.Lease, ledger string) {
 	st, ok := proc.Stat{}, false
 	if procs != nil {
 		st, ok = procs.Walked(gitPID)
@@ -77,7 +89,14 @@ func writePass(c gitrepo.Checkout, gitPID int, procs *proc.Reader) {
 		return
 	}
 	ref := "refs/heads/" + c.Branch
-	line := fmt.Appendf(nil, "v1 %s %d %d %s\n", boot, gitPID, st.StartTicks, ref)
+	if strings.ContainsAny(ref, "\"\\") || strings.ContainsAny(ledger, "\n") {
+		return // the shim writes the ref into a JSON line, the ledger's path after the fields
+	}
+	lease, gen, client := "-", 0, "-"
+	if l != nil {
+		lease, gen, client = l.LeaseID, l.Generation, l.Holder.ClientID
+	}
+	line := fmt.Appendf(nil, "v2 %s %d %d %s %s %d %s %s\n", boot, gitPID, st.StartTicks, ref, lease, gen, client, cmp.Or(ledger, "-"))
 	if safefile.Overwrite(filepath.Join(c.GitDir, PassFile), line) {
 		return // in place: the shim reads the first line
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/wt-tool/wt/core/proc"
 )
 
-// TestReferenceTransactionPass runs the v2 reference-transaction shim as git
+// TestReferenceTransactionPass runs the reference-transaction shim as git
 // does (its parent, this test process, plays git) with a pass in $GIT_DIR,
 // and a stand-in wt-hook that records that it ran and what it read. The
 // stand-in is skipped only when the pass names the parent exactly and the
@@ -30,7 +30,12 @@ func TestReferenceTransactionPass(t *testing.T) {
 		br   = oid + " " + oid + " refs/heads/other\n"
 		auto = "0000000000000000000000000000000000000000 0000000000000000000000000000000000000000 AUTO_MERGE\n"
 	)
-	valid := fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, self.PID, self.StartTicks)
+	ledgerDir := t.TempDir()
+	ledger := filepath.Join(ledgerDir, "a ledger.jsonl")
+	pass := func(v, boot string, pid int, start uint64, ref string) string {
+		return fmt.Sprintf("%s %s %d %d %s L-1 3 client-1 %s\n", v, boot, pid, start, ref, ledger)
+	}
+	valid := pass("v2", self.BootID, self.PID, self.StartTicks, "refs/heads/wt/T-1")
 	// A bulk transaction: past the lines the shim reads one at a time.
 	tags := strings.Repeat(tag, 200)
 	cases := []struct {
@@ -46,10 +51,11 @@ func TestReferenceTransactionPass(t *testing.T) {
 		{"no pass, nothing the gate judges (git's AUTO_MERGE, a tag)", "", auto + tag, false, false},
 		{"no pass, nothing judged, chained", "", auto, true, false},
 		{"no pass, a worktree's HEAD", "", oid + " " + oid + " worktrees/w1/HEAD\n", false, true},
-		{"another process's pass", fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, self.PID+1, self.StartTicks), head + own, false, true},
-		{"a reused pid", fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, self.PID, self.StartTicks+1), head + own, false, true},
-		{"another boot", fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", "00000000-0000-0000-0000-000000000000", self.PID, self.StartTicks), head + own, false, true},
-		{"another branch", fmt.Sprintf("v1 %s %d %d refs/heads/other\n", self.BootID, self.PID, self.StartTicks), head + own, false, true},
+		{"another process's pass", pass("v2", self.BootID, self.PID+1, self.StartTicks, "refs/heads/wt/T-1"), head + own, false, true},
+		{"a reused pid", pass("v2", self.BootID, self.PID, self.StartTicks+1, "refs/heads/wt/T-1"), head + own, false, true},
+		{"another boot", pass("v2", "00000000-0000-0000-0000-000000000000", self.PID, self.StartTicks, "refs/heads/wt/T-1"), head + own, false, true},
+		{"another branch", pass("v2", self.BootID, self.PID, self.StartTicks, "refs/heads/other"), head + own, false, true},
+		{"a pass of the format before the ledger", fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, self.PID, self.StartTicks), head + own, false, true},
 		{"an unknown pass version", "v9" + valid[2:], head + own, false, true},
 		{"a torn pass", valid[:20], head + own, false, true},
 		{"many tags", "", tags, true, false},
@@ -60,6 +66,7 @@ func TestReferenceTransactionPass(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, gitDir, stand, path := shimWithStandIn(t)
+			os.Remove(ledger)
 			if tc.pass != "" {
 				os.WriteFile(filepath.Join(gitDir, "wt-hook-pass"), []byte(tc.pass), 0o644)
 			}
@@ -86,6 +93,17 @@ func TestReferenceTransactionPass(t *testing.T) {
 				}
 			} else if code != 0 || argErr == nil {
 				t.Fatalf("wt-hook ran, or the shim failed: exit %d, args %q, output %q", code, args, out)
+			}
+			// The move a pass lets through is in the ledger the pass names,
+			// exactly (and nothing else is: the judged are wt-gate's to
+			// record, the rest moves nothing wt records).
+			got, _ := os.ReadFile(ledger)
+			want := ""
+			if tc.pass == valid && !tc.judged && strings.Contains(tc.stdin, own) {
+				want = `{"via":"pass","ref":"refs/heads/wt/T-1","old":"` + oid + `","new":"` + oid + `","lease_id":"L-1","generation":3,"client_id":"client-1"}` + "\n"
+			}
+			if string(got) != want {
+				t.Errorf("the ledger holds %q, want %q", got, want)
 			}
 			if tc.chained {
 				if got, _ := os.ReadFile(path + ".wt-chained.stdin"); string(got) != tc.stdin {
@@ -131,7 +149,7 @@ func TestReferenceTransactionPassOddName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pass := fmt.Sprintf("v1 %s %d %d refs/heads/wt/T-1\n", self.BootID, cmd.Process.Pid, st.StartTicks)
+	pass := fmt.Sprintf("v2 %s %d %d refs/heads/wt/T-1 - 0 - -\n", self.BootID, cmd.Process.Pid, st.StartTicks)
 	os.WriteFile(filepath.Join(gitDir, "wt-hook-pass"), []byte(pass), 0o644)
 	goLine.Write([]byte("go\n"))
 	goLine.Close()

@@ -38,14 +38,17 @@ var ServerHooks = []string{"pre-receive"}
 // own hooks dir, the hook a wt shim in the dir named by wt-chain-dir keeps
 // (HOOK.wt-chained) rather than that shim: governed worktrees use wt's own
 // dir through their own core.hooksPath while the main checkout keeps the
-// shims in the common dir's hooks (docs/hook-managers.md).
+// shims in the common dir's hooks (docs/hook-managers.md). v8's
+// reference-transaction reads pre-commit's pass v2 (which names the lease
+// and the task's branch ledger) and appends the move it lets through to
+// that ledger: wt's record of the tip it approved (docs/format.md).
 //
 // A version's directory holds only the hooks that changed in it; a hook's
 // current version is the newest directory that holds it (CurrentVersion).
-const Version = 7
+const Version = 8
 
 // versions lists every shim version shipped, newest first.
-var versions = []int{7, 6, 5, 4, 3, 2, 1}
+var versions = []int{8, 7, 6, 5, 4, 3, 2, 1}
 
 const binMark = "@BIN@"
 

@@ -56,8 +56,23 @@ func (s *supervisor) preparePublisher(c gitrepo.Checkout, g lease.Grant, conf *c
 	}()
 	s.moves = moves
 	p.Published = func(m confine.Move) { moves <- m }
+	p.Ledger = publishLedger(s.repo.Store.Root(), g.Allocation, g.Lease)
 	s.pub = p
 	return nil
+}
+
+// publishLedger records a publication of allocation a's branch, under
+// lease l, in the branch's ledger (store.AppendLedger). Best effort, as
+// the gate's: a move not recorded shows as one no gate saw.
+func publishLedger(root string, a store.Allocation, l store.Lease) func(old, new string) {
+	if a.Branch == nil {
+		return nil
+	}
+	ref := "refs/heads/" + *a.Branch
+	return func(old, new string) {
+		_ = store.AppendLedger(root, a.AllocationID, store.LedgerLine{Via: store.ViaPublish, Ref: ref, Old: old, New: new,
+			LeaseID: l.LeaseID, Generation: l.Generation, ClientID: l.Holder.ClientID}) // Best effort, as above.
+	}
 }
 
 // branchBase is where the allocation's branch stands now ("" for none):
@@ -80,8 +95,8 @@ func branchBase(c gitrepo.Checkout, a store.Allocation) (string, error) {
 // wt-exec was killed (confine.Recover), before this run starts anything.
 // One that cannot be recovered stops this run: its record would be
 // replaced by this run's, and what it holds lost track of.
-func (s *supervisor) recoverView(c gitrepo.Checkout) error {
-	err := confine.Recover(context.Background(), c.CommonDir, s.repo.Store.Root(), c.Key, s.notify)
+func (s *supervisor) recoverView(c gitrepo.Checkout, g lease.Grant) error {
+	err := confine.Recover(context.Background(), c.CommonDir, s.repo.Store.Root(), c.Key, s.notify, publishLedger(s.repo.Store.Root(), g.Allocation, g.Lease))
 	if err != nil {
 		return decision.Wrap(decision.PublishFailed, err, "recover an earlier run's view").
 			WithHint("see it with wt-admin --repo %s doctor", shell.Word(c.TopLevel))

@@ -209,7 +209,7 @@ func Run(opts Options) (Result, error) {
 			if s.startCtx != nil && s.startCtx.Err() != nil {
 				return nil, s.stopped()
 			}
-			if err := s.recoverView(c); err != nil {
+			if err := s.recoverView(c, g); err != nil {
 				return nil, err
 			}
 			s.onView = func(dir string) error {

@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -28,49 +30,49 @@ const explainUngated = "git with hooks off, or the ref written by hand"
 
 // reportUngated says, at release, when the run's own task branch moved
 // during the run with no gate approval (its harness ran git with hooks
-// off, or wrote the ref by hand), and records it as an event
-// (ungated_ref_moves) for wt-admin audit to be asked about. Best effort:
-// what cannot be read is not reported (audit reads it again).
+// off, or wrote the ref by hand), or is gone, and records it as an event
+// (ungated_ref_moves) for wt-admin audit to be asked about. The moves are
+// the reflog's entries since the mark that no line of the branch's ledger
+// covers, and, whatever the reflog says (expired or deleted meanwhile), a
+// tip the ledger does not account for. Best effort: what cannot be read is
+// not reported (audit reads it again).
 func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrepo.ReflogMark, explain func(gitrepo.Checkout) string, notify func(string)) {
 	if mark.Ref == "" || !g.Owned {
 		return
 	}
 	ref := mark.Ref
 	now := gitrepo.MarkReflog(c.CommonDir, ref)
-	if now.Same(mark) {
-		return // the branch did not move
+	led, lerr := store.ReadLedgerTail(r.Store.Root(), g.Allocation.AllocationID, ref)
+	if now.Same(mark) && (lerr != nil || len(led.Lines) == 0 || led.Accounts(now.Tip)) {
+		return // the branch did not move, and stands where wt put it
 	}
 	tip := now.Tip
-	entries, ok, err := gitrepo.ReflogSince(c.CommonDir, mark)
-	if err != nil || !ok {
-		return // unreadable, or expired meanwhile: audit reads it whole
+	if tip == "" && lerr == nil && !led.Deleted() && led.LastExisting() != "" {
+		notify(fmt.Sprintf("%s: task %s's branch %s is gone from git (deleted with hooks off during this run); wt's ledger records its tip %s: restore it with %s",
+			decision.TaskBranchMissing, g.Allocation.TaskKey, *g.Allocation.Branch, gitrepo.Short(led.LastExisting()), alloc.RestoreBranch(c.TopLevel, ref, led.LastExisting())))
+		return
 	}
 	n := 0
-	if len(entries) > 0 {
-		approvals, _ := alloc.ReadApprovals(c.GitDir)
-		for _, j := range alloc.Cover(entries, approvals, ref, nil) {
+	if entries, ok, err := gitrepo.ReflogSince(c.CommonDir, mark); err == nil && ok && len(entries) > 0 {
+		for _, j := range alloc.Cover(entries, led.Lines, nil) {
 			if j < 0 {
 				n++
 			}
 		}
 	}
-	last := mark.Tip
-	if len(entries) > 0 {
-		last = alloc.LastNew(entries)
+	if n == 0 && lerr == nil && len(led.Lines) > 0 && tip != "" && !led.Accounts(tip) {
+		n = 1 // the reflog does not show it (expired, deleted, or the ref written by hand)
 	}
-	if tip != "" && tip != last {
-		n++ // written by hand: no reflog entry
-	}
-	since, _ := time.Parse(time.RFC3339Nano, g.Lease.AcquiredAt)
 	if n == 0 {
 		return
 	}
+	since, _ := time.Parse(time.RFC3339Nano, g.Lease.AcquiredAt)
 	why := explainUngated
 	if explain != nil {
 		why = cmp.Or(explain(c), why)
 	}
 	notify(fmt.Sprintf("UNGATED_REF_MOVE: task %s's branch %s moved %d time(s) during this run with no gate approval (%s); see wt-admin --repo %s audit --since %s",
-		g.Allocation.TaskKey, *g.Allocation.Branch, n, why, c.TopLevel, since.UTC().Format(time.RFC3339)))
+		g.Allocation.TaskKey, *g.Allocation.Branch, n, why, shell.Word(c.TopLevel), since.UTC().Format(time.RFC3339)))
 	id, lid := g.Allocation.AllocationID, g.Lease.LeaseID
 	h := g.Lease.Holder
 	_ = r.Store.Write(func(tx *store.Tx) error { // Best effort: the reflog keeps what audit needs.

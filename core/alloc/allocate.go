@@ -392,6 +392,9 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 	if err := tx.PutRegistration(&reg); err != nil {
 		return a, err
 	}
+	if err := r.ledgerBirth(a); err != nil {
+		return a, err
+	}
 	if err := event(tx, how, &a, map[string]any{"task_key": a.TaskKey, "owner": a.Owner, "role": a.Role,
 		"worktree_path": a.WorktreePath, "worktree_key": key, "branch": a.Branch, "base_commit": a.BaseCommit,
 		"registration_id": reg.RegistrationID, "transaction_id": j.TransactionID}); err != nil {
@@ -399,6 +402,26 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 	}
 	out, _ := json.Marshal(map[string]string{"allocation_id": a.AllocationID, "worktree_key": key})
 	return a, tx.FinishJournal(j, how, out, store.Now())
+}
+
+// ledgerBirth starts the branch ledger of allocation a with its branch's
+// tip now (store.AppendLedger): the tip the views hold git's against until
+// the gate approves a move. Run again after a crash, it finds the ledger
+// begun and adds nothing.
+func (r *Repo) ledgerBirth(a store.Allocation) error {
+	if a.Branch == nil {
+		return nil
+	}
+	ref := "refs/heads/" + *a.Branch
+	led, err := store.ReadLedgerTail(r.Store.Root(), a.AllocationID, ref)
+	if err != nil || led.Exists {
+		return err
+	}
+	tip, err := gitrepo.ReadRef(r.Git.CommonDir, ref)
+	if err != nil || tip == "" {
+		return err // no branch to record (recovery reports it)
+	}
+	return store.AppendLedger(r.Store.Root(), a.AllocationID, store.LedgerLine{Via: store.ViaAllocate, Ref: ref, New: tip})
 }
 
 // JournalEnv names the environment variable that marks the git a journaled

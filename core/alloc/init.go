@@ -129,6 +129,9 @@ func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, err
 		if err := tx.PutPolicy(&next); err != nil {
 			return err
 		}
+		if err := r.PublicationBaseline(next.PublicationBranch); err != nil {
+			return err
+		}
 		now := store.Now()
 		repo := store.Repository{RepositoryID: ids.New(), CreatedAt: now, UpdatedAt: now}
 		if err := tx.PutRepository(&repo); err != nil {
@@ -387,6 +390,11 @@ func (r *Repo) SetPolicy(ctx context.Context, change PolicyChange) (PolicyResult
 			return nil
 		}
 		next.UpdatedAt = store.Now()
+		if next.PublicationBranch != pol.PublicationBranch {
+			if err := r.PublicationBaseline(next.PublicationBranch); err != nil {
+				return err
+			}
+		}
 		if err := tx.PutPolicy(&next); err != nil {
 			return err
 		}
@@ -405,6 +413,28 @@ func (r *Repo) SetPolicy(ctx context.Context, change PolicyChange) (PolicyResult
 		err = r.Store.Write(fn)
 	}
 	return res, err
+}
+
+// PublicationBaseline records where publication branch b stands as wt
+// begins to watch it (init, or a policy naming another branch): its tip and
+// how many reflog entries it has. Its history before is the baseline, not
+// a finding of audit or doctor. A branch the ledger already records keeps
+// its record.
+func (r *Repo) PublicationBaseline(b string) error {
+	if b == "" {
+		return nil
+	}
+	ref := "refs/heads/" + b
+	led, err := store.ReadLedgerTail(r.Store.Root(), store.PublicationLedger, ref)
+	if err != nil || len(led.Lines) > 0 {
+		return err
+	}
+	tip, err := gitrepo.ReadRef(r.Git.CommonDir, ref)
+	if err != nil {
+		return err
+	}
+	entries, _ := gitrepo.ReadReflog(r.Git.CommonDir, ref) // none readable: nothing before to leave out
+	return store.AppendLedger(r.Store.Root(), store.PublicationLedger, store.LedgerLine{Via: store.ViaInit, Ref: ref, New: tip, Entries: len(entries)})
 }
 
 // OnOff is a policy switch in words.

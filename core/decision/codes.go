@@ -192,6 +192,10 @@ const (
 	// branch that no gate approval covers.
 	AuditShown     = "AUDIT_SHOWN"
 	UngatedRefMove = "UNGATED_REF_MOVE"
+	// TaskBranchMissing: a live task's branch is gone from git while wt's
+	// ledger records its tip (an alarm of status, doctor and audit, with
+	// the restore); the gate refuses to create it anew anywhere else.
+	TaskBranchMissing = "TASK_BRANCH_MISSING"
 	// LeasedCheckoutMissing: an alarm of status and doctor: a worktree's
 	// checkout is gone while its lease holder still runs (git worktree
 	// remove -f -f, rm -rf): the writer's uncommitted work is lost.
@@ -364,6 +368,7 @@ var codes = [...]string{
 	RefLockStale,
 	AuditShown,
 	UngatedRefMove,
+	TaskBranchMissing,
 	AdminDirUnavailable,
 	CheckoutMissing,
 	StaleRegistrationMarker,

@@ -3,14 +3,13 @@ package maint
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -21,8 +20,10 @@ import (
 type AuditResult struct {
 	Code  string      `json:"code"`
 	Tasks []TaskAudit `json:"tasks"`
-	// Ungated counts UNGATED_REF_MOVE entries over every task.
+	// Ungated counts UNGATED_REF_MOVE entries over every task, and Missing
+	// the task branches gone from git (TASK_BRANCH_MISSING).
 	Ungated int `json:"ungated"`
+	Missing int `json:"missing"`
 }
 
 // TaskAudit is one task's branch.
@@ -32,13 +33,30 @@ type TaskAudit struct {
 	Publication bool   `json:"publication,omitempty"`
 	Branch      string `json:"branch"`
 	Tip         string `json:"tip"`
+	// Recorded is the tip wt's ledger records (the last move wt approved
+	// or made), "" when it has none (an allocation older than ledgers).
+	Recorded string `json:"recorded_tip,omitempty"`
 	// ByLease counts the approved moves per lease id.
 	ByLease map[string]int `json:"approved_by_lease"`
 	Ungated []UngatedMove  `json:"ungated"`
-	// BadApprovals counts approval lines that did not parse (never trusted).
+	// Missing is set when the branch is gone from git while the ledger
+	// records a tip (TASK_BRANCH_MISSING).
+	Missing *MissingBranch `json:"missing,omitempty"`
+	// BadApprovals counts ledger lines that did not parse (never trusted).
 	BadApprovals int `json:"bad_approvals,omitempty"`
+	// Unseen says what audit could not read for this branch ("" when it
+	// read everything): its reflog, its ledger.
+	Unseen string `json:"unseen,omitempty"`
 	// entries is how many reflog entries were read (MarkAudit).
 	entries int
+}
+
+// MissingBranch is a task branch gone from git.
+type MissingBranch struct {
+	Code     string `json:"code"`
+	Recorded string `json:"recorded_tip"`
+	Message  string `json:"message"`
+	Restore  string `json:"restore"`
 }
 
 // UngatedMove is a move of a task branch that no gate approval covers.
@@ -49,12 +67,16 @@ type UngatedMove struct {
 	// Time is the reflog entry's (RFC 3339), "" for a move with no entry.
 	Time    string `json:"time,omitempty"`
 	Message string `json:"message"`
-	// Holder is who held the task's lease then, as far as the approvals
-	// around it tell ("" when none did).
+	// Holder is the task's writer lease live at the move's time ("" when
+	// no lease was held then, or the move has no time).
 	Holder string `json:"holder,omitempty"`
-	// Restore is the command that puts the branch back on Old while
-	// keeping New under refs/wt/ungated/ ("" when later moves built on it:
-	// restoring would drop them).
+	// NoLease is set when the move has a time and no lease of the task
+	// was live then.
+	NoLease bool `json:"no_lease,omitempty"`
+	// Restore is the command that puts the branch back on the tip wt last
+	// approved, keeping what it holds now under refs/wt/ungated/: every
+	// ungated move from there on undone at once. "" when a move wt
+	// approved came after (undoing would drop it).
 	Restore string `json:"restore,omitempty"`
 }
 
@@ -95,17 +117,24 @@ func MarkAudit(commonDir string, res AuditResult) {
 	_ = safefile.Replace(filepath.Join(commonDir, AuditMarkName), append(b, '\n'), 0o644) // Best effort, as above.
 }
 
-// Audit reads the reflog of every live task branch and the approvals its
-// worktree's gate recorded (alloc.ApprovalsFile), and lists every move
-// that no approval covers: a commit made with hooks off, a ref written by
-// hand (no reflog entry at all), an update-ref by a process that is not
-// the writer. Moves before since are not listed, nor those seen already
-// (the first seen[ref].Entries reflog entries, and a hand-written tip
-// equal to the one seen). It reads only.
+// Audit holds every live task branch, and the publication branch, against
+// wt's ledger of the moves it approved or made (store.ReadLedger): a
+// reflog entry no ledger line covers exactly (same ref, old and new) is a
+// move no gate saw (hooks off, an update-ref by a process that is not the
+// writer); a tip the ledger does not account for is one too, whatever the
+// reflog says (expired, deleted, the ref written by hand); a branch gone
+// while the ledger records a tip is TASK_BRANCH_MISSING. Each move is put
+// to the task's writer lease live at its time (from the leases' history
+// in the store), or to none. Moves before since are not listed, nor, when
+// seen is given (doctor), those audit showed already. It reads only.
 func Audit(r *alloc.Repo, since time.Time, seen map[string]AuditMark) (AuditResult, error) {
 	res := AuditResult{Code: decision.AuditShown, Tasks: []TaskAudit{}}
 	var allocs []store.Allocation
+	var created string
 	err := r.Store.Read(func(tx *store.Tx) error {
+		if repo, err := tx.Repository(); err == nil {
+			created = repo.CreatedAt
+		}
 		all, err := tx.Allocations()
 		for _, a := range all {
 			if a.Branch != nil && a.Role == store.RoleFeature && (a.Lifecycle == store.Active || a.Lifecycle == store.Retained) {
@@ -117,95 +146,192 @@ func Audit(r *alloc.Repo, since time.Time, seen map[string]AuditMark) (AuditResu
 	if err != nil {
 		return res, err
 	}
+	leases, err := lease.List(r, true)
+	if err != nil {
+		return res, err
+	}
 	top := shell.Word(r.Git.TopLevel)
 	if pol, err := r.Policy(); err == nil && pol.PublicationBranch != "" {
-		t, err := auditPublication(r, pol.PublicationBranch, since, seen)
+		t, err := auditPublication(r, pol.PublicationBranch, since, seen, created)
 		if err != nil {
 			return res, err
 		}
-		res.Ungated += len(t.Ungated)
-		res.Tasks = append(res.Tasks, t)
+		res.add(t)
 	}
 	for _, a := range allocs {
 		t := TaskAudit{TaskKey: a.TaskKey, Branch: *a.Branch}
-		approvals, bad := alloc.ReadApprovals(gitrepo.AdminDir(r.Git.CommonDir, a.WorktreeKey))
-		t.BadApprovals = bad
-		holderAt := func(when time.Time) string {
-			best := ""
-			for _, ap := range approvals {
-				if ap.ClientID != "" && time.Unix(0, ap.Time).Before(when.Add(time.Second)) {
-					best = fmt.Sprintf("client %s (lease %s, generation %d)", ap.ClientID, ap.LeaseID, ap.Generation)
-				}
-			}
-			return best
-		}
-		born := func(_ int, e gitrepo.ReflogEntry) bool { // allocate's own git worktree add -b
-			return alloc.IsZeroOID(e.Old) && e.New == a.BaseCommit && strings.HasPrefix(e.Msg, "branch: Created from")
-		}
-		latest, err := auditBranch(r.Git.CommonDir, &t, approvals, since, seen, born, holderAt)
+		ref := "refs/heads/" + t.Branch
+		led, err := store.ReadLedger(r.Store.Root(), a.AllocationID, ref)
 		if err != nil {
-			return res, err
+			t.Unseen = "its ledger: " + err.Error()
 		}
-		if latest {
-			m := &t.Ungated[len(t.Ungated)-1]
-			m.Restore = restore(top, a.WorktreePath, a.TaskKey, m.Old, m.New, len(t.Ungated))
+		t.BadApprovals = led.Bad
+		holderAt := leaseAt(leases, a.AllocationID)
+		b := branchAudit{commonDir: r.Git.CommonDir, t: &t, led: led, since: since, seen: seen, holder: holderAt}
+		b.run()
+		if t.Missing != nil {
+			t.Missing.Restore = alloc.RestoreBranch(a.WorktreePath, ref, t.Missing.Recorded)
+		} else if b.restoreTo != "" && len(t.Ungated) > 0 {
+			t.Ungated[len(t.Ungated)-1].Restore = restore(top, a.WorktreePath, a.TaskKey, b.restoreTo, t.Tip, len(t.Ungated))
 		}
-		res.Ungated += len(t.Ungated)
-		res.Tasks = append(res.Tasks, t)
+		res.add(t)
 	}
 	return res, nil
 }
 
-// auditBranch fills t (whose Branch is set) from the branch's reflog and
-// tip: the moves approvals cover, by lease, and those they do not, leaving
-// out the entries before since, those seen already, and the branch's own
-// creation (born). holder, when not nil, names who held the lease at a
-// move. latest reports that the last ungated move is the branch's last
-// move, from a commit that was there before (it can be undone alone).
-func auditBranch(commonDir string, t *TaskAudit, approvals []alloc.Approval, since time.Time, seen map[string]AuditMark,
-	born func(int, gitrepo.ReflogEntry) bool, holder func(time.Time) string) (latest bool, err error) {
+func (res *AuditResult) add(t TaskAudit) {
+	res.Ungated += len(t.Ungated)
+	if t.Missing != nil {
+		res.Missing++
+	}
+	res.Tasks = append(res.Tasks, t)
+}
+
+// leaseAt tells who held allocation id's writer lease at a move's time,
+// from the leases' history (lease.List): ok is false when no lease of it
+// was live in that second. A reflog keeps whole seconds: a lease that
+// began or ended within the move's second is named with that said (the
+// reflog cannot tell whether the move came before or after).
+func leaseAt(leases []lease.Entry, id string) func(time.Time) (string, bool) {
+	return func(when time.Time) (string, bool) {
+		sec := when.Truncate(time.Second)
+		end := sec.Add(time.Second)
+		partial := ""
+		for _, e := range leases {
+			if e.AllocationID != id {
+				continue
+			}
+			from, err := time.Parse(time.RFC3339Nano, e.From)
+			if err != nil || !from.Before(end) {
+				continue
+			}
+			to, open := time.Time{}, e.To == ""
+			if !open {
+				if to, err = time.Parse(time.RFC3339Nano, e.To); err != nil || !to.After(sec) {
+					continue
+				}
+			}
+			who := fmt.Sprintf("client %s, pid %d (lease %s, generation %d)", e.Holder.ClientID, e.Holder.PID, e.LeaseID, e.Generation)
+			if !from.After(sec) && (open || !to.Before(end)) {
+				return who, true
+			}
+			if partial == "" {
+				partial = who + ", which began or ended within the second of the move: the reflog cannot tell whether the move came before or after"
+			}
+		}
+		return partial, partial != ""
+	}
+}
+
+// branchAudit is one branch's audit (Audit, auditPublication).
+type branchAudit struct {
+	commonDir string
+	t         *TaskAudit
+	led       store.Ledger
+	since     time.Time
+	seen      map[string]AuditMark
+	// baseline leaves out the entries before wt watched the branch.
+	baseline func(int, gitrepo.ReflogEntry) bool
+	// holder names the lease live at a time (nil: not asked).
+	holder func(time.Time) (string, bool)
+	// restoreTo is, after run, the tip to restore the branch to (the
+	// ledger's) when the branch's last moves are ungated; "" when not.
+	restoreTo string
+}
+
+// run fills t (whose Branch is set) from the branch's reflog, its tip
+// and its ledger.
+func (b *branchAudit) run() {
+	t := b.t
 	ref := "refs/heads/" + t.Branch
 	t.ByLease, t.Ungated = map[string]int{}, []UngatedMove{}
-	t.Tip = alloc.TipOf(commonDir, ref)
-	entries, err := gitrepo.ReadReflog(commonDir, ref)
+	tip, tipErr := gitrepo.ReadRef(b.commonDir, ref)
+	t.Tip = tip
+	if tipErr != nil {
+		t.Unseen = join(t.Unseen, "its tip: "+tipErr.Error())
+		return // a branch that cannot be read is not audited as gone
+	}
+	if len(b.led.Lines) > 0 {
+		t.Recorded = b.led.Tip()
+	}
+	entries, err := gitrepo.ReadReflog(b.commonDir, ref)
 	if err != nil {
-		return false, decision.Wrap(decision.InvalidMetadata, err, "read the reflog of %s", ref)
+		t.Unseen = join(t.Unseen, "its reflog: "+err.Error())
 	}
 	t.entries = len(entries)
 	skip := func(i int, e gitrepo.ReflogEntry) bool {
-		// before --since (a reflog keeps whole seconds), shown already, or the birth
-		return e.When.Before(since.Truncate(time.Second)) || i < seen[ref].Entries || born(i, e)
+		// before --since (a reflog keeps whole seconds), shown already, or before wt watched it
+		return e.When.Before(b.since.Truncate(time.Second)) || b.seen != nil && i < b.seen[ref].Entries || b.baseline != nil && b.baseline(i, e)
 	}
-	holderAt := func(when time.Time) string {
-		if holder == nil {
-			return ""
-		}
-		return holder(when)
-	}
-	cover := alloc.Cover(entries, approvals, ref, skip)
+	cover := alloc.Cover(entries, b.led.Lines, skip)
+	lastApproved := -1
 	for i, e := range entries {
 		switch {
 		case skip(i, e):
 		case cover[i] >= 0:
-			t.ByLease[approvals[cover[i]].LeaseID]++
+			if l := b.led.Lines[cover[i]]; l.Via != store.ViaAllocate {
+				t.ByLease[l.LeaseID]++ // "" for a move a gate saw with no lease (the publication branch)
+			}
+			lastApproved = len(t.Ungated)
 		default:
-			t.Ungated = append(t.Ungated, UngatedMove{Code: decision.UngatedRefMove, Old: e.Old, New: e.New,
-				Time: e.When.UTC().Format(time.RFC3339), Message: e.Msg, Holder: holderAt(e.When)})
-			latest = i == len(entries)-1 && e.New == t.Tip && !alloc.IsZeroOID(e.Old)
+			t.Ungated = append(t.Ungated, b.move(UngatedMove{Code: decision.UngatedRefMove, Old: e.Old, New: e.New,
+				Time: e.When.UTC().Format(time.RFC3339), Message: e.Msg}, e.When))
 		}
 	}
-	// A ref file written by hand moves the branch with no reflog entry.
-	if last := alloc.LastNew(entries); t.Tip != "" && last != "" && t.Tip != last && !(t.Tip == seen[ref].Tip && len(entries) == seen[ref].Entries) {
-		t.Ungated = append(t.Ungated, UngatedMove{Code: decision.UngatedRefMove, Old: last, New: t.Tip,
-			Message: "moved with no reflog entry (the ref written directly)", Holder: holderAt(time.Now())})
-		latest = true
+	shownTip := b.seen != nil && b.seen[ref].Tip == tip && tip != ""
+	if !b.led.Exists || len(b.led.Lines) == 0 {
+		// No ledger (a branch wt recorded before ledgers): the reflog
+		// alone, and a tip it does not end at.
+		if last := alloc.LastNew(entries); tip != "" && last != "" && tip != last && !(b.seen != nil && b.seen[ref].Tip == tip && len(entries) == b.seen[ref].Entries) {
+			t.Ungated = append(t.Ungated, b.move(UngatedMove{Code: decision.UngatedRefMove, Old: last, New: tip,
+				Message: "moved with no reflog entry (the ref written directly)"}, time.Time{}))
+		}
+		return
 	}
-	return latest, nil
+	if tip == "" {
+		if !b.led.Deleted() && b.led.LastExisting() != "" {
+			t.Missing = &MissingBranch{Code: decision.TaskBranchMissing, Recorded: b.led.LastExisting(),
+				Message: fmt.Sprintf("%s is gone from git; wt's ledger records its tip %s (deleted with hooks off, or by a process outside wt's view)", ref, gitrepo.Short(b.led.LastExisting()))}
+		}
+		return
+	}
+	if b.led.Accounts(tip) {
+		return // where wt last put it: an ungated move before was built on, or undone
+	}
+	// The tip is not where wt last put it: every move from the ledger's
+	// tip on went ungated. Undone at once by a restore to it.
+	b.restoreTo = b.led.Tip()
+	if n := len(t.Ungated); n > 0 && lastApproved < n && t.Ungated[n-1].New == tip && alloc.LastNew(entries) == tip {
+		return // the reflog shows the moves
+	}
+	if shownTip {
+		b.restoreTo = ""
+		return
+	}
+	t.Ungated = append(t.Ungated, b.move(UngatedMove{Code: decision.UngatedRefMove, Old: b.led.Tip(), New: tip,
+		Message: "moved from the tip wt recorded with no gate approval; its reflog does not show how (expired, deleted, or the ref written directly)"}, time.Time{}))
 }
 
-// restore is the command that keeps the moved-to commit under
-// refs/wt/ungated/<task>/<n> and puts the branch back on old, as the
-// task's writer (wt-exec in its worktree; the gate refuses anyone else)
+// move fills m's lease at when (a zero when: the move's time is unknown).
+func (b *branchAudit) move(m UngatedMove, when time.Time) UngatedMove {
+	if b.holder == nil || when.IsZero() {
+		return m
+	}
+	h, ok := b.holder(when)
+	m.Holder, m.NoLease = h, !ok
+	return m
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// restore is the command that keeps the branch's tip (new) under
+// refs/wt/ungated/<task>/<n> and puts the branch back on old, the tip wt
+// last approved, as the task's writer (wt-exec in its worktree; the gate refuses anyone else)
 // with git reset --keep, which keeps uncommitted changes and refuses if
 // they would be lost.
 func restore(top, wt, task, old, new string, n int) string {
@@ -214,21 +340,36 @@ func restore(top, wt, task, old, new string, n int) string {
 		top, shell.Word(keep), new, shell.Word(wt), old)
 }
 
-// auditPublication is Audit for the publication branch: wt does not gate
-// it, so a move counts as seen when any gate saw it (an approval recorded
-// in the canonical checkout's or any worktree's git dir); one no gate saw
-// was made with hooks off or written by hand. No restore is offered: the
-// publication branch is the operator's.
-func auditPublication(r *alloc.Repo, branch string, since time.Time, seen map[string]AuditMark) (TaskAudit, error) {
+// auditPublication is Audit for the publication branch, against its
+// ledger: wt does not gate it, but every move a gate saw is recorded
+// there, so a move none saw was made with hooks off or written by hand.
+// Its history before wt watched it (the ledger's baseline, written by
+// init; for a store older than ledgers, before the store was made) is
+// not a finding. No restore is offered: the publication branch is the
+// operator's.
+func auditPublication(r *alloc.Repo, branch string, since time.Time, seen map[string]AuditMark, created string) (TaskAudit, error) {
 	t := TaskAudit{Branch: branch, Publication: true}
-	approvals, bad := alloc.ReadApprovals(r.Git.CommonDir)
-	dirs, _ := os.ReadDir(filepath.Join(r.Git.CommonDir, "worktrees"))
-	for _, d := range dirs {
-		more, b := alloc.ReadApprovals(gitrepo.AdminDir(r.Git.CommonDir, d.Name()))
-		approvals, bad = append(approvals, more...), bad+b
+	ref := "refs/heads/" + branch
+	led, err := store.ReadLedger(r.Store.Root(), store.PublicationLedger, ref)
+	if err != nil {
+		t.Unseen = "its ledger: " + err.Error()
 	}
-	t.BadApprovals = bad
-	born := func(i int, e gitrepo.ReflogEntry) bool { return i == 0 && alloc.IsZeroOID(e.Old) } // before wt
-	_, err := auditBranch(r.Git.CommonDir, &t, approvals, since, seen, born, nil)
-	return t, err
+	t.BadApprovals = led.Bad
+	b := branchAudit{commonDir: r.Git.CommonDir, t: &t, led: led, since: since, seen: seen}
+	var from time.Time
+	n := -1
+	if len(led.Lines) > 0 && led.Lines[0].Via == store.ViaInit {
+		from, n = led.Lines[0].When(), led.Lines[0].Entries
+	} else if c, err := time.Parse(time.RFC3339Nano, created); err == nil {
+		from = c
+	}
+	b.baseline = func(i int, e gitrepo.ReflogEntry) bool {
+		// A reflog keeps whole seconds: an entry of init's own second is
+		// before it when the baseline counted it.
+		sec := from.Truncate(time.Second)
+		return e.When.Before(sec) || e.When.Before(sec.Add(time.Second)) && (n < 0 || i < n)
+	}
+	b.run()
+	t.Missing = nil // the operator's: no restore of it is wt's to offer
+	return t, nil
 }

@@ -702,6 +702,11 @@ func deleteBranch(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
 	case "":
 		return nil
 	case plan.BranchOID:
+		// The ledger first, as the gate records a move before git makes
+		// it: the views take the branch's absence as finish's, not a loss.
+		if err := store.AppendLedger(r.Store.Root(), plan.AllocationID, store.LedgerLine{Via: store.ViaFinish, Ref: ref, Old: plan.BranchOID}); err != nil {
+			return err
+		}
 		if err := r.Git.DeleteBranchAt(ctx, plan.Branch, plan.BranchOID); err != nil {
 			return decision.Wrap(decision.GitFailed, err, "delete %s at %s", ref, plan.BranchOID)
 		}

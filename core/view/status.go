@@ -312,6 +312,9 @@ func (p *statusPass) leases(getScan func() (*proc.Scan, error), now time.Time) e
 			continue
 		}
 		p.kept(row)
+		if a, ok := p.byID[row.AllocationID]; ok {
+			row.Problems = append(BranchProblems(p.r.Git.CommonDir, p.r.Store.Root(), p.repoArg, a), row.Problems...)
+		}
 		l, ok, err := p.tx.Lease(row.AllocationID)
 		if err != nil {
 			return err

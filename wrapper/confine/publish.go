@@ -60,6 +60,11 @@ type Publisher struct {
 	// Published is called after each move of the real branch (or of the
 	// kept ref), with the old and new tips.
 	Published func(Move)
+	// Ledger is called before each move of the real branch, with the old
+	// and new tips: wt's record of the tip it publishes (the branch
+	// ledger) is written before git makes the move, as the gate writes it
+	// in a transaction's "prepared" state.
+	Ledger func(old, new string)
 
 	mu sync.Mutex
 	// published is the tip the real branch was last seen at or moved to
@@ -89,7 +94,7 @@ type Move struct {
 // names the publication branch (its objects need no copying).
 func NewPublisher(v *View, task, branch, base, publication string) *Publisher {
 	return &Publisher{view: v, ref: "refs/heads/" + branch, task: task, published: base, lastSeen: base,
-		publication: publication, Notify: func(string) {}, Published: func(Move) {}, Exclusive: func(f func()) { f() }}
+		publication: publication, Notify: func(string) {}, Published: func(Move) {}, Ledger: func(string, string) {}, Exclusive: func(f func()) { f() }}
 }
 
 // Tip is the task branch as the run's view shows it ("" when the view has
@@ -199,6 +204,7 @@ func (p *Publisher) publish(ctx context.Context) error {
 	}
 	if !p.kept {
 		msg := fmt.Sprintf("wt-exec: publish %s from task %s's confined run (%s)", gitrepo.Short(tip), p.task, how)
+		p.Ledger(p.published, tip)
 		err := gitrepo.MoveRef(ctx, common, p.ref, tip, p.published, msg)
 		if err == nil {
 			p.Published(Move{Ref: p.ref, Old: p.published, New: tip, Rewrite: rewrite})

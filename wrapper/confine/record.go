@@ -29,8 +29,9 @@ import (
 // from the tip last published (kept under KeptRef when the branch moved
 // otherwise), every object of the view the repository lacks, and then the
 // view's layers and record removed. A view it cannot read is left as it
-// is, with its record, and the error says where it is.
-func Recover(ctx context.Context, common, root, key string, notify func(string)) error {
+// is, with its record, and the error says where it is. ledger (when not
+// nil) records the publication in the task branch's ledger.
+func Recover(ctx context.Context, common, root, key string, notify func(string), ledger func(old, new string)) error {
 	r, ok, err := store.ReadViewRecord(root, key)
 	if err != nil || !ok {
 		return err
@@ -42,6 +43,9 @@ func Recover(ctx context.Context, common, root, key string, notify func(string))
 	if r.Branch != "" {
 		p := NewPublisher(v, r.Task, r.Branch, r.Published, "")
 		p.Notify = notify
+		if ledger != nil {
+			p.Ledger = ledger
+		}
 		p.tip = func() (string, error) { return upperTip(v, p.ref, r.Reftable) }
 		if err := p.Publish(ctx); err != nil {
 			return decision.Wrap(decision.PublishFailed, err, "recover the view %s of a run of task %s that ended without wt-exec (its record: %s)", r.Dir, r.Task, store.ViewRecordPath(root, key))

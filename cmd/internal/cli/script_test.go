@@ -465,6 +465,15 @@ func TestScripts(t *testing.T) {
 				script := "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups env PATH=" + bin + ":\"$PATH\" HOME=" + home + " \"$@\"\n"
 				ts.Check(os.WriteFile(filepath.Join(work, ".bin", "asnobody"), []byte(script), 0o755))
 			},
+			// nextsecond: wait until the wall clock's second changes: git's
+			// reflogs keep whole seconds, and a script that needs a move in
+			// a second of its own waits for that event.
+			"nextsecond": func(ts *testscript.TestScript, neg bool, args []string) {
+				now := time.Now().Unix()
+				for time.Now().Unix() == now {
+					time.Sleep(5 * time.Millisecond)
+				}
+			},
 			// waitfile FILE: wait (at most a minute) until FILE exists, e.g.
 			// one a background command creates when it is ready.
 			"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {

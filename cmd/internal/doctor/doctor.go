@@ -130,6 +130,18 @@ func (rep *Report) checkAudit(r *alloc.Repo, repo string) {
 		rep.Findings = append(rep.Findings, Finding{Check: "audit", Subject: "task branches", Problem: err.Error(), Hint: fmt.Sprintf("run wt-admin --repo %s audit", repo)})
 		return
 	}
+	for _, t := range res.Tasks {
+		if t.Missing != nil {
+			rep.Findings = append(rep.Findings, Finding{Check: "audit", Subject: t.TaskKey,
+				Problem: fmt.Sprintf("ALARM: %s: task %s's %s", t.Missing.Code, t.TaskKey, t.Missing.Message),
+				Fix:     t.Missing.Restore})
+		}
+		if t.Unseen != "" {
+			rep.Findings = append(rep.Findings, Finding{Check: "audit", Subject: cmp.Or(t.TaskKey, t.Branch),
+				Problem: "branch " + t.Branch + " is not audited: what cannot be read: " + t.Unseen,
+				Hint:    fmt.Sprintf("run wt-admin --repo %s audit", repo)})
+		}
+	}
 	if res.Ungated == 0 {
 		return
 	}

@@ -1,0 +1,73 @@
+package alloc
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// TipOf is the commit ref names now in commonDir ("" when unknown).
+func TipOf(commonDir, ref string) string {
+	v, _ := gitrepo.ReadRef(commonDir, ref) // unreadable reads as unknown
+	return v
+}
+
+// Cover tells, for each of a ref's reflog entries that skip does not leave
+// out, the line of the ref's ledger (store.Ledger) that covers it (its
+// index, -1 for none): a move wt approved or made with exactly the entry's
+// old and new values (a null value and none alike). Each line covers one
+// entry, in order; a baseline (init) covers none. An approval covers
+// exactly the move it was given for: never a move from the same parent to
+// another commit.
+func Cover(entries []gitrepo.ReflogEntry, lines []store.LedgerLine, skip func(int, gitrepo.ReflogEntry) bool) []int {
+	used := make([]bool, len(lines))
+	out := make([]int, len(entries))
+	next := 0 // lines are in the order of the moves: search from the last one used
+	for i, e := range entries {
+		out[i] = -1
+		if skip != nil && skip(i, e) {
+			continue
+		}
+		for k := range lines {
+			j := (next + k) % len(lines)
+			l := lines[j]
+			if !used[j] && l.Via != store.ViaInit && sameOID(l.Old, e.Old) && sameOID(l.New, e.New) {
+				used[j], out[i], next = true, j, j+1
+				break
+			}
+		}
+	}
+	return out
+}
+
+// sameOID compares object names, a null one and none alike.
+func sameOID(a, b string) bool {
+	if IsZeroOID(a) {
+		a = ""
+	}
+	if IsZeroOID(b) {
+		b = ""
+	}
+	return a == b
+}
+
+// IsZeroOID reports whether oid is all zeros (a ref created or deleted).
+func IsZeroOID(oid string) bool { return oid != "" && strings.Trim(oid, "0") == "" }
+
+// LastNew is the value the last entry gave the ref ("" for none).
+func LastNew(entries []gitrepo.ReflogEntry) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	return entries[len(entries)-1].New
+}
+
+// RestoreBranch is the command that puts missing task branch ref back on
+// tip, as the task's writer in its worktree (the gate lets only the writer
+// create it, and only on the tip wt's ledger records).
+func RestoreBranch(worktree, ref, tip string) string {
+	return fmt.Sprintf("wt-exec -C %s -- git update-ref %s %s", shell.Word(worktree), shell.Word(ref), tip)
+}
