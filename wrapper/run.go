@@ -654,8 +654,8 @@ func (s *supervisor) occupants(c gitrepo.Checkout, g lease.Grant) []proc.Holder 
 		who = append(who, fmt.Sprintf("pid %d (%s, %s)", u.PID, u.Command, u.Why))
 	}
 	if len(out) > 0 {
-		s.notify(fmt.Sprintf("%s started during the run and still use %s: no writer is let in beside them (RUNTIME_OCCUPIED) until they are gone; see them with wt-admin ps %s",
-			strings.Join(who, ", "), top, shell.Word(top)))
+		s.notify(fmt.Sprintf("%s started during the run and still use %s: no writer is let in beside them (RUNTIME_OCCUPIED) until they are gone; see them with wt-admin --repo %s ps %s",
+			strings.Join(who, ", "), top, shell.Word(top), shell.Word(top)))
 	}
 	return out
 }

@@ -138,6 +138,9 @@ type Inspection struct {
 	// GitLock is git's lock reason of the worktree when it names a wt
 	// lease but no lease stands behind it (not authoritative).
 	GitLock string `json:"git_lock,omitempty"`
+	// Occupant is a process the last run left in the worktree, which
+	// keeps every writer out until it ends (RUNTIME_OCCUPIED).
+	Occupant *Occupant `json:"occupant,omitempty"`
 }
 
 // found is a worktree's allocation and current lease, read inside a store
@@ -241,6 +244,14 @@ func (in *Inspection) unleased(r *alloc.Repo, a store.Allocation, caller Caller,
 	case in.Handoff != nil:
 		in.SafeNextAction, in.Block = WaitForeignActive, true
 		in.Reasons = []string{fmt.Sprintf("the next grant is reserved for client %s until %s", in.Handoff.ToClient, in.Handoff.ExpiresAt)}
+	case len(Occupants(a)) > 0:
+		// No lease, and no writer let in: a process the last run left
+		// there fences the worktree until it ends (RUNTIME_OCCUPIED).
+		o := Occupants(a)[0]
+		in.SafeNextAction, in.Block = WaitForeignActive, true
+		in.Occupant = &o
+		in.Reasons = []string{fmt.Sprintf("%s: %s; it ends with kill -TERM %d, or wt-exec --wait waits for it", decision.RuntimeOccupied, o.Describe(in.Path), o.PID)}
+		in.Next = fmt.Sprintf("wt-exec -C %s --wait -- COMMAND", path)
 	case in.GitLock != "":
 		in.SafeNextAction = FileOrCommentNotAuthoritative
 		in.Reasons = []string{fmt.Sprintf("git's lock says %q, but no such lease is in wt's store: the lock file alone entitles nobody (a grant or release cut short left it)", in.GitLock)}

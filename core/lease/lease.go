@@ -934,16 +934,15 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 		}
 		if b.Kind == proc.OccupantKind {
 			// A process the last run left in the worktree: it fences
-			// writers while it lives, and is cleared once it is proven
-			// gone (unreadable is not gone).
-			if live, err := proc.IsLive(proc.NewReader(), b.Holder.Identity()); err == nil && !live || selfOrAncestor(b.Holder) {
+			// writers while it lives and uses the worktree, and is
+			// cleared once it is proven gone or elsewhere (unreadable is
+			// neither).
+			o, fences := occupantFences(proc.NewReader(), b, a.WorktreePath)
+			if !fences || selfOrAncestor(b.Holder) {
 				stale = append(stale, v)
 				continue
 			}
-			return nil, nil, decision.New(decision.RuntimeOccupied, "pid %d (%s) started during the last run of client %s and still uses %s: no writer is let in beside it",
-				b.Holder.PID, proc.Command(b.Holder.PID), b.Holder.ClientID, a.WorktreePath).
-				WithHint("see it with wt-admin ps %s; end it (or wait: wt-exec --wait waits), then run wt-exec again", shell.Word(a.WorktreePath)).
-				WithFact("occupant", b.Holder)
+			return nil, nil, OccupiedError(o, shell.Word(a.WorktreePath), a.WorktreePath)
 		}
 		sameLease := current != nil && b.LeaseID != nil && *b.LeaseID == current.LeaseID
 		if sameLease && b.Holder.Same(h) {

@@ -2,12 +2,14 @@ package proc
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -426,3 +428,44 @@ func LastPID() (int, error) {
 	}
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
+
+// UsesPath tells whether process pid uses a path inside dir (its cwd, an
+// open file, a mapping), reading that process alone. known is false when
+// what it uses cannot be read (another user's process: its cwd link is
+// not ours to read): then whether it uses dir is not known, and it is
+// never taken to be elsewhere.
+func UsesPath(pid int, dir string) (u Use, uses, known bool) {
+	root, err := Canonical(dir)
+	if err != nil {
+		return Use{}, false, false
+	}
+	base := "/proc/" + strconv.Itoa(pid)
+	link := make([]byte, unix.PathMax)
+	if _, err := unix.Readlink(base+"/cwd", link); err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			return Use{}, false, true // gone
+		}
+		return Use{}, false, false
+	}
+	rr := &refReader{Reader: NewReader(), link: link, dirent: make([]byte, 8192)}
+	for _, rf := range rr.refs(pid) {
+		if within(rf.path, root) {
+			return Use{PID: pid, Why: rf.why, Path: rf.path, Command: Command(pid)}, true, true
+		}
+	}
+	return Use{}, false, true
+}
+
+// StartTime is when a process with start ticks started on this boot (zero
+// when the boot's start cannot be read).
+func StartTime(startTicks uint64) time.Time {
+	boot, err := BootTime()
+	if err != nil {
+		return time.Time{}
+	}
+	return boot.Add(time.Duration(startTicks) * time.Second / clockTicks)
+}
+
+// clockTicks is USER_HZ, the unit of /proc's start times:
+// sysconf(_SC_CLK_TCK), 100 on every Linux architecture Go supports.
+const clockTicks = 100

@@ -14,6 +14,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
@@ -40,6 +41,9 @@ type Row struct {
 	// Problems are gate problems, each with its decision code and the
 	// command that ends it.
 	Problems []Problem `json:"problems"`
+	// Occupants are the processes a run left in the worktree that keep
+	// every writer out until they end (RUNTIME_OCCUPIED).
+	Occupants []lease.Occupant `json:"occupants,omitempty"`
 }
 
 // Problem is something about a worktree that weakens or blocks its gate.
@@ -314,6 +318,11 @@ func (p *statusPass) leases(getScan func() (*proc.Scan, error), now time.Time) e
 		p.kept(row)
 		if a, ok := p.byID[row.AllocationID]; ok {
 			row.Problems = append(BranchProblems(p.r.Git.CommonDir, p.r.Store.Root(), p.repoArg, a), row.Problems...)
+			row.Occupants = lease.Occupants(a)
+			for _, o := range row.Occupants {
+				row.Problems = append(row.Problems, OccupantProblem(p.repoArg, a.WorktreePath, o))
+				row.Gate = alloc.GateLease + " (occupied: no writer is let in)"
+			}
 		}
 		l, ok, err := p.tx.Lease(row.AllocationID)
 		if err != nil {
@@ -374,6 +383,14 @@ func (p *statusPass) pending() error {
 		}
 	}
 	return nil
+}
+
+// OccupantProblem is RUNTIME_OCCUPIED for occupant o of the worktree at
+// path: what it is, which run it outlived, and what ends it.
+func OccupantProblem(repoArg, path string, o lease.Occupant) Problem {
+	d := lease.OccupiedError(o, repoArg, path)
+	return Problem{Code: d.Code, Message: d.Message, Fix: fmt.Sprintf("kill -TERM %d", o.PID),
+		Hint: fmt.Sprintf("see it first with wt-admin --repo %s ps %s (the run of client %s ended with it still there); a tmux window or terminal left in the worktree is the usual one: close it", repoArg, shell.Word(path), o.ClientID)}
 }
 
 // VanishedUnderHolder is the alarm of a leased worktree whose checkout is

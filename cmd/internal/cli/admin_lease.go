@@ -176,6 +176,9 @@ func (e *env) leaseInspectCommand() *ucli.Command {
 				if in.GitLock != "" {
 					fmt.Fprintf(tw, "  git lock\t%s (no such lease: not authoritative)\n", clikit.Clean(in.GitLock))
 				}
+				if o := in.Occupant; o != nil {
+					fmt.Fprintf(tw, "  occupant\tpid %d (%s), since %s, left by client %s's run\n", o.PID, clikit.Clean(o.Command), clikit.Dash(o.Since), clikit.Clean(o.ClientID))
+				}
 				for _, why := range in.Reasons {
 					fmt.Fprintf(tw, "  why\t%s\n", clikit.Clean(why))
 				}

@@ -49,6 +49,9 @@ func (e *env) statusCommand() *ucli.Command {
 						if l.Fleet != nil {
 							fresh += fmt.Sprintf(" (fleet rev %d)", l.Fleet.Revision)
 						}
+					} else if len(row.Occupants) > 0 {
+						o := row.Occupants[0]
+						holder, fresh = fmt.Sprintf("occupant pid %d", o.PID), "occupied"
 					}
 					branch := row.Branch
 					if branch == "" && row.Head != "" {
@@ -67,7 +70,8 @@ func (e *env) statusCommand() *ucli.Command {
 						fmt.Fprintf(w, "%s: %s: %s: %s\n", kind, clikit.Clean(row.Path), p.Code, clikit.Clean(p.Message))
 						if p.Fix != "" {
 							fmt.Fprintf(w, "  fix: %s\n", clikit.Clean(p.Fix))
-						} else if p.Hint != "" {
+						}
+						if p.Hint != "" {
 							fmt.Fprintf(w, "  hint: %s\n", clikit.Clean(p.Hint))
 						}
 					}

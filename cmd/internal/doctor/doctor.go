@@ -402,6 +402,10 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 func (rep *Report) checkLeases(tx *store.Tx, allocs []store.Allocation, commonDir, repo string, scan func() (*proc.Scan, error)) {
 	now := time.Now()
 	for _, a := range allocs {
+		for _, o := range lease.Occupants(a) {
+			p := view.OccupantProblem(repo, a.WorktreePath, o)
+			rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: a.WorktreePath, Problem: p.Code + ": " + p.Message, Fix: p.Fix, Hint: p.Hint})
+		}
 		l, ok, err := tx.Lease(a.AllocationID)
 		if err != nil {
 			rep.store(err)
