@@ -89,6 +89,6 @@ func (o Occupant) Describe(path string) string {
 // path, in repository repo (a shell word), with what ends it.
 func OccupiedError(o Occupant, repo, path string) *decision.Error {
 	return decision.New(decision.RuntimeOccupied, "%s", o.Describe(path)).
-		WithHint("see it with wt-admin --repo %s ps %s; end it (kill -TERM %d) or wait for it (wt-exec --wait waits), then run wt-exec again", repo, shell.Word(path), o.PID).
+		WithHint("see it with wt-admin --repo %s ps %s; end it (kill -TERM %d), or wait for it: wt-exec -C %s --wait -- COMMAND", repo, shell.Word(path), o.PID, shell.Word(path)).
 		WithFact("occupant", o.Holder)
 }

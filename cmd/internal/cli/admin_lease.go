@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
+	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/lease"
@@ -162,6 +164,7 @@ func (e *env) leaseInspectCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
+			in.Next = textout.Anchor(in.Next, cmp.Or(e.Dir, textout.WorkDir()))
 			reason := fmt.Sprintf("%s (task %s): %s; safe next action %s", in.Path, in.TaskKey, in.Freshness, in.SafeNextAction)
 			return e.Success(decision.LeaseInspected, reason, in, nil, func(w io.Writer) {
 				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, decision.LeaseInspected, clikit.Clean(reason))

@@ -27,7 +27,7 @@ func TestConfineWithoutLandlock(t *testing.T) {
 	marker := filepath.Join(top, "ran")
 	out, code := run("0", "--confine", "--", "touch", marker)
 	if code != 125 || !strings.Contains(out, "refused: CONFINEMENT_UNAVAILABLE: wt-exec cannot confine the command: this kernel has no Landlock") ||
-		!strings.Contains(out, "hint: run it unconfined with wt-exec --no-confine") {
+		!strings.Contains(out, "hint: run it unconfined with wt-exec -C "+w1+" --no-confine") {
 		t.Fatalf("require without Landlock: %d %s", code, out)
 	}
 	if _, err := os.Stat(marker); err == nil {

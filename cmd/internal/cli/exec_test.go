@@ -873,10 +873,10 @@ func TestOrphanAdopt(t *testing.T) {
 		t.Errorf("lease list: %s", r.stdout)
 	}
 	r := agentDo(t, dir, "git", "commit", "-q", "--allow-empty", "-m", "refused")
-	if r.code == 0 || !strings.Contains(r.stderr, "wt-admin lease adopt") {
+	if r.code == 0 || !strings.Contains(r.stderr, "lease adopt") {
 		t.Errorf("the orphaned agent's commit: %d %s", r.code, r.stderr)
 	}
-	if r := run(t, wts[0], "wt-exec", "--", "true"); r.code != execcli.ExitRefused || !strings.Contains(r.stderr, "wt-admin lease adopt") {
+	if r := run(t, wts[0], "wt-exec", "--", "true"); r.code != execcli.ExitRefused || !strings.Contains(r.stderr, "lease adopt") {
 		t.Errorf("wt-exec on the orphaned lease: %d %s", r.code, r.stderr)
 	}
 	pid, _ := os.ReadFile(filepath.Join(dir, "pid"))

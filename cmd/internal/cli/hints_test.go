@@ -18,6 +18,7 @@ import (
 	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/cmd/internal/execcli"
 	"github.com/wt-tool/wt/cmd/internal/hookcli"
+	"github.com/wt-tool/wt/cmd/internal/textout"
 )
 
 // TestHintsParse reads every string literal of wt's sources (not tests)
@@ -36,12 +37,18 @@ func TestHintsParse(t *testing.T) {
 	apps := map[string]func(*clikit.Env) *ucli.App{"wt-admin": AdminApp, "wt-hook": hookcli.App}
 	checked := 0
 	for _, h := range lines {
-		args := strings.Fields(h.line)
+		// What a person is shown: the line anchored where the command
+		// acted (textout.Anchor), as every binary prints its hints.
+		line := textout.Anchor(h.line, "/srv/the repo")
+		args := strings.Fields(strings.ReplaceAll(line, "'/srv/the repo'", "/srv/the-repo"))
 		bin, args := args[0], args[1:]
 		if len(args) == 0 || !strings.HasPrefix(args[0], "-") && bin != "wt-exec" && !isCommand(apps[bin], args[0]) {
 			continue // prose that names the program ("wt-admin pid 12 still runs it")
 		}
 		checked++
+		if !anywhere(bin, args) && (line != h.line || bin != "wt-exec") {
+			t.Errorf("%s: %q: names no repository (-C or --repo): pasted from another directory it fails NOT_A_GIT_REPOSITORY", h.where, h.line)
+		}
 		if bin == "wt-exec" {
 			if _, err := execcli.Parse(args); err != nil {
 				t.Errorf("%s: %q: %v", h.where, h.line, err)
@@ -66,6 +73,32 @@ func TestHintsParse(t *testing.T) {
 }
 
 type hintLine struct{ where, line string }
+
+// anywhere reports whether a hint's command line runs from any directory:
+// it names its repository or worktree (-C DIR, --repo DIR, or wt-admin's
+// forms of them), or is a command that needs none.
+func anywhere(bin string, args []string) bool {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return false // what follows is the command wt-exec runs
+		case (a == "-C" || a == "--repo" || a == "-repo" || a == "--C") && i+1 < len(args) && args[i+1] != ".":
+			return true
+		case strings.HasPrefix(a, "--repo=") || strings.HasPrefix(a, "-C="):
+			return true
+		}
+	}
+	// Commands that need no repository.
+	for _, a := range args {
+		switch {
+		case bin == "wt-admin" && (a == "version" || a == "--version" || a == "help"),
+			bin == "wt-hook" && (a == "--server" || a == "version" || a == "--version"),
+			bin == "wt-exec" && (a == "--version" || a == "--help"):
+			return true
+		}
+	}
+	return false
+}
 
 // isCommand reports whether name is one of the app's commands.
 func isCommand(build func(*clikit.Env) *ucli.App, name string) bool {
@@ -192,4 +225,21 @@ func commandLines(s string) []string {
 		}
 	}
 	return out
+}
+
+// TestAnchorCommands: the command names textout.Anchor tells command
+// lines from prose by are the apps' own.
+func TestAnchorCommands(t *testing.T) {
+	for bin, c := range map[string]struct {
+		app  func(*clikit.Env) *ucli.App
+		want []string
+	}{"wt-admin": {AdminApp, textout.AdminCommands}, "wt-hook": {hookcli.App, textout.HookCommands}} {
+		var names []string
+		for _, cmd := range c.app(&clikit.Env{Stdout: io.Discard, Stderr: io.Discard}).Commands {
+			names = append(names, cmd.Names()...)
+		}
+		if strings.Join(names, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%s's commands are %q; textout knows %q", bin, names, c.want)
+		}
+	}
 }

@@ -10,11 +10,13 @@
 package clikit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -47,6 +49,10 @@ type Env struct {
 	Stderr  io.Writer
 	JSON    bool
 	Command string
+	// Dir is the directory the command acts in (--repo, absolute): its
+	// hints are anchored there (textout.Anchor). "" is the working
+	// directory.
+	Dir string
 }
 
 // UsageErr is a USAGE refusal (exit 2).
@@ -142,6 +148,7 @@ func (e *Env) Report(err error) int {
 	if reported {
 		return code
 	}
+	d = textout.Anchored(d, cmp.Or(e.Dir, textout.WorkDir()))
 	if e.JSON {
 		e.WriteJSON(textout.ErrorEnvelope(e.Command, d))
 		return code
@@ -333,6 +340,14 @@ var JSONFlag = &ucli.BoolFlag{Name: "json", Usage: "print exactly one JSON objec
 func (e *Env) Action(name string, maxArgs int, body func(c *ucli.Context) error) ucli.ActionFunc {
 	return func(c *ucli.Context) error {
 		e.Command = name
+		for _, l := range c.Lineage() {
+			if l.IsSet("repo") {
+				if abs, err := filepath.Abs(l.String("repo")); err == nil {
+					e.Dir = abs
+				}
+				break
+			}
+		}
 		if c.Args().Len() > maxArgs {
 			return UsageErr("%s takes at most %d argument(s), got %q", name, maxArgs, c.Args().Slice())
 		}

@@ -9,6 +9,7 @@
 package execcli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -68,6 +69,9 @@ func ExecDying(args []string, stdout, stderr io.Writer) (int, unix.Signal, bool)
 type run struct {
 	stdout, stderr io.Writer
 	jsonOut        io.WriteCloser
+	// dir is the directory the run acts in (-C, or the task's worktree),
+	// absolute: its hints are anchored there (textout.Anchor).
+	dir string
 }
 
 // main reads the command line and runs the command; a nil result with a
@@ -97,6 +101,7 @@ func (r *run) main(args []string) (*wrapper.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.dir, _ = filepath.Abs(cmp.Or(opts.Dir, ".")) // unreadable: hints anchored at the working directory
 	if os.Getenv(wrapper.ConfinedEnv) != "" && !l.IsSet("task") {
 		// Inside a confined command: the store is read-only here, so a
 		// nested wt-exec runs under its ancestor's lease once the
@@ -122,6 +127,7 @@ func (r *run) main(args []string) (*wrapper.Result, error) {
 		if opts.Dir, err = r.taskWorktree(l); err != nil {
 			return nil, err
 		}
+		r.dir, _ = filepath.Abs(opts.Dir)
 	} else if l.IsSet("base") || l.IsSet("path") || l.IsSet("new-task") {
 		return nil, usageErr("--base, --path and --new-task go with --task")
 	}
@@ -154,6 +160,7 @@ func (r *run) report(err error) int {
 	if reported {
 		return code
 	}
+	d = textout.Anchored(d, cmp.Or(r.dir, textout.WorkDir()))
 	if r.jsonOut != nil {
 		r.writeJSONOut(textout.ErrorEnvelope(Bin, d))
 	}
@@ -177,7 +184,9 @@ func (r *run) options(l *Line) (wrapper.Options, error) {
 		Dir: l.String("C"), ClientID: l.String("client-id"), Holder: l.String("holder"),
 		Owner: l.String("owner"), Kind: l.String("kind"), TTL: l.Duration("ttl"), Grace: l.Duration("grace"),
 		Args: l.Command, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ(),
-		Notify: func(msg string) { fmt.Fprintf(r.stderr, "wt-exec: warning: %s\n", textout.Clean(msg)) },
+		Notify: func(msg string) {
+			fmt.Fprintf(r.stderr, "wt-exec: warning: %s\n", textout.Clean(textout.Anchor(msg, r.dir)))
+		},
 	}
 	if l.IsSet("session-id") {
 		v := l.String("session-id")

@@ -94,7 +94,7 @@ func Print(w io.Writer, bin string, code int, d *decision.Error) {
 func Report(w io.Writer, bin, command string, err error) int {
 	code, d, reported := Decide(err, bin, command)
 	if !reported {
-		Print(w, bin, code, d)
+		Print(w, bin, code, Anchored(d, WorkDir()))
 	}
 	return code
 }
