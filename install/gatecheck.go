@@ -134,13 +134,17 @@ func watched(c gitrepo.Checkout, m Meets, entries []gitrepo.ConfigEntry) []strin
 
 // keptAnswer returns the kept answer for c when nothing it was read from
 // changed.
-func keptAnswer(c gitrepo.Checkout) (string, bool) {
+func keptAnswer(c gitrepo.Checkout) (string, bool) { return kept(c, true) }
+
+// kept is keptAnswer; with env false, whatever this process's environment
+// (a view's answer: what wt-exec found for its launches).
+func kept(c gitrepo.Checkout, env bool) (string, bool) {
 	b, err := safefile.Read(checkFile(c.CommonDir, c.Key), 1<<20, safefile.NoFollow)
 	if err != nil {
 		return "", false
 	}
 	f := strings.Split(string(b), "\x00")
-	if len(f) < 5 || len(f)%2 == 0 || f[0] != checkMagic || f[1] != envPrint() {
+	if len(f) < 5 || len(f)%2 == 0 || f[0] != checkMagic || env && f[1] != envPrint() {
 		return "", false
 	}
 	for i := 3; i < len(f); i += 2 {
@@ -163,6 +167,28 @@ func keepAnswer(c gitrepo.Checkout, m Meets, entries []gitrepo.ConfigEntry, by s
 		return
 	}
 	_ = safefile.Replace(checkFile(c.CommonDir, c.Key), []byte(strings.Join(f, "\x00")), 0o644) // Best effort: the next launch asks git again.
+}
+
+// GateState is what a commit in checkout c meets, for a view (status):
+// the answer wt-exec or allocate kept, when none of the files it was read
+// from changed since; else git's answer now, which is kept when gated. by
+// names what gates reference-transaction there; "" when nothing does, and
+// then why says why (a per-worktree core.hooksPath among the causes).
+func GateState(ctx context.Context, c gitrepo.Checkout) (by, why, fix string, err error) {
+	if by, ok := kept(c, false); ok {
+		return by, "", "", nil
+	}
+	m, entries, err := probeEntries(ctx, c.TopLevel, c.CommonDir)
+	if err != nil {
+		return "", "", "", err
+	}
+	const hook = "reference-transaction"
+	if !m.Gated(hook) {
+		return "", m.Why(hook), GateFix(c.TopLevel), nil
+	}
+	by = gatedBy(m, hook)
+	keepAnswer(c, m, entries, by)
+	return by, "", "", nil
 }
 
 // GateCheck is what CheckWorktree found.

@@ -433,11 +433,12 @@ func Ungated(ctx context.Context, dir string) string {
 	if err != nil {
 		return fmt.Sprintf("%s: the checkout of %s cannot be read: %v", decision.HooksMissing, dir, err)
 	}
-	m, err := Probe(ctx, c.TopLevel, c.CommonDir)
+	m, entries, err := probeEntries(ctx, c.TopLevel, c.CommonDir)
 	if err != nil {
 		return fmt.Sprintf("%s: what a commit in %s meets cannot be found: %v", decision.HooksMissing, dir, err)
 	}
 	if m.Gated("reference-transaction") {
+		keepAnswer(c, m, entries, gatedBy(m, "reference-transaction")) // status and the first launch read it
 		return ""
 	}
 	return fmt.Sprintf("%s: commits in %s are not gated: %s; run %s", decision.HooksMissing, dir, m.Why("reference-transaction"), GateFix(dir))

@@ -56,7 +56,7 @@ type PsResult struct {
 func Ps(ctx context.Context, r *alloc.Repo, path string) (PsResult, error) {
 	res := PsResult{Code: decision.PsShown, Rows: []PsRow{}}
 	getScan := sync.OnceValues(proc.NewScan)
-	st, err := status(ctx, r, getScan)
+	st, err := status(ctx, r, getScan, nil)
 	if err != nil {
 		return res, err
 	}

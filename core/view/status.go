@@ -148,23 +148,29 @@ type Next struct {
 	Command string `json:"command"`
 }
 
+// GateCheck tells what a commit in checkout c meets (install.GateState:
+// core does not link the installer): by names what gates it, "" when
+// nothing does, and then why says why and fix puts it back.
+type GateCheck func(ctx context.Context, c gitrepo.Checkout) (by, why, fix string, err error)
+
 // Status lists every worktree git knows (unmanaged ones too) and every live
 // allocation whose worktree git no longer lists, with lease freshness from
-// one /proc reading.
-func Status(ctx context.Context, r *alloc.Repo) (StatusResult, error) {
-	return status(ctx, r, sync.OnceValues(proc.NewScan))
+// one /proc reading, and, with gate given, what a commit in each governed
+// worktree meets.
+func Status(ctx context.Context, r *alloc.Repo, gate GateCheck) (StatusResult, error) {
+	return status(ctx, r, sync.OnceValues(proc.NewScan), gate)
 }
 
 // status is Status with the process reading given: Ps shares one reading
 // between the freshness of the leases and the processes it lists.
-func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, error)) (StatusResult, error) {
+func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, error), gate GateCheck) (StatusResult, error) {
 	res := StatusResult{Code: decision.StatusShown, Rows: []Row{}, Pending: []Pending{}, Next: []Next{}}
 	inv, err := r.Git.Inventory(ctx)
 	if err != nil {
 		return res, gitrepo.ListFailed(err)
 	}
 	err = r.Store.Read(func(tx *store.Tx) error {
-		p := statusPass{r: r, tx: tx, res: &res, repoArg: shell.Word(r.Git.TopLevel), seen: map[string]bool{}, byID: map[string]store.Allocation{}}
+		p := statusPass{ctx: ctx, gate: gate, r: r, tx: tx, res: &res, repoArg: shell.Word(r.Git.TopLevel), seen: map[string]bool{}, byID: map[string]store.Allocation{}}
 		pol, _, err := tx.Policy()
 		if err != nil {
 			return err
@@ -197,6 +203,8 @@ func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, erro
 
 // statusPass is one status reading, inside one shared section.
 type statusPass struct {
+	ctx     context.Context
+	gate    GateCheck
 	r       *alloc.Repo
 	tx      *store.Tx
 	res     *StatusResult
@@ -243,8 +251,29 @@ func (p *statusPass) worktree(wt gitrepo.Worktree) error {
 			row.Gate = alloc.GateLease + " (another task's branch)"
 		}
 	}
+	if p.gate != nil && registeredTo != nil && registeredTo.Role == store.RoleFeature && !wt.Prunable {
+		p.gateState(&row, wt, gitDir)
+	}
 	p.res.Rows = append(p.res.Rows, row)
 	return nil
+}
+
+// gateState holds row's gate against what a commit there meets
+// (GateCheck): a gate switched off in the worktree alone (its own
+// core.hooksPath, its config.worktree) shows as off, with the fix.
+func (p *statusPass) gateState(row *Row, wt gitrepo.Worktree, gitDir string) {
+	c := gitrepo.Checkout{TopLevel: wt.Path, GitDir: gitDir, CommonDir: p.r.Git.CommonDir, Key: wt.Key}
+	by, why, fix, err := p.gate(p.ctx, c)
+	switch {
+	case err != nil:
+		row.Gate += " (not known: " + err.Error() + ")"
+		row.Problems = append(row.Problems, Problem{Code: decision.HooksMissing, Message: "what a commit here meets cannot be found: " + err.Error(),
+			Hint: fmt.Sprintf("ask git there: wt-hook -C %s check", shell.Word(wt.Path))})
+	case by == "":
+		row.Gate = "none: commits meet no gate"
+		row.Problems = append(row.Problems, Problem{Alarm: true, Code: decision.HooksMissing,
+			Message: "commits here meet no gate: " + why, Fix: fix})
+	}
 }
 
 // registration fills row from the allocation a linked worktree is bound

@@ -11,6 +11,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/core/view"
+	"github.com/wt-tool/wt/install"
 )
 
 func (e *env) statusCommand() *ucli.Command {
@@ -23,7 +24,7 @@ func (e *env) statusCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			res, err := view.Status(c.Context, r)
+			res, err := view.Status(c.Context, r, install.GateState)
 			if err != nil {
 				return err
 			}

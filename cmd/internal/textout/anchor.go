@@ -2,7 +2,6 @@ package textout
 
 import (
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/wt-tool/wt/core/decision"
@@ -19,8 +18,6 @@ var (
 	HookCommands = []string{"check", "install", "uninstall", "status", "run"}
 )
 
-var anchorName = regexp.MustCompile(`(^|[^/\w.-])(wt-admin|wt-exec|wt-hook)( +)(\S+)`)
-
 // Anchor makes every command line in hint run from any directory: a
 // wt-admin command that names no repository gets --repo DIR, a wt-exec or
 // wt-hook one -C DIR, where dir is the directory the reporting command
@@ -34,24 +31,69 @@ func Anchor(hint, dir string) string {
 	}
 	word := shell.Word(dir)
 	var out strings.Builder
-	rest := hint
-	for {
-		loc := anchorName.FindStringSubmatchIndex(rest)
-		if loc == nil {
-			out.WriteString(rest)
-			return out.String()
+	i := 0
+	for i < len(hint) {
+		bin, at := nextName(hint, i)
+		if at < 0 {
+			break
 		}
-		bin, next := rest[loc[4]:loc[5]], rest[loc[8]:loc[9]]
-		out.WriteString(rest[:loc[5]])
-		if anchors(bin, next, rest[loc[8]:]) {
+		end := at + len(bin)
+		out.WriteString(hint[i:end])
+		i = end
+		j := end
+		for j < len(hint) && hint[j] == ' ' {
+			j++
+		}
+		if j == end || j == len(hint) {
+			continue // not followed by a word
+		}
+		k := strings.IndexAny(hint[j:], " \n\t")
+		next := hint[j:]
+		if k >= 0 {
+			next = hint[j : j+k]
+		}
+		if anchors(bin, next, hint[j:]) {
 			flag := "-C"
 			if bin == "wt-admin" {
 				flag = "--repo"
 			}
 			out.WriteString(" " + flag + " " + word)
 		}
-		rest = rest[loc[5]:]
 	}
+	out.WriteString(hint[i:])
+	return out.String()
+}
+
+// nextName finds the next of wt's program names in s from i, standing
+// alone (not part of a path or a longer name): the name and where it
+// starts (-1 for none). (No regexp: wt-gate and wt-exec, which print
+// through this, do not link it.)
+func nextName(s string, i int) (string, int) {
+	for {
+		k := strings.Index(s[i:], "wt-")
+		if k < 0 {
+			return "", -1
+		}
+		at := i + k
+		for _, name := range []string{"wt-admin", "wt-exec", "wt-hook"} {
+			if !strings.HasPrefix(s[at:], name) {
+				continue
+			}
+			if at > 0 && wordByte(s[at-1]) {
+				break
+			}
+			if e := at + len(name); e < len(s) && (wordByte(s[e]) || s[e] == '-' || s[e] == '.' || s[e] == '/') {
+				break
+			}
+			return name, at
+		}
+		i = at + 3
+	}
+}
+
+// wordByte is a byte that continues a name or a path.
+func wordByte(b byte) bool {
+	return b == '/' || b == '.' || b == '-' || b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }
 
 // anchors reports whether the command line of bin whose words begin at
