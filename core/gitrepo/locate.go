@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/safefile"
 )
 
@@ -124,6 +125,9 @@ func checkoutAt(top, dotgit string, isDir bool) (Checkout, error) {
 // (and wt) govern the original, not this copy.
 func checkBackPointer(c Checkout, dotgit string) error {
 	if filepath.Dir(c.GitDir) != filepath.Join(c.CommonDir, "worktrees") {
+		if d := brokenCommondir(c.GitDir, c.TopLevel, c.CommonDir); d != nil {
+			return d
+		}
 		return decision.New(decision.UnregisteredWorktree, "%s names git dir %s, which is not a worktree admin dir of %s", dotgit, c.GitDir, c.CommonDir)
 	}
 	back, err := CheckoutOf(c.CommonDir, c.Key)
@@ -284,4 +288,87 @@ func Initializing(commonDir string) bool {
 		}
 	})
 	return found
+}
+
+// brokenCommondir is GIT_METADATA_UNTRUSTED, naming the worktree and the
+// fix, when the admin dir gitDir of the checkout at top lies in a
+// repository's worktrees/ but its commondir names another place (named):
+// git cannot open the worktree at all, and every command there fails. nil
+// when gitDir is not such an admin dir.
+func brokenCommondir(gitDir, top, named string) *decision.Error {
+	parent := filepath.Dir(gitDir)
+	if filepath.Base(parent) != "worktrees" {
+		return nil
+	}
+	common := filepath.Dir(parent)
+	if fi, err := os.Stat(filepath.Join(common, "HEAD")); err != nil || fi.IsDir() || same(common, named) {
+		return nil
+	}
+	repoTop := common
+	if filepath.Base(common) == ".git" {
+		repoTop = filepath.Dir(common)
+	}
+	return decision.New(decision.GitMetadataUntrusted, "worktree %s: its admin dir %s names %s as its repository (commondir), not %s, which holds it: git cannot open the worktree", top, gitDir, named, common).
+		WithHint("printf '%%s\\n' ../.. > %s && git -C %s worktree repair %s", shell.Word(filepath.Join(gitDir, "commondir")), shell.Word(repoTop), shell.Word(top))
+}
+
+// DiagnoseCheckout says what keeps git from opening the checkout that
+// holds dir when its .git file names an admin dir whose commondir leads
+// elsewhere (brokenCommondir); nil when that is not the cause.
+func DiagnoseCheckout(dir string) *decision.Error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		dotgit := filepath.Join(d, ".git")
+		if fi, err := os.Lstat(dotgit); err == nil {
+			if !fi.Mode().IsRegular() {
+				return nil
+			}
+			b, err := os.ReadFile(dotgit)
+			if err != nil {
+				return nil
+			}
+			gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+			if !ok {
+				return nil
+			}
+			if !filepath.IsAbs(gd) {
+				gd = filepath.Join(d, gd)
+			}
+			cb, err := os.ReadFile(filepath.Join(gd, "commondir"))
+			if err != nil {
+				return nil
+			}
+			cd := strings.TrimSpace(string(cb))
+			if !filepath.IsAbs(cd) {
+				cd = filepath.Join(gd, cd)
+			}
+			return brokenCommondir(filepath.Clean(gd), d, filepath.Clean(cd))
+		}
+		if filepath.Dir(d) == d {
+			return nil
+		}
+	}
+}
+
+// PointsBack reports whether the checkout at path is linked worktree
+// key's: its .git file names key's admin dir. When git's record of where
+// key is (its admin dir's gitdir) names another place, git takes the
+// worktree for deleted (prunable) while its checkout is in place: the
+// admin dir's gitdir was rewritten, and git worktree repair puts it back.
+func PointsBack(commonDir, key, path string) bool {
+	b, err := os.ReadFile(filepath.Join(path, ".git"))
+	if err != nil {
+		return false
+	}
+	gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return false
+	}
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(path, gd)
+	}
+	return same(filepath.Clean(gd), AdminDir(commonDir, key))
 }

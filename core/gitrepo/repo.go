@@ -47,6 +47,9 @@ func Discover(ctx context.Context, dir string) (*Repo, error) {
 				return nil, decision.New(decision.NotAGitRepository, "%s is inside a git dir, not a worktree", dir).
 					WithHint("run it from a checkout of the repository")
 			}
+			if d := DiagnoseCheckout(dir); d != nil {
+				return nil, d
+			}
 			return nil, decision.New(decision.NotAGitRepository, "%s is not in a git repository", dir).
 				WithHint("pass --repo DIR naming a checkout of the repository, or run git init first")
 		}

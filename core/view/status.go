@@ -239,10 +239,11 @@ func (p *statusPass) worktree(wt gitrepo.Worktree) error {
 	if wt.Key != gitrepo.MainKey {
 		gitDir = gitrepo.AdminDir(p.r.Git.CommonDir, wt.Key)
 	}
-	var err error
-	if row.Problems, err = GateProblems(p.tx, p.repoArg, wt, gitDir, registeredTo); err != nil {
+	gp, err := GateProblems(p.tx, p.repoArg, wt, gitDir, registeredTo)
+	if err != nil {
 		return err
 	}
+	row.Problems = append(row.Problems, gp...)
 	if registeredTo == nil && p.pol.Unmanaged == store.UnmanagedRefuse {
 		row.Gate = alloc.GateUnmanaged + " (refused by policy)"
 	}
@@ -306,6 +307,12 @@ func (p *statusPass) registration(wt gitrepo.Worktree, row *Row) (*store.Allocat
 	row.Registration = "registered"
 	row.fill(a)
 	p.seen[a.AllocationID] = true
+	if wt.Prunable && wt.Path != a.WorktreePath && gitrepo.PointsBack(p.r.Git.CommonDir, wt.Key, a.WorktreePath) {
+		pr := GitdirRewritten(a, wt.Path)
+		pr.Fix = fmt.Sprintf("git -C %s worktree repair %s", p.repoArg, shell.Word(a.WorktreePath))
+		row.Problems = append(row.Problems, pr)
+		return &a, nil
+	}
 	if a.Role != store.RoleAudit && wt.Prunable {
 		p.res.Next = append(p.res.Next, Next{Path: wt.Path, Why: "task " + a.TaskKey + "'s checkout is gone: finishing it frees the task key",
 			Command: FinishCommand(p.repoArg, a)})
@@ -420,6 +427,15 @@ func OccupantProblem(repoArg, path string, o lease.Occupant) Problem {
 	d := lease.OccupiedError(o, repoArg, path)
 	return Problem{Code: d.Code, Message: d.Message, Fix: fmt.Sprintf("kill -TERM %d", o.PID),
 		Hint: fmt.Sprintf("see it first with wt-admin --repo %s ps %s (the run of client %s ended with it still there); a tmux window or terminal left in the worktree is the usual one: close it", repoArg, shell.Word(path), o.ClientID)}
+}
+
+// GitdirRewritten is GIT_POINTER_MISMATCH for allocation a's worktree
+// when git's record of where it is (its admin dir's gitdir) names at, while
+// its checkout is in place at a.WorktreePath and points back: git takes
+// it for deleted, and git worktree prune would drop it.
+func GitdirRewritten(a store.Allocation, at string) Problem {
+	return Problem{Alarm: true, Code: decision.GitPointerMismatch,
+		Message: fmt.Sprintf("task %s's checkout is at %s and points to its admin dir, but git's record of where it is (the admin dir's gitdir) names %s: git takes it for deleted, and git worktree prune would drop it", a.TaskKey, a.WorktreePath, at)}
 }
 
 // VanishedUnderHolder is the alarm of a leased worktree whose checkout is

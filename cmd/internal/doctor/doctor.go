@@ -372,6 +372,12 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 				rep.Findings = append(rep.Findings, f)
 			}
 		}
+		if wt.Prunable && a.Lifecycle != store.Released && wt.Path != a.WorktreePath && gitrepo.PointsBack(r.Git.CommonDir, wt.Key, a.WorktreePath) {
+			pr := view.GitdirRewritten(*a, wt.Path)
+			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: a.WorktreePath, Problem: pr.Code + ": " + pr.Message,
+				Fix: fmt.Sprintf("git -C %s worktree repair %s", repo, shell.Word(a.WorktreePath))})
+			continue
+		}
 		if wt.Prunable && a.Role != store.RoleAudit && a.Lifecycle != store.Released {
 			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
 				Problem: fmt.Sprintf("%s: the checkout of task %s (%s) was deleted; its task key is stuck until the task is finished", decision.CheckoutMissing, a.TaskKey, a.Lifecycle),
