@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
-	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/safefile"
+	"github.com/wt-tool/wt/core/shell"
 )
 
 // Checkout is the worktree that holds a directory, found by reading git's
