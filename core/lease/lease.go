@@ -699,6 +699,14 @@ func chooseLease(g *Grant, repo store.Repository, c gitrepo.Checkout, a store.Al
 		g.Previous = &prev
 		removeCgroup(prev)
 		g.Code, g.Owned = decision.WriterLeaseTakenOver, true
+		l := newLease(repo, a, c, req, now)
+		why := "its holder had exited and nothing of it ran"
+		if liveness.Expired(prev, now) {
+			why = "it had expired and its holder had exited"
+		}
+		l.Provenance = &store.Provenance{How: store.ProvenanceTakenOver, PriorLeaseID: prev.LeaseID, PriorHolder: &prev.Holder,
+			By: proc.Actor(), ByClient: req.Holder.ClientID, At: store.Stamp(now), Reason: why}
+		return l, nil
 	default:
 		g.Code, g.Owned = decision.WriterLeaseAcquired, true
 	}

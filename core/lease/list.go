@@ -23,9 +23,11 @@ import (
 // Entry is one writer lease in `wt-admin lease list`: a current one, or
 // with --all an ended one from events.jsonl.
 type Entry struct {
-	LeaseID      string      `json:"lease_id"`
-	AllocationID string      `json:"allocation_id"`
-	TaskKey      string      `json:"task_key"`
+	LeaseID      string `json:"lease_id"`
+	AllocationID string `json:"allocation_id"`
+	TaskKey      string `json:"task_key"`
+	// Role is the role of the lease's allocation ("" when it is gone).
+	Role         string      `json:"role"`
 	WorktreePath string      `json:"worktree_path"`
 	Holder       proc.Holder `json:"holder"`
 	Generation   int         `json:"generation"`
@@ -41,6 +43,48 @@ type Entry struct {
 	Fleet *store.FleetLease `json:"fleet,omitempty"`
 }
 
+// ListOptions choose what List returns.
+type ListOptions struct {
+	// All adds the ended leases; Active keeps only current leases whose
+	// holder is active (freshness "active"). They do not go together.
+	All, Active bool
+	// Role keeps the leases of allocations of that role ("" any).
+	Role string
+	// Limit keeps at most that many (0 all): the current ones first, then
+	// the ended ones that began last.
+	Limit int
+}
+
+// ListWith is List as opts choose.
+func ListWith(r *alloc.Repo, opts ListOptions) ([]Entry, error) {
+	if opts.All && opts.Active {
+		return nil, decision.New(decision.Usage, "--active lists current leases only, --all adds ended ones: pass one of them")
+	}
+	entries, err := List(r, opts.All)
+	if err != nil {
+		return nil, err
+	}
+	out := entries[:0]
+	for _, e := range entries {
+		if opts.Active && e.Freshness != liveness.FreshActive || opts.Role != "" && e.Role != opts.Role {
+			continue
+		}
+		out = append(out, e)
+	}
+	if opts.Limit > 0 && len(out) > opts.Limit {
+		current := 0
+		for current < len(out) && out[current].Ended == "" {
+			current++
+		}
+		if current >= opts.Limit {
+			return out[:opts.Limit], nil
+		}
+		keep := opts.Limit - current // the ended ones that began last, in order
+		out = append(out[:current:current], out[len(out)-keep:]...)
+	}
+	return out, nil
+}
+
 // List returns the current leases with their freshness, from one /proc
 // reading, and with all set also every ended lease found in events.jsonl:
 // who held write entitlement on which worktree, from when to when, and how
@@ -53,14 +97,12 @@ func List(r *alloc.Repo, all bool) ([]Entry, error) {
 	now := time.Now()
 	err := r.Store.Read(func(tx *store.Tx) error {
 		eventsPath = tx.EventsPath()
-		if all {
-			as, err := tx.Allocations()
-			if err != nil {
-				return err
-			}
-			for _, a := range as {
-				allocs[a.AllocationID] = a
-			}
+		as, err := tx.Allocations()
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			allocs[a.AllocationID] = a
 		}
 		ids, err := tx.Leases()
 		if err != nil {
@@ -79,7 +121,7 @@ func List(r *alloc.Repo, all bool) ([]Entry, error) {
 			if err != nil {
 				return decision.Wrap(decision.Internal, err, "read /proc")
 			}
-			out = append(out, Entry{LeaseID: l.LeaseID, AllocationID: l.AllocationID, TaskKey: a.TaskKey,
+			out = append(out, Entry{LeaseID: l.LeaseID, AllocationID: l.AllocationID, TaskKey: a.TaskKey, Role: a.Role,
 				WorktreePath: l.WorktreePath, Holder: l.Holder, Generation: l.Generation, From: l.AcquiredAt,
 				Freshness: liveness.Freshness(s, l, now), Fleet: l.Fleet})
 		}
@@ -91,7 +133,7 @@ func List(r *alloc.Repo, all bool) ([]Entry, error) {
 	ended, err := endedLeases(eventsPath, out)
 	for i := range ended {
 		a := allocs[ended[i].AllocationID]
-		ended[i].TaskKey, ended[i].WorktreePath = a.TaskKey, a.WorktreePath
+		ended[i].TaskKey, ended[i].WorktreePath, ended[i].Role = a.TaskKey, a.WorktreePath, a.Role
 	}
 	return append(out, ended...), err
 }

@@ -235,7 +235,7 @@ type Lease struct {
 // Provenance is how a lease came to its holder other than by a plain
 // grant.
 type Provenance struct {
-	// How is adopted, transferred or handoff.
+	// How is adopted, transferred, handoff or taken_over.
 	How string `json:"how"`
 	// PriorLeaseID and PriorHolder are the lease it replaced (the same
 	// lease id for a transfer) and that lease's holder.
@@ -255,6 +255,9 @@ const (
 	ProvenanceAdopted     = "adopted"
 	ProvenanceTransferred = "transferred"
 	ProvenanceHandoff     = "handoff"
+	// ProvenanceTakenOver: granted over a lease whose holder was gone
+	// (Reason says how it ended).
+	ProvenanceTakenOver = "taken_over"
 )
 
 // Handoff is handoffs/<allocation_id>.json: the worktree's next grant,

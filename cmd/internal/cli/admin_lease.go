@@ -28,13 +28,27 @@ func (e *env) leaseCommand() *ucli.Command {
 			{
 				Name:  "list",
 				Usage: "current leases with their freshness; --all adds ended ones from the event log",
-				Flags: []ucli.Flag{clikit.JSONFlag, &ucli.BoolFlag{Name: "all", Usage: "also the leases that ended: who held which worktree, when, how it ended"}},
+				Flags: []ucli.Flag{clikit.JSONFlag, &ucli.BoolFlag{Name: "all", Usage: "also the leases that ended: who held which worktree, when, how it ended"},
+					&ucli.BoolFlag{Name: "active", Usage: "only current leases whose holder is active"},
+					&ucli.StringFlag{Name: "role", Usage: "only the leases of allocations of `ROLE` (feature, audit, integration, recovery, canonical)"},
+					&ucli.IntFlag{Name: "limit", Usage: "at most `N`: the current ones first, then the ended ones that began last"}},
 				Action: e.Action("lease list", 0, func(c *ucli.Context) error {
+					if c.Int("limit") < 0 {
+						return clikit.UsageErr("--limit takes a positive number, got %d", c.Int("limit"))
+					}
+					if c.Bool("all") && c.Bool("active") {
+						return clikit.UsageErr("--active lists current leases only, --all adds ended ones: pass one of them")
+					}
+					if role := c.String("role"); role != "" {
+						if err := alloc.ValidRole(role); err != nil {
+							return &clikit.ExitError{Code: clikit.ExitUsage, Err: err}
+						}
+					}
 					r, err := e.open(c)
 					if err != nil {
 						return err
 					}
-					entries, err := lease.List(r, c.Bool("all"))
+					entries, err := lease.ListWith(r, lease.ListOptions{All: c.Bool("all"), Active: c.Bool("active"), Role: c.String("role"), Limit: c.Int("limit")})
 					if err != nil {
 						return err
 					}
