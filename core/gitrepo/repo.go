@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -346,41 +347,88 @@ func (r *Repo) ValidRefName(ctx context.Context, name string) bool {
 // Short abbreviates an object name for messages (12 hex digits).
 func Short(oid string) string { return oid[:min(12, len(oid))] }
 
-// MissingObjects walks every object reachable from tips (ref names or
-// object names) and returns those missing from the object store, as
-// "<type> <oid>" (git fsck --connectivity-only: it reads the objects' links,
-// not their contents). A confined agent may add objects and, since git's
-// object writes need the rights to remove files in objects/, may also
-// delete them; this is how the loss is found.
-func (r *Repo) MissingObjects(ctx context.Context, tips []string) ([]string, error) {
+// MissingSince walks the objects tips reach that bases do not (git
+// rev-list --objects --missing=print TIPS --not BASES: the history the
+// governed branches added over their recorded bases, not the whole
+// history) and returns those missing from the object store ("object
+// <oid>"), and how many objects it walked. A tip or base that is itself
+// missing is reported, and a base that is missing bounds nothing.
+func (r *Repo) MissingSince(ctx context.Context, tips, bases []string) (missing []string, walked int, err error) {
 	if len(tips) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
-	out, err := r.Git(ctx, true, append([]string{"fsck", "--connectivity-only", "--no-dangling", "--no-progress", "--no-reflogs", "--end-of-options"}, tips...)...)
-	var missing []string
+	absent, err := r.absentObjects(ctx, append(append([]string{}, tips...), bases...))
+	if err != nil {
+		return nil, 0, err
+	}
+	var present []string
+	for _, t := range tips {
+		if absent[t] {
+			missing = append(missing, "object "+t)
+		} else {
+			present = append(present, t)
+		}
+	}
+	args := append([]string{"rev-list", "--objects", "--missing=print"}, present...)
+	not := false
+	for _, b := range bases {
+		if absent[b] {
+			missing = append(missing, "object "+b)
+			continue
+		}
+		if !not {
+			args, not = append(args, "--not"), true
+		}
+		args = append(args, b)
+	}
+	if len(present) == 0 {
+		return missing, 0, nil
+	}
+	out, err := r.Git(ctx, true, args...)
 	for _, line := range strings.Split(string(out), "\n") {
-		if rest, ok := strings.CutPrefix(line, "missing "); ok {
-			missing = append(missing, rest)
+		switch {
+		case line == "":
+		case line[0] == '?':
+			missing = append(missing, "object "+line[1:])
+		default:
+			walked++
 		}
 	}
 	var ge *Error
 	if errors.As(err, &ge) {
-		// A tip that is itself missing: "error: <oid>: object missing"
-		// (git 2.39), "error: <ref>: invalid sha1 pointer <oid>" (later).
+		// A commit that is missing ends the walk (git before 2.43):
+		// "error: Could not read <oid>".
+		found := false
 		for _, line := range strings.Split(ge.Stderr, "\n") {
-			rest, ok := strings.CutPrefix(line, "error: ")
-			if !ok {
-				continue
-			}
-			if oid, ok := strings.CutSuffix(rest, ": object missing"); ok {
-				missing = append(missing, "object "+oid)
-			} else if _, oid, ok := strings.Cut(rest, ": invalid sha1 pointer "); ok && FullObjectName(oid) {
-				missing = append(missing, "object "+oid)
+			for _, p := range []string{"error: Could not read ", "fatal: bad object ", "error: unable to read "} {
+				if oid, ok := strings.CutPrefix(line, p); ok && FullObjectName(strings.TrimSpace(oid)) {
+					missing, found = append(missing, "object "+strings.TrimSpace(oid)), true
+				}
 			}
 		}
+		if found {
+			err = nil
+		}
 	}
-	if err != nil && len(missing) == 0 {
-		return nil, err
+	return missing, walked, err
+}
+
+// absentObjects tells which of oids the object store lacks (git cat-file
+// --batch-check; ref names are resolved as git resolves them).
+func (r *Repo) absentObjects(ctx context.Context, oids []string) (map[string]bool, error) {
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{"-C", r.TopLevel}, neutral...), "cat-file", "--batch-check")...)
+	cmd.Env = gitEnv(true)
+	cmd.Stdin = strings.NewReader(strings.Join(oids, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git cat-file --batch-check: %w", err)
 	}
-	return missing, nil
+	absent := map[string]bool{}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	for i, line := range lines {
+		if i < len(oids) && strings.HasSuffix(line, " missing") {
+			absent[oids[i]] = true
+		}
+	}
+	return absent, nil
 }

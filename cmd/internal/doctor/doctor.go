@@ -74,7 +74,7 @@ func Run(ctx context.Context, dir string) (Report, error) {
 	}
 	rep.Repository = r.Git.TopLevel
 	var pol store.Policy
-	var tips []string
+	var tips, bases []string
 	repo := shell.Word(r.Git.TopLevel)
 	inv, invErr := r.Git.Inventory(ctx)
 	if invErr != nil {
@@ -109,11 +109,12 @@ func Run(ctx context.Context, dir string) (Report, error) {
 			rep.checkGates(tx, r, inv, allocs, repo)
 		}
 		tips = governedTips(pol, allocs)
+		bases = governedBases(r, pol, allocs)
 		return nil
 	})
 	if err == nil {
 		// Outside the store's lock: the walk reads every reachable object.
-		rep.checkObjects(ctx, r, tips, repo)
+		rep.checkObjects(ctx, r, tips, bases, repo)
 		rep.checkAudit(r, repo)
 	}
 	if err == nil && pol.FleetOn() {
@@ -171,11 +172,40 @@ func governedTips(pol store.Policy, allocs []store.Allocation) []string {
 	return tips
 }
 
-// checkObjects: every object reachable from the governed refs is in the
-// object store. A confined agent can delete objects (git's object writes
-// need the right to remove files in objects/, design.md "Refs under
-// confinement"); this is where such a loss shows.
-func (rep *Report) checkObjects(ctx context.Context, r *alloc.Repo, tips []string, repo string) {
+// governedBases are where the history wt governs begins: each live
+// allocation's base commit, and the publication branch's tip when wt began
+// to watch it (its ledger's baseline; none for a store older than
+// ledgers: then its whole history is walked).
+func governedBases(r *alloc.Repo, pol store.Policy, allocs []store.Allocation) []string {
+	var bases []string
+	seen := map[string]bool{}
+	add := func(oid string) {
+		if gitrepo.FullObjectName(oid) && !alloc.IsZeroOID(oid) && !seen[oid] {
+			seen[oid] = true
+			bases = append(bases, oid)
+		}
+	}
+	if pol.PublicationBranch != "" {
+		led, err := store.ReadLedger(r.Store.Root(), store.PublicationLedger, "refs/heads/"+pol.PublicationBranch)
+		if err == nil && len(led.Lines) > 0 && led.Lines[0].Via == store.ViaInit {
+			add(led.Lines[0].New)
+		}
+	}
+	for _, a := range allocs {
+		if a.Branch != nil && a.Lifecycle != store.Released {
+			add(a.BaseCommit)
+		}
+	}
+	return bases
+}
+
+// checkObjects: every object the governed branches added over their
+// bases (governedBases) is in the object store: what wt governs, walked
+// at a cost that grows with it, not with the repository's history (a
+// confined agent's writes land in its private view, and a store's objects
+// are lost by hand or by a disk, which git fsck finds). What it does not
+// walk is said in a note.
+func (rep *Report) checkObjects(ctx context.Context, r *alloc.Repo, tips, bases []string, repo string) {
 	refs, err := r.Git.Refs(ctx)
 	if err != nil {
 		rep.Findings = append(rep.Findings, Finding{Check: "objects", Subject: "git for-each-ref", Problem: err.Error(), Hint: "run git for-each-ref in the repository"})
@@ -187,12 +217,14 @@ func (rep *Report) checkObjects(ctx context.Context, r *alloc.Repo, tips []strin
 			present = append(present, t)
 		}
 	}
-	missing, err := r.Git.MissingObjects(ctx, present)
+	missing, walked, err := r.Git.MissingSince(ctx, present, bases)
 	if err != nil {
-		rep.Findings = append(rep.Findings, Finding{Check: "objects", Subject: "git fsck", Problem: err.Error(),
+		rep.Findings = append(rep.Findings, Finding{Check: "objects", Subject: "git rev-list", Problem: err.Error(),
 			Hint: fmt.Sprintf("run git -C %s fsck --connectivity-only and read what it says", repo)})
 		return
 	}
+	rep.Notes = append(rep.Notes, Finding{Check: "objects", Subject: strings.Join(present, " "),
+		Problem: fmt.Sprintf("walked the %d object(s) the governed branches added over their bases (%d base commit(s): each task's base at allocate, the publication branch's tip at init); the history before them is not walked here: git -C %s fsck --connectivity-only checks it", walked, len(bases), repo)})
 	if len(missing) == 0 {
 		return
 	}
