@@ -595,14 +595,16 @@ func CheckGate(ctx context.Context, g *gitrepo.Repo) (dir string, problems []Pro
 		if gitrepo.VerifyMetadata(g.CommonDir, a.WorktreeKey, a.WorktreePath) != nil {
 			continue // git there would not be wt's to ask: doctor's gates say so
 		}
-		m, err := Probe(ctx, a.WorktreePath, g.CommonDir)
+		// What a commit there meets: kept by wt-exec or allocate while
+		// nothing it was read from changed (GateState), else asked of git.
+		c := gitrepo.Checkout{TopLevel: a.WorktreePath, GitDir: gitrepo.AdminDir(g.CommonDir, a.WorktreeKey), CommonDir: g.CommonDir, Key: a.WorktreeKey}
+		by, why, fix, err := GateState(ctx, c)
 		if err != nil {
 			return dir, problems, err
 		}
-		if !m.Gated("reference-transaction") {
+		if by == "" {
 			problems = append(problems, Problem{Hook: "reference-transaction", Path: a.WorktreePath,
-				Message: fmt.Sprintf("commits in %s (task %s) meet no gate: %s", a.WorktreePath, a.TaskKey, m.Why("reference-transaction")),
-				Fix:     m.Fix("reference-transaction", a.WorktreePath)})
+				Message: fmt.Sprintf("commits in %s (task %s) meet no gate: %s", a.WorktreePath, a.TaskKey, why), Fix: fix})
 		}
 	}
 	return dir, withFix(problems, fix), nil

@@ -184,7 +184,7 @@ func GateState(ctx context.Context, c gitrepo.Checkout) (by, why, fix string, er
 	}
 	const hook = "reference-transaction"
 	if !m.Gated(hook) {
-		return "", m.Why(hook), GateFix(c.TopLevel), nil
+		return "", m.Why(hook), m.Fix(hook, c.TopLevel), nil
 	}
 	by = gatedBy(m, hook)
 	keepAnswer(c, m, entries, by)

@@ -188,6 +188,9 @@ func (e *env) auditCommand() *ucli.Command {
 			}
 			maint.MarkAudit(r.Git.CommonDir, res) // doctor reports what came after
 			reason := fmt.Sprintf("%d branch(es), %d move(s) no gate approved", len(res.Tasks), res.Ungated)
+			if res.Missing > 0 {
+				reason += fmt.Sprintf(", %d branch(es) gone (TASK_BRANCH_MISSING)", res.Missing)
+			}
 			return e.Success(res.Code, reason, res, nil, func(w io.Writer) {
 				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, reason)
 				for _, t := range res.Tasks {
@@ -200,14 +203,23 @@ func (e *env) auditCommand() *ucli.Command {
 					} else {
 						fmt.Fprintf(w, "task %s (%s at %s): %d approved move(s) under %d lease(s), %d ungated\n", clikit.Clean(t.TaskKey), clikit.Clean(t.Branch), gitrepo.Short(t.Tip), approved, len(t.ByLease), len(t.Ungated))
 					}
+					if t.Unseen != "" {
+						fmt.Fprintf(w, "  not audited: cannot read %s\n", clikit.Clean(t.Unseen))
+					}
+					if m := t.Missing; m != nil {
+						fmt.Fprintf(w, "  ALARM: %s: %s\n    restore: %s\n", m.Code, clikit.Clean(m.Message), clikit.Clean(m.Restore))
+					}
 					for _, m := range t.Ungated {
 						when := m.Time
 						if when == "" {
 							when = "no reflog entry"
 						}
 						fmt.Fprintf(w, "  %s: %s -> %s (%s): %s\n", m.Code, gitrepo.Short(m.Old), gitrepo.Short(m.New), when, clikit.Clean(m.Message))
-						if m.Holder != "" {
+						switch {
+						case m.Holder != "":
 							fmt.Fprintf(w, "    lease then: %s\n", clikit.Clean(m.Holder))
+						case m.NoLease:
+							fmt.Fprintf(w, "    lease then: none was held\n")
 						}
 						if m.Restore != "" {
 							fmt.Fprintf(w, "    restore: %s\n", clikit.Clean(m.Restore))

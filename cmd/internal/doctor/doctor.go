@@ -223,7 +223,7 @@ func (rep *Report) checkObjects(ctx context.Context, r *alloc.Repo, tips, bases 
 			Hint: fmt.Sprintf("run git -C %s fsck --connectivity-only and read what it says", repo)})
 		return
 	}
-	rep.Notes = append(rep.Notes, Finding{Check: "objects", Subject: strings.Join(present, " "),
+	rep.Notes = append(rep.Notes, Finding{Check: "objects", Subject: fmt.Sprintf("%d governed branch(es)", len(present)),
 		Problem: fmt.Sprintf("walked the %d object(s) the governed branches added over their bases (%d base commit(s): each task's base at allocate, the publication branch's tip at init); the history before them is not walked here: git -C %s fsck --connectivity-only checks it", walked, len(bases), repo)})
 	if len(missing) == 0 {
 		return
