@@ -73,10 +73,31 @@ func VerifyMetadata(commonDir, key, path string) error {
 	if bad, err := worktreeConfigKeys(filepath.Join(admin, "config.worktree")); err != nil {
 		return untrusted("its config.worktree cannot be read safely: %v", err)
 	} else if bad != "" {
-		return decision.New(decision.GitMetadataUntrusted, "worktree %s: its config.worktree sets %s, which wt does not run git with", path, bad).
-			WithHint("git config --file %s --unset-all %s", shell.Word(filepath.Join(admin, "config.worktree")), shell.Word(bad))
+		d := decision.New(decision.GitMetadataUntrusted, "worktree %s: its config.worktree sets %s, which wt does not run git with", path, bad)
+		file := shell.Word(filepath.Join(admin, "config.worktree"))
+		if sec, ok := sectionName(bad); ok {
+			return d.WithHint("git config --file %s --remove-section %s", file, shell.Word(sec))
+		}
+		return d.WithHint("git config --file %s --unset-all %s", file, shell.Word(bad))
 	}
 	return nil
+}
+
+// sectionName is the name git config --remove-section takes for a
+// section header line with a subsection ([hook "x"] is hook.x); ok is
+// false for anything else.
+func sectionName(line string) (string, bool) {
+	inner, ok := strings.CutPrefix(strings.TrimSpace(line), "[")
+	if !ok {
+		return "", false
+	}
+	inner, _, ok = strings.Cut(inner, "]")
+	sec, sub, spaced := strings.Cut(inner, " ")
+	sub = strings.TrimSpace(sub)
+	if !ok || !spaced || len(sub) < 2 || sub[0] != '"' || sub[len(sub)-1] != '"' || strings.ContainsAny(sub[1:len(sub)-1], "\"\\") {
+		return "", false
+	}
+	return strings.ToLower(sec) + "." + sub[1:len(sub)-1], true
 }
 
 // worktreeConfigKeys reads a config.worktree and returns the first key it
