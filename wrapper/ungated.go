@@ -43,8 +43,8 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrep
 	ref := mark.Ref
 	now := gitrepo.MarkReflog(c.CommonDir, ref)
 	led, lerr := store.ReadLedgerTail(r.Store.Root(), g.Allocation.AllocationID, ref)
-	if now.Same(mark) && (lerr != nil || len(led.Lines) == 0 || led.Accounts(now.Tip)) {
-		return // the branch did not move, and stands where wt put it
+	if now.Same(mark) {
+		return // the branch and its reflog are as the run found them: nothing of this run's
 	}
 	tip := now.Tip
 	if tip == "" && lerr == nil && !led.Deleted() && led.LastExisting() != "" {
@@ -60,7 +60,7 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrep
 			}
 		}
 	}
-	if n == 0 && lerr == nil && len(led.Lines) > 0 && tip != "" && !led.Accounts(tip) {
+	if n == 0 && lerr == nil && len(led.Lines) > 0 && tip != "" && tip != mark.Tip && !led.Accounts(tip) {
 		n = 1 // the reflog does not show it (expired, deleted, or the ref written by hand)
 	}
 	if n == 0 {
