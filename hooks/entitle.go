@@ -44,8 +44,8 @@ type Verdict struct {
 	warnOnly bool
 	// pol is the policy the decision was made under.
 	pol store.Policy
-	// storeRoot is the store the decision read (its ledgers).
-	storeRoot string
+	// r is the repository the decision read (its store's ledgers).
+	r *alloc.Repo
 }
 
 // refuse records a refusal, which policy enforcement warn turns into an
@@ -143,7 +143,7 @@ func newGate(r *alloc.Repo, tx *store.Tx, pid int) (*gate, error) {
 
 // verdict starts a verdict about the checkout at path under the gate's policy.
 func (g *gate) verdict(path, branch string) Verdict {
-	return Verdict{Path: path, Branch: branch, pol: g.pol, warnOnly: g.pol.Enforcement == store.EnforcementWarn, procs: g.procs, storeRoot: g.r.Store.Root()}
+	return Verdict{Path: path, Branch: branch, pol: g.pol, warnOnly: g.pol.Enforcement == store.EnforcementWarn, procs: g.procs, r: g.r}
 }
 
 // done turns a verdict without refusal into an allowance.
@@ -356,7 +356,7 @@ func judgeLease(r *proc.Reader, adminDir, path string, own bool, a store.Allocat
 	}
 	if liveness.Expired(l, time.Now()) {
 		return decision.New(decision.WriterLeaseExpired, "the lease of %s (client %s, pid %d) expired at %s", path, l.Holder.ClientID, l.Holder.PID, *l.ExpiresAt).
-			WithHint("its holder renews it while wt-exec runs with --ttl; a nested wt-exec --ttl D renews it too")
+			WithHint("its holder renews it while wt-exec runs with --ttl; a nested wt-exec with --ttl D renews it too")
 	}
 	// The ancestry first: a holder found among pid's ancestors (pid and
 	// start ticks) is live, since a process that exits hands its children

@@ -140,7 +140,7 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 				return nil // refused: none of it moves
 			}
 		}
-		g.record(moves)
+		g.record(c, moves)
 		return nil
 	})
 	return out, err
@@ -154,22 +154,51 @@ type ledgerMove struct {
 }
 
 // record appends the moves of an approved transaction to the branch
-// ledgers (store.AppendLedger): in "prepared", once the whole transaction
-// is judged, before git makes it. Best effort: a move that cannot be
-// recorded shows as one no gate saw (never the other way). A confined
-// command's store is its private view's: its moves are recorded when
-// wt-exec publishes them.
-func (g *gate) record(moves []ledgerMove) {
-	if len(moves) == 0 || os.Getenv(confinedEnv) != "" {
-		return
-	}
+// ledgers (ledgerFile): in "prepared", once the whole transaction is
+// judged, before git makes it. A line whose old value git did not give
+// (update-ref without one, checkout -B) gets the ref's value now, which
+// is the one git's reflog will name. Best effort: a move that cannot be
+// recorded shows as one no gate saw (never the other way).
+func (g *gate) record(c gitrepo.Checkout, moves []ledgerMove) {
 	for _, m := range moves {
+		p := ledgerFile(c, g.r, m.ledger, m.u.Ref)
+		if p == "" {
+			return
+		}
 		l := store.LedgerLine{Via: store.ViaGate, Ref: m.u.Ref, Old: m.u.Old, New: m.u.New}
+		if isZeroOID(l.Old) {
+			if cur, err := gitrepo.ReadRef(g.r.Git.CommonDir, m.u.Ref); err == nil && isOID(cur) {
+				l.Old = cur
+			}
+		}
 		if m.lease != nil {
 			l.LeaseID, l.Generation, l.ClientID = m.lease.LeaseID, m.lease.Generation, m.lease.Holder.ClientID
 		}
-		_ = store.AppendLedger(g.r.Store.Root(), m.ledger, l) // Best effort, as above.
+		_ = store.AppendLedgerAt(p, l) // Best effort, as above.
 	}
+}
+
+// ledgerFile is where the gate in checkout c records a move of ref for
+// ledger name: the store's ledger ("" for a command in a private view,
+// whose moves wt-exec records as it publishes them; the checkout's
+// pending file for one confined by Landlock alone, which may not write the
+// store). A ledger the store does not have yet begins with a baseline
+// (alloc.Repo.BeginLedger).
+func ledgerFile(c gitrepo.Checkout, r *alloc.Repo, name, ref string) string {
+	switch {
+	case os.Getenv(store.ViewEnv) != "":
+		return ""
+	case os.Getenv(confinedEnv) != "":
+		if c.GitDir == "" {
+			return ""
+		}
+		return filepath.Join(c.GitDir, store.PendingLedgerName)
+	}
+	if store.EnsureLedgerDir(r.Store.Root()) != nil {
+		return ""
+	}
+	r.BeginLedger(name, ref)
+	return store.LedgerPath(r.Store.Root(), name)
 }
 
 // recreated refuses (TASK_BRANCH_MISSING) an update that creates task

@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
@@ -44,19 +43,15 @@ func PreCommit(dir string, pid, gitPID int) (Verdict, error) {
 	// gate, a warning) gets none, so its reference transaction is judged.
 	if err == nil && v.Allowed && !v.Warning && v.own && v.Code == decision.Entitled && !c.Detached && c.Branch == v.Branch {
 		ref := "refs/heads/" + c.Branch
-		if alloc.TipOf(c.CommonDir, ref) == "" {
-			// An unborn task branch: gone from git, or never there.
-			if d := missingBranch(v.storeRoot, v.AllocationID, v.TaskKey, v.Path, ref, ""); d != nil {
+		if tip, rerr := gitrepo.ReadRef(c.CommonDir, ref); rerr == nil && tip == "" {
+			// An unborn task branch: gone from git, or never there. (A
+			// ref that cannot be read is not taken for gone.)
+			if d := missingBranch(v.r.Store.Root(), v.AllocationID, v.TaskKey, v.Path, ref, ""); d != nil {
 				v.refuse(d)
-				v.Allowed = false
-				return v, nil
+				return done(v), nil
 			}
 		}
-		ledger := ""
-		if os.Getenv(confinedEnv) == "" && store.EnsureLedgerDir(v.storeRoot) == nil { // a confined command's store is its view's
-			ledger = store.LedgerPath(v.storeRoot, v.AllocationID)
-		}
-		writePass(c, gitPID, v.procs, v.Lease, ledger)
+		writePass(c, gitPID, v.procs, v.Lease, ledgerFile(c, v.r, v.AllocationID, ref))
 	}
 	return v, err
 }

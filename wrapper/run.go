@@ -292,6 +292,7 @@ func Run(opts Options) (Result, error) {
 	if root := s.view.Root(); root != "" {
 		rc.CommonDir = root
 	}
+	importPending(repo, rc, res.Grant, s.branchMark)
 	reportUngated(repo, rc, res.Grant, s.branchMark, opts.ExplainUngated, opts.Notify)
 	s.endView()
 	res.Released, err = lease.Release(repo, res.Grant, scan, s.occupants(c, res.Grant))

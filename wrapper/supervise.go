@@ -276,10 +276,18 @@ func (s *supervisor) stopped() error {
 func (s *supervisor) launch(path string, env []string, conf *confine.Plan, c gitrepo.Checkout) (*store.ChildGroup, error) {
 	s.catch()
 	argv := s.opts.Args
+	if !s.opts.Nested {
+		// WT_VIEW says the command's store is a private view's (the gate
+		// leaves the ledger to wt-exec's publication): only this run sets it.
+		env = withoutVar(env, store.ViewEnv)
+	}
 	if conf != nil {
 		s.conf = conf
 		defer func() { s.conf = nil }()
 		env = confinedEnv(env, conf.TempDir)
+		if conf.View() != nil {
+			env = append(env, store.ViewEnv+"=1")
+		}
 		if err := confine.CloseInherited(s.opts.KeepFDs); err != nil {
 			return nil, err
 		}

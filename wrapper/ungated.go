@@ -3,6 +3,8 @@ package wrapper
 import (
 	"cmp"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/wt-tool/wt/core/alloc"
@@ -54,9 +56,12 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrep
 	}
 	n := 0
 	if entries, ok, err := gitrepo.ReflogSince(c.CommonDir, mark); err == nil && ok && len(entries) > 0 {
-		for _, j := range alloc.Cover(entries, led.Lines, nil) {
-			if j < 0 {
-				n++
+		n = uncovered(entries, led.Lines)
+		if n > 0 && lerr == nil {
+			// The run's first moves may lie before the ledger's tail (a
+			// run of hundreds of commits): read it whole.
+			if full, err := store.ReadLedger(r.Store.Root(), g.Allocation.AllocationID, ref); err == nil {
+				n = uncovered(entries, full.Lines)
 			}
 		}
 	}
@@ -80,4 +85,55 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrep
 			AllocationID: &id, LeaseID: &lid, Holder: &h, Actor: proc.Actor(),
 			Detail: map[string]any{"ref": ref, "count": n, "since": g.Lease.AcquiredAt}})
 	})
+}
+
+// uncovered counts the reflog entries no ledger line covers.
+func uncovered(entries []gitrepo.ReflogEntry, lines []store.LedgerLine) int {
+	n := 0
+	for _, j := range alloc.Cover(entries, lines, nil) {
+		if j < 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// importPending brings into the task branch's ledger the moves the gate of
+// a command confined by Landlock alone (which may not write wt's store)
+// recorded in the checkout's git dir (store.PendingLedgerName): those the
+// reflog shows since the run's mark exactly (same old and new), as
+// ViaConfined lines; then the file goes. Lines the reflog does not show are
+// dropped: they name no move of this run. Best effort: a move not brought
+// in reads as ungated, never the other way.
+func importPending(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrepo.ReflogMark) {
+	if c.GitDir == "" {
+		return
+	}
+	p := filepath.Join(c.GitDir, store.PendingLedgerName)
+	if _, err := os.Lstat(p); err != nil {
+		return
+	}
+	defer os.Remove(p)
+	if mark.Ref == "" || !g.Owned {
+		return
+	}
+	pend, err := store.ReadLedgerFile(p, mark.Ref, 0)
+	if err != nil || len(pend.Lines) == 0 {
+		return
+	}
+	entries, ok, err := gitrepo.ReflogSince(c.CommonDir, mark)
+	if err != nil || !ok {
+		return
+	}
+	if store.EnsureLedgerDir(r.Store.Root()) != nil {
+		return
+	}
+	for _, j := range alloc.Cover(entries, pend.Lines, nil) {
+		if j < 0 {
+			continue
+		}
+		l := pend.Lines[j]
+		l.Via, l.Time = store.ViaConfined, 0
+		_ = store.AppendLedger(r.Store.Root(), g.Allocation.AllocationID, l) // Best effort, as above.
+	}
 }

@@ -392,9 +392,9 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 	if err := tx.PutRegistration(&reg); err != nil {
 		return a, err
 	}
-	if err := r.ledgerBirth(a); err != nil {
-		return a, err
-	}
+	// Best effort: without its birth, the ledger begins at the gate's
+	// first approved move, with a baseline (BeginLedger).
+	_ = r.ledgerBirth(a)
 	if err := event(tx, how, &a, map[string]any{"task_key": a.TaskKey, "owner": a.Owner, "role": a.Role,
 		"worktree_path": a.WorktreePath, "worktree_key": key, "branch": a.Branch, "base_commit": a.BaseCommit,
 		"registration_id": reg.RegistrationID, "transaction_id": j.TransactionID}); err != nil {

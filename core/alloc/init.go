@@ -416,19 +416,15 @@ func (r *Repo) SetPolicy(ctx context.Context, change PolicyChange) (PolicyResult
 }
 
 // PublicationBaseline records where publication branch b stands as wt
-// begins to watch it (init, or a policy naming another branch): its tip and
-// how many reflog entries it has. Its history before is the baseline, not
-// a finding of audit or doctor. A branch the ledger already records keeps
-// its record.
+// begins to watch it (init, or a policy naming another branch, again when
+// it names one it watched before: its moves meanwhile went unrecorded):
+// its tip and how many reflog entries it has. Its history before is the
+// baseline, not a finding of audit or doctor.
 func (r *Repo) PublicationBaseline(b string) error {
 	if b == "" {
 		return nil
 	}
 	ref := "refs/heads/" + b
-	led, err := store.ReadLedgerTail(r.Store.Root(), store.PublicationLedger, ref)
-	if err != nil || len(led.Lines) > 0 {
-		return err
-	}
 	tip, err := gitrepo.ReadRef(r.Git.CommonDir, ref)
 	if err != nil {
 		return err

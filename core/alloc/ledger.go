@@ -1,7 +1,10 @@
 package alloc
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/wt-tool/wt/core/gitrepo"
@@ -70,4 +73,21 @@ func LastNew(entries []gitrepo.ReflogEntry) string {
 // create it, and only on the tip wt's ledger records).
 func RestoreBranch(worktree, ref, tip string) string {
 	return fmt.Sprintf("wt-exec -C %s -- git update-ref %s %s", shell.Word(worktree), shell.Word(ref), tip)
+}
+
+// BeginLedger begins ledger name, when it has no file yet (an allocation
+// made before ledgers, a store older than them), with a baseline: where
+// ref stands now and how many reflog entries it has. Its history before
+// is not a finding (audit leaves it out), as a branch's before init is
+// not. Best effort: without it, the history before reads as ungated.
+func (r *Repo) BeginLedger(name, ref string) {
+	if _, err := os.Lstat(store.LedgerPath(r.Store.Root(), name)); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	tip, err := gitrepo.ReadRef(r.Git.CommonDir, ref)
+	if err != nil {
+		return
+	}
+	entries, _ := gitrepo.ReadReflog(r.Git.CommonDir, ref)                                                                        // unreadable: nothing before to leave out
+	_ = store.AppendLedger(r.Store.Root(), name, store.LedgerLine{Via: store.ViaInit, Ref: ref, New: tip, Entries: len(entries)}) // Best effort, as above.
 }

@@ -351,8 +351,10 @@ func Short(oid string) string { return oid[:min(12, len(oid))] }
 // rev-list --objects --missing=print TIPS --not BASES: the history the
 // governed branches added over their recorded bases, not the whole
 // history) and returns those missing from the object store ("object
-// <oid>"), and how many objects it walked. A tip or base that is itself
-// missing is reported, and a base that is missing bounds nothing.
+// <oid>"), and how many objects it walked. A tip that is itself missing is
+// reported; a base that is missing bounds nothing and is not reported (a
+// base a branch was rebased away from may be pruned: what the tips reach
+// is what is walked).
 func (r *Repo) MissingSince(ctx context.Context, tips, bases []string) (missing []string, walked int, err error) {
 	if len(tips) == 0 {
 		return nil, 0, nil
@@ -373,8 +375,7 @@ func (r *Repo) MissingSince(ctx context.Context, tips, bases []string) (missing 
 	not := false
 	for _, b := range bases {
 		if absent[b] {
-			missing = append(missing, "object "+b)
-			continue
+			continue // gone (a base commit no governed ref reaches, pruned): it bounds nothing
 		}
 		if !not {
 			args, not = append(args, "--not"), true

@@ -232,6 +232,7 @@ func (in *Inspection) unleased(r *alloc.Repo, a store.Allocation, caller Caller,
 	path := shell.Word(in.Path)
 	in.Freshness = "none"
 	in.GitLock = OrphanLock(r.Git.CommonDir, a)
+	occupants := Occupants(a) // read once: one may exit meanwhile
 	switch {
 	case leaseID != "":
 		in.SafeNextAction, in.Block = StalePromptLease, true
@@ -244,10 +245,10 @@ func (in *Inspection) unleased(r *alloc.Repo, a store.Allocation, caller Caller,
 	case in.Handoff != nil:
 		in.SafeNextAction, in.Block = WaitForeignActive, true
 		in.Reasons = []string{fmt.Sprintf("the next grant is reserved for client %s until %s", in.Handoff.ToClient, in.Handoff.ExpiresAt)}
-	case len(Occupants(a)) > 0:
+	case len(occupants) > 0:
 		// No lease, and no writer let in: a process the last run left
 		// there fences the worktree until it ends (RUNTIME_OCCUPIED).
-		o := Occupants(a)[0]
+		o := occupants[0]
 		in.SafeNextAction, in.Block = WaitForeignActive, true
 		in.Occupant = &o
 		in.Reasons = []string{fmt.Sprintf("%s: %s; it ends with kill -TERM %d, or wait for it (the next command waits)", decision.RuntimeOccupied, o.Describe(in.Path), o.PID)}

@@ -766,7 +766,7 @@ func reservedFor(tx Records, a store.Allocation, c gitrepo.Checkout, req Request
 	}
 	if h.ToClient != req.Holder.ClientID {
 		return h, false, decision.New(decision.WriterLeaseReserved, "the next grant of %s is reserved for client %s (handed over by %s) until %s", c.TopLevel, h.ToClient, handoffAuthor(h), h.ExpiresAt).
-			WithHint("run as that client (wt-exec --client-id %s), or wait for the reservation to be used or to expire (wt-exec --wait waits)", shell.Word(h.ToClient)).
+			WithHint("run as that client (wt-exec --client-id %s), or wait for the reservation to be used or to expire (a wt-exec with --wait waits)", shell.Word(h.ToClient)).
 			WithFact("to_client", h.ToClient)
 	}
 	return h, true, nil

@@ -263,6 +263,11 @@ func (b *branchAudit) run() {
 		// before --since (a reflog keeps whole seconds), shown already, or before wt watched it
 		return e.When.Before(b.since.Truncate(time.Second)) || b.seen != nil && i < b.seen[ref].Entries || b.baseline != nil && b.baseline(i, e)
 	}
+	if b.baseline == nil {
+		if bl, ok := b.led.Baseline(); ok {
+			b.baseline = baselineAt(bl.When(), bl.Entries)
+		}
+	}
 	cover := alloc.Cover(entries, b.led.Lines, skip)
 	lastApproved := -1
 	for i, e := range entries {
@@ -312,6 +317,17 @@ func (b *branchAudit) run() {
 		Message: "moved from the tip wt recorded with no gate approval; its reflog does not show how (expired, deleted, or the ref written directly)"}, time.Time{}))
 }
 
+// baselineAt leaves out the reflog entries before a baseline taken at
+// when, which counted n entries (n < 0: not known). A reflog keeps whole
+// seconds: an entry of the baseline's own second is before it when the
+// baseline counted it.
+func baselineAt(when time.Time, n int) func(int, gitrepo.ReflogEntry) bool {
+	sec := when.Truncate(time.Second)
+	return func(i int, e gitrepo.ReflogEntry) bool {
+		return e.When.Before(sec) || e.When.Before(sec.Add(time.Second)) && (n < 0 || i < n)
+	}
+}
+
 // move fills m's lease at when (a zero when: the move's time is unknown).
 func (b *branchAudit) move(m UngatedMove, when time.Time) UngatedMove {
 	if b.holder == nil || when.IsZero() {
@@ -356,18 +372,10 @@ func auditPublication(r *alloc.Repo, branch string, since time.Time, seen map[st
 	}
 	t.BadApprovals = led.Bad
 	b := branchAudit{commonDir: r.Git.CommonDir, t: &t, led: led, since: since, seen: seen}
-	var from time.Time
-	n := -1
-	if len(led.Lines) > 0 && led.Lines[0].Via == store.ViaInit {
-		from, n = led.Lines[0].When(), led.Lines[0].Entries
-	} else if c, err := time.Parse(time.RFC3339Nano, created); err == nil {
-		from = c
-	}
-	b.baseline = func(i int, e gitrepo.ReflogEntry) bool {
-		// A reflog keeps whole seconds: an entry of init's own second is
-		// before it when the baseline counted it.
-		sec := from.Truncate(time.Second)
-		return e.When.Before(sec) || e.When.Before(sec.Add(time.Second)) && (n < 0 || i < n)
+	if _, ok := led.Baseline(); !ok {
+		if c, err := time.Parse(time.RFC3339Nano, created); err == nil {
+			b.baseline = baselineAt(c, -1) // a store older than ledgers: from its creation
+		}
 	}
 	b.run()
 	t.Missing = nil // the operator's: no restore of it is wt's to offer

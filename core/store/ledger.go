@@ -46,7 +46,24 @@ const (
 	ViaInit     = "init"
 	ViaAdopt    = "adopt"
 	ViaFinish   = "finish" // the branch deleted by wt-admin finish
+	// ViaConfined: a move a confined command's gate approved where the
+	// command had no private view (Landlock alone), written by its gate to
+	// the checkout's git dir (PendingLedgerName) and brought into the
+	// ledger by wt-exec at the run's end, when the reflog shows the move.
+	ViaConfined = "confined"
 )
+
+// ViewEnv marks the environment of a confined command that runs in a
+// private view (its store is the view's: wt-exec records its moves as it
+// publishes them); ConfinedEnv without it is a command confined by
+// Landlock alone.
+const ViewEnv = "WT_VIEW"
+
+// PendingLedgerName is the file, in a checkout's own git dir, to which the
+// gate of a command confined by Landlock alone (which may not write wt's
+// store) appends the moves it approves, in the ledger's format; wt-exec
+// brings those the reflog shows into the ledger when the run ends.
+const PendingLedgerName = "wt-ledger-pending"
 
 // LedgerLine is one line of a branch ledger.
 type LedgerLine struct {
@@ -84,6 +101,12 @@ func LedgerPath(root, name string) string {
 // (a move lost with the page cache leaves the ledger one move behind,
 // which the views report as a move no gate saw: never the other way).
 func AppendLedger(root, name string, l LedgerLine) error {
+	return AppendLedgerAt(LedgerPath(root, name), l)
+}
+
+// AppendLedgerAt is AppendLedger to the ledger file at p (a ledger of the
+// store, or a confined run's pending lines, PendingLedgerName).
+func AppendLedgerAt(p string, l LedgerLine) error {
 	if l.Time == 0 {
 		l.Time = time.Now().UnixNano()
 	}
@@ -91,7 +114,6 @@ func AppendLedger(root, name string, l LedgerLine) error {
 	if err != nil {
 		return err
 	}
-	p := LedgerPath(root, name)
 	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
 	if errors.Is(err, unix.ENOENT) {
 		if err = mkdirNoFollow(filepath.Dir(p)); err == nil {
@@ -153,11 +175,23 @@ func (l Ledger) Last() (LedgerLine, bool) {
 	return l.Lines[len(l.Lines)-1], true
 }
 
-// Deleted reports whether the ledger's last line for the ref is a deletion
-// wt approved or made (finish): the branch's absence is not a loss.
+// Deleted reports whether the ledger's last line for the ref is finish's
+// deletion of the branch: its absence is not a loss. (A deletion the gate
+// approved leaves a live task without its branch: still a loss to raise.)
 func (l Ledger) Deleted() bool {
 	last, ok := l.Last()
-	return ok && strings.Trim(last.New, "0") == ""
+	return ok && last.Via == ViaFinish
+}
+
+// Baseline is the last baseline line (init: where wt began to watch the
+// branch), ok false when none.
+func (l Ledger) Baseline() (LedgerLine, bool) {
+	for i := len(l.Lines) - 1; i >= 0; i-- {
+		if l.Lines[i].Via == ViaInit {
+			return l.Lines[i], true
+		}
+	}
+	return LedgerLine{}, false
 }
 
 // LastExisting is the last value the ledger recorded for the ref that was
@@ -203,8 +237,13 @@ func ReadLedgerTail(root, name, ref string) (Ledger, error) {
 }
 
 func readLedger(root, name, ref string, tail int64) (Ledger, error) {
+	return ReadLedgerFile(LedgerPath(root, name), ref, tail)
+}
+
+// ReadLedgerFile reads the lines about ref in the ledger file at p (its
+// last tail bytes; 0: all of it).
+func ReadLedgerFile(p, ref string, tail int64) (Ledger, error) {
 	var out Ledger
-	p := LedgerPath(root, name)
 	f, _, err := safefile.Open(p, safefile.NoFollow)
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil

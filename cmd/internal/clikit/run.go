@@ -51,9 +51,13 @@ type Env struct {
 	Command string
 	// Dir is the directory the command acts in (--repo, absolute): its
 	// hints are anchored there (textout.Anchor). "" is the working
-	// directory.
+	// directory; NoAnchor leaves hints as written (a server hook's, read
+	// by a pushing client).
 	Dir string
 }
+
+// NoAnchor, as Env.Dir, leaves the hints as written.
+const NoAnchor = "\x00"
 
 // UsageErr is a USAGE refusal (exit 2).
 func UsageErr(format string, args ...any) error {
@@ -148,7 +152,9 @@ func (e *Env) Report(err error) int {
 	if reported {
 		return code
 	}
-	d = textout.Anchored(d, cmp.Or(e.Dir, textout.WorkDir()))
+	if e.Dir != NoAnchor {
+		d = textout.Anchored(d, cmp.Or(e.Dir, textout.WorkDir()))
+	}
 	if e.JSON {
 		e.WriteJSON(textout.ErrorEnvelope(e.Command, d))
 		return code

@@ -125,6 +125,9 @@ func hookApp(e *env) *ucli.App {
 						Name:  "pre-receive",
 						Usage: "in a fenced remote: refuse a task branch update whose push carries no current fencing token (ref lines on stdin)",
 						Action: e.Action("run pre-receive", 0, func(c *ucli.Context) error {
+							// Its hints go to the pushing client, whose
+							// directories are not this server's: not anchored.
+							e.Dir = clikit.NoAnchor
 							return preReceive()
 						}),
 					},

@@ -52,7 +52,7 @@ func Anchor(hint, dir string) string {
 		if k >= 0 {
 			next = hint[j : j+k]
 		}
-		if anchors(bin, next, hint[j:]) {
+		if anchors(bin, next, hint[j:]) && !afterCd(hint[:at]) {
 			flag := "-C"
 			if bin == "wt-admin" {
 				flag = "--repo"
@@ -89,6 +89,21 @@ func nextName(s string, i int) (string, int) {
 		}
 		i = at + 3
 	}
+}
+
+// afterCd reports whether the text before a program's name ends with
+// "cd DIR &&" in the same command line: the line chooses its directory.
+func afterCd(before string) bool {
+	if i := strings.LastIndexAny(before, "\n;("); i >= 0 {
+		before = before[i+1:]
+	}
+	before = strings.TrimSpace(before)
+	rest, ok := strings.CutSuffix(before, "&&")
+	if !ok {
+		return false
+	}
+	rest = " " + strings.TrimSpace(rest)
+	return strings.Contains(rest, " cd ")
 }
 
 // wordByte is a byte that continues a name or a path.
@@ -131,6 +146,8 @@ func anchors(bin, next, line string) bool {
 		switch {
 		case w == "--":
 			return true
+		case w == "--server":
+			return false // runs in the remote repository, not where the hint was printed
 		case w == "-C" || w == "--repo" || strings.HasPrefix(w, "--repo=") || strings.HasPrefix(w, "-C=") ||
 			w == "--version" || w == "--help" || w == "-h":
 			return false

@@ -24,6 +24,9 @@ func TestAnchor(t *testing.T) {
 		{"wt-admin pid 12 still runs it", "wt-admin pid 12 still runs it"},
 		{"reinstall bin/wt-admin status", "reinstall bin/wt-admin status"},
 		{"no command here", "no command here"},
+		{"run wt-hook install --server inside the remote repository", "run wt-hook install --server inside the remote repository"},
+		{"(cd /top && wt-hook install)", "(cd /top && wt-hook install)"},
+		{"cd '/a b' && wt-admin status", "cd '/a b' && wt-admin status"},
 	} {
 		if got := Anchor(c.in, dir); got != c.want {
 			t.Errorf("Anchor(%q) = %q, want %q", c.in, got, c.want)
