@@ -25,6 +25,20 @@ func TestSimilarKeys(t *testing.T) {
 		{"I-1", "T-1", false},
 		{"T_1", "T-1", true},
 		{"team/T-9", "team-t-9", true},
+		// Look-alike characters and transpositions, and two letters
+		// dropped from a long key.
+		{"T-12", "T-l2", true},
+		{"T-10", "T-1O", true},
+		{"feature-login", "feature-lgoin", true},
+		{"feature-login", "featur-logn", true},
+		{"fix-login", "fix-lgoin", true},
+		// Still different tasks: a digit changed or swapped, short keys
+		// one letter apart, long keys two letters replaced.
+		{"T-12", "T-21", false},
+		{"T-12", "T-13", false},
+		{"api-v2", "api-v3", false},
+		{"fix-auth-bug", "fix-path-bug", false},
+		{"feature-login", "feature-logout", false},
 	} {
 		if got := SimilarKeys(c.a, c.b); got != c.want {
 			t.Errorf("SimilarKeys(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
