@@ -70,6 +70,12 @@ func (r *run) taskWorktree(l *Line) (string, error) {
 			return a.WorktreePath, nil
 		}
 	}
+	if decision.CodeOf(err) == decision.PathExists && !l.IsSet("path") {
+		// Whatever sits at the task's path (another task's worktree, a
+		// checkout another tool made) is not this task's: never run there.
+		return "", decision.New(decision.PathExists, "task %s has no worktree, and the path wt-exec --task would give it, %s, is taken%s", task, path, takenBy(repo, path)).
+			WithHint("give task %s a path of its own: wt-exec --task %s --owner %s --path PATH -- COMMAND", task, shell.Word(task), shell.Word(l.String("owner")))
+	}
 	if err != nil {
 		return "", err
 	}
@@ -87,6 +93,20 @@ func (r *run) taskWorktree(l *Line) (string, error) {
 	}
 	fmt.Fprintf(r.stderr, "wt-exec: %s: task %s allocated at %s (branch %s, owner %s)\n", res.Code, textout.Clean(a.TaskKey), textout.Clean(a.WorktreePath), textout.Clean(branch), textout.Clean(a.Owner))
 	return a.WorktreePath, nil
+}
+
+// takenBy says whose a taken path is: the task whose worktree it is, or
+// "" when wt records none there.
+func takenBy(repo *alloc.Repo, path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	a, err := repo.AllocationAt(abs)
+	if err != nil || a == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (it is task %s's worktree)", a.TaskKey)
 }
 
 // ensureHooks installs the repository's hooks (with the wt-hook beside
