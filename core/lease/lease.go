@@ -443,7 +443,15 @@ func checkGrant(tx Records, commonDir string, c gitrepo.Checkout, a store.Alloca
 			WithHint("review it without wt-exec; allocate a feature worktree to write: wt-admin allocate --task KEY --owner NAME PATH")
 	}
 	if c.Key == gitrepo.MainKey {
-		// The canonical checkout is governed by its own gates (docs/design.md, "Allocations, roles and lifecycles").
+		// The canonical checkout is governed by its own gates (docs/design.md,
+		// "Allocations, roles and lifecycles"): wt gates no write there, and
+		// a policy that refuses what wt does not govern refuses the launch.
+		if pol, ok, err := tx.Policy(); err != nil {
+			return ck, err
+		} else if ok && pol.Unmanaged == store.UnmanagedRefuse {
+			return ck, decision.New(decision.UnmanagedRefused, "%s is the canonical checkout, which wt does not govern (no writer lease, no gate on the publication branch), and the policy refuses launches where wt does not govern (unmanaged refuse)", c.TopLevel).
+				WithHint("give the agent a worktree of its own: wt-exec -C %s --task KEY --owner NAME -- COMMAND", shell.Word(c.TopLevel))
+		}
 		ck.notApplicable = true
 		return ck, nil
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/hooks"
 	"github.com/wt-tool/wt/wrapper"
@@ -260,6 +261,12 @@ func (r *run) tellGrant(g lease.Grant, verbose bool) {
 	case verbose && g.Applicable:
 		fmt.Fprintf(r.stderr, "wt-exec: %s: lease %s generation %d client %s pid %d\n",
 			g.Code, g.Lease.LeaseID, g.Lease.Generation, g.Lease.Holder.ClientID, g.Lease.Holder.PID)
+	case g.Role == store.RoleCanonical:
+		// Said every time: agents started here write with nobody's lease,
+		// two of them at once onto the publication branch.
+		top := g.Allocation.WorktreePath
+		fmt.Fprintf(r.stderr, "wt-exec: %s: %s is the canonical checkout: wt takes no writer lease and gates no write here, so commands started here write beside any other; to govern an agent, give it a worktree of its own: wt-exec -C %s --task KEY --owner NAME -- COMMAND (wt-admin --repo %s policy --unmanaged refuse refuses launches here)\n",
+			g.Code, textout.Clean(top), textout.Clean(shell.Word(top)), textout.Clean(shell.Word(top)))
 	case verbose:
 		fmt.Fprintf(r.stderr, "wt-exec: %s: role %s takes no writer lease (%s)\n", g.Code, g.Role, decision.DedicatedRoleGate)
 	}
