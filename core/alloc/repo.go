@@ -190,8 +190,8 @@ func (r *Repo) resolveKey(tx *store.Tx, key, abs string) (Target, error) {
 		return Target{}, err
 	}
 	if !ok {
-		return Target{}, decision.New(decision.UnregisteredWorktree, "worktree %s (key %s) has no allocation", abs, key).
-			WithHint("allocate governed worktrees with wt-admin allocate; list them with wt-admin status")
+		return Target{}, decision.New(decision.UnregisteredWorktree, "worktree %s (key %s) has no allocation: wt does not govern it", abs, key).
+			WithHint("bring it under wt as a task's worktree, its branch kept: wt-admin --repo %s adopt %s --task KEY --owner NAME (a dry run; then --apply PLAN_ID)", shell.Word(abs), shell.Word(abs))
 	}
 	reg, registered, err := tx.Registered(key)
 	if err != nil {

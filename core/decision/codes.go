@@ -192,6 +192,11 @@ const (
 	// branch that no gate approval covers.
 	AuditShown     = "AUDIT_SHOWN"
 	UngatedRefMove = "UNGATED_REF_MOVE"
+	// AdoptReady and Adopted: wt-admin adopt's dry run and its apply; a
+	// lock another tool left that wt cannot prove dead is ForeignLock.
+	AdoptReady  = "ADOPT_READY"
+	Adopted     = "ADOPTED"
+	ForeignLock = "FOREIGN_LOCK"
 	// TaskBranchMissing: a live task's branch is gone from git while wt's
 	// ledger records its tip (an alarm of status, doctor and audit, with
 	// the restore); the gate refuses to create it anew anywhere else.
@@ -368,6 +373,9 @@ var codes = [...]string{
 	RefLockStale,
 	AuditShown,
 	UngatedRefMove,
+	AdoptReady,
+	Adopted,
+	ForeignLock,
 	TaskBranchMissing,
 	AdminDirUnavailable,
 	CheckoutMissing,

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wt-tool/wt/cmd/internal/clikit"
+	"github.com/wt-tool/wt/core/maint"
+	"github.com/wt-tool/wt/core/shell"
+)
+
+func (e *env) adoptCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "adopt",
+		Usage:     "bring an existing linked worktree (git worktree add, an agent CLI's, a worktree manager's) under wt as a task's, its branch kept (dry run unless --apply PLAN_ID)",
+		ArgsUsage: "PATH",
+		Flags: []ucli.Flag{clikit.JSONFlag, applyFlag,
+			&ucli.StringFlag{Name: "task", Usage: "the task `KEY` the worktree becomes"},
+			&ucli.StringFlag{Name: "owner", Usage: "the task's owner"},
+			&ucli.BoolFlag{Name: "new-task", Usage: "the key is a new task, however close to a live task's (TASK_KEY_SIMILAR)"}},
+		Action: e.Action("adopt", 1, func(c *ucli.Context) error {
+			path, err := pathArg(c, "adopt", "task", "owner")
+			if err != nil {
+				return err
+			}
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := maint.Adopt(c.Context, r, maint.AdoptRequest{Path: path, Task: c.String("task"), Owner: c.String("owner"),
+				NewTask: c.Bool("new-task"), Apply: c.String("apply")})
+			if err != nil {
+				return err
+			}
+			p := res.Plan
+			reason := fmt.Sprintf("%s becomes task %s's (branch %s at %.12s, owner %s)", p.WorktreePath, p.TaskKey, p.Branch, p.Tip, p.Owner)
+			if !res.DryRun {
+				reason = fmt.Sprintf("%s is task %s's (allocation %s, branch %s kept)", p.WorktreePath, p.TaskKey, res.AllocationID, p.Branch)
+			}
+			var warnings []string
+			if !res.DryRun {
+				if a, ok, err := r.AllocationByID(res.AllocationID); err == nil && ok {
+					var notes []string
+					warnings, notes = ungatedWarnings(c, a)
+					for _, n := range notes {
+						fmt.Fprintf(e.Stderr, "%s: %s\n", e.Bin, clikit.Clean(n))
+					}
+				}
+			}
+			return e.Success(res.Code, reason, res, warnings, func(w io.Writer) {
+				for _, wr := range warnings {
+					fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Bin, clikit.Clean(wr))
+				}
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(reason))
+				if l := p.Lock; l != nil {
+					verb := "lifts"
+					if !res.DryRun {
+						verb = "lifted"
+					}
+					fmt.Fprintf(w, "  git lock %q: %s it (%s)\n", clikit.Clean(l.Reason), verb, clikit.Clean(l.Why))
+				}
+				if res.DryRun {
+					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin --repo %s adopt %s --task %s --owner %s --apply %s\n", res.PlanID,
+						shell.Word(r.Git.TopLevel), shell.Word(p.WorktreePath), shell.Word(p.TaskKey), shell.Word(p.Owner), res.PlanID)
+				}
+			})
+		}),
+	}
+}

@@ -1,0 +1,237 @@
+package maint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// AdoptRequest is wt-admin adopt: the existing linked worktree at Path
+// becomes task Task's, owned by Owner. Apply is the plan id of a dry run.
+type AdoptRequest struct {
+	Path, Task, Owner string
+	NewTask           bool
+	Apply             string
+}
+
+// AdoptPlan is what adopt would do, proven from git, the store and the
+// processes; its id (PlanID) binds the apply to exactly this.
+type AdoptPlan struct {
+	Contract     string `json:"contract"`
+	RepositoryID string `json:"repository_id"`
+	TaskKey      string `json:"task_key"`
+	Owner        string `json:"owner"`
+	WorktreePath string `json:"worktree_path"`
+	WorktreeKey  string `json:"worktree_key"`
+	Branch       string `json:"branch"`
+	Tip          string `json:"tip"`
+	// Lock is git's lock of the worktree when another tool left one, with
+	// why wt may lift it (its pid proven gone).
+	Lock *ForeignLockPlan `json:"lock,omitempty"`
+}
+
+// ForeignLockPlan is a foreign git worktree lock adopt lifts.
+type ForeignLockPlan struct {
+	Reason string `json:"reason"`
+	PID    int    `json:"pid"`
+	Why    string `json:"why"`
+}
+
+// AdoptResult is adopt's answer.
+type AdoptResult struct {
+	Code         string    `json:"-"`
+	Plan         AdoptPlan `json:"plan"`
+	PlanID       string    `json:"plan_id"`
+	DryRun       bool      `json:"dry_run"`
+	AllocationID string    `json:"allocation_id,omitempty"`
+}
+
+const adoptContract = "wt-adopt-v1"
+
+// Adopt brings an existing linked worktree (made by git worktree add, an
+// agent CLI, a worktree manager) under wt: registration, allocation and
+// the branch ledger as allocate makes them, its branch kept as it is. Who
+// uses it is proven, never assumed: a process using the worktree refuses
+// the adoption (WORKTREE_IN_USE: end it, adopt, start it under wt-exec),
+// and a git worktree lock another tool left is lifted only when the pid
+// its reason names is proven gone (FOREIGN_LOCK otherwise). Dry run first:
+// apply recomputes the plan and acts only on the same plan id.
+func Adopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptResult, error) {
+	var res AdoptResult
+	if req.Apply != "" {
+		if err := ValidPlanID("--apply", req.Apply); err != nil {
+			return res, err
+		}
+	}
+	if err := alloc.ValidTaskKey(req.Task); err != nil {
+		return res, err
+	}
+	if err := alloc.ValidOwner(req.Owner); err != nil {
+		return res, err
+	}
+	plan, err := planAdopt(ctx, r, req)
+	if err != nil {
+		return res, err
+	}
+	id, err := PlanID(plan)
+	if err != nil {
+		return res, err
+	}
+	res.Plan, res.PlanID = plan, id
+	if req.Apply == "" {
+		res.Code, res.DryRun = decision.AdoptReady, true
+		return res, nil
+	}
+	if req.Apply != id {
+		return res, decision.New(decision.ResourcePlanMismatch, "the adopt plan is now %s, not %s: something changed since the dry run", id, req.Apply).
+			WithHint("run wt-admin --repo %s adopt %s --task %s --owner %s again, check the plan, and apply its plan_id",
+				shell.Word(r.Git.TopLevel), shell.Word(plan.WorktreePath), shell.Word(req.Task), shell.Word(req.Owner)).WithFact("plan_id", id)
+	}
+	if plan.Lock != nil {
+		// The lock's owner is proven gone: lift it (git's own command).
+		if _, err := r.Git.Git(ctx, false, "worktree", "unlock", plan.WorktreePath); err != nil {
+			return res, decision.Wrap(decision.GitFailed, err, "git worktree unlock %s", plan.WorktreePath)
+		}
+	}
+	err = r.Store.Write(func(tx *store.Tx) error {
+		if err := r.AdoptChecks(tx, req.Task, plan.Branch, req.NewTask); err != nil {
+			return err
+		}
+		if _, bound, err := tx.Binding(plan.WorktreeKey); err != nil {
+			return err
+		} else if bound {
+			return decision.New(decision.ResourcePlanMismatch, "worktree %s was bound to an allocation since the dry run", plan.WorktreePath).
+				WithHint("see it with wt-admin --repo %s status", shell.Word(r.Git.TopLevel))
+		}
+		detail := map[string]any{"plan_id": id}
+		if plan.Lock != nil {
+			detail["foreign_lock"] = plan.Lock
+		}
+		a, err := r.WriteAdopted(tx, req.Task, req.Owner, plan.WorktreePath, plan.WorktreeKey, plan.Branch, plan.Tip, detail)
+		res.AllocationID = a.AllocationID
+		return err
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Code = decision.Adopted
+	return res, nil
+}
+
+// planAdopt proves what Adopt would do.
+func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan, error) {
+	repoArg := shell.Word(r.Git.TopLevel)
+	c, err := gitrepo.Locate(req.Path)
+	if err != nil {
+		return AdoptPlan{}, err
+	}
+	if !gitrepo.SameFile(c.CommonDir, r.Git.CommonDir) {
+		return AdoptPlan{}, decision.New(decision.InvalidTarget, "%s is a checkout of another repository (%s)", c.TopLevel, c.CommonDir).
+			WithHint("adopt it from its own repository: wt-admin --repo %s adopt %s --task KEY --owner NAME", shell.Word(c.TopLevel), shell.Word(c.TopLevel))
+	}
+	if c.Key == gitrepo.MainKey {
+		return AdoptPlan{}, decision.New(decision.InvalidTarget, "%s is the canonical checkout: only linked worktrees are adopted", c.TopLevel).
+			WithHint("give the task a worktree of its own: wt-exec -C %s --task %s --owner %s -- COMMAND", shell.Word(c.TopLevel), shell.Word(req.Task), shell.Word(req.Owner))
+	}
+	if c.Detached || c.Branch == "" {
+		return AdoptPlan{}, decision.New(decision.InvalidBranch, "%s has a detached HEAD: a task's writer works on a branch", c.TopLevel).
+			WithHint("check out a branch in it (git -C %s switch -c BRANCH), then adopt it", shell.Word(c.TopLevel))
+	}
+	if err := gitrepo.VerifyMetadata(c.CommonDir, c.Key, c.TopLevel); err != nil {
+		return AdoptPlan{}, err
+	}
+	tip, err := gitrepo.ReadRef(c.CommonDir, "refs/heads/"+c.Branch)
+	if err != nil || tip == "" {
+		return AdoptPlan{}, decision.New(decision.InvalidBranch, "%s's branch %s has no commit yet", c.TopLevel, c.Branch).
+			WithHint("commit in it first, or check out a branch that has one")
+	}
+	plan := AdoptPlan{Contract: adoptContract, TaskKey: req.Task, Owner: req.Owner, WorktreePath: c.TopLevel, WorktreeKey: c.Key, Branch: c.Branch, Tip: tip}
+	err = r.Store.Read(func(tx *store.Tx) error {
+		repo, err := tx.Repository()
+		if err != nil {
+			return err
+		}
+		plan.RepositoryID = repo.RepositoryID
+		if b, bound, err := tx.Binding(c.Key); err != nil {
+			return err
+		} else if bound {
+			return decision.New(decision.InvalidTarget, "%s is governed already (allocation %s)", c.TopLevel, b.AllocationID).
+				WithHint("see it with wt-admin --repo %s status", repoArg)
+		}
+		return r.AdoptChecks(tx, req.Task, c.Branch, req.NewTask)
+	})
+	if err != nil {
+		return plan, err
+	}
+	if plan.Lock, err = foreignLock(c, repoArg); err != nil {
+		return plan, err
+	}
+	scan, err := proc.NewScan()
+	if err != nil {
+		return plan, decision.Wrap(decision.Internal, err, "read /proc")
+	}
+	uses, err := scan.PathsInUse(c.TopLevel)
+	if err != nil {
+		return plan, decision.Wrap(decision.Internal, err, "read who uses %s", c.TopLevel)
+	}
+	if len(uses) > 0 {
+		var who []string
+		for _, u := range uses {
+			who = append(who, fmt.Sprintf("pid %d (%s, %s)", u.PID, u.Command, u.Why))
+		}
+		return plan, decision.New(decision.WorktreeInUse, "%s is in use: %s; wt does not take a worktree an agent may be writing in on no one's word", c.TopLevel, strings.Join(who, ", ")).
+			WithHint("end them (an agent: stop it), adopt, then start it under wt-exec -C %s -- COMMAND; see them with wt-admin --repo %s ps %s", shell.Word(c.TopLevel), repoArg, shell.Word(c.TopLevel))
+	}
+	return plan, nil
+}
+
+// lockPID finds the pid a lock reason names ("claude agent … (pid N)",
+// "pid N", "pid=N").
+var lockPID = regexp.MustCompile(`\bpid[ =:]?([0-9]+)\b`)
+
+// foreignLock reads git's lock of checkout c: nil when there is none; a
+// plan to lift it when its reason names a pid that is proven gone (no
+// process has it); FOREIGN_LOCK when its owner may live (the pid runs: it
+// may be the agent, or a process that took the pid since, which the
+// reason cannot tell apart) or the reason names none. A lock of wt's own
+// on an unbound worktree is a foreign one too: no lease stands behind it.
+func foreignLock(c gitrepo.Checkout, repoArg string) (*ForeignLockPlan, error) {
+	reason, locked, err := gitrepo.ReadLock(c.CommonDir, c.Key)
+	if err != nil {
+		return nil, decision.Wrap(decision.InvalidTarget, err, "read git's lock of %s", c.TopLevel)
+	}
+	if !locked {
+		return nil, nil
+	}
+	m := lockPID.FindStringSubmatch(reason)
+	if m == nil {
+		return nil, decision.New(decision.ForeignLock, "%s is locked (git worktree lock, reason %q), and the reason names no process wt could prove gone", c.TopLevel, reason).
+			WithHint("ask whoever locked it; once it is free, git -C %s worktree unlock %s, then adopt it", repoArg, shell.Word(c.TopLevel))
+	}
+	pid, err := strconv.Atoi(m[1])
+	if err != nil || pid <= 0 {
+		return nil, decision.New(decision.ForeignLock, "%s is locked (reason %q) by a pid wt cannot read", c.TopLevel, reason).
+			WithHint("git -C %s worktree unlock %s once it is free, then adopt it", repoArg, shell.Word(c.TopLevel))
+	}
+	switch err := unix.Kill(pid, 0); {
+	case errors.Is(err, unix.ESRCH):
+		return &ForeignLockPlan{Reason: reason, PID: pid, Why: fmt.Sprintf("no process has pid %d: whoever locked it is gone", pid)}, nil
+	case err == nil || errors.Is(err, unix.EPERM):
+		return nil, decision.New(decision.ForeignLock, "%s is locked (reason %q), and pid %d runs (%s): it may be the agent that locked it", c.TopLevel, reason, pid, proc.Command(pid)).
+			WithHint("end that agent (kill -TERM %d) or wait for it, then adopt it; wt never lifts a lock on its word", pid)
+	default:
+		return nil, decision.Wrap(decision.ForeignLock, err, "whether pid %d runs cannot be read", pid)
+	}
+}
