@@ -643,6 +643,42 @@ func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string, expect
 	})
 }
 
+// GrantAdopted gives holder, a live process already at work in the
+// worktree of allocation a (just written by wt-admin adopt, in the same
+// store section tx), its first writer lease: the agent another tool
+// started there becomes the writer when the operator names it, its
+// identity recorded, never on a lock's or a file's word. git's lock is
+// placed for it and the event records where it came from.
+func GrantAdopted(r *alloc.Repo, tx *store.Tx, a store.Allocation, holder proc.Holder, reason string) (store.Lease, error) {
+	live, err := proc.IsLive(proc.NewReader(), holder.Identity())
+	if err != nil || !live {
+		return store.Lease{}, decision.New(decision.InvalidHolder, "the named holder, pid %d, is not running", holder.PID).
+			WithHint("name the agent's running process: --holder PID")
+	}
+	repo, err := tx.Repository()
+	if err != nil {
+		return store.Lease{}, err
+	}
+	now := time.Now().UTC()
+	nl := store.Lease{LeaseID: ids.New(), RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID,
+		WorktreePath: a.WorktreePath, Owner: a.Owner, Holder: holder, AcquiredAt: store.Stamp(now), RenewedAt: store.Stamp(now),
+		Generation: a.LeaseGeneration + 1, HolderResolverVersion: proc.HolderResolverVersion,
+		Provenance: &store.Provenance{How: store.ProvenanceAdopted, By: proc.Actor(), ByClient: holder.ClientID, At: store.Stamp(now), Reason: reason}}
+	a.LeaseGeneration = nl.Generation
+	a.UpdatedAt = store.Stamp(now)
+	if err := tx.PutAllocationRuntime(&a); err != nil {
+		return nl, err
+	}
+	if err := placeLock(r.Git.CommonDir, a.WorktreeKey, nl, false); err != nil {
+		return nl, err
+	}
+	if err := tx.PutLease(&nl); err != nil {
+		return nl, err
+	}
+	tx.Durable()
+	return nl, logEvent(tx, "writer_lease_adopted", a, &nl, map[string]any{"generation": nl.Generation, "reason": reason, "worktree_adopted": true})
+}
+
 // Expiry is what `wt-admin lease expire` did.
 type Expiry struct {
 	// Expired are the leases recorded as expired and removed.

@@ -13,6 +13,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -24,6 +25,10 @@ type AdoptRequest struct {
 	Path, Task, Owner string
 	NewTask           bool
 	Apply             string
+	// Holder, when set, is the agent already running in the worktree that
+	// becomes its writer (--holder PID): its identity recorded, its lease
+	// granted with the adoption.
+	Holder *proc.Holder
 }
 
 // AdoptPlan is what adopt would do, proven from git, the store and the
@@ -38,8 +43,10 @@ type AdoptPlan struct {
 	Branch       string `json:"branch"`
 	Tip          string `json:"tip"`
 	// Lock is git's lock of the worktree when another tool left one, with
-	// why wt may lift it (its pid proven gone).
+	// why wt may lift it (its pid proven gone, or named as the holder).
 	Lock *ForeignLockPlan `json:"lock,omitempty"`
+	// Holder is the running agent named to become the writer.
+	Holder *proc.Holder `json:"holder,omitempty"`
 }
 
 // ForeignLockPlan is a foreign git worktree lock adopt lifts.
@@ -56,6 +63,7 @@ type AdoptResult struct {
 	PlanID       string    `json:"plan_id"`
 	DryRun       bool      `json:"dry_run"`
 	AllocationID string    `json:"allocation_id,omitempty"`
+	LeaseID      string    `json:"lease_id,omitempty"`
 }
 
 const adoptContract = "wt-adopt-v1"
@@ -64,9 +72,11 @@ const adoptContract = "wt-adopt-v1"
 // agent CLI, a worktree manager) under wt: registration, allocation and
 // the branch ledger as allocate makes them, its branch kept as it is. Who
 // uses it is proven, never assumed: a process using the worktree refuses
-// the adoption (WORKTREE_IN_USE: end it, adopt, start it under wt-exec),
-// and a git worktree lock another tool left is lifted only when the pid
-// its reason names is proven gone (FOREIGN_LOCK otherwise). Dry run first:
+// the adoption (WORKTREE_IN_USE) unless it is the agent named as the
+// writer (Holder) or one it started, which then holds the worktree's lease;
+// a git worktree lock another tool left is lifted only when the pid its
+// reason names is proven gone or is the named holder (FOREIGN_LOCK
+// otherwise). Dry run first:
 // apply recomputes the plan and acts only on the same plan id.
 func Adopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptResult, error) {
 	var res AdoptResult
@@ -121,6 +131,11 @@ func Adopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptResult, e
 		}
 		a, err := r.WriteAdopted(tx, req.Task, req.Owner, plan.WorktreePath, plan.WorktreeKey, plan.Branch, plan.Tip, detail)
 		res.AllocationID = a.AllocationID
+		if err != nil || plan.Holder == nil {
+			return err
+		}
+		l, err := lease.GrantAdopted(r, tx, a, *plan.Holder, "wt-admin adopt: the agent at work in the worktree, named as its writer")
+		res.LeaseID = l.LeaseID
 		return err
 	})
 	if err != nil {
@@ -157,7 +172,7 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 		return AdoptPlan{}, decision.New(decision.InvalidBranch, "%s's branch %s has no commit yet", c.TopLevel, c.Branch).
 			WithHint("commit in it first, or check out a branch that has one")
 	}
-	plan := AdoptPlan{Contract: adoptContract, TaskKey: req.Task, Owner: req.Owner, WorktreePath: c.TopLevel, WorktreeKey: c.Key, Branch: c.Branch, Tip: tip}
+	plan := AdoptPlan{Contract: adoptContract, TaskKey: req.Task, Owner: req.Owner, WorktreePath: c.TopLevel, WorktreeKey: c.Key, Branch: c.Branch, Tip: tip, Holder: req.Holder}
 	err = r.Store.Read(func(tx *store.Tx) error {
 		repo, err := tx.Repository()
 		if err != nil {
@@ -175,16 +190,38 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 	if err != nil {
 		return plan, err
 	}
-	if plan.Lock, err = foreignLock(c, repoArg); err != nil {
+	holderPID := 0
+	if req.Holder != nil {
+		holderPID = req.Holder.PID
+	}
+	if plan.Lock, err = foreignLock(c, repoArg, holderPID); err != nil {
 		return plan, err
 	}
 	scan, err := proc.NewScan()
 	if err != nil {
 		return plan, decision.Wrap(decision.Internal, err, "read /proc")
 	}
-	uses, err := scan.PathsInUse(c.TopLevel)
+	if req.Holder != nil && !scan.IsLive(req.Holder.Identity()) {
+		return plan, decision.New(decision.InvalidHolder, "the named holder, pid %d, is not running", req.Holder.PID).
+			WithHint("name the agent's running process: --holder PID")
+	}
+	all, err := scan.PathsInUse(c.TopLevel)
 	if err != nil {
 		return plan, decision.Wrap(decision.Internal, err, "read who uses %s", c.TopLevel)
+	}
+	// The named holder and what it started are the writer-to-be.
+	mine := map[int]bool{}
+	if req.Holder != nil {
+		mine[req.Holder.PID] = true
+		for _, d := range scan.Descendants(req.Holder.PID) {
+			mine[d] = true
+		}
+	}
+	var uses []proc.Use
+	for _, u := range all {
+		if !mine[u.PID] {
+			uses = append(uses, u)
+		}
 	}
 	if len(uses) > 0 {
 		var who []string
@@ -192,7 +229,7 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 			who = append(who, fmt.Sprintf("pid %d (%s, %s)", u.PID, u.Command, u.Why))
 		}
 		return plan, decision.New(decision.WorktreeInUse, "%s is in use: %s; wt does not take a worktree an agent may be writing in on no one's word", c.TopLevel, strings.Join(who, ", ")).
-			WithHint("end them (an agent: stop it), adopt, then start it under wt-exec -C %s -- COMMAND; see them with wt-admin --repo %s ps %s", shell.Word(c.TopLevel), repoArg, shell.Word(c.TopLevel))
+			WithHint("name the agent that is to write there: --holder PID --client-id ID (what it started counts as its own); end the rest; see them with wt-admin --repo %s ps %s", repoArg, shell.Word(c.TopLevel))
 	}
 	return plan, nil
 }
@@ -207,7 +244,7 @@ var lockPID = regexp.MustCompile(`\bpid[ =:]?([0-9]+)\b`)
 // may be the agent, or a process that took the pid since, which the
 // reason cannot tell apart) or the reason names none. A lock of wt's own
 // on an unbound worktree is a foreign one too: no lease stands behind it.
-func foreignLock(c gitrepo.Checkout, repoArg string) (*ForeignLockPlan, error) {
+func foreignLock(c gitrepo.Checkout, repoArg string, holderPID int) (*ForeignLockPlan, error) {
 	reason, locked, err := gitrepo.ReadLock(c.CommonDir, c.Key)
 	if err != nil {
 		return nil, decision.Wrap(decision.InvalidTarget, err, "read git's lock of %s", c.TopLevel)
@@ -225,12 +262,15 @@ func foreignLock(c gitrepo.Checkout, repoArg string) (*ForeignLockPlan, error) {
 		return nil, decision.New(decision.ForeignLock, "%s is locked (reason %q) by a pid wt cannot read", c.TopLevel, reason).
 			WithHint("git -C %s worktree unlock %s once it is free, then adopt it", repoArg, shell.Word(c.TopLevel))
 	}
+	if pid == holderPID {
+		return &ForeignLockPlan{Reason: reason, PID: pid, Why: fmt.Sprintf("pid %d is named as the holder: the lock becomes its lease's", pid)}, nil
+	}
 	switch err := unix.Kill(pid, 0); {
 	case errors.Is(err, unix.ESRCH):
 		return &ForeignLockPlan{Reason: reason, PID: pid, Why: fmt.Sprintf("no process has pid %d: whoever locked it is gone", pid)}, nil
 	case err == nil || errors.Is(err, unix.EPERM):
 		return nil, decision.New(decision.ForeignLock, "%s is locked (reason %q), and pid %d runs (%s): it may be the agent that locked it", c.TopLevel, reason, pid, proc.Command(pid)).
-			WithHint("end that agent (kill -TERM %d) or wait for it, then adopt it; wt never lifts a lock on its word", pid)
+			WithHint("if it is the agent that is to write there, name it: --holder %d --client-id ID; else end it (kill -TERM %d) or wait for it, then adopt; wt never lifts a lock on its word", pid, pid)
 	default:
 		return nil, decision.Wrap(decision.ForeignLock, err, "whether pid %d runs cannot be read", pid)
 	}

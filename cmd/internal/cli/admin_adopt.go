@@ -3,11 +3,13 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/maint"
+	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 )
 
@@ -19,18 +21,36 @@ func (e *env) adoptCommand() *ucli.Command {
 		Flags: []ucli.Flag{clikit.JSONFlag, applyFlag,
 			&ucli.StringFlag{Name: "task", Usage: "the task `KEY` the worktree becomes"},
 			&ucli.StringFlag{Name: "owner", Usage: "the task's owner"},
-			&ucli.BoolFlag{Name: "new-task", Usage: "the key is a new task, however close to a live task's (TASK_KEY_SIMILAR)"}},
+			&ucli.BoolFlag{Name: "new-task", Usage: "the key is a new task, however close to a live task's (TASK_KEY_SIMILAR)"},
+			&ucli.StringFlag{Name: "holder", Usage: "the agent at work in the worktree that becomes its writer: `PID` (with --client-id)"},
+			&ucli.StringFlag{Name: "client-id", Usage: "the holder's client id"}},
 		Action: e.Action("adopt", 1, func(c *ucli.Context) error {
 			path, err := pathArg(c, "adopt", "task", "owner")
 			if err != nil {
 				return err
+			}
+			var holder *proc.Holder
+			if c.IsSet("holder") {
+				if !c.IsSet("client-id") {
+					return clikit.UsageErr("--holder goes with --client-id ID (the agent's client id)")
+				}
+				if _, err := strconv.Atoi(c.String("holder")); err != nil {
+					return clikit.UsageErr("--holder takes the agent's PID, got %q", c.String("holder"))
+				}
+				h, err := proc.ResolveAdopter(c.String("holder"), proc.Names{ClientID: c.String("client-id")})
+				if err != nil {
+					return err
+				}
+				holder = &h
+			} else if c.IsSet("client-id") {
+				return clikit.UsageErr("--client-id goes with --holder PID")
 			}
 			r, err := e.open(c)
 			if err != nil {
 				return err
 			}
 			res, err := maint.Adopt(c.Context, r, maint.AdoptRequest{Path: path, Task: c.String("task"), Owner: c.String("owner"),
-				NewTask: c.Bool("new-task"), Apply: c.String("apply")})
+				NewTask: c.Bool("new-task"), Apply: c.String("apply"), Holder: holder})
 			if err != nil {
 				return err
 			}
@@ -61,9 +81,16 @@ func (e *env) adoptCommand() *ucli.Command {
 					}
 					fmt.Fprintf(w, "  git lock %q: %s it (%s)\n", clikit.Clean(l.Reason), verb, clikit.Clean(l.Why))
 				}
+				if h := p.Holder; h != nil {
+					fmt.Fprintf(w, "  writer: pid %d, client %s (its lease granted with the adoption)\n", h.PID, clikit.Clean(h.ClientID))
+				}
 				if res.DryRun {
-					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin --repo %s adopt %s --task %s --owner %s --apply %s\n", res.PlanID,
-						shell.Word(r.Git.TopLevel), shell.Word(p.WorktreePath), shell.Word(p.TaskKey), shell.Word(p.Owner), res.PlanID)
+					holderArgs := ""
+					if h := p.Holder; h != nil {
+						holderArgs = fmt.Sprintf(" --holder %d --client-id %s", h.PID, shell.Word(h.ClientID))
+					}
+					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin --repo %s adopt %s --task %s --owner %s%s --apply %s\n", res.PlanID,
+						shell.Word(r.Git.TopLevel), shell.Word(p.WorktreePath), shell.Word(p.TaskKey), shell.Word(p.Owner), holderArgs, res.PlanID)
 				}
 			})
 		}),
