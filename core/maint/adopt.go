@@ -29,6 +29,9 @@ type AdoptRequest struct {
 	// becomes its writer (--holder PID): its identity recorded, its lease
 	// granted with the adoption.
 	Holder *proc.Holder
+	// RenameBranch moves the worktree's branch to the task layout's name
+	// (wt/KEY) as it is adopted.
+	RenameBranch bool
 }
 
 // AdoptPlan is what adopt would do, proven from git, the store and the
@@ -47,6 +50,9 @@ type AdoptPlan struct {
 	Lock *ForeignLockPlan `json:"lock,omitempty"`
 	// Holder is the running agent named to become the writer.
 	Holder *proc.Holder `json:"holder,omitempty"`
+	// RenamedFrom is the branch's name before adopt renames it to Branch
+	// (--rename-branch), "" when it is kept.
+	RenamedFrom string `json:"renamed_from,omitempty"`
 }
 
 // ForeignLockPlan is a foreign git worktree lock adopt lifts.
@@ -109,6 +115,12 @@ func Adopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptResult, e
 			WithHint("run wt-admin --repo %s adopt %s --task %s --owner %s again, check the plan, and apply its plan_id",
 				shell.Word(r.Git.TopLevel), shell.Word(plan.WorktreePath), shell.Word(req.Task), shell.Word(req.Owner)).WithFact("plan_id", id)
 	}
+	if plan.RenamedFrom != "" {
+		// wt's own ref update, before the worktree is governed: hooks off.
+		if _, err := r.Git.GitUnhooked(ctx, "branch", "-m", plan.RenamedFrom, plan.Branch); err != nil {
+			return res, decision.Wrap(decision.GitFailed, err, "git branch -m %s %s", plan.RenamedFrom, plan.Branch)
+		}
+	}
 	if plan.Lock != nil {
 		// The lock's owner is proven gone: lift it (git's own command).
 		if _, err := r.Git.Git(ctx, false, "worktree", "unlock", plan.WorktreePath); err != nil {
@@ -167,7 +179,7 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 	if err := gitrepo.VerifyMetadata(c.CommonDir, c.Key, c.TopLevel); err != nil {
 		return AdoptPlan{}, err
 	}
-	tip, err := gitrepo.ReadRef(c.CommonDir, "refs/heads/"+c.Branch)
+	tip, err := gitrepo.ReadRef(c.CommonDir, "refs/heads/"+c.Branch) // unchanged by a rename
 	if err != nil || tip == "" {
 		return AdoptPlan{}, decision.New(decision.InvalidBranch, "%s's branch %s has no commit yet", c.TopLevel, c.Branch).
 			WithHint("commit in it first, or check out a branch that has one")
@@ -179,13 +191,26 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 			return err
 		}
 		plan.RepositoryID = repo.RepositoryID
+		if req.RenameBranch {
+			pol, _, err := tx.Policy()
+			if err != nil {
+				return err
+			}
+			if b := pol.TaskBranch(req.Task); b != c.Branch {
+				if cur, err := gitrepo.ReadRef(c.CommonDir, "refs/heads/"+b); err != nil || cur != "" {
+					return decision.New(decision.BranchExists, "branch %s, the task layout's name for task %s, exists already", b, req.Task).
+						WithHint("adopt it with its branch as it is: leave --rename-branch out")
+				}
+				plan.RenamedFrom, plan.Branch = c.Branch, b
+			}
+		}
 		if b, bound, err := tx.Binding(c.Key); err != nil {
 			return err
 		} else if bound {
 			return decision.New(decision.InvalidTarget, "%s is governed already (allocation %s)", c.TopLevel, b.AllocationID).
 				WithHint("see it with wt-admin --repo %s status", repoArg)
 		}
-		return r.AdoptChecks(tx, req.Task, c.Branch, req.NewTask)
+		return r.AdoptChecks(tx, req.Task, plan.Branch, req.NewTask)
 	})
 	if err != nil {
 		return plan, err

@@ -23,7 +23,8 @@ func (e *env) adoptCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "owner", Usage: "the task's owner"},
 			&ucli.BoolFlag{Name: "new-task", Usage: "the key is a new task, however close to a live task's (TASK_KEY_SIMILAR)"},
 			&ucli.StringFlag{Name: "holder", Usage: "the agent at work in the worktree that becomes its writer: `PID` (with --client-id)"},
-			&ucli.StringFlag{Name: "client-id", Usage: "the holder's client id"}},
+			&ucli.StringFlag{Name: "client-id", Usage: "the holder's client id"},
+			&ucli.BoolFlag{Name: "rename-branch", Usage: "move the worktree's branch to the task layout's name (wt/KEY) as it is adopted"}},
 		Action: e.Action("adopt", 1, func(c *ucli.Context) error {
 			path, err := pathArg(c, "adopt", "task", "owner")
 			if err != nil {
@@ -50,7 +51,7 @@ func (e *env) adoptCommand() *ucli.Command {
 				return err
 			}
 			res, err := maint.Adopt(c.Context, r, maint.AdoptRequest{Path: path, Task: c.String("task"), Owner: c.String("owner"),
-				NewTask: c.Bool("new-task"), Apply: c.String("apply"), Holder: holder})
+				NewTask: c.Bool("new-task"), Apply: c.String("apply"), Holder: holder, RenameBranch: c.Bool("rename-branch")})
 			if err != nil {
 				return err
 			}
@@ -81,13 +82,30 @@ func (e *env) adoptCommand() *ucli.Command {
 					}
 					fmt.Fprintf(w, "  git lock %q: %s it (%s)\n", clikit.Clean(l.Reason), verb, clikit.Clean(l.Why))
 				}
+				if p.RenamedFrom != "" {
+					verb := "renames"
+					if !res.DryRun {
+						verb = "renamed"
+					}
+					fmt.Fprintf(w, "  branch %s: %s it %s\n", clikit.Clean(p.RenamedFrom), verb, clikit.Clean(p.Branch))
+				}
 				if h := p.Holder; h != nil {
 					fmt.Fprintf(w, "  writer: pid %d, client %s (its lease granted with the adoption)\n", h.PID, clikit.Clean(h.ClientID))
 				}
 				if res.DryRun {
 					holderArgs := ""
+					if p.RenamedFrom != "" {
+						verb := "renames"
+						if !res.DryRun {
+							verb = "renamed"
+						}
+						fmt.Fprintf(w, "  branch %s: %s it %s\n", clikit.Clean(p.RenamedFrom), verb, clikit.Clean(p.Branch))
+					}
 					if h := p.Holder; h != nil {
 						holderArgs = fmt.Sprintf(" --holder %d --client-id %s", h.PID, shell.Word(h.ClientID))
+					}
+					if p.RenamedFrom != "" {
+						holderArgs += " --rename-branch"
 					}
 					fmt.Fprintf(w, "plan_id %s\nnext: wt-admin --repo %s adopt %s --task %s --owner %s%s --apply %s\n", res.PlanID,
 						shell.Word(r.Git.TopLevel), shell.Word(p.WorktreePath), shell.Word(p.TaskKey), shell.Word(p.Owner), holderArgs, res.PlanID)
