@@ -22,7 +22,11 @@ root=$PWD
 tools=$root/bin/tools
 npmdir=$tools/npm
 # The versions tried (npm package@version); INTEROP_LATEST=1 takes the newest.
-agents_pkgs=("@anthropic-ai/claude-code@2.1.197" "@openai/codex@0.171.0" "@google/gemini-cli@0.61.0" "opencode-ai@1.18.33" "husky@9.1.7"
+# Qwen Code 0.15 (0.24 needs node 22; Debian's is 20); Crush's package
+# downloads its binary from GitHub at install, which these machines cannot
+# reach: its profile is from its documentation and source.
+agents_pkgs=("@anthropic-ai/claude-code@2.1.197" "@openai/codex@0.171.0" "@google/gemini-cli@0.61.0" "opencode-ai@1.18.33"
+	"@github/copilot@1.0.102" "@qwen-code/qwen-code@0.15.10" "@sourcegraph/amp@0.0.1790142911-g7618fb" "husky@9.1.7"
 	"simple-git-hooks@2.14.0" "lefthook@2.2.2" "@j178/prek@0.5.3")
 if [ "${INTEROP_LATEST:-}" = 1 ]; then agents_pkgs=("${agents_pkgs[@]%@*}"); fi
 pass=0 fail=0 failed=()
@@ -87,7 +91,7 @@ confined() { # confined TASK AGENT CMD: CMD in sh, in TASK's worktree, confined 
 	shift 2
 	HOME=$work/home-$agent wt-exec -C "$work/agents" --task "$task" --owner interop --confine --agent "$agent" -- sh -c "$*"
 }
-for a in claude codex gemini opencode; do mkdir -p "$work/home-$a"; done
+for a in claude codex gemini opencode copilot qwen amp; do mkdir -p "$work/home-$a"; done
 check "claude: version" 'Claude Code' confined A-claude claude 'claude --version'
 check "claude: mcp add --scope user persists within the run" 'foo: echo hi' confined A-claude claude 'claude mcp add --scope user foo -- echo hi && claude mcp list'
 check "claude: mcp add --scope user persists to the profile's next run" 'foo: echo hi' confined A-claude claude 'claude mcp list'
@@ -107,6 +111,18 @@ check "gemini: mcp list across runs" 'foo: echo hi' confined A-gemini gemini 'ge
 check "opencode: version" '^[0-9]+\.' confined A-opencode opencode 'opencode --version'
 check "opencode: mcp list" 'MCP servers' confined A-opencode opencode 'opencode mcp list'
 check "opencode: state persists in the profile's own layer" 'opencode.db' ls "$work/home-opencode/.local/state/wt/agents/opencode/dirs/0/upper"
+check "copilot: version (it unpacks its package into ~/.cache/copilot)" 'Copilot CLI' confined A-copilot copilot 'copilot --version'
+check "copilot: mcp add persists" 'foo \(local\)' confined A-copilot copilot 'copilot mcp add foo -- echo hi >/dev/null && copilot mcp list'
+check "copilot: mcp add persists to the profile's next run" 'foo \(local\)' confined A-copilot copilot 'copilot mcp list'
+check "copilot: the user's own ~/.copilot is unchanged" '^unchanged$' sh -c "! grep -qrs foo '$work/home-copilot/.copilot' && echo unchanged"
+refuses "copilot: a plain confined command cannot write its MCP servers" 'Read-only file system|Permission denied' env HOME="$work/home-copilot" wt-exec -C "$work/agents" --task A-plain --owner interop --confine -- sh -c 'echo {} > ~/.copilot/mcp-config.json'
+check "qwen: version" '^[0-9]+\.' confined A-qwen qwen 'qwen --version'
+check "qwen: mcp add persists" 'foo: echo hi' confined A-qwen qwen 'qwen mcp add foo echo hi >/dev/null && qwen mcp list'
+check "qwen: mcp add persists to the profile's next run" 'foo: echo hi' confined A-qwen qwen 'qwen mcp list'
+check "amp: version" '^0\.0\.' confined A-amp amp 'amp --version'
+check "amp: mcp add persists" 'foo +command +echo hi' confined A-amp amp 'amp mcp add foo -- echo hi >/dev/null && amp mcp list'
+check "amp: mcp add persists to the profile's next run" 'foo +command +echo hi' confined A-amp amp 'amp mcp list'
+check "amp: the user's own settings are unchanged" '^unchanged$' sh -c "! grep -qrs foo '$work/home-amp/.config/amp' && echo unchanged"
 
 echo "== hook managers, before and after wt"
 entitled() { wt-exec -C "$1" -- git commit -q --allow-empty -m entitled; }
