@@ -26,10 +26,12 @@ import (
 // checkout and identity, and core.hooksPath (where git older than 2.54
 // finds wt's gate for that worktree: every git wt runs on a governed
 // worktree has it set to /dev/null on its command line, HooksOff), nothing
-// that names a program wt's git would run.
+// that names a program wt's git would run; and the inert data keys worktree
+// managers keep there (ccmanager's parent branch), which git never reads.
 var worktreeConfigAllowed = map[string]bool{
 	"core.sparsecheckout": true, "core.sparsecheckoutcone": true,
 	"user.name": true, "user.email": true, "core.hookspath": true,
+	"ccmanager.parentbranch": true,
 }
 
 // VerifyMetadata checks that the linked worktree key of commonDir, whose
