@@ -194,11 +194,15 @@ func ledgerFile(c gitrepo.Checkout, r *alloc.Repo, name, ref string) string {
 		}
 		return filepath.Join(c.GitDir, store.PendingLedgerName)
 	}
+	p := store.LedgerPath(r.Store.Root(), name)
+	if store.HasLedger(r.Store.Root(), name) {
+		return p // every commit but a ledger's first: one stat
+	}
 	if store.EnsureLedgerDir(r.Store.Root()) != nil {
 		return ""
 	}
 	r.BeginLedger(name, ref)
-	return store.LedgerPath(r.Store.Root(), name)
+	return p
 }
 
 // recreated refuses (TASK_BRANCH_MISSING) an update that creates task

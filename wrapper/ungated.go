@@ -44,14 +44,14 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrep
 	}
 	ref := mark.Ref
 	now := gitrepo.MarkReflog(c.CommonDir, ref)
-	led, lerr := store.ReadLedgerTail(r.Store.Root(), g.Allocation.AllocationID, ref)
 	if now.Same(mark) {
 		return // the branch and its reflog are as the run found them: nothing of this run's
 	}
+	led, lerr := store.ReadLedgerTail(r.Store.Root(), g.Allocation.AllocationID, ref)
 	tip := now.Tip
-	if tip == "" && lerr == nil && !led.Deleted() && led.LastExisting() != "" {
+	if rec, gone := led.Gone(tip); gone && lerr == nil {
 		notify(fmt.Sprintf("%s: task %s's branch %s is gone from git (deleted with hooks off during this run); wt's ledger records its tip %s: restore it with %s",
-			decision.TaskBranchMissing, g.Allocation.TaskKey, *g.Allocation.Branch, gitrepo.Short(led.LastExisting()), alloc.RestoreBranch(c.TopLevel, ref, led.LastExisting())))
+			decision.TaskBranchMissing, g.Allocation.TaskKey, *g.Allocation.Branch, gitrepo.Short(rec), alloc.RestoreBranch(c.TopLevel, ref, rec)))
 		return
 	}
 	n := 0
@@ -125,10 +125,7 @@ func importPending(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrep
 	if err != nil || !ok {
 		return
 	}
-	if store.EnsureLedgerDir(r.Store.Root()) != nil {
-		return
-	}
-	for _, j := range alloc.Cover(entries, pend.Lines, nil) {
+	for _, j := range alloc.Cover(entries, pend.Lines, nil) { // AppendLedger makes the ledgers' dir
 		if j < 0 {
 			continue
 		}

@@ -1,8 +1,6 @@
 package alloc
 
 import (
-	"errors"
-
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/store"
@@ -71,18 +69,4 @@ func (r *Repo) WriteAdopted(tx *store.Tx, task, owner, path, key, branch, tip st
 	// ledger, not a finding.
 	r.BeginLedger(a.AllocationID, "refs/heads/"+branch)
 	return a, nil
-}
-
-// AllocationByID reads allocation id (ok false when there is none).
-func (r *Repo) AllocationByID(id string) (a store.Allocation, ok bool, err error) {
-	err = r.Store.Read(func(tx *store.Tx) error {
-		var err error
-		a, err = tx.Allocation(id)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		ok = err == nil
-		return err
-	})
-	return a, ok, err
 }

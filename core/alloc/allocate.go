@@ -394,7 +394,7 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 	}
 	// Best effort: without its birth, the ledger begins at the gate's
 	// first approved move, with a baseline (BeginLedger).
-	_ = r.ledgerBirth(a)
+	r.ledgerBirth(a)
 	if err := event(tx, how, &a, map[string]any{"task_key": a.TaskKey, "owner": a.Owner, "role": a.Role,
 		"worktree_path": a.WorktreePath, "worktree_key": key, "branch": a.Branch, "base_commit": a.BaseCommit,
 		"registration_id": reg.RegistrationID, "transaction_id": j.TransactionID}); err != nil {
@@ -408,20 +408,14 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 // tip now (store.AppendLedger): the tip the views hold git's against until
 // the gate approves a move. Run again after a crash, it finds the ledger
 // begun and adds nothing.
-func (r *Repo) ledgerBirth(a store.Allocation) error {
-	if a.Branch == nil {
-		return nil
+func (r *Repo) ledgerBirth(a store.Allocation) {
+	if a.Branch == nil || store.HasLedger(r.Store.Root(), a.AllocationID) {
+		return
 	}
 	ref := "refs/heads/" + *a.Branch
-	led, err := store.ReadLedgerTail(r.Store.Root(), a.AllocationID, ref)
-	if err != nil || led.Exists {
-		return err
+	if tip, err := gitrepo.ReadRef(r.Git.CommonDir, ref); err == nil && tip != "" { // none: recovery reports it
+		_ = store.AppendLedger(r.Store.Root(), a.AllocationID, store.LedgerLine{Via: store.ViaAllocate, Ref: ref, New: tip}) // Best effort, as above.
 	}
-	tip, err := gitrepo.ReadRef(r.Git.CommonDir, ref)
-	if err != nil || tip == "" {
-		return err // no branch to record (recovery reports it)
-	}
-	return store.AppendLedger(r.Store.Root(), a.AllocationID, store.LedgerLine{Via: store.ViaAllocate, Ref: ref, New: tip})
 }
 
 // JournalEnv names the environment variable that marks the git a journaled

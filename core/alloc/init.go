@@ -424,13 +424,7 @@ func (r *Repo) PublicationBaseline(b string) error {
 	if b == "" {
 		return nil
 	}
-	ref := "refs/heads/" + b
-	tip, err := gitrepo.ReadRef(r.Git.CommonDir, ref)
-	if err != nil {
-		return err
-	}
-	entries, _ := gitrepo.ReadReflog(r.Git.CommonDir, ref) // none readable: nothing before to leave out
-	return store.AppendLedger(r.Store.Root(), store.PublicationLedger, store.LedgerLine{Via: store.ViaInit, Ref: ref, New: tip, Entries: len(entries)})
+	return r.appendBaseline(store.PublicationLedger, "refs/heads/"+b)
 }
 
 // OnOff is a policy switch in words.

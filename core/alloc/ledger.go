@@ -1,10 +1,7 @@
 package alloc
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/wt-tool/wt/core/gitrepo"
@@ -76,18 +73,23 @@ func RestoreBranch(worktree, ref, tip string) string {
 }
 
 // BeginLedger begins ledger name, when it has no file yet (an allocation
-// made before ledgers, a store older than them), with a baseline: where
-// ref stands now and how many reflog entries it has. Its history before
-// is not a finding (audit leaves it out), as a branch's before init is
-// not. Best effort: without it, the history before reads as ungated.
+// made before ledgers, a store older than them), with a baseline
+// (appendBaseline). Best effort: without it, the history before reads as
+// ungated.
 func (r *Repo) BeginLedger(name, ref string) {
-	if _, err := os.Lstat(store.LedgerPath(r.Store.Root(), name)); !errors.Is(err, fs.ErrNotExist) {
-		return
+	if !store.HasLedger(r.Store.Root(), name) {
+		_ = r.appendBaseline(name, ref) // Best effort, as above.
 	}
+}
+
+// appendBaseline appends to ledger name where ref stands now and how many
+// reflog entries it has: its history before is not a finding (audit leaves
+// it out), as a branch's before init is not.
+func (r *Repo) appendBaseline(name, ref string) error {
 	tip, err := gitrepo.ReadRef(r.Git.CommonDir, ref)
 	if err != nil {
-		return
+		return err
 	}
-	entries, _ := gitrepo.ReadReflog(r.Git.CommonDir, ref)                                                                        // unreadable: nothing before to leave out
-	_ = store.AppendLedger(r.Store.Root(), name, store.LedgerLine{Via: store.ViaInit, Ref: ref, New: tip, Entries: len(entries)}) // Best effort, as above.
+	entries, _ := gitrepo.ReadReflog(r.Git.CommonDir, ref) // unreadable: nothing before to leave out
+	return store.AppendLedger(r.Store.Root(), name, store.LedgerLine{Via: store.ViaInit, Ref: ref, New: tip, Entries: len(entries)})
 }

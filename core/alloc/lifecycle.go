@@ -177,22 +177,6 @@ func (r *Repo) TaskAllocation(task string) (*store.Allocation, error) {
 	return found, err
 }
 
-// AllocationAt is the allocation, not RELEASED, whose worktree is at path
-// (absolute), nil for none.
-func (r *Repo) AllocationAt(path string) (*store.Allocation, error) {
-	var found *store.Allocation
-	err := r.Store.Read(func(tx *store.Tx) error {
-		all, err := tx.Allocations()
-		for i, a := range all {
-			if a.WorktreePath == path && a.Lifecycle != store.Released {
-				found = &all[i]
-			}
-		}
-		return err
-	})
-	return found, err
-}
-
 // taskIn is task's allocation that is not RELEASED, nil for none.
 func taskIn(tx *store.Tx, task string) (*store.Allocation, error) {
 	all, err := tx.Allocations()

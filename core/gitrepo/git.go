@@ -106,6 +106,26 @@ func runEnv(ctx context.Context, dir string, readOnly bool, extra []string, args
 	return out.Bytes(), nil
 }
 
+// batchAbsent runs git with args (where, and cat-file --batch-check with
+// its format) on names, and returns those git answers "NAME missing" for:
+// the ones the object store lacks.
+func batchAbsent(ctx context.Context, args, names []string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Env = gitEnv(true)
+	cmd.Stdin = strings.NewReader(strings.Join(names, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git cat-file --batch-check: %w", err)
+	}
+	var absent []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if n, ok := strings.CutSuffix(line, " missing"); ok {
+			absent = append(absent, n)
+		}
+	}
+	return absent, nil
+}
+
 // runDetached runs git -C dir args... with marker added to its environment,
 // its stdin and stdout on /dev/null and its stderr in a temporary file: no
 // pipe ties git's life to the caller's.

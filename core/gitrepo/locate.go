@@ -314,43 +314,14 @@ func brokenCommondir(gitDir, top, named string) *decision.Error {
 
 // DiagnoseCheckout says what keeps git from opening the checkout that
 // holds dir when its .git file names an admin dir whose commondir leads
-// elsewhere (brokenCommondir); nil when that is not the cause.
+// elsewhere (brokenCommondir, which Locate's reading of the links finds);
+// nil when that is not the cause.
 func DiagnoseCheckout(dir string) *decision.Error {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil
+	_, err := Locate(dir)
+	if d, ok := decision.As(err); ok && d.Code == decision.GitMetadataUntrusted {
+		return d
 	}
-	for d := abs; ; d = filepath.Dir(d) {
-		dotgit := filepath.Join(d, ".git")
-		if fi, err := os.Lstat(dotgit); err == nil {
-			if !fi.Mode().IsRegular() {
-				return nil
-			}
-			b, err := os.ReadFile(dotgit)
-			if err != nil {
-				return nil
-			}
-			gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
-			if !ok {
-				return nil
-			}
-			if !filepath.IsAbs(gd) {
-				gd = filepath.Join(d, gd)
-			}
-			cb, err := os.ReadFile(filepath.Join(gd, "commondir"))
-			if err != nil {
-				return nil
-			}
-			cd := strings.TrimSpace(string(cb))
-			if !filepath.IsAbs(cd) {
-				cd = filepath.Join(gd, cd)
-			}
-			return brokenCommondir(filepath.Clean(gd), d, filepath.Clean(cd))
-		}
-		if filepath.Dir(d) == d {
-			return nil
-		}
-	}
+	return nil
 }
 
 // PointsBack reports whether the checkout at path is linked worktree
@@ -359,16 +330,6 @@ func DiagnoseCheckout(dir string) *decision.Error {
 // worktree for deleted (prunable) while its checkout is in place: the
 // admin dir's gitdir was rewritten, and git worktree repair puts it back.
 func PointsBack(commonDir, key, path string) bool {
-	b, err := os.ReadFile(filepath.Join(path, ".git"))
-	if err != nil {
-		return false
-	}
-	gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
-	if !ok {
-		return false
-	}
-	if !filepath.IsAbs(gd) {
-		gd = filepath.Join(path, gd)
-	}
-	return same(filepath.Clean(gd), AdminDir(commonDir, key))
+	gd, err := gitdirOf(filepath.Join(path, ".git"))
+	return err == nil && same(gd, AdminDir(commonDir, key))
 }

@@ -245,18 +245,13 @@ func ImportAll(ctx context.Context, common, from string) (int, error) {
 		return 0, nil
 	}
 	// Those the repository has already are not copied again.
-	check := exec.CommandContext(ctx, "git", slices.Concat(neutral, gitDirArgs(common, "cat-file", "--batch-check=%(objectname)"))...)
-	check.Env = gitEnv(true)
-	check.Stdin = strings.NewReader(strings.Join(names, "\n") + "\n")
-	out, err := check.Output()
+	absent, err := batchAbsent(ctx, slices.Concat(neutral, gitDirArgs(common, "cat-file", "--batch-check=%(objectname)")), names)
 	if err != nil {
-		return 0, fmt.Errorf("git cat-file --batch-check: %w", err)
+		return 0, err
 	}
 	var missing bytes.Buffer
-	for _, line := range strings.Split(string(out), "\n") {
-		if n, ok := strings.CutSuffix(line, " missing"); ok {
-			fmt.Fprintln(&missing, n)
-		}
+	for _, n := range absent {
+		fmt.Fprintln(&missing, n)
 	}
 	if missing.Len() == 0 {
 		return 0, nil

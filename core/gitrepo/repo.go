@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -414,22 +413,13 @@ func (r *Repo) MissingSince(ctx context.Context, tips, bases []string) (missing 
 	return missing, walked, err
 }
 
-// absentObjects tells which of oids the object store lacks (git cat-file
-// --batch-check; ref names are resolved as git resolves them).
+// absentObjects tells which of oids the object store lacks (ref names
+// are resolved as git resolves them).
 func (r *Repo) absentObjects(ctx context.Context, oids []string) (map[string]bool, error) {
-	cmd := exec.CommandContext(ctx, "git", append(append([]string{"-C", r.TopLevel}, neutral...), "cat-file", "--batch-check")...)
-	cmd.Env = gitEnv(true)
-	cmd.Stdin = strings.NewReader(strings.Join(oids, "\n") + "\n")
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("git cat-file --batch-check: %w", err)
-	}
+	names, err := batchAbsent(ctx, append(append([]string{"-C", r.TopLevel}, neutral...), "cat-file", "--batch-check"), oids)
 	absent := map[string]bool{}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	for i, line := range lines {
-		if i < len(oids) && strings.HasSuffix(line, " missing") {
-			absent[oids[i]] = true
-		}
+	for _, n := range names {
+		absent[n] = true
 	}
-	return absent, nil
+	return absent, err
 }

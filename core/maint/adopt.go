@@ -70,6 +70,8 @@ type AdoptResult struct {
 	DryRun       bool      `json:"dry_run"`
 	AllocationID string    `json:"allocation_id,omitempty"`
 	LeaseID      string    `json:"lease_id,omitempty"`
+	// Allocation is the allocation apply wrote.
+	Allocation store.Allocation `json:"-"`
 }
 
 const adoptContract = "wt-adopt-v1"
@@ -142,7 +144,7 @@ func Adopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptResult, e
 			detail["foreign_lock"] = plan.Lock
 		}
 		a, err := r.WriteAdopted(tx, req.Task, req.Owner, plan.WorktreePath, plan.WorktreeKey, plan.Branch, plan.Tip, detail)
-		res.AllocationID = a.AllocationID
+		res.AllocationID, res.Allocation = a.AllocationID, a
 		if err != nil || plan.Holder == nil {
 			return err
 		}

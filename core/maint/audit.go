@@ -293,11 +293,12 @@ func (b *branchAudit) run() {
 		}
 		return
 	}
+	if rec, gone := b.led.Gone(tip); gone {
+		t.Missing = &MissingBranch{Code: decision.TaskBranchMissing, Recorded: rec,
+			Message: fmt.Sprintf("%s is gone from git; wt's ledger records its tip %s (deleted with hooks off, or by a process outside wt's view)", ref, gitrepo.Short(rec))}
+		return
+	}
 	if tip == "" {
-		if !b.led.Deleted() && b.led.LastExisting() != "" {
-			t.Missing = &MissingBranch{Code: decision.TaskBranchMissing, Recorded: b.led.LastExisting(),
-				Message: fmt.Sprintf("%s is gone from git; wt's ledger records its tip %s (deleted with hooks off, or by a process outside wt's view)", ref, gitrepo.Short(b.led.LastExisting()))}
-		}
 		return
 	}
 	if b.led.Accounts(tip) {

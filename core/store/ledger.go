@@ -132,6 +132,13 @@ func AppendLedgerAt(p string, l LedgerLine) error {
 	return err
 }
 
+// HasLedger reports whether ledger name has a file in the store at root
+// (one stat: the gate asks it at every commit).
+func HasLedger(root, name string) bool {
+	_, err := os.Lstat(LedgerPath(root, name))
+	return err == nil
+}
+
 // EnsureLedgerDir makes the ledgers' directory in the store at root where
 // it is missing (a store older than ledgers), for the shim's appends.
 func EnsureLedgerDir(root string) error {
@@ -181,6 +188,17 @@ func (l Ledger) Last() (LedgerLine, bool) {
 func (l Ledger) Deleted() bool {
 	last, ok := l.Last()
 	return ok && last.Via == ViaFinish
+}
+
+// Gone reports whether the ref, whose value in git is tip, is gone while
+// the ledger records a tip for it that finish did not delete: recorded is
+// the tip to restore it to.
+func (l Ledger) Gone(tip string) (recorded string, gone bool) {
+	if tip != "" || l.Deleted() {
+		return "", false
+	}
+	recorded = l.LastExisting()
+	return recorded, recorded != ""
 }
 
 // Baseline is the last baseline line (init: where wt began to watch the

@@ -35,13 +35,12 @@ func BranchProblems(commonDir, root, repoArg string, a store.Allocation) []Probl
 	if len(led.Lines) == 0 {
 		return nil // allocated before wt kept ledgers: the reflog is all audit has
 	}
-	switch {
-	case tip == "" && !led.Deleted() && led.LastExisting() != "":
-		rec := led.LastExisting()
+	if rec, gone := led.Gone(tip); gone {
 		return []Problem{{Alarm: true, Code: decision.TaskBranchMissing,
 			Message: fmt.Sprintf("task %s's branch %s is gone from git; wt's ledger records its tip %s (deleted with hooks off, or by a git gc outside wt's view): the next commit there is refused until it is restored", a.TaskKey, *a.Branch, gitrepo.Short(rec)),
 			Fix:     alloc.RestoreBranch(a.WorktreePath, ref, rec)}}
-	case tip != "" && !led.Accounts(tip):
+	}
+	if tip != "" && !led.Accounts(tip) {
 		return []Problem{{Alarm: true, Code: decision.UngatedRefMove,
 			Message: fmt.Sprintf("task %s's branch %s is at %s, not at %s where wt last approved it: moved with no gate approval (hooks off, or the ref written directly)", a.TaskKey, *a.Branch, gitrepo.Short(tip), gitrepo.Short(led.Tip())),
 			Fix:     fmt.Sprintf("wt-admin --repo %s audit", repoArg)}}

@@ -308,9 +308,7 @@ func (p *statusPass) registration(wt gitrepo.Worktree, row *Row) (*store.Allocat
 	row.fill(a)
 	p.seen[a.AllocationID] = true
 	if wt.Prunable && wt.Path != a.WorktreePath && gitrepo.PointsBack(p.r.Git.CommonDir, wt.Key, a.WorktreePath) {
-		pr := GitdirRewritten(a, wt.Path)
-		pr.Fix = fmt.Sprintf("git -C %s worktree repair %s", p.repoArg, shell.Word(a.WorktreePath))
-		row.Problems = append(row.Problems, pr)
+		row.Problems = append(row.Problems, GitdirRewritten(p.repoArg, a, wt.Path))
 		return &a, nil
 	}
 	if a.Role != store.RoleAudit && wt.Prunable {
@@ -424,8 +422,7 @@ func (p *statusPass) pending() error {
 // OccupantProblem is RUNTIME_OCCUPIED for occupant o of the worktree at
 // path: what it is, which run it outlived, and what ends it.
 func OccupantProblem(repoArg, path string, o lease.Occupant) Problem {
-	d := lease.OccupiedError(o, repoArg, path)
-	return Problem{Code: d.Code, Message: d.Message, Fix: fmt.Sprintf("kill -TERM %d", o.PID),
+	return Problem{Code: decision.RuntimeOccupied, Message: o.Describe(path), Fix: fmt.Sprintf("kill -TERM %d", o.PID),
 		Hint: fmt.Sprintf("see it first with wt-admin --repo %s ps %s (the run of client %s ended with it still there); a tmux window or terminal left in the worktree is the usual one: close it", repoArg, shell.Word(path), o.ClientID)}
 }
 
@@ -433,9 +430,10 @@ func OccupantProblem(repoArg, path string, o lease.Occupant) Problem {
 // when git's record of where it is (its admin dir's gitdir) names at, while
 // its checkout is in place at a.WorktreePath and points back: git takes
 // it for deleted, and git worktree prune would drop it.
-func GitdirRewritten(a store.Allocation, at string) Problem {
+func GitdirRewritten(repoArg string, a store.Allocation, at string) Problem {
 	return Problem{Alarm: true, Code: decision.GitPointerMismatch,
-		Message: fmt.Sprintf("task %s's checkout is at %s and points to its admin dir, but git's record of where it is (the admin dir's gitdir) names %s: git takes it for deleted, and git worktree prune would drop it", a.TaskKey, a.WorktreePath, at)}
+		Message: fmt.Sprintf("task %s's checkout is at %s and points to its admin dir, but git's record of where it is (the admin dir's gitdir) names %s: git takes it for deleted, and git worktree prune would drop it", a.TaskKey, a.WorktreePath, at),
+		Fix:     fmt.Sprintf("git -C %s worktree repair %s", repoArg, shell.Word(a.WorktreePath))}
 }
 
 // VanishedUnderHolder is the alarm of a leased worktree whose checkout is

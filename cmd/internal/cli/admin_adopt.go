@@ -62,12 +62,10 @@ func (e *env) adoptCommand() *ucli.Command {
 			}
 			var warnings []string
 			if !res.DryRun {
-				if a, ok, err := r.AllocationByID(res.AllocationID); err == nil && ok {
-					var notes []string
-					warnings, notes = ungatedWarnings(c, a)
-					for _, n := range notes {
-						fmt.Fprintf(e.Stderr, "%s: %s\n", e.Bin, clikit.Clean(n))
-					}
+				var notes []string
+				warnings, notes = ungatedWarnings(c, res.Allocation)
+				for _, n := range notes {
+					fmt.Fprintf(e.Stderr, "%s: %s\n", e.Bin, clikit.Clean(n))
 				}
 			}
 			return e.Success(res.Code, reason, res, warnings, func(w io.Writer) {
@@ -75,19 +73,18 @@ func (e *env) adoptCommand() *ucli.Command {
 					fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Bin, clikit.Clean(wr))
 				}
 				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(reason))
-				if l := p.Lock; l != nil {
-					verb := "lifts"
-					if !res.DryRun {
-						verb = "lifted"
+				// What the plan does, or (applied) did.
+				verb := func(will, did string) string {
+					if res.DryRun {
+						return will
 					}
-					fmt.Fprintf(w, "  git lock %q: %s it (%s)\n", clikit.Clean(l.Reason), verb, clikit.Clean(l.Why))
+					return did
+				}
+				if l := p.Lock; l != nil {
+					fmt.Fprintf(w, "  git lock %q: %s it (%s)\n", clikit.Clean(l.Reason), verb("lifts", "lifted"), clikit.Clean(l.Why))
 				}
 				if p.RenamedFrom != "" {
-					verb := "renames"
-					if !res.DryRun {
-						verb = "renamed"
-					}
-					fmt.Fprintf(w, "  branch %s: %s it %s\n", clikit.Clean(p.RenamedFrom), verb, clikit.Clean(p.Branch))
+					fmt.Fprintf(w, "  branch %s: %s it %s\n", clikit.Clean(p.RenamedFrom), verb("renames", "renamed"), clikit.Clean(p.Branch))
 				}
 				if h := p.Holder; h != nil {
 					fmt.Fprintf(w, "  writer: pid %d, client %s (its lease granted with the adoption)\n", h.PID, clikit.Clean(h.ClientID))

@@ -36,9 +36,6 @@ func (e *env) leaseCommand() *ucli.Command {
 					if c.Int("limit") < 0 {
 						return clikit.UsageErr("--limit takes a positive number, got %d", c.Int("limit"))
 					}
-					if c.Bool("all") && c.Bool("active") {
-						return clikit.UsageErr("--active lists current leases only, --all adds ended ones: pass one of them")
-					}
 					if role := c.String("role"); role != "" {
 						if err := alloc.ValidRole(role); err != nil {
 							return &clikit.ExitError{Code: clikit.ExitUsage, Err: err}

@@ -187,8 +187,8 @@ func governedBases(r *alloc.Repo, pol store.Policy, allocs []store.Allocation) [
 	}
 	if pol.PublicationBranch != "" {
 		led, err := store.ReadLedger(r.Store.Root(), store.PublicationLedger, "refs/heads/"+pol.PublicationBranch)
-		if err == nil && len(led.Lines) > 0 && led.Lines[0].Via == store.ViaInit {
-			add(led.Lines[0].New)
+		if bl, ok := led.Baseline(); err == nil && ok {
+			add(bl.New)
 		}
 	}
 	for _, a := range allocs {
@@ -405,9 +405,8 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 			}
 		}
 		if wt.Prunable && a.Lifecycle != store.Released && wt.Path != a.WorktreePath && gitrepo.PointsBack(r.Git.CommonDir, wt.Key, a.WorktreePath) {
-			pr := view.GitdirRewritten(*a, wt.Path)
-			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: a.WorktreePath, Problem: pr.Code + ": " + pr.Message,
-				Fix: fmt.Sprintf("git -C %s worktree repair %s", repo, shell.Word(a.WorktreePath))})
+			pr := view.GitdirRewritten(repo, *a, wt.Path)
+			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: a.WorktreePath, Problem: pr.Code + ": " + pr.Message, Fix: pr.Fix})
 			continue
 		}
 		if wt.Prunable && a.Role != store.RoleAudit && a.Lifecycle != store.Released {

@@ -13,6 +13,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/install"
 )
 
@@ -98,15 +99,17 @@ func (r *run) taskWorktree(l *Line) (string, error) {
 // takenBy says whose a taken path is: the task whose worktree it is, or
 // "" when wt records none there.
 func takenBy(repo *alloc.Repo, path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
+	task := ""
+	_ = repo.Store.Read(func(tx *store.Tx) error { // Best effort: only words of a refusal.
+		if t, err := repo.Resolve(tx, path); err == nil {
+			task = t.Allocation.TaskKey
+		}
+		return nil
+	})
+	if task == "" {
 		return ""
 	}
-	a, err := repo.AllocationAt(abs)
-	if err != nil || a == nil {
-		return ""
-	}
-	return fmt.Sprintf(" (it is task %s's worktree)", a.TaskKey)
+	return fmt.Sprintf(" (it is task %s's worktree)", task)
 }
 
 // ensureHooks installs the repository's hooks (with the wt-hook beside
