@@ -888,3 +888,50 @@ func TestOrphanAdopt(t *testing.T) {
 		t.Error("a stranger's commit passed after the adoption")
 	}
 }
+
+// TestExecHold: with --hold on a terminal, wt-exec's refusal stays on
+// screen until Enter, and is written only once the terminal has answered
+// its cursor-position question, as a launcher's pane that attaches late
+// (ccmanager) answers only once attached; without a terminal --hold
+// changes nothing.
+func TestExecHold(t *testing.T) {
+	top, repo, _ := governed(t, 0)
+	w := filepath.Join(top, "made-by-hand")
+	git(t, repo, "worktree", "add", "-q", "-b", "by-hand", w)
+
+	term := onTerminal(t, nil, "wt-exec", "--hold", "-C", w, "--", "true")
+	exited := make(chan error, 1)
+	go func() { exited <- term.cmd.Wait() }()
+	waitFor(t, "the cursor-position question", func() bool { return strings.Contains(term.output(), "\x1b[6n") })
+	if strings.Contains(term.output(), "UNREGISTERED_WORKTREE") {
+		t.Fatalf("the refusal was written before the terminal answered:\n%q", term.output())
+	}
+	term.ptmx.WriteString("\x1b[7;1R")
+	waitFor(t, "the refusal and the prompt", func() bool { return strings.Contains(term.output(), "press Enter to close") })
+	out := term.output()
+	for _, want := range []string{"UNREGISTERED_WORKTREE", "adopt"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the held refusal lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "UNREGISTERED_WORKTREE") != 1 {
+		t.Fatalf("the refusal was written more than once:\n%s", out)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("wt-exec ended before Enter: %v\n%s", err, out)
+	default:
+	}
+	term.ptmx.WriteString("\r")
+	err := <-exited
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 {
+		t.Fatalf("wt-exec --hold: %v, want exit 125\n%s", err, term.output())
+	}
+
+	// Without a terminal: the refusal at once, no question asked.
+	r := run(t, w, "wt-exec", "--hold", "--", "true").refused(t, "UNREGISTERED_WORKTREE")
+	if strings.Contains(r.stderr, "\x1b[6n") || strings.Contains(r.stderr, "press Enter") {
+		t.Fatalf("--hold off a terminal held:\n%s", r.stderr)
+	}
+}

@@ -73,6 +73,8 @@ type run struct {
 	// dir is the directory the run acts in (-C, or the task's worktree),
 	// absolute: its hints are anchored there (textout.Anchor).
 	dir string
+	// hold keeps a refusal on the terminal until Enter (--hold).
+	hold bool
 }
 
 // main reads the command line and runs the command; a nil result with a
@@ -90,6 +92,7 @@ func (r *run) main(args []string) (*wrapper.Result, error) {
 		fmt.Fprintf(r.stdout, "%s version %s\n", Bin, textout.Version())
 		return nil, nil
 	}
+	r.hold = l.Bool("hold")
 	if l.IsSet("json") {
 		if r.jsonOut, err = openJSONOut(l.String("json")); err != nil {
 			return nil, err
@@ -165,7 +168,12 @@ func (r *run) report(err error) int {
 	if r.jsonOut != nil {
 		r.writeJSONOut(textout.ErrorEnvelope(Bin, d))
 	}
-	textout.Print(r.stderr, Bin, code, d)
+	show := func() { textout.Print(r.stderr, Bin, code, d) }
+	if r.hold {
+		hold(os.Stdin, os.Stderr, show)
+	} else {
+		show()
+	}
 	return code
 }
 

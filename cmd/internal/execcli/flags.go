@@ -42,7 +42,7 @@ type Flag struct {
 // Usage is wt-exec's one-line description and its synopsis.
 const (
 	Summary  = "run a command as the live writer of a governed worktree"
-	Synopsis = "wt-exec [-C DIR] [--task KEY [--base REV] [--path PATH] [--new-task]] [--client-id ID] [--session-id ID] [--run-id ID]\n   [--holder SELECTOR] [--owner NAME] [--expect-generation N] [--expect-head SHA] [--kind KIND] [--ttl DURATION] [--grace DURATION] [--pty | --no-pty]\n   [--wait [--timeout DURATION]] -- COMMAND [ARG...]"
+	Synopsis = "wt-exec [-C DIR] [--task KEY [--base REV] [--path PATH] [--new-task]] [--client-id ID] [--session-id ID] [--run-id ID]\n   [--holder SELECTOR] [--owner NAME] [--expect-generation N] [--expect-head SHA] [--kind KIND] [--ttl DURATION] [--grace DURATION] [--pty | --no-pty] [--hold]\n   [--wait [--timeout DURATION]] -- COMMAND [ARG...]"
 )
 
 // Flags are wt-exec's flags, in the order its help lists them.
@@ -61,12 +61,13 @@ var Flags = []Flag{
 	{Name: "pty", Kind: Bool, Usage: "give the command a new pty (default when stdin and stdout are terminals)"},
 	{Name: "no-pty", Kind: Bool, Usage: "no pty: the command's group takes the terminal's foreground"},
 	{Name: "verbose", Kind: Bool, Usage: "print the lease decision on stderr"},
+	{Name: "hold", Kind: Bool, Usage: "on a terminal, keep a refusal (or a command that cannot start) on screen until Enter: for launchers whose pane closes when the command ends, such as ccmanager"},
 	{Name: "confine", Kind: Bool, Usage: "confine the command with Landlock (refuse where the kernel cannot): it may write only in its worktree and what git and agents need"},
 	{Name: "no-confine", Kind: Bool, Usage: "do not confine the command, whatever the policy says"},
 	{Name: "allow-write", Kind: StringSlice, Usage: "with confinement, also let the command write beneath `DIR` (repeatable)"},
 	{Name: "allow-socket", Kind: StringSlice, Usage: "with confinement, also let the command reach the listening Unix socket at `PATH` (repeatable); every other one but the SSH agent's is covered"},
 	{Name: "keep-fd", Kind: StringSlice, Usage: "with confinement, pass the inherited descriptor `N` on to the command (repeatable); every other one above 2 is closed for it"},
-	{Name: "agent", Kind: String, Usage: "with confinement, apply agent profile `NAME` (claude, codex, gemini, opencode, aider): the state it writes, its command-defining files kept read-only or private to the run (default: the command's program name picks it)"},
+	{Name: "agent", Kind: String, Usage: "with confinement, apply agent profile `NAME` (claude, codex, gemini, copilot, qwen, amp, crush, opencode, aider): the state it writes, its command-defining files kept read-only or private to the run (default: the command's program name picks it)"},
 	{Name: "explain", Kind: Bool, Usage: "print the confinement rules this run would have, and run nothing"},
 	{Name: "json", Kind: String, Usage: "write the grant (once the command runs) or the refusal as one JSON object to `DEST`: a path, or fd:N for an open file descriptor"},
 	{Name: "wait", Kind: Bool, Usage: "when a live writer holds the lease, wait for it (in line with other waiters) instead of exiting 125"},
