@@ -6,6 +6,11 @@
 #           fresh HOME and under wt-exec --confine: its version, a
 #           configuration write that must persist, and a subcommand that
 #           needs no network.
+#   ccmanager 4.4.3, driven through its terminal UI on a pty
+#           (interop/ccmanager_test.go): its New Worktree, the wt-exec
+#           preset's refusal and adopt hint in its pane, adopt, a
+#           session that commits under the lease, its main entry
+#           refused by policy, its Delete and the finish status names.
 #   hooks:  husky 9, the pre-commit framework and lefthook, installed before
 #           and after wt: the manager's hook runs for the entitled writer,
 #           an outside commit is refused, and wt-hook uninstall leaves no wt
@@ -27,7 +32,7 @@ npmdir=$tools/npm
 # reach: its profile is from its documentation and source.
 agents_pkgs=("@anthropic-ai/claude-code@2.1.197" "@openai/codex@0.171.0" "@google/gemini-cli@0.61.0" "opencode-ai@1.18.33"
 	"@github/copilot@1.0.102" "@qwen-code/qwen-code@0.15.10" "@sourcegraph/amp@0.0.1790142911-g7618fb" "husky@9.1.7"
-	"simple-git-hooks@2.14.0" "lefthook@2.2.2" "@j178/prek@0.5.3")
+	"simple-git-hooks@2.14.0" "lefthook@2.2.2" "@j178/prek@0.5.3" "@kodaikabasawa/ccmanager-linux-x64@4.4.3")
 if [ "${INTEROP_LATEST:-}" = 1 ]; then agents_pkgs=("${agents_pkgs[@]%@*}"); fi
 pass=0 fail=0 failed=()
 
@@ -229,7 +234,10 @@ fi
 # lefthook: interop/lefthook_test.go covers the orders; run it. It and the
 # package test install their tools from the Go proxy, so they carry the
 # wt_network build tag and make test never runs them.
-check "lefthook (interop/lefthook_test.go)" '^ok' go test -tags wt_network -count=1 ./interop/
+# ccmanager's npm package (4.2.3 the newest on the registry here) finds no
+# binary; its Linux binary's own package is at 4.4.3 and runs alone.
+export WT_CCMANAGER=$npmdir/node_modules/@kodaikabasawa/ccmanager-linux-x64/bin/ccmanager
+check "lefthook and ccmanager (interop/lefthook_test.go, interop/ccmanager_test.go)" '^ok' go test -tags wt_network -count=1 ./interop/
 check "packages (packaging/package_test.go)" '^ok' go test -tags wt_network -count=1 ./packaging/
 
 echo "== $pass passed, $fail failed"
