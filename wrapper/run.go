@@ -442,11 +442,39 @@ func childEnv(environ []string, g lease.Grant, secret string) []string {
 		} else if t, err := time.Parse(time.RFC3339Nano, g.Lease.AcquiredAt); err == nil {
 			epoch = t.UnixNano()
 		}
-		if epoch > 0 {
+		switch {
+		case epoch <= 0:
+		case inheritsToken(environ, g):
+			// A wt-exec nested in the one that holds this very lease
+			// (an agent running wt-exec -- make test): its pushes keep
+			// the outer run's token, the one the remote knows. A second
+			// token for the task would make every push ambiguous, and
+			// the remote refuses those.
+		default:
 			out = withPushOption(out, fleet.FenceToken(g.Allocation.TaskKey, epoch, secret))
 		}
 	}
 	return withGitDefault(out, "reftable.lockTimeout", reftableLockTimeout)
+}
+
+// inheritsToken reports whether environ, a nested wt-exec's, comes from
+// the run that holds g's lease (WT_LEASE_ID) and already gives every push
+// a fencing token for g's task.
+func inheritsToken(environ []string, g lease.Grant) bool {
+	if id, _ := envLookup(environ, "WT_LEASE_ID"); id == "" || id != g.Lease.LeaseID {
+		return false
+	}
+	prefix := fleet.FenceOption + "=" + g.Allocation.TaskKey + "@"
+	count, _ := envLookup(environ, "GIT_CONFIG_COUNT")
+	n, _ := strconv.Atoi(count)
+	for i := 0; i < n; i++ {
+		k, _ := envLookup(environ, fmt.Sprintf("GIT_CONFIG_KEY_%d", i))
+		v, _ := envLookup(environ, fmt.Sprintf("GIT_CONFIG_VALUE_%d", i))
+		if k == "push.pushOption" && strings.HasPrefix(v, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // reftableLockTimeout is how long (ms) the gits of wt-exec's command wait
