@@ -119,32 +119,14 @@ func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) er
 	if err != nil {
 		return err
 	}
-	tokens := map[string][]token{}
-	for _, o := range options {
-		v, ok := strings.CutPrefix(o, fleet.FenceOption+"=")
-		if !ok {
-			continue
-		}
-		task, epoch, secret, err := fleet.ParseFenceToken(v)
-		if err != nil {
-			return decision.New(decision.InvalidHookInput, "push option %s: %v", fleet.FenceOption, err).
-				WithHint("push from the task's writer under a wt-exec of this version, which gives every push its token")
-		}
-		t := token{epoch, secret}
-		if !slices.Contains(tokens[task], t) {
-			tokens[task] = append(tokens[task], t)
-		}
+	tokens, err := pushTokens(options)
+	if err != nil {
+		return err
 	}
 	for _, u := range updates {
-		task, ok := strings.CutPrefix(u.Ref, "refs/heads/"+f.BranchPrefix)
-		if !ok || task == "" {
+		task, ok := f.taskOf(u.Ref, tokens)
+		if !ok {
 			continue
-		}
-		// The task-dir layout's branch is <prefix><task>/work: a token for
-		// that task is the one it needs (a flat task key ending in /work
-		// keeps its own reading).
-		if t, dir := strings.CutSuffix(task, "/"+TaskDirLeaf); dir && len(tokens[task]) == 0 && t != "" {
-			task = t
 		}
 		toks := tokens[task]
 		if len(toks) > 1 {
@@ -190,60 +172,247 @@ func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) er
 	return nil
 }
 
-// LocalChecker is the Checker of a fence in local mode (no coordinator):
-// the remote's git dir keeps, per task, the newest epoch it has accepted
-// and the SHA-256 of that grant's secret (wt-fence/<sha256 of the key>,
-// under an flock). A token with a newer epoch is a newer grant, which
-// fences the older one; the same epoch must carry the same secret; an
-// older epoch is stale. A record that cannot be read is never accepted
-// over (FLEET_UNREACHABLE).
-func LocalChecker(gitDir string) Checker {
-	return func(_ context.Context, key string, epoch int64, fenceHash string) error {
-		dir := filepath.Join(gitDir, "wt-fence")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return decision.Wrap(decision.FleetUnreachable, err, "make %s", dir)
+// pushTokens reads the fencing tokens of a push's options, per task.
+func pushTokens(options []string) (map[string][]token, error) {
+	tokens := map[string][]token{}
+	for _, o := range options {
+		v, ok := strings.CutPrefix(o, fleet.FenceOption+"=")
+		if !ok {
+			continue
 		}
-		sum := sha256.Sum256([]byte(key))
-		p := filepath.Join(dir, hex.EncodeToString(sum[:16])+".json")
-		lock, err := os.OpenFile(p+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+		task, epoch, secret, err := fleet.ParseFenceToken(v)
 		if err != nil {
-			return decision.Wrap(decision.FleetUnreachable, err, "open %s.lock", p)
+			return nil, decision.New(decision.InvalidHookInput, "push option %s: %v", fleet.FenceOption, err).
+				WithHint("push from the task's writer under a wt-exec of this version, which gives every push its token")
 		}
-		defer lock.Close()
-		if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-			return decision.Wrap(decision.FleetUnreachable, err, "lock %s", p)
+		t := token{epoch, secret}
+		if !slices.Contains(tokens[task], t) {
+			tokens[task] = append(tokens[task], t)
 		}
-		var rec struct {
-			Key   string `json:"key"`
-			Epoch int64  `json:"epoch"`
-			Hash  string `json:"fence_hash"`
+	}
+	return tokens, nil
+}
+
+// taskOf is the task whose branch ref is, if it is a task branch.
+func (f ServerFence) taskOf(ref string, tokens map[string][]token) (string, bool) {
+	task, ok := strings.CutPrefix(ref, "refs/heads/"+f.BranchPrefix)
+	if !ok || task == "" {
+		return "", false
+	}
+	// The task-dir layout's branch is <prefix><task>/work: a token for
+	// that task is the one it needs (a flat task key ending in /work
+	// keeps its own reading).
+	if t, dir := strings.CutSuffix(task, "/"+TaskDirLeaf); dir && len(tokens[task]) == 0 && t != "" {
+		task = t
+	}
+	return task, true
+}
+
+// PostReceive records, after a push has landed (githooks(5)
+// post-receive: the refs that were updated on stdin), the token of each
+// task branch it updated: in local mode the remote knows a grant only
+// once a push of it has landed, so that a push refused after the fence
+// let it through (by another hook, a protected branch, a failed ref
+// update) records nothing and locks no one out. A push with no token or
+// several for a task records nothing for it (pre-receive refused those).
+func PostReceive(f ServerFence, in io.Reader, options []string, record func(key string, epoch int64, fenceHash string) error) error {
+	updates, err := ParseRefUpdates(in)
+	if err != nil {
+		return err
+	}
+	tokens, err := pushTokens(options)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, u := range updates {
+		task, ok := f.taskOf(u.Ref, tokens)
+		if !ok || len(tokens[task]) != 1 {
+			continue
 		}
-		b, err := safefile.Read(p, 1<<16, safefile.NoFollow) // never blocking on a FIFO planted there
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return decision.Wrap(decision.FleetUnreachable, err, "read %s", p)
-		default:
-			if jerr := json.Unmarshal(b, &rec); jerr != nil || rec.Key != key || rec.Epoch <= 0 {
-				return decision.New(decision.FleetUnreachable, "%s is not a fence record of %s: no push to the task is accepted until it is repaired", p, key).
-					WithHint("look at it; removing it lets the next grant's token in")
-			}
+		t := tokens[task][0]
+		if err := record(fleet.Key(f.KeySpace, task), t.epoch, fleet.FenceHash(t.secret)); err != nil {
+			errs = append(errs, err)
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// LocalFence is a remote's fence in local mode (no coordinator): its git
+// dir keeps, per task, the newest epoch of a push that landed and the
+// SHA-256 of that grant's secret (wt-fence/<sha256 of the key>.json,
+// under an flock). Check judges a push before it lands (pre-receive) and
+// writes nothing; Record advances the record once it has landed
+// (post-receive).
+//
+// A token with a newer epoch is a newer grant, which fences the older one
+// once it has landed; the same epoch must carry the same secret; an older
+// epoch is stale. Local mode's epochs are the grants' times, which the
+// remote cannot verify: one dated more than MaxAhead past the remote's
+// clock is refused, so that no token, however minted, can fence a task
+// for longer than that. A record that cannot be read is never accepted
+// over (FLEET_UNREACHABLE).
+type LocalFence struct {
+	GitDir string
+	// DirMode and FileMode are the modes of wt-fence and its files: as
+	// the repository's core.sharedRepository has them (SharedModes).
+	DirMode, FileMode os.FileMode
+	// MaxAhead bounds an epoch past Now (DefaultMaxAhead).
+	MaxAhead time.Duration
+	Now      func() time.Time
+}
+
+// DefaultMaxAhead is how far past the remote's clock a local-mode epoch
+// (its grant's time) may be: clocks of the machines that push to one
+// remote may disagree by this much.
+const DefaultMaxAhead = 10 * time.Minute
+
+// localRecord is a task's fence record in local mode.
+type localRecord struct {
+	Key   string `json:"key"`
+	Epoch int64  `json:"epoch"`
+	Hash  string `json:"fence_hash"`
+}
+
+// Check is l's Checker.
+func (l LocalFence) Check(_ context.Context, key string, epoch int64, fenceHash string) error {
+	if now := l.now(); epoch > now.Add(l.maxAhead()).UnixNano() {
+		return decision.New(decision.FleetFenced, "the token's grant is dated %s, more than %s past this remote's clock (%s): the remote cannot verify it, and takes no such token",
+			time.Unix(0, epoch).UTC().Format(time.RFC3339), l.maxAhead(), now.UTC().Format(time.RFC3339))
+	}
+	return l.locked(key, false, func(rec *localRecord, _ bool) (bool, error) {
 		switch {
 		case rec.Epoch > epoch:
-			return decision.New(decision.FleetFenced, "a newer grant of the task (epoch %d) has pushed since this token's (epoch %d)", rec.Epoch, epoch)
-		case rec.Epoch == epoch:
-			if subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(fenceHash)) != 1 {
-				return decision.New(decision.FleetFenced, "the token has the epoch of the grant that pushed last (%d), but not its secret", epoch)
-			}
-			return nil
+			return false, decision.New(decision.FleetFenced, "a newer grant of the task (epoch %d) has pushed since this token's (epoch %d)", rec.Epoch, epoch)
+		case rec.Epoch == epoch && subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(fenceHash)) != 1:
+			return false, decision.New(decision.FleetFenced, "the token has the epoch of the grant that pushed last (%d), but not its secret", epoch)
+		}
+		return false, nil
+	})
+}
+
+// Record advances key's record to epoch once a push with that token has
+// landed; an older epoch leaves it (a newer grant landed in between).
+func (l LocalFence) Record(key string, epoch int64, fenceHash string) error {
+	return l.locked(key, true, func(rec *localRecord, _ bool) (bool, error) {
+		if epoch <= rec.Epoch {
+			return false, nil
 		}
 		rec.Key, rec.Epoch, rec.Hash = key, epoch, fenceHash
-		out, _ := json.Marshal(rec)
-		if err := safefile.Replace(p, append(out, '\n'), 0o644); err != nil {
-			return decision.Wrap(decision.FleetUnreachable, err, "write %s", p)
+		return true, nil
+	})
+}
+
+func (l LocalFence) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+func (l LocalFence) maxAhead() time.Duration {
+	if l.MaxAhead > 0 {
+		return l.MaxAhead
+	}
+	return DefaultMaxAhead
+}
+
+// locked runs fn on key's record under its lock, and writes the record
+// when fn says so. Without write, a missing fence directory is an empty
+// record and nothing is created.
+func (l LocalFence) locked(key string, write bool, fn func(rec *localRecord, found bool) (bool, error)) error {
+	dir := filepath.Join(l.GitDir, "wt-fence")
+	dirMode, fileMode := l.DirMode, l.FileMode
+	if dirMode == 0 {
+		dirMode, fileMode = 0o755, 0o644
+	}
+	sum := sha256.Sum256([]byte(key))
+	p := filepath.Join(dir, hex.EncodeToString(sum[:16])+".json")
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) && !write {
+		_, err := fn(&localRecord{}, false)
+		return err
+	}
+	if err := mkdirMode(dir, dirMode); err != nil {
+		return l.fenceAccess(err, "make", dir)
+	}
+	lock, err := os.OpenFile(p+".lock", os.O_RDWR|os.O_CREATE, fileMode)
+	if err != nil {
+		return l.fenceAccess(err, "open", p+".lock")
+	}
+	defer lock.Close()
+	lock.Chmod(fileMode) // past the umask; a lock someone else made stays theirs
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return decision.Wrap(decision.FleetUnreachable, err, "lock %s", p)
+	}
+	var rec localRecord
+	b, err := safefile.Read(p, 1<<16, safefile.NoFollow) // never blocking on a FIFO planted there
+	found := err == nil
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return l.fenceAccess(err, "read", p)
+	default:
+		if jerr := json.Unmarshal(b, &rec); jerr != nil || rec.Key != key || rec.Epoch <= 0 {
+			return decision.New(decision.FleetUnreachable, "%s is not a fence record of %s: no push to the task is accepted until it is repaired", p, key).
+				WithHint("look at it; removing it lets the next grant's token in")
 		}
-		return nil
+	}
+	changed, err := fn(&rec, found)
+	if err != nil || !changed {
+		return err
+	}
+	out, _ := json.Marshal(rec)
+	if err := safefile.Replace(p, append(out, '\n'), fileMode); err != nil {
+		return l.fenceAccess(err, "write", p)
+	}
+	return nil
+}
+
+// mkdirMode makes dir with mode (past the umask, setgid included) unless
+// it exists.
+func mkdirMode(dir string, mode os.FileMode) error {
+	if err := os.Mkdir(dir, mode.Perm()); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	return os.Chmod(dir, mode)
+}
+
+// fenceAccess is FLEET_UNREACHABLE for a fence record this process could
+// not use; a permission error's hint names the fix (a repository that
+// several server users push to must be shared, and its fence with it).
+func (l LocalFence) fenceAccess(err error, op, path string) error {
+	d := decision.Wrap(decision.FleetUnreachable, err, "%s %s", op, path)
+	if errors.Is(err, fs.ErrPermission) {
+		repo := l.GitDir
+		return d.WithHint("the fence record belongs to another server user: share the repository with the users that push to it, and its fence with it: git --git-dir %s config core.sharedRepository group && chmod -R g+w %s",
+			repo, filepath.Join(repo, "wt-fence"))
+	}
+	return d
+}
+
+// SharedModes are the modes of a repository's fence directory and files
+// for its core.sharedRepository value (git-config(1)): group-writable (and
+// setgid, so new files keep the group) where the repository is shared;
+// 0755 and 0644 where it is not.
+func SharedModes(shared string) (dir, file os.FileMode) {
+	switch v := strings.ToLower(strings.TrimSpace(shared)); v {
+	case "", "false", "umask", "0", "no", "off":
+		return 0o755, 0o644
+	case "group", "true", "1", "yes", "on":
+		return 0o775 | os.ModeSetgid, 0o664
+	case "all", "world", "everybody", "2":
+		return 0o775 | os.ModeSetgid, 0o664
+	default:
+		n, err := strconv.ParseUint(v, 8, 32)
+		if err != nil || n&0o600 != 0o600 {
+			return 0o755, 0o644 // git refuses such a value itself
+		}
+		file = os.FileMode(n) & 0o666
+		dir = file | (file&0o444)>>2 | os.ModeSetgid // x where r
+		return dir, file
 	}
 }
 

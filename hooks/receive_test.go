@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
@@ -77,34 +80,51 @@ func TestPreReceive(t *testing.T) {
 	}
 }
 
-// TestLocalChecker: in local mode the remote accepts a task's first token,
-// the same token again, and a newer grant's, which fences the older one;
-// an older epoch, the same epoch with another secret, and a torn record
-// are refused.
-func TestLocalChecker(t *testing.T) {
+// TestLocalFence: in local mode the remote accepts a task's first token,
+// the same token again, and a newer grant's, which fences the older one
+// once its push has landed (Record); an older epoch, the same epoch with
+// another secret, an epoch dated past the clock's bound, and a torn
+// record are refused. Check alone writes nothing.
+func TestLocalFence(t *testing.T) {
 	dir := t.TempDir()
-	check := LocalChecker(dir)
+	now := time.Unix(0, 1_000_000)
+	l := LocalFence{GitDir: dir, Now: func() time.Time { return now }, MaxAhead: time.Minute}
 	ctx := context.Background()
+	key := "wt/ks/tasks/T-1"
 	h1, h2 := fleet.FenceHash("one"), fleet.FenceHash("two")
 	for _, c := range []struct {
-		name  string
-		epoch int64
-		hash  string
-		code  string
+		name   string
+		epoch  int64
+		hash   string
+		landed bool
+		code   string
 	}{
-		{"the first grant", 100, h1, ""},
-		{"the same token again", 100, h1, ""},
-		{"its epoch with another secret", 100, h2, decision.FleetFenced},
-		{"a newer grant", 200, h2, ""},
-		{"the older grant, fenced", 100, h1, decision.FleetFenced},
-		{"the newer grant again", 200, h2, ""},
+		{"the first grant", 100, h1, true, ""},
+		{"the same token again", 100, h1, true, ""},
+		{"its epoch with another secret", 100, h2, false, decision.FleetFenced},
+		{"a newer grant, refused after the fence", 200, h2, false, ""},
+		{"the older grant, not locked out by that", 100, h1, true, ""},
+		{"a newer grant that lands", 300, h2, true, ""},
+		{"the older grant, fenced", 100, h1, false, decision.FleetFenced},
+		{"an epoch past the clock's bound", now.Add(2 * time.Minute).UnixNano(), h1, false, decision.FleetFenced},
+		{"the newer grant again", 300, h2, true, ""},
 	} {
-		if got := decision.CodeOf(check(ctx, "wt/ks/tasks/T-1", c.epoch, c.hash)); got != c.code {
-			t.Errorf("%s: got %q, want %q", c.name, got, c.code)
+		err := l.Check(ctx, key, c.epoch, c.hash)
+		if got := decision.CodeOf(err); got != c.code {
+			t.Errorf("%s: got %q (%v), want %q", c.name, got, err, c.code)
+		}
+		if err == nil && c.landed {
+			if err := l.Record(key, c.epoch, c.hash); err != nil {
+				t.Fatalf("%s: record: %v", c.name, err)
+			}
 		}
 	}
-	if err := check(ctx, "wt/ks/tasks/T-2", 50, h1); err != nil {
-		t.Errorf("another task: %v", err)
+	other := LocalFence{GitDir: t.TempDir()}
+	if err := other.Check(ctx, key, 50, h1); err != nil {
+		t.Errorf("a first check: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(other.GitDir, "wt-fence")); !os.IsNotExist(err) {
+		t.Errorf("Check made the fence directory: %v", err)
 	}
 	m, _ := filepath.Glob(filepath.Join(dir, "wt-fence", "*.json"))
 	for _, p := range m {
@@ -112,7 +132,42 @@ func TestLocalChecker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := decision.CodeOf(check(ctx, "wt/ks/tasks/T-1", 300, h1)); got != decision.FleetUnreachable {
+	if got := decision.CodeOf(l.Check(ctx, key, 300, h1)); got != decision.FleetUnreachable {
 		t.Errorf("a torn record: got %q, want FLEET_UNREACHABLE", got)
+	}
+}
+
+// TestLocalFenceShared: the fence of a shared repository is group-writable,
+// past a strict umask.
+func TestLocalFenceShared(t *testing.T) {
+	old := unix.Umask(0o077)
+	defer unix.Umask(old)
+	for _, c := range []struct {
+		shared    string
+		dir, file os.FileMode
+	}{
+		{"", 0o755, 0o644},
+		{"group", 0o775 | os.ModeSetgid, 0o664},
+		{"true", 0o775 | os.ModeSetgid, 0o664},
+		{"0660", 0o770 | os.ModeSetgid, 0o660},
+	} {
+		d, f := SharedModes(c.shared)
+		if d != c.dir || f != c.file {
+			t.Errorf("SharedModes(%q) = %v, %v; want %v, %v", c.shared, d, f, c.dir, c.file)
+		}
+		l := LocalFence{GitDir: t.TempDir(), DirMode: d, FileMode: f}
+		if err := l.Record("wt/ks/tasks/T-1", 100, fleet.FenceHash("one")); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(filepath.Join(l.GitDir, "wt-fence"))
+		if err != nil || st.Mode()&(os.ModePerm|os.ModeSetgid) != c.dir {
+			t.Errorf("%q: wt-fence is %v (%v), want %v", c.shared, st.Mode(), err, c.dir)
+		}
+		m, _ := filepath.Glob(filepath.Join(l.GitDir, "wt-fence", "*"))
+		for _, p := range m {
+			if st, err := os.Stat(p); err != nil || st.Mode().Perm() != c.file {
+				t.Errorf("%q: %s is %v, want %v", c.shared, p, st.Mode(), c.file)
+			}
+		}
 	}
 }

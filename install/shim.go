@@ -23,7 +23,7 @@ var Hooks = []string{"pre-commit", "pre-push", "reference-transaction", "post-ch
 
 // ServerHooks are the hooks wt installs in a remote that fences task
 // branches (wt-hook install --server; shim v3 on).
-var ServerHooks = []string{"pre-receive"}
+var ServerHooks = []string{"pre-receive", "post-receive"}
 
 // Version is the newest shim version. Since v4 the shims of the client
 // hooks run wt-gate when it is an executable file beside the recorded
@@ -41,14 +41,16 @@ var ServerHooks = []string{"pre-receive"}
 // shims in the common dir's hooks (docs/hook-managers.md). v8's
 // reference-transaction reads pre-commit's pass v2 (which names the lease
 // and the task's branch ledger) and appends the move it lets through to
-// that ledger: wt's record of the tip it approved (docs/format.md).
+// that ledger: wt's record of the tip it approved (docs/format.md). v9
+// adds the fenced remote's post-receive, which records a push's fencing
+// tokens in local mode once the push has landed.
 //
 // A version's directory holds only the hooks that changed in it; a hook's
 // current version is the newest directory that holds it (CurrentVersion).
-const Version = 8
+const Version = 9
 
 // versions lists every shim version shipped, newest first.
-var versions = []int{8, 7, 6, 5, 4, 3, 2, 1}
+var versions = []int{9, 8, 7, 6, 5, 4, 3, 2, 1}
 
 const binMark = "@BIN@"
 

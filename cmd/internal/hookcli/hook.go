@@ -132,6 +132,14 @@ func hookApp(e *env) *ucli.App {
 						}),
 					},
 					{
+						Name:  "post-receive",
+						Usage: "in a fenced remote (local mode): record the tokens of the task branches a push updated, once it has landed",
+						Action: e.Action("run post-receive", 0, func(c *ucli.Context) error {
+							e.Dir = clikit.NoAnchor
+							return postReceive()
+						}),
+					},
+					{
 						Name:   "pre-commit",
 						Usage:  "refuse a commit from a process that is not the worktree's live writer",
 						Action: e.runHook("pre-commit", 0),

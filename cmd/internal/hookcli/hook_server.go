@@ -182,15 +182,45 @@ func preReceive() error {
 		})
 	}
 	if f.Local {
-		gitDir, err := filepath.Abs(".") // receive-pack runs its hooks in the remote's git dir
+		l, err := localFence()
 		if err != nil {
 			return err
 		}
-		return hooks.PreReceive(f, os.Stdin, hooks.PushOptions(os.Getenv), hooks.LocalChecker(gitDir))
+		return hooks.PreReceive(f, os.Stdin, hooks.PushOptions(os.Getenv), l.Check)
 	}
 	check, err := hooks.FenceChecker(f)
 	if err != nil {
 		return err
 	}
 	return hooks.PreReceive(f, os.Stdin, hooks.PushOptions(os.Getenv), check)
+}
+
+// postReceive is the fenced remote's post-receive hook: in local mode it
+// records the tokens of the task branches a push updated, once the push
+// has landed (hooks.PostReceive). git ignores its exit status; what it
+// could not record is said to the pusher, whose token then stays as
+// current as it was.
+func postReceive() error {
+	f, ok := readFence(context.Background(), ".")
+	if !ok || !f.Local {
+		return nil // fleet mode: etcd is the record
+	}
+	l, err := localFence()
+	if err != nil {
+		return err
+	}
+	return hooks.PostReceive(f, os.Stdin, hooks.PushOptions(os.Getenv), l.Record)
+}
+
+// localFence is the local-mode fence of the repository the hook runs in
+// (receive-pack runs its hooks in the remote's git dir), its files as
+// shared as the repository is.
+func localFence() (hooks.LocalFence, error) {
+	gitDir, err := filepath.Abs(".")
+	if err != nil {
+		return hooks.LocalFence{}, decision.Wrap(decision.Internal, err, "find the repository")
+	}
+	shared, _ := exec.Command("git", "--git-dir", gitDir, "config", "--get", "core.sharedRepository").Output() // unset: git exits 1
+	dir, file := hooks.SharedModes(string(shared))
+	return hooks.LocalFence{GitDir: gitDir, DirMode: dir, FileMode: file}, nil
 }
