@@ -39,6 +39,9 @@ type HookState struct {
 	Via string `json:"via,omitempty"`
 	// Config is the configured hook's config section (hook.wt-HOOK).
 	Config string `json:"config,omitempty"`
+	// Dispatcher is the forge's hook that runs this one from its HOOK.d/
+	// (ViaDispatchDir).
+	Dispatcher string `json:"dispatcher,omitempty"`
 }
 
 // The ways git finds a hook.

@@ -237,8 +237,11 @@ func printHooks(w io.Writer, bin string, res install.Result) {
 			state = fmt.Sprintf("wt shim v%d", h.ShimVersion)
 		}
 		via := h.Via
-		if h.Via == install.ViaConfig {
+		switch h.Via {
+		case install.ViaConfig:
 			via = h.Config
+		case install.ViaDispatchDir:
+			via = filepath.Base(filepath.Dir(h.Path)) // run by the forge's own hook
 		}
 		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Hook, clikit.Dash(via), state, clikit.Dash(h.Binary), clikit.Dash(h.Chained), clikit.Dash(h.Changed))
 	}

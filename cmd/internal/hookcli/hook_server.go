@@ -94,12 +94,12 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 				return err
 			}
 		}
-		res, err = install.InstallOf(hooksDir, bin, install.ServerHooks)
+		res, err = install.InstallServer(hooksDir, bin)
 		if err != nil {
 			return err
 		}
 	case "uninstall":
-		if res, err = install.UninstallOf(hooksDir, install.ServerHooks); err != nil {
+		if res, err = install.UninstallServer(hooksDir); err != nil {
 			return err
 		}
 		if _, ok := readFence(ctx, gitDir); ok {
@@ -108,7 +108,7 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 			}
 		}
 	default:
-		if res, err = install.StatusOf(hooksDir, install.ServerHooks); err != nil {
+		if res, err = install.StatusServer(hooksDir); err != nil {
 			return err
 		}
 	}
