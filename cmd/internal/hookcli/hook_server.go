@@ -6,15 +6,19 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/hooks"
 	"github.com/wt-tool/wt/install"
@@ -32,8 +36,19 @@ type serverResult struct {
 // serverRepo finds the repository (bare or not) that holds the current
 // directory: its git dir and the hooks dir git uses there.
 func serverRepo(ctx context.Context) (gitDir, hooksDir string, err error) {
-	out, err := exec.CommandContext(ctx, "git", "rev-parse", "--absolute-git-dir", "--git-path", "hooks").Output()
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--absolute-git-dir", "--git-path", "hooks")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
+		if msg := strings.TrimSpace(stderr.String()); strings.Contains(msg, "dubious ownership") {
+			// Not "not a repository": git refuses a repository another
+			// user owns. Its own words say which and how; the fix that
+			// keeps git's protection is to act as that user.
+			wd, _ := os.Getwd()
+			return "", "", decision.New(decision.GitFailed, "git refuses this repository: %s", msg).
+				WithHint("run it as the repository's owner, who runs the hooks: sudo -u %s sh -c 'cd %s && wt-hook install --server'", ownerName(wd), shell.Quote(wd))
+		}
 		return "", "", decision.Wrap(decision.NotAGitRepository, err, "this directory is not in a git repository").
 			WithHint("run wt-hook install --server inside the remote repository (e.g. cd /srv/git/app.git)")
 	}
@@ -83,6 +98,9 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 		}
 		bin, err := hookBinary(c.String("binary"))
 		if err != nil {
+			return err
+		}
+		if err := runnableByOwner(gitDir, bin); err != nil {
 			return err
 		}
 		if f.KeySpace == "" {
@@ -223,4 +241,65 @@ func localFence() (hooks.LocalFence, error) {
 	shared, _ := exec.Command("git", "--git-dir", gitDir, "config", "--get", "core.sharedRepository").Output() // unset: git exits 1
 	dir, file := hooks.SharedModes(string(shared))
 	return hooks.LocalFence{GitDir: gitDir, DirMode: dir, FileMode: file}, nil
+}
+
+// ownerName is the name of the user who owns path (its uid when the name
+// is unknown, "OWNER" when path cannot be read).
+func ownerName(path string) string {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return "OWNER"
+	}
+	if u, err := user.LookupId(strconv.Itoa(int(st.Uid))); err == nil {
+		return u.Username
+	}
+	return "#" + strconv.Itoa(int(st.Uid))
+}
+
+// runnableByOwner refuses to record bin when the user who owns the
+// repository at gitDir, who runs its hooks, could not run it: installed as
+// root from a home directory, the shim would refuse every push, main too.
+// Judged from the mode bits of bin and each directory above it.
+func runnableByOwner(gitDir, bin string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(gitDir, &st); err != nil || int(st.Uid) == os.Getuid() || st.Uid == 0 {
+		return nil // the installing user runs them, or root does
+	}
+	uid := st.Uid
+	gids := map[uint32]bool{st.Gid: true}
+	if u, err := user.LookupId(strconv.Itoa(int(uid))); err == nil {
+		if g, err := strconv.Atoi(u.Gid); err == nil {
+			gids[uint32(g)] = true
+		}
+		if list, err := u.GroupIds(); err == nil {
+			for _, s := range list {
+				if g, err := strconv.Atoi(s); err == nil {
+					gids[uint32(g)] = true
+				}
+			}
+		}
+	}
+	may := func(p string, want uint32) bool {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil {
+			return false
+		}
+		switch {
+		case st.Uid == uid:
+			return st.Mode>>6&want == want
+		case gids[st.Gid]:
+			return st.Mode>>3&want == want
+		}
+		return st.Mode&want == want
+	}
+	ok := may(bin, 5) // read and execute: the shim runs it
+	for d := filepath.Dir(bin); ok && d != "/"; d = filepath.Dir(d) {
+		ok = may(d, 1)
+	}
+	if ok {
+		return nil
+	}
+	owner := ownerName(gitDir)
+	return decision.New(decision.HookBinaryMissing, "%s owns this repository and runs its hooks, and could not run the wt-hook binary %s: every push would be refused, to any branch", owner, bin).
+		WithHint("install wt where %s can run it (make install puts it in /usr/local/bin), then: wt-hook install --server --binary /usr/local/bin/wt-hook", owner)
 }
