@@ -572,7 +572,7 @@ func fenced(v Verdict) *decision.Error {
 			WithHint("end this run and start it again under wt-exec, which takes the fleet lease")
 	}
 	fl := v.Lease.Fleet
-	h, err := fleet.NewHelper(fl.Endpoints, os.Stderr)
+	h, err := fleet.NewHelper(fl.Endpoints, v.pol.EtcdAuth(), os.Stderr)
 	if err != nil {
 		d, _ := decision.As(err)
 		return d

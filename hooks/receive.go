@@ -23,6 +23,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/safefile"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // ServerFence is the configuration of a remote's fence, kept in the remote
@@ -35,8 +36,11 @@ type ServerFence struct {
 	// BranchPrefix selects the task branches: refs/heads/<prefix><task>.
 	BranchPrefix string `json:"branch_prefix"`
 	// Local: no coordinator; the remote accepts the newest grant's token
-	// (LocalChecker).
+	// that landed (LocalFence).
 	Local bool `json:"local,omitempty"`
+	// Auth is how the remote's hook proves itself to etcd (files on the
+	// server, never their contents).
+	Auth store.EtcdAuth `json:"etcd_auth"`
 }
 
 // Git config keys of a server fence.
@@ -45,6 +49,12 @@ const (
 	FenceKeySpaceKey  = "wt.fence.keyspace"
 	FencePrefixKey    = "wt.fence.branchprefix"
 	FenceLocalKey     = "wt.fence.local"
+	// etcd's credentials on the server: files, and a user.
+	FenceCertKey         = "wt.fence.etcdcert"
+	FenceKeyKey          = "wt.fence.etcdkey"
+	FenceCACertKey       = "wt.fence.etcdcacert"
+	FenceUserKey         = "wt.fence.etcduser"
+	FencePasswordFileKey = "wt.fence.etcdpasswordfile"
 	// DefaultBranchPrefix is the allocation branches' prefix (wt/<task>).
 	DefaultBranchPrefix = "wt/"
 	// TaskDirLeaf is the last component of a task-dir layout's branch
@@ -74,6 +84,16 @@ func ParseServerFence(configLines string) (f ServerFence, ok bool) {
 			f.BranchPrefix = v
 		case FenceLocalKey:
 			f.Local = v == "true"
+		case FenceCertKey:
+			f.Auth.Cert = v
+		case FenceKeyKey:
+			f.Auth.Key = v
+		case FenceCACertKey:
+			f.Auth.CACert = v
+		case FenceUserKey:
+			f.Auth.User = v
+		case FencePasswordFileKey:
+			f.Auth.PasswordFile = v
 		}
 	}
 	return f, (len(f.Endpoints) > 0 || f.Local) && f.KeySpace != ""
@@ -418,7 +438,7 @@ func SharedModes(shared string) (dir, file os.FileMode) {
 
 // FenceChecker is the Checker of the shipped hook: the wt-fleet helper.
 func FenceChecker(f ServerFence) (Checker, error) {
-	h, err := fleet.NewHelper(f.Endpoints, os.Stderr)
+	h, err := fleet.NewHelper(f.Endpoints, f.Auth, os.Stderr)
 	if err != nil {
 		return nil, err
 	}

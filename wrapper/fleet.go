@@ -132,7 +132,7 @@ func (s *supervisor) startFleet() {
 	}
 	e := &earlyFleet{pol: pol, spaceDone: make(chan struct{})}
 	ttl, _ := pol.FleetTTLDuration() // unreadable: no lease granted ahead
-	if h, err := fleet.NewHelper(pol.EtcdEndpoints, s.opts.Stderr); err == nil && h.Prestart(ttl) == nil {
+	if h, err := fleet.NewHelper(pol.EtcdEndpoints, pol.EtcdAuth(), s.opts.Stderr); err == nil && h.Prestart(ttl) == nil {
 		e.helper = h
 	}
 	go func() {
@@ -158,7 +158,7 @@ func (e *earlyFleet) take(ctx context.Context, repo *alloc.Repo, pol store.Polic
 		if e.pol.FleetRemoteName() == pol.FleetRemoteName() {
 			space, err, known = e.space, e.spaceErr, true
 		}
-		if slices.Equal(e.pol.EtcdEndpoints, pol.EtcdEndpoints) {
+		if slices.Equal(e.pol.EtcdEndpoints, pol.EtcdEndpoints) && e.pol.EtcdAuth() == pol.EtcdAuth() {
 			helper, e.helper = e.helper, nil
 		}
 	}
@@ -172,7 +172,7 @@ func (e *earlyFleet) take(ctx context.Context, repo *alloc.Repo, pol store.Polic
 		return nil, "", err
 	}
 	if helper == nil {
-		if helper, err = fleet.NewHelper(pol.EtcdEndpoints, stderr); err != nil {
+		if helper, err = fleet.NewHelper(pol.EtcdEndpoints, pol.EtcdAuth(), stderr); err != nil {
 			return nil, "", err
 		}
 	}

@@ -26,6 +26,10 @@ type PolicyChange struct {
 	// Fleet mode: Coordinator none or etcd; EtcdEndpoints comma-separated
 	// URLs; FleetTTL a duration; FleetRemote a git remote name.
 	Coordinator, EtcdEndpoints, FleetTTL, FleetRemote *string
+	// etcd's credentials: absolute paths of files on this machine (the
+	// TLS client certificate and key, the CA), the etcd user and the
+	// file of its password; "" clears one.
+	EtcdCert, EtcdKey, EtcdCACert, EtcdUser, EtcdPasswordFile *string
 	// FleetServerFence is on or off.
 	FleetServerFence *string
 	// Confine is off, auto or require; ConfineAllow comma-separated
@@ -40,6 +44,7 @@ type PolicyChange struct {
 func (c PolicyChange) empty() bool {
 	return c.PublicationBranch == nil && c.Enforcement == nil && c.Unmanaged == nil && c.MaxActive == nil &&
 		c.Coordinator == nil && c.EtcdEndpoints == nil && c.FleetTTL == nil && c.FleetRemote == nil &&
+		c.EtcdCert == nil && c.EtcdKey == nil && c.EtcdCACert == nil && c.EtcdUser == nil && c.EtcdPasswordFile == nil &&
 		c.Confine == nil && c.ConfineAllow == nil && c.FleetServerFence == nil && c.BranchLayout == nil && c.RequireOwner == nil
 }
 
@@ -150,21 +155,9 @@ type Diff struct {
 	To    string `json:"to"`
 }
 
-func flagName(field string) string {
-	switch field {
-	case "publication_branch":
-		return "publication-branch"
-	case "max_active":
-		return "max-active"
-	case "etcd_endpoints":
-		return "etcd-endpoints"
-	case "fleet_ttl":
-		return "fleet-ttl"
-	case "fleet_remote":
-		return "fleet-remote"
-	}
-	return field
-}
+// flagName is the command-line flag of a policy field: its name with
+// dashes (etcd_cacert is --etcd-cacert).
+func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
 func maxActiveText(p *int) string {
 	if p == nil {
@@ -256,6 +249,14 @@ func applyFleet(next *store.Policy, c PolicyChange) error {
 	if v := c.FleetRemote; v != nil {
 		next.FleetRemote = *v
 	}
+	for _, f := range []struct {
+		v  *string
+		to *string
+	}{{c.EtcdCert, &next.EtcdCert}, {c.EtcdKey, &next.EtcdKey}, {c.EtcdCACert, &next.EtcdCACert}, {c.EtcdUser, &next.EtcdUser}, {c.EtcdPasswordFile, &next.EtcdPasswordFile}} {
+		if f.v != nil {
+			*f.to = strings.TrimSpace(*f.v)
+		}
+	}
 	if v := c.FleetServerFence; v != nil {
 		switch *v {
 		case "on":
@@ -269,13 +270,14 @@ func applyFleet(next *store.Policy, c PolicyChange) error {
 	}
 	if err := next.ValidateFleet(); err != nil {
 		return decision.New(decision.InvalidPolicy, "%v", err).
-			WithHint("fleet mode: wt-admin policy --coordinator etcd --etcd-endpoints http://HOST:2379[,...] [--fleet-ttl 10s] [--fleet-remote origin]; --coordinator none turns it off")
+			WithHint("fleet mode: wt-admin policy --coordinator etcd --etcd-endpoints http://HOST:2379[,...] [--fleet-ttl 10s] [--fleet-remote origin] [--etcd-cert /ABS/CERT --etcd-key /ABS/KEY] [--etcd-cacert /ABS/CA] [--etcd-user NAME --etcd-password-file /ABS/FILE]; --coordinator none turns it off")
 	}
 	if next.Coordinator == store.CoordinatorNone {
 		// Off: nothing of the fleet configuration is kept.
 		// The remote's fence stays: in local mode it orders the grants
 		// itself (hooks.LocalChecker).
 		next.EtcdEndpoints, next.FleetTTL, next.FleetRemote = nil, "", ""
+		next.EtcdCert, next.EtcdKey, next.EtcdCACert, next.EtcdUser, next.EtcdPasswordFile = "", "", "", "", ""
 	}
 	return nil
 }
@@ -335,6 +337,11 @@ func policyDiffs(pol, next store.Policy) []Diff {
 	add("fleet_ttl", pol.FleetTTL, next.FleetTTL)
 	add("fleet_remote", pol.FleetRemote, next.FleetRemote)
 	add("fleet_server_fence", OnOff(pol.FleetServerFence), OnOff(next.FleetServerFence))
+	add("etcd_cert", pol.EtcdCert, next.EtcdCert)
+	add("etcd_key", pol.EtcdKey, next.EtcdKey)
+	add("etcd_cacert", pol.EtcdCACert, next.EtcdCACert)
+	add("etcd_user", pol.EtcdUser, next.EtcdUser)
+	add("etcd_password_file", pol.EtcdPasswordFile, next.EtcdPasswordFile)
 	add("publication_branch", pol.PublicationBranch, next.PublicationBranch)
 	add("enforcement", pol.Enforcement, next.Enforcement)
 	add("unmanaged", pol.Unmanaged, next.Unmanaged)

@@ -25,17 +25,24 @@ import (
 // HelperName is the helper binary that links the etcd client.
 const HelperName = "wt-fleet"
 
+// PasswordEnv holds the etcd user's password where no password file is
+// named (store.EtcdAuth): read by the helper, from its environment.
+const PasswordEnv = "WT_ETCD_PASSWORD"
+
 // Request is one line the helper reads on stdin: what to do, and where
 // etcd is. A hold then reads commands, one a line ("release").
 type Request struct {
-	Op          string        `json:"op"` // hold, check, list, revoke
-	Endpoints   []string      `json:"endpoints"`
-	DialTimeout time.Duration `json:"dial_timeout"`
-	Key         string        `json:"key,omitempty"`
-	TTL         time.Duration `json:"ttl,omitempty"`
-	Holder      *Holder       `json:"holder,omitempty"`
-	Revision    int64         `json:"revision,omitempty"`
-	Prefix      string        `json:"prefix,omitempty"`
+	Op        string   `json:"op"` // hold, check, list, revoke
+	Endpoints []string `json:"endpoints"`
+	// Auth is how the helper proves itself to etcd: files it reads, and
+	// a user (its password from the file or $WT_ETCD_PASSWORD).
+	Auth        *store.EtcdAuth `json:"auth,omitempty"`
+	DialTimeout time.Duration   `json:"dial_timeout"`
+	Key         string          `json:"key,omitempty"`
+	TTL         time.Duration   `json:"ttl,omitempty"`
+	Holder      *Holder         `json:"holder,omitempty"`
+	Revision    int64           `json:"revision,omitempty"`
+	Prefix      string          `json:"prefix,omitempty"`
 	// FenceHash (check): the SHA-256 of the fencing secret a push carried.
 	FenceHash string `json:"fence_hash,omitempty"`
 }
@@ -91,6 +98,7 @@ func Refusal(err error) Response {
 type Helper struct {
 	Path        string
 	Endpoints   []string
+	Auth        store.EtcdAuth
 	DialTimeout time.Duration
 	// Stderr receives the helper's own diagnostics.
 	Stderr io.Writer
@@ -124,7 +132,11 @@ func (h *Helper) command(ctx context.Context) *exec.Cmd {
 }
 
 func (h *Helper) request(op string) Request {
-	return Request{Op: op, Endpoints: h.Endpoints, DialTimeout: h.DialTimeout}
+	req := Request{Op: op, Endpoints: h.Endpoints, DialTimeout: h.DialTimeout}
+	if !h.Auth.IsZero() {
+		req.Auth = &h.Auth
+	}
+	return req
 }
 
 // call runs one request to completion.
@@ -403,13 +415,13 @@ func DialTimeout() time.Duration {
 }
 
 // NewHelper finds wt-fleet and returns the Coordinator that runs it
-// against endpoints, its diagnostics going to stderr.
-func NewHelper(endpoints []string, stderr io.Writer) (*Helper, error) {
+// against endpoints with auth, its diagnostics going to stderr.
+func NewHelper(endpoints []string, auth store.EtcdAuth, stderr io.Writer) (*Helper, error) {
 	path, err := FindHelper()
 	if err != nil {
 		return nil, err
 	}
-	return &Helper{Path: path, Endpoints: endpoints, DialTimeout: DialTimeout(), Stderr: stderr}, nil
+	return &Helper{Path: path, Endpoints: endpoints, Auth: auth, DialTimeout: DialTimeout(), Stderr: stderr}, nil
 }
 
 // KeySpace is the remote id of the repository's fleet remote, whose URL
@@ -445,4 +457,24 @@ func KeySpace(ctx context.Context, g *gitrepo.Repo, pol store.Policy) (string, e
 		}
 	}
 	return space, nil
+}
+
+// DescribeAuth says which credentials a names (files, never their
+// contents), "" for none.
+func DescribeAuth(a store.EtcdAuth) string {
+	var parts []string
+	if a.Cert != "" {
+		parts = append(parts, "client certificate "+a.Cert+" (key "+a.Key+")")
+	}
+	if a.CACert != "" {
+		parts = append(parts, "CA "+a.CACert)
+	}
+	if a.User != "" {
+		pw := "$" + PasswordEnv
+		if a.PasswordFile != "" {
+			pw = a.PasswordFile
+		}
+		parts = append(parts, "user "+a.User+" (password in "+pw+")")
+	}
+	return strings.Join(parts, "; ")
 }

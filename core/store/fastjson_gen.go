@@ -177,40 +177,75 @@ func (x *Policy) DecodeFastJSON(d *strictjson.Dec) {
 			}
 			seen |= 0x400
 			x.FleetRemote = d.String()
-		case "fleet_server_fence":
+		case "etcd_cert":
 			if seen&0x800 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x800
-			x.FleetServerFence = d.Bool()
-		case "confine":
+			x.EtcdCert = d.String()
+		case "etcd_key":
 			if seen&0x1000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x1000
-			x.Confine = d.String()
-		case "confine_allow":
+			x.EtcdKey = d.String()
+		case "etcd_cacert":
 			if seen&0x2000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x2000
-			x.ConfineAllow = d.Strings()
-		case "branch_layout":
+			x.EtcdCACert = d.String()
+		case "etcd_user":
 			if seen&0x4000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x4000
-			x.BranchLayout = d.String()
-		case "require_owner":
+			x.EtcdUser = d.String()
+		case "etcd_password_file":
 			if seen&0x8000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x8000
+			x.EtcdPasswordFile = d.String()
+		case "fleet_server_fence":
+			if seen&0x10000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x10000
+			x.FleetServerFence = d.Bool()
+		case "confine":
+			if seen&0x20000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x20000
+			x.Confine = d.String()
+		case "confine_allow":
+			if seen&0x40000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x40000
+			x.ConfineAllow = d.Strings()
+		case "branch_layout":
+			if seen&0x80000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x80000
+			x.BranchLayout = d.String()
+		case "require_owner":
+			if seen&0x100000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x100000
 			x.RequireOwner = d.Bool()
 		default:
 			d.GiveUp()
@@ -269,6 +304,31 @@ func (x Policy) AppendFastJSON(e *strictjson.Enc, depth int) {
 	if len(x.FleetRemote) != 0 {
 		e.Key(n, "\"fleet_remote\"", depth)
 		e.String(x.FleetRemote)
+		n++
+	}
+	if len(x.EtcdCert) != 0 {
+		e.Key(n, "\"etcd_cert\"", depth)
+		e.String(x.EtcdCert)
+		n++
+	}
+	if len(x.EtcdKey) != 0 {
+		e.Key(n, "\"etcd_key\"", depth)
+		e.String(x.EtcdKey)
+		n++
+	}
+	if len(x.EtcdCACert) != 0 {
+		e.Key(n, "\"etcd_cacert\"", depth)
+		e.String(x.EtcdCACert)
+		n++
+	}
+	if len(x.EtcdUser) != 0 {
+		e.Key(n, "\"etcd_user\"", depth)
+		e.String(x.EtcdUser)
+		n++
+	}
+	if len(x.EtcdPasswordFile) != 0 {
+		e.Key(n, "\"etcd_password_file\"", depth)
+		e.String(x.EtcdPasswordFile)
 		n++
 	}
 	if x.FleetServerFence {

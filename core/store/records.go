@@ -76,6 +76,16 @@ type Policy struct {
 	// FleetRemote is the git remote whose URL names the key space
 	// (default origin).
 	FleetRemote string `json:"fleet_remote,omitempty"`
+	// etcd's credentials on this machine, as files (their contents are
+	// never copied into the store, the events or a lease): a TLS client
+	// certificate and its key, the CA that signs etcd's certificate, and
+	// an etcd user whose password is in EtcdPasswordFile (else in
+	// $WT_ETCD_PASSWORD). See EtcdAuth.
+	EtcdCert         string `json:"etcd_cert,omitempty"`
+	EtcdKey          string `json:"etcd_key,omitempty"`
+	EtcdCACert       string `json:"etcd_cacert,omitempty"`
+	EtcdUser         string `json:"etcd_user,omitempty"`
+	EtcdPasswordFile string `json:"etcd_password_file,omitempty"`
 	// FleetServerFence is set when the remote checks fencing tokens (in
 	// fleet mode against etcd, in local mode by the order of grants)
 	// itself (wt-hook install --server): wt-exec then gives every git push
@@ -94,6 +104,24 @@ type Policy struct {
 	// RequireOwner makes wt-exec in a governed worktree name the task's
 	// owner (--owner), or consume a handoff reserved for its client.
 	RequireOwner bool `json:"require_owner,omitempty"`
+}
+
+// EtcdAuth is how a client proves itself to etcd: files on the machine
+// that connects (never their contents), and a user name.
+type EtcdAuth struct {
+	Cert         string `json:"cert,omitempty"`
+	Key          string `json:"key,omitempty"`
+	CACert       string `json:"cacert,omitempty"`
+	User         string `json:"user,omitempty"`
+	PasswordFile string `json:"password_file,omitempty"`
+}
+
+// IsZero reports whether a is no credential at all.
+func (a EtcdAuth) IsZero() bool { return a == EtcdAuth{} }
+
+// EtcdAuth is the policy's etcd credentials.
+func (p Policy) EtcdAuth() EtcdAuth {
+	return EtcdAuth{Cert: p.EtcdCert, Key: p.EtcdKey, CACert: p.EtcdCACert, User: p.EtcdUser, PasswordFile: p.EtcdPasswordFile}
 }
 
 // Branch layouts.

@@ -130,6 +130,26 @@ func (p Policy) ValidateFleet() error {
 	if strings.ContainsAny(p.FleetRemote, " \t\n/") || strings.HasPrefix(p.FleetRemote, "-") {
 		return fmt.Errorf("fleet_remote %q is not a remote name", p.FleetRemote)
 	}
+	return p.EtcdAuth().Validate()
+}
+
+// Validate checks a's shape: absolute paths, a certificate with its key,
+// a user name etcd could have.
+func (a EtcdAuth) Validate() error {
+	for _, f := range []struct{ name, path string }{{"etcd_cert", a.Cert}, {"etcd_key", a.Key}, {"etcd_cacert", a.CACert}, {"etcd_password_file", a.PasswordFile}} {
+		if f.path != "" && !filepath.IsAbs(f.path) {
+			return fmt.Errorf("%s %q is not an absolute path", f.name, f.path)
+		}
+	}
+	if (a.Cert == "") != (a.Key == "") {
+		return errors.New("etcd_cert and etcd_key go together: a client certificate and its private key")
+	}
+	if strings.ContainsAny(a.User, " \t\n:") {
+		return fmt.Errorf("etcd_user %q is not an etcd user name", a.User)
+	}
+	if a.PasswordFile != "" && a.User == "" {
+		return errors.New("etcd_password_file goes with etcd_user")
+	}
 	return nil
 }
 

@@ -6,7 +6,8 @@
 // alone, or as member NAME of the cluster INITIAL_CLUSTER
 // ("m1=http://127.0.0.1:P1,m2=…", etcd's --initial-cluster), and
 // keeps its data in DIR/data, writes DIR/pid and, once etcd serves,
-// DIR/ready, and serves on 127.0.0.1 until SIGTERM or SIGINT. It is a
+// DIR/ready, and serves on 127.0.0.1 until SIGTERM or SIGINT; over TLS,
+// with client certificates required, when $ETCD_SERVER_TLS names them. It is a
 // module of its own, so that etcd's server stays out of wt's requirements
 // (go.mod lists only what wt's packages and tests import; the tests build
 // this program, see core/fleet/etcdtest).
@@ -19,9 +20,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -103,5 +106,17 @@ func config(dir string, clientPort, peerPort int, name, cluster string) *embed.C
 		cfg.TickMs, cfg.ElectionMs = 25, 500
 	}
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	// $ETCD_SERVER_TLS (CA,CERT,KEY: PEM files) serves clients over TLS
+	// and requires their certificates signed by CA (etcd's
+	// --client-cert-auth --trusted-ca-file).
+	if v := os.Getenv("ETCD_SERVER_TLS"); v != "" {
+		f := strings.Split(v, ",")
+		if len(f) == 3 {
+			cu.Scheme = "https"
+			cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
+			cfg.ClientTLSInfo = transport.TLSInfo{TrustedCAFile: f[0], CertFile: f[1], KeyFile: f[2], ClientCertAuth: true}
+			cfg.ClientAutoTLS = false
+		}
+	}
 	return cfg
 }

@@ -35,7 +35,7 @@ func (e *env) fleetOf(c *ucli.Context) (*alloc.Repo, fleet.Coordinator, string, 
 	if err != nil {
 		return nil, nil, "", err
 	}
-	h, err := fleet.NewHelper(pol.EtcdEndpoints, os.Stderr)
+	h, err := fleet.NewHelper(pol.EtcdEndpoints, pol.EtcdAuth(), os.Stderr)
 	if err != nil {
 		return nil, nil, "", err
 	}

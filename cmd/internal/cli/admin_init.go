@@ -10,6 +10,7 @@ import (
 	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/install"
@@ -25,6 +26,11 @@ func policyFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "etcd-endpoints", Usage: "fleet mode: etcd client URLs, comma-separated"},
 		&ucli.StringFlag{Name: "fleet-ttl", Usage: "fleet mode: TTL of a task's fleet lease (default 10s)"},
 		&ucli.StringFlag{Name: "fleet-remote", Usage: "fleet mode: the git remote whose URL names the task keys (default origin)"},
+		&ucli.StringFlag{Name: "etcd-cert", Usage: "fleet mode: the TLS client certificate shown to etcd (an absolute path on this machine; \"\" clears)"},
+		&ucli.StringFlag{Name: "etcd-key", Usage: "fleet mode: that certificate's private key (an absolute path on this machine)"},
+		&ucli.StringFlag{Name: "etcd-cacert", Usage: "fleet mode: the CA certificate that signs etcd's (an absolute path; default: the system's roots)"},
+		&ucli.StringFlag{Name: "etcd-user", Usage: "fleet mode: the etcd user to authenticate as (\"\" clears)"},
+		&ucli.StringFlag{Name: "etcd-password-file", Usage: "fleet mode: the file that holds the etcd user's password (else $WT_ETCD_PASSWORD)"},
 		&ucli.StringFlag{Name: "fleet-server-fence", Usage: "on when the remote checks fencing tokens (wt-hook install --server there, with or without etcd); every push of a wt-exec command then carries its grant's token"},
 		&ucli.StringFlag{Name: "confine", Usage: "wt-exec confines its command with Landlock: off, auto (where the kernel can) or require"},
 		&ucli.StringFlag{Name: "confine-allow", Usage: "more directories a confined command may write beneath: /ABS/DIR[,/ABS/DIR] (\"\" clears)"},
@@ -38,6 +44,8 @@ func policyChange(c *ucli.Context) alloc.PolicyChange {
 		Enforcement: optString(c, "enforcement"), Unmanaged: optString(c, "unmanaged"), MaxActive: optString(c, "max-active"),
 		Coordinator: optString(c, "coordinator"), EtcdEndpoints: optString(c, "etcd-endpoints"),
 		FleetTTL: optString(c, "fleet-ttl"), FleetRemote: optString(c, "fleet-remote"),
+		EtcdCert: optString(c, "etcd-cert"), EtcdKey: optString(c, "etcd-key"), EtcdCACert: optString(c, "etcd-cacert"),
+		EtcdUser: optString(c, "etcd-user"), EtcdPasswordFile: optString(c, "etcd-password-file"),
 		Confine: optString(c, "confine"), ConfineAllow: optString(c, "confine-allow"), FleetServerFence: optString(c, "fleet-server-fence"),
 		BranchLayout: optString(c, "branch-layout"), RequireOwner: optString(c, "require-owner")}
 }
@@ -95,7 +103,7 @@ func (e *env) policyCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "policy",
 		Usage:     "show the policy, or change the fields given",
-		UsageText: "wt-admin policy [--publication-branch B] [--enforcement enforce|warn] [--unmanaged allow|refuse] [--max-active N|unlimited] [--coordinator etcd|none] [--etcd-endpoints URL[,URL]] [--fleet-ttl D] [--fleet-remote NAME]",
+		UsageText: "wt-admin policy [--publication-branch B] [--enforcement enforce|warn] [--unmanaged allow|refuse] [--max-active N|unlimited] [--coordinator etcd|none] [--etcd-endpoints URL[,URL]] [--fleet-ttl D] [--fleet-remote NAME] [--etcd-cert FILE --etcd-key FILE] [--etcd-cacert FILE] [--etcd-user NAME [--etcd-password-file FILE]]",
 		Flags:     append(policyFlags(), clikit.JSONFlag),
 		Action: e.Action("policy", 0, func(c *ucli.Context) error {
 			r, err := e.open(c)
@@ -139,6 +147,9 @@ func printPolicy(w io.Writer, p store.Policy) {
 			fence = "; the remote checks fencing tokens"
 		}
 		fmt.Fprintf(tw, "coordinator\tetcd at %s (fleet lease TTL %s, key space from remote %s%s)\n", strings.Join(p.EtcdEndpoints, ","), ttl, p.FleetRemoteName(), fence)
+		if a := p.EtcdAuth(); !a.IsZero() {
+			fmt.Fprintf(tw, "etcd_auth\t%s\n", fleet.DescribeAuth(a))
+		}
 	} else {
 		fmt.Fprintf(tw, "coordinator\tnone\n")
 	}

@@ -241,7 +241,7 @@ func (rep *Report) checkObjects(ctx context.Context, r *alloc.Repo, tips, bases 
 // answers (outside the store's lock: the network may be slow).
 func (rep *Report) checkFleet(ctx context.Context, r *alloc.Repo, pol store.Policy) {
 	rep.Checked = append(rep.Checked, "fleet")
-	h, err := fleet.NewHelper(pol.EtcdEndpoints, nil)
+	h, err := fleet.NewHelper(pol.EtcdEndpoints, pol.EtcdAuth(), nil)
 	if err != nil {
 		rep.Findings = append(rep.Findings, Finding{Check: "fleet", Subject: fleet.HelperName, Problem: err.Error(), Hint: "install wt again (make install), which installs " + fleet.HelperName})
 		return

@@ -28,6 +28,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/fleet/etcdfleet"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // Main runs the helper and returns its exit status: 0 done, 1 refused,
@@ -51,7 +52,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	out := json.NewEncoder(stdout)
-	co, err := etcdfleet.New(req.Endpoints, req.DialTimeout)
+	var auth store.EtcdAuth
+	if req.Auth != nil {
+		auth = *req.Auth
+	}
+	co, err := etcdfleet.New(req.Endpoints, auth, req.DialTimeout)
 	if err != nil {
 		out.Encode(fleet.Refusal(err))
 		return 1

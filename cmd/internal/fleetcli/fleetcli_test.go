@@ -9,6 +9,7 @@ import (
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/fleet/etcdfleet"
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // TestGrantedAhead: a lease granted while wt-exec works is used by the hold
@@ -16,7 +17,7 @@ import (
 // behind a live writer) or one for another TTL is revoked, and so is one
 // never used.
 func TestGrantedAhead(t *testing.T) {
-	co, err := etcdfleet.New([]string{etcdtest.Start(t)}, 0)
+	co, err := etcdfleet.New([]string{etcdtest.Start(t)}, store.EtcdAuth{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func App(k *clikit.Env) *ucli.App { return hookApp(&env{k}) }
 func hookApp(e *env) *ucli.App {
 	return &ucli.App{
 		Usage:     "git hooks that admit commits and pushes only from the live writer",
-		UsageText: "wt-hook [-C DIR] install [--force] [--binary PATH] | uninstall | status | check [PATH] | run pre-commit | run pre-push REMOTE URL | run reference-transaction STATE | run post-checkout PREV NEW FLAG\n   wt-hook install --server --etcd-endpoints URL[,URL] (--remote-url URL | --key-space ID) [--branch-prefix wt/] | uninstall --server | status --server",
+		UsageText: "wt-hook [-C DIR] install [--force] [--binary PATH] | uninstall | status | check [PATH] | run pre-commit | run pre-push REMOTE URL | run reference-transaction STATE | run post-checkout PREV NEW FLAG\n   wt-hook install --server --etcd-endpoints URL[,URL] (--remote-url URL | --key-space ID) [--branch-prefix wt/] [--etcd-cert FILE --etcd-key FILE] [--etcd-cacert FILE] [--etcd-user NAME [--etcd-password-file FILE]] | uninstall --server | status --server",
 		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			&ucli.StringFlag{Name: "C", Usage: "run as if started in `DIR` (like git -C)"}},
 		Before: func(c *ucli.Context) error {
@@ -73,6 +73,11 @@ func hookApp(e *env) *ucli.App {
 					&ucli.StringFlag{Name: "etcd-endpoints", Usage: "with --server: the fleet's etcd client URLs, comma-separated"},
 					&ucli.StringFlag{Name: "remote-url", Usage: "with --server: the URL clients use for this remote (it names the fleet's key space)"},
 					&ucli.StringFlag{Name: "key-space", Usage: "with --server: the key space itself, instead of --remote-url"},
+					&ucli.StringFlag{Name: "etcd-cert", Usage: "with --server: the TLS client certificate the hook shows etcd (a file on this server)"},
+					&ucli.StringFlag{Name: "etcd-key", Usage: "with --server: that certificate's private key (a file on this server)"},
+					&ucli.StringFlag{Name: "etcd-cacert", Usage: "with --server: the CA certificate that signs etcd's (a file on this server; default: the system's roots)"},
+					&ucli.StringFlag{Name: "etcd-user", Usage: "with --server: the etcd user the hook authenticates as"},
+					&ucli.StringFlag{Name: "etcd-password-file", Usage: "with --server and --etcd-user: the file that holds its password (else $WT_ETCD_PASSWORD in the hook's environment)"},
 					&ucli.StringFlag{Name: "branch-prefix", Value: hooks.DefaultBranchPrefix, Usage: "with --server: task branches are refs/heads/PREFIX<task>"},
 				},
 				Action: e.hooksAction("install", decision.HooksInstalled, "wt's gate is in ", func(c *ucli.Context, g *gitrepo.Repo) (install.Result, error) {

@@ -107,7 +107,13 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 			f.KeySpace = fleet.RemoteIDIn(gitDir, "") // its own path: what local clients compute
 		}
 		for _, kv := range [][2]string{{"receive.advertisePushOptions", "true"}, {hooks.FenceEndpointsKey, strings.Join(f.Endpoints, ",")},
-			{hooks.FenceKeySpaceKey, f.KeySpace}, {hooks.FencePrefixKey, f.BranchPrefix}, {hooks.FenceLocalKey, strconv.FormatBool(f.Local)}} {
+			{hooks.FenceKeySpaceKey, f.KeySpace}, {hooks.FencePrefixKey, f.BranchPrefix}, {hooks.FenceLocalKey, strconv.FormatBool(f.Local)},
+			{hooks.FenceCertKey, f.Auth.Cert}, {hooks.FenceKeyKey, f.Auth.Key}, {hooks.FenceCACertKey, f.Auth.CACert},
+			{hooks.FenceUserKey, f.Auth.User}, {hooks.FencePasswordFileKey, f.Auth.PasswordFile}} {
+			if kv[1] == "" && strings.HasPrefix(kv[0], "wt.fence.etcd") && kv[0] != hooks.FenceEndpointsKey {
+				gitConfig(ctx, gitDir, "--unset", kv[0]) // none given: none kept (git exits 5 when there was none)
+				continue
+			}
 			if err := gitConfig(ctx, gitDir, kv[0], kv[1]); err != nil {
 				return err
 			}
@@ -145,7 +151,7 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 			fmt.Fprintf(w, "fence: task branches refs/heads/%s<task>; local mode: the newest grant's token is accepted, recorded in %s\n", f.BranchPrefix, filepath.Join(gitDir, "wt-fence"))
 			return
 		}
-		fmt.Fprintf(w, "fence: task branches refs/heads/%s<task>; tokens checked against etcd at %s under %s\n", f.BranchPrefix, strings.Join(f.Endpoints, ","), fleet.Prefix(f.KeySpace))
+		fmt.Fprintf(w, "fence: task branches refs/heads/%s<task>; tokens checked against etcd at %s under %s%s\n", f.BranchPrefix, strings.Join(f.Endpoints, ","), fleet.Prefix(f.KeySpace), prefixed("; ", fleet.DescribeAuth(f.Auth)))
 	})
 }
 
@@ -163,6 +169,14 @@ func fenceFromFlags(c *ucli.Context) (hooks.ServerFence, error) {
 	}
 	// Without etcd the fence is local: the remote orders the grants itself.
 	f.Local = len(f.Endpoints) == 0
+	f.Auth = store.EtcdAuth{Cert: c.String("etcd-cert"), Key: c.String("etcd-key"), CACert: c.String("etcd-cacert"),
+		User: c.String("etcd-user"), PasswordFile: c.String("etcd-password-file")}
+	if err := f.Auth.Validate(); err != nil {
+		return f, clikit.UsageErr("%v", strings.NewReplacer("etcd_", "--etcd-", "_", "-").Replace(err.Error()))
+	}
+	if f.Local && !f.Auth.IsZero() {
+		return f, clikit.UsageErr("--etcd-cert, --etcd-key, --etcd-cacert and --etcd-user go with --etcd-endpoints (a local fence asks no etcd)")
+	}
 	switch {
 	case c.IsSet("remote-url") && c.IsSet("key-space"):
 		return f, clikit.UsageErr("install --server takes one of --remote-url URL (as clients name this remote) or --key-space ID")

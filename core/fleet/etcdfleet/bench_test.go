@@ -8,6 +8,7 @@ import (
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/fleet/etcdfleet"
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // BenchmarkAcquireRelease is one fleet lease taken (grant + create-if-absent
@@ -18,7 +19,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	for _, where := range []string{"separate-process"} {
 		b.Run(where, func(b *testing.B) {
 			ep := etcdtest.Start(b)
-			co, err := etcdfleet.New([]string{ep}, 0)
+			co, err := etcdfleet.New([]string{ep}, store.EtcdAuth{}, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -7,9 +7,11 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // DefaultDialTimeout bounds every etcd call: etcd that does not answer
@@ -35,9 +38,12 @@ type Coordinator struct {
 
 var _ fleet.Coordinator = (*Coordinator)(nil)
 
-// New connects to the cluster at endpoints. The connection is made lazily:
-// an unreachable cluster shows at the first call, within timeout.
-func New(endpoints []string, timeout time.Duration) (*Coordinator, error) {
+// New connects to the cluster at endpoints, proving itself with auth
+// (store.EtcdAuth: a TLS client certificate, the CA that signs etcd's
+// certificate, an etcd user and its password). The connection is made
+// lazily: an unreachable cluster shows at the first call, within timeout.
+// A credential that cannot be read is FLEET_UNREACHABLE naming the file.
+func New(endpoints []string, auth store.EtcdAuth, timeout time.Duration) (*Coordinator, error) {
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
 	}
@@ -48,11 +54,15 @@ func New(endpoints []string, timeout time.Duration) (*Coordinator, error) {
 		DialKeepAliveTimeout: timeout,
 		Logger:               zap.NewNop(),
 	}
-	for _, e := range endpoints {
-		if strings.HasPrefix(e, "https://") {
-			// https endpoints: the system's roots verify the server.
-			// Client certificates and etcd users are not supported yet.
-			cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	tlsCfg, err := tlsConfig(endpoints, auth)
+	if err != nil {
+		return nil, err
+	}
+	cfg.TLS = tlsCfg
+	if auth.User != "" {
+		cfg.Username = auth.User
+		if cfg.Password, err = password(auth); err != nil {
+			return nil, err
 		}
 	}
 	c, err := clientv3.New(cfg)
@@ -62,8 +72,78 @@ func New(endpoints []string, timeout time.Duration) (*Coordinator, error) {
 	return &Coordinator{c: c, timeout: timeout}, nil
 }
 
+// tlsConfig is the TLS of https endpoints: etcd's certificate verified
+// against auth's CA (else the system's roots), and auth's client
+// certificate shown. nil for http endpoints without TLS credentials.
+func tlsConfig(endpoints []string, auth store.EtcdAuth) (*tls.Config, error) {
+	https := false
+	for _, e := range endpoints {
+		https = https || strings.HasPrefix(e, "https://")
+	}
+	if !https && auth.Cert == "" && auth.CACert == "" {
+		return nil, nil
+	}
+	if !https {
+		return nil, decision.New(decision.FleetUnreachable, "a TLS client certificate or CA is set for etcd, and its endpoints %s are not https://", strings.Join(endpoints, ",")).
+			WithHint("name etcd's https:// endpoints: wt-admin policy --etcd-endpoints https://HOST:2379")
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if auth.CACert != "" {
+		pem, err := os.ReadFile(auth.CACert)
+		if err != nil {
+			return nil, credential(err, auth.CACert, "the CA certificate")
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, credential(errors.New("no PEM certificate in it"), auth.CACert, "the CA certificate")
+		}
+	}
+	if auth.Cert != "" {
+		pair, err := tls.LoadX509KeyPair(auth.Cert, auth.Key)
+		if err != nil {
+			return nil, credential(err, auth.Cert+" and "+auth.Key, "the client certificate and key")
+		}
+		c.Certificates = []tls.Certificate{pair}
+	}
+	return c, nil
+}
+
+// password is the etcd user's password: its file's first line, else
+// $WT_ETCD_PASSWORD.
+func password(auth store.EtcdAuth) (string, error) {
+	if auth.PasswordFile == "" {
+		if p, ok := os.LookupEnv(fleet.PasswordEnv); ok {
+			return p, nil
+		}
+		return "", decision.New(decision.FleetUnreachable, "etcd user %s has no password here: no password file is set and $%s is not", auth.User, fleet.PasswordEnv).
+			WithHint("name the file that holds it: wt-admin policy --etcd-password-file /ABS/FILE (or set %s)", fleet.PasswordEnv)
+	}
+	b, err := os.ReadFile(auth.PasswordFile)
+	if err != nil {
+		return "", credential(err, auth.PasswordFile, "the etcd password file")
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return strings.TrimSuffix(line, "\r"), nil
+}
+
+// credential is FLEET_UNREACHABLE for a credential file that cannot be
+// used: fleet mode fails closed.
+func credential(err error, path, what string) error {
+	return decision.Wrap(decision.FleetUnreachable, err, "read %s %s", what, path).
+		WithHint("make %s readable by this user (each machine holds its own credentials), or change it: wt-admin policy shows the files", path)
+}
+
 func unreachable(err error, endpoints []string) error {
-	return decision.Wrap(decision.FleetUnreachable, err, "etcd at %s", strings.Join(endpoints, ",")).
+	at := strings.Join(endpoints, ",")
+	switch {
+	case errors.Is(err, rpctypes.ErrPermissionDenied):
+		return decision.Wrap(decision.FleetUnreachable, err, "etcd at %s refuses this client the key (permission denied)", at).
+			WithHint("give the etcd user a role with readwrite on this remote's keys: etcdctl role grant-permission ROLE --prefix=true readwrite wt/KEY_SPACE/ (wt-admin fleet status names the key space; docs/design.md has the role layout)")
+	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrInvalidAuthToken), errors.Is(err, rpctypes.ErrUserEmpty):
+		return decision.Wrap(decision.FleetUnreachable, err, "etcd at %s does not accept this client's user and password", at).
+			WithHint("check the user and its password file: wt-admin policy shows them (--etcd-user, --etcd-password-file)")
+	}
+	return decision.Wrap(decision.FleetUnreachable, err, "etcd at %s", at).
 		WithHint("check that etcd runs and is reachable (wt-admin policy shows the endpoints); fleet mode fails closed")
 }
 

@@ -10,12 +10,13 @@ import (
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/fleet/etcdfleet"
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // coordinator is a Coordinator on a fresh real etcd, closed at the end.
 func coordinator(t *testing.T) *etcdfleet.Coordinator {
 	t.Helper()
-	a, err := etcdfleet.New([]string{etcdtest.Start(t)}, 0)
+	a, err := etcdfleet.New([]string{etcdtest.Start(t)}, store.EtcdAuth{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := etcdfleet.New([]string{"http://127.0.0.1:" + strconv.Itoa(port)}, 300*time.Millisecond)
+	c, err := etcdfleet.New([]string{"http://127.0.0.1:" + strconv.Itoa(port)}, store.EtcdAuth{}, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,6 +172,12 @@ func freePorts(t testing.TB, n int) []int {
 // INITIAL_CLUSTER) that ends with the test.
 func startMember(t testing.TB, dir string, clientPort, peerPort int, extra ...string) *Member {
 	t.Helper()
+	return startMemberEnv(t, dir, clientPort, peerPort, nil, extra...)
+}
+
+// startMemberEnv is startMember with more environment for the process.
+func startMemberEnv(t testing.TB, dir string, clientPort, peerPort int, env []string, extra ...string) *Member {
+	t.Helper()
 	bin, err := Binary()
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +190,7 @@ func startMember(t testing.TB, dir string, clientPort, peerPort int, extra ...st
 		m.Name = extra[0]
 	}
 	m.cmd = exec.Command(bin, append([]string{dir, strconv.Itoa(clientPort), strconv.Itoa(peerPort)}, extra...)...)
+	m.cmd.Env = append(os.Environ(), env...)
 	out, err := os.Create(filepath.Join(dir, "output"))
 	if err != nil {
 		t.Fatal(err)
