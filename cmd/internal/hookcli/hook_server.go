@@ -47,7 +47,7 @@ func serverRepo(ctx context.Context) (gitDir, hooksDir string, err error) {
 			// keeps git's protection is to act as that user.
 			wd, _ := os.Getwd()
 			return "", "", decision.New(decision.GitFailed, "git refuses this repository: %s", msg).
-				WithHint("run it as the repository's owner, who runs the hooks: sudo -u %s sh -c 'cd %s && wt-hook install --server'", ownerName(wd), shell.Quote(wd))
+				WithHint("run it as the repository's owner, who runs the hooks: sudo -u %s wt-hook -C %s install --server", ownerName(wd), shell.Quote(wd))
 		}
 		return "", "", decision.Wrap(decision.NotAGitRepository, err, "this directory is not in a git repository").
 			WithHint("run wt-hook install --server inside the remote repository (e.g. cd /srv/git/app.git)")
@@ -187,7 +187,8 @@ func fenceFromFlags(c *ucli.Context) (hooks.ServerFence, error) {
 		return f, nil // local: the key space of the remote's own path
 	case c.IsSet("remote-url"):
 		cwd, _ := os.Getwd()
-		f.KeySpace = fleet.RemoteIDIn(c.String("remote-url"), cwd)
+		sp := fleet.Spelling{CaseSensitive: c.Bool("case-sensitive"), ResolveHost: fleet.SSHResolver(c.Context, os.Getenv("GIT_SSH_COMMAND"))}
+		f.KeySpace = sp.RemoteIDIn(c.String("remote-url"), cwd)
 	default:
 		f.KeySpace = c.String("key-space")
 	}
