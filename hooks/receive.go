@@ -148,6 +148,10 @@ func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) er
 		if !ok {
 			continue
 		}
+		if space, ok := pushSpace(options); ok && !f.Local && space != f.KeySpace {
+			return decision.New(decision.FleetKeySpaceMismatch, "this push updates %s, and its fleet lease lives in key space %s, but this remote checks tokens under %s: the clone names the remote by another URL than the fence was installed with", u.Ref, space, f.KeySpace).
+				WithHint("make them one: install the fence with the URL the clients use (wt-hook install --server --remote-url URL), or have the clients name the remote as the fence does (git remote set-url origin URL); wt-admin fleet status shows a clone's key space")
+		}
 		toks := tokens[task]
 		if len(toks) > 1 {
 			// Exactly one token per task: a pusher that tries several is
@@ -211,6 +215,16 @@ func pushTokens(options []string) (map[string][]token, error) {
 		}
 	}
 	return tokens, nil
+}
+
+// pushSpace is the key space a push names (fleet.SpaceOption), if any.
+func pushSpace(options []string) (string, bool) {
+	for _, o := range options {
+		if v, ok := strings.CutPrefix(o, fleet.SpaceOption+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // taskOf is the task whose branch ref is, if it is a task branch.

@@ -171,3 +171,22 @@ func TestLocalFenceShared(t *testing.T) {
 		}
 	}
 }
+
+// TestPreReceiveKeySpace: a push whose fleet lease lives in another key
+// space than the remote checks (the clone spells the remote's URL
+// otherwise) is refused as FLEET_KEY_SPACE_MISMATCH, not as a lost lease;
+// in its own key space it goes on to the token's check.
+func TestPreReceiveKeySpace(t *testing.T) {
+	f := ServerFence{Endpoints: []string{"http://x"}, KeySpace: "ks", BranchPrefix: "wt/"}
+	line := "0000000000000000000000000000000000000000 1111111111111111111111111111111111111111 refs/heads/wt/T-1\n"
+	tok := fleet.FenceToken("T-1", 7, "0123456789abcdef0123456789abcdef")
+	checked := false
+	check := func(context.Context, string, int64, string) error { checked = true; return nil }
+	err := PreReceive(f, strings.NewReader(line), []string{tok, fleet.SpaceOption + "=other"}, check)
+	if decision.CodeOf(err) != decision.FleetKeySpaceMismatch || checked {
+		t.Fatalf("another key space: %v (checked %v)", err, checked)
+	}
+	if err := PreReceive(f, strings.NewReader(line), []string{tok, fleet.SpaceOption + "=ks"}, check); err != nil || !checked {
+		t.Fatalf("its own key space: %v (checked %v)", err, checked)
+	}
+}

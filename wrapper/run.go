@@ -452,6 +452,11 @@ func childEnv(environ []string, g lease.Grant, secret string) []string {
 			// the remote refuses those.
 		default:
 			out = withPushOption(out, fleet.FenceToken(g.Allocation.TaskKey, epoch, secret))
+			if f := g.Lease.Fleet; f != nil {
+				if space := fleet.SpaceOfKey(f.Key); space != "" {
+					out = withPushOption(out, fleet.SpaceOption+"="+space)
+				}
+			}
 		}
 	}
 	return withGitDefault(out, "reftable.lockTimeout", reftableLockTimeout)

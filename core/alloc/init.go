@@ -30,8 +30,8 @@ type PolicyChange struct {
 	// TLS client certificate and key, the CA), the etcd user and the
 	// file of its password; "" clears one.
 	EtcdCert, EtcdKey, EtcdCACert, EtcdUser, EtcdPasswordFile *string
-	// FleetServerFence is on or off.
-	FleetServerFence *string
+	// FleetServerFence and FleetCaseSensitive are on or off.
+	FleetServerFence, FleetCaseSensitive *string
 	// Confine is off, auto or require; ConfineAllow comma-separated
 	// absolute directories ("" clears the list).
 	Confine, ConfineAllow *string
@@ -45,7 +45,7 @@ func (c PolicyChange) empty() bool {
 	return c.PublicationBranch == nil && c.Enforcement == nil && c.Unmanaged == nil && c.MaxActive == nil &&
 		c.Coordinator == nil && c.EtcdEndpoints == nil && c.FleetTTL == nil && c.FleetRemote == nil &&
 		c.EtcdCert == nil && c.EtcdKey == nil && c.EtcdCACert == nil && c.EtcdUser == nil && c.EtcdPasswordFile == nil &&
-		c.Confine == nil && c.ConfineAllow == nil && c.FleetServerFence == nil && c.BranchLayout == nil && c.RequireOwner == nil
+		c.Confine == nil && c.ConfineAllow == nil && c.FleetServerFence == nil && c.FleetCaseSensitive == nil && c.BranchLayout == nil && c.RequireOwner == nil
 }
 
 // InitResult is what init did.
@@ -268,6 +268,17 @@ func applyFleet(next *store.Policy, c PolicyChange) error {
 				WithHint("pass --fleet-server-fence on (the remote runs wt-hook install --server) or off")
 		}
 	}
+	if v := c.FleetCaseSensitive; v != nil {
+		switch *v {
+		case "on":
+			next.FleetCaseSensitive = true
+		case "off":
+			next.FleetCaseSensitive = false
+		default:
+			return decision.New(decision.InvalidPolicy, "fleet-case-sensitive %q is not on or off", *v).
+				WithHint("pass --fleet-case-sensitive on (the server's paths differ by case) or off (the default: a forge's)")
+		}
+	}
 	if err := next.ValidateFleet(); err != nil {
 		return decision.New(decision.InvalidPolicy, "%v", err).
 			WithHint("fleet mode: wt-admin policy --coordinator etcd --etcd-endpoints http://HOST:2379[,...] [--fleet-ttl 10s] [--fleet-remote origin] [--etcd-cert /ABS/CERT --etcd-key /ABS/KEY] [--etcd-cacert /ABS/CA] [--etcd-user NAME --etcd-password-file /ABS/FILE]; --coordinator none turns it off")
@@ -278,6 +289,7 @@ func applyFleet(next *store.Policy, c PolicyChange) error {
 		// itself (hooks.LocalChecker).
 		next.EtcdEndpoints, next.FleetTTL, next.FleetRemote = nil, "", ""
 		next.EtcdCert, next.EtcdKey, next.EtcdCACert, next.EtcdUser, next.EtcdPasswordFile = "", "", "", "", ""
+		next.FleetCaseSensitive = false
 	}
 	return nil
 }
@@ -337,6 +349,7 @@ func policyDiffs(pol, next store.Policy) []Diff {
 	add("fleet_ttl", pol.FleetTTL, next.FleetTTL)
 	add("fleet_remote", pol.FleetRemote, next.FleetRemote)
 	add("fleet_server_fence", OnOff(pol.FleetServerFence), OnOff(next.FleetServerFence))
+	add("fleet_case_sensitive", OnOff(pol.FleetCaseSensitive), OnOff(next.FleetCaseSensitive))
 	add("etcd_cert", pol.EtcdCert, next.EtcdCert)
 	add("etcd_key", pol.EtcdKey, next.EtcdKey)
 	add("etcd_cacert", pol.EtcdCACert, next.EtcdCACert)

@@ -102,6 +102,25 @@ func Prefix(remoteID string) string { return "wt/" + remoteID + "/tasks/" }
 // and the remote keep its SHA-256 alone.
 const FenceOption = "wt-fence"
 
+// SpaceOption is the push option that names the key space the pusher's
+// fleet lease lives in ("wt-fence-space=<id>"): a remote whose fence
+// checks another key space refuses the push as FLEET_KEY_SPACE_MISMATCH,
+// which says what to fix, rather than as a lost lease.
+const SpaceOption = "wt-fence-space"
+
+// SpaceOfKey is the key space of a fleet key (wt/<space>/tasks/<task>).
+func SpaceOfKey(key string) string {
+	rest, ok := strings.CutPrefix(key, "wt/")
+	if !ok {
+		return ""
+	}
+	space, _, ok := strings.Cut(rest, "/tasks/")
+	if !ok {
+		return ""
+	}
+	return space
+}
+
 // FenceToken is the push option for task at epoch with secret.
 func FenceToken(task string, epoch int64, secret string) string {
 	return fmt.Sprintf("%s=%s@%d.%s", FenceOption, task, epoch, secret)
@@ -140,8 +159,8 @@ func ParseFenceToken(v string) (task string, epoch int64, secret string, err err
 func Key(remoteID, taskKey string) string { return Prefix(remoteID) + taskKey }
 
 // RemoteID names a remote's key space: the first 16 hex digits of the
-// sha256 of its normalized URL, so that every clone of one remote meets
-// in the same keys whatever URL form it uses.
+// SHA-256 of its normalized URL (Spelling{}: paths case-folded, ssh host
+// aliases kept).
 func RemoteID(remoteURL string) string { return RemoteIDIn(remoteURL, "") }
 
 // RemoteIDIn is RemoteID for a remote URL as the repository whose working
@@ -149,19 +168,36 @@ func RemoteID(remoteURL string) string { return RemoteIDIn(remoteURL, "") }
 // base (where git resolves it), as it would be by git there, and a local
 // path's symlinks are resolved, so that every spelling of one remote gives
 // one key space.
-func RemoteIDIn(remoteURL, base string) string {
-	sum := sha256.Sum256([]byte(NormalizeURLIn(remoteURL, base)))
-	return hex.EncodeToString(sum[:8])
+func RemoteIDIn(remoteURL, base string) string { return Spelling{}.RemoteIDIn(remoteURL, base) }
+
+// Spelling is how the spellings of one remote's URL are made one key
+// space. By default a network URL's path is case-folded, whatever the
+// host: forges (GitHub, GitLab, Gitea, Forgejo, Bitbucket) treat
+// Team/App and team/app as one repository, and a clone that spelled it
+// otherwise would get a key space of its own, a second holder of every
+// task. CaseSensitive keeps the case, for a server whose paths differ by
+// case (a plain ssh or http-backend server on a case-sensitive file
+// system, where both spellings may be two repositories). ResolveHost, when
+// set, maps an ssh host (an alias of ~/.ssh/config) to the host it
+// connects to (SSHResolver). Local paths keep their case.
+type Spelling struct {
+	CaseSensitive bool
+	ResolveHost   func(host string) string
 }
 
-// caseFoldHosts are the hosting services whose repository paths are not
-// case sensitive: github.com/Acme/App is github.com/acme/app.
-var caseFoldHosts = map[string]bool{"github.com": true, "gitlab.com": true, "bitbucket.org": true, "codeberg.org": true}
+// RemoteIDIn is RemoteIDIn under sp.
+func (sp Spelling) RemoteIDIn(remoteURL, base string) string {
+	sum := sha256.Sum256([]byte(sp.NormalizeURLIn(remoteURL, base)))
+	return hex.EncodeToString(sum[:8])
+}
 
 // NormalizeURLIn is NormalizeURL with a relative local path resolved
 // against base ("" for the working directory) and a local path's symlinks
 // resolved (with or without its ".git").
-func NormalizeURLIn(raw, base string) string {
+func NormalizeURLIn(raw, base string) string { return Spelling{}.NormalizeURLIn(raw, base) }
+
+// NormalizeURLIn is NormalizeURLIn under sp.
+func (sp Spelling) NormalizeURLIn(raw, base string) string {
 	s := strings.TrimPrefix(strings.TrimSpace(raw), "file://")
 	if isLocalPath(s) {
 		if !filepath.IsAbs(s) && base != "" {
@@ -174,7 +210,7 @@ func NormalizeURLIn(raw, base string) string {
 			}
 		}
 	}
-	return NormalizeURL(s)
+	return sp.NormalizeURL(s)
 }
 
 // LocalRemoteDir is the git dir of a remote URL that names a repository on
@@ -210,21 +246,27 @@ func isLocalPath(s string) bool {
 
 // hostPath is a hosted remote's host and path, the host lower-cased and,
 // on a service whose paths are not case sensitive, the path too.
-func hostPath(host, p string) string {
+func (sp Spelling) hostPath(host, p string, ssh bool) string {
+	if ssh && sp.ResolveHost != nil {
+		host = sp.ResolveHost(host)
+	}
 	host = strings.ToLower(host)
 	p = path.Clean("/" + p)
-	if caseFoldHosts[host] {
+	if !sp.CaseSensitive {
 		p = strings.ToLower(p)
 	}
 	return host + p
 }
 
 // NormalizeURL reduces a git remote URL to host and path: scheme, user,
-// port, a trailing ".git" and trailing slashes go, the host is lower-cased,
-// and scp-like "user@host:path" is read as ssh. A local path is made clean
+// port, a trailing ".git" and trailing slashes go, the host and the path
+// are lower-cased (Spelling), and scp-like "user@host:path" is read as ssh. A local path is made clean
 // (and absolute when it is not). So https://Host/a/b.git,
 // ssh://git@host:22/a/b and git@host:a/b all give "host/a/b".
-func NormalizeURL(raw string) string {
+func NormalizeURL(raw string) string { return Spelling{}.NormalizeURL(raw) }
+
+// NormalizeURL is NormalizeURL under sp.
+func (sp Spelling) NormalizeURL(raw string) string {
 	s := strings.TrimSpace(raw)
 	trim := func(p string) string {
 		p = strings.TrimRight(p, "/")
@@ -232,7 +274,7 @@ func NormalizeURL(raw string) string {
 		return strings.TrimRight(p, "/")
 	}
 	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
-		return hostPath(u.Hostname(), trim(u.Path))
+		return sp.hostPath(u.Hostname(), trim(u.Path), u.Scheme == "ssh" || u.Scheme == "git+ssh" || u.Scheme == "ssh+git")
 	}
 	s = strings.TrimPrefix(s, "file://")
 	// scp-like: [user@]host:path, where host has no slash before the colon.
@@ -241,7 +283,7 @@ func NormalizeURL(raw string) string {
 		if j := strings.LastIndex(host, "@"); j >= 0 {
 			host = host[j+1:]
 		}
-		return hostPath(host, trim(s[i+1:]))
+		return sp.hostPath(host, trim(s[i+1:]), true)
 	}
 	if abs, err := filepath.Abs(s); err == nil {
 		s = abs

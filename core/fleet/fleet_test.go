@@ -1,8 +1,11 @@
 package fleet
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -64,7 +67,50 @@ func TestRemoteIDIn(t *testing.T) {
 	if RemoteIDIn("../other.git", repo) == want {
 		t.Error("another remote shares the key space")
 	}
-	if RemoteIDIn("https://gitlab.example.com/Acme/App", "") == RemoteIDIn("https://gitlab.example.com/acme/app", "") {
-		t.Error("a host not known to fold case folded the path")
+	if RemoteIDIn(strings.ToUpper(remote), repo) == want {
+		t.Error("a local path's case was folded")
+	}
+}
+
+// TestSpellingCase: a self-hosted forge's URL spelled in another case is
+// one key space (every forge folds its paths), unless the server's paths
+// are case sensitive.
+func TestSpellingCase(t *testing.T) {
+	for _, pair := range [][2]string{
+		{"https://git.example.com/Team/App.git", "https://git.example.com/team/app"},
+		{"git@gitea.internal:Team/App.git", "ssh://git@gitea.internal:2222/team/app"},
+	} {
+		if RemoteID(pair[0]) != RemoteID(pair[1]) {
+			t.Errorf("%s and %s are two key spaces", pair[0], pair[1])
+		}
+		sensitive := Spelling{CaseSensitive: true}
+		if sensitive.RemoteIDIn(pair[0], "") == sensitive.RemoteIDIn(pair[1], "") {
+			t.Errorf("case sensitive: %s and %s are one key space", pair[0], pair[1])
+		}
+	}
+}
+
+// TestSpellingSSHAlias: an ssh host alias (~/.ssh/config's Host with a
+// HostName) is the host it connects to, as git's ssh command resolves it.
+func TestSpellingSSHAlias(t *testing.T) {
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Skip("no ssh here")
+	}
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	if err := os.WriteFile(cfg, []byte("Host work\n  HostName git.example.com\n  User git\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp := Spelling{ResolveHost: SSHResolver(context.Background(), "ssh -F "+cfg)}
+	want := sp.RemoteIDIn("git@git.example.com:team/app.git", "")
+	for _, u := range []string{"work:team/app.git", "ssh://work/team/app", "git@work:Team/App"} {
+		if got := sp.RemoteIDIn(u, ""); got != want {
+			t.Errorf("%s: key space %s (%s), want %s", u, got, sp.NormalizeURLIn(u, ""), want)
+		}
+	}
+	if sp.RemoteIDIn("https://work/team/app", "") == want {
+		t.Error("an https host was resolved as an ssh alias")
+	}
+	if (Spelling{}).RemoteIDIn("work:team/app.git", "") == want {
+		t.Error("without the resolver the alias is its own key space: the test shows nothing")
 	}
 }

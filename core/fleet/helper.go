@@ -443,7 +443,14 @@ func KeySpace(ctx context.Context, g *gitrepo.Repo, pol store.Policy) (string, e
 		return "", decision.Wrap(decision.GitFailed, err, "git remote get-url %s", remote)
 	}
 	raw := strings.TrimSpace(string(out))
-	space := RemoteIDIn(raw, g.TopLevel)
+	sshCmd := os.Getenv("GIT_SSH_COMMAND")
+	if sshCmd == "" {
+		if b, err := g.Git(ctx, true, "config", "--get", "core.sshCommand"); err == nil {
+			sshCmd = strings.TrimSpace(string(b))
+		}
+	}
+	sp := Spelling{CaseSensitive: pol.FleetCaseSensitive, ResolveHost: SSHResolver(ctx, sshCmd)}
+	space := sp.RemoteIDIn(raw, g.TopLevel)
 	// A fenced remote on this machine records the key space it checks
 	// tokens under: a client that computes another would hold task keys
 	// the remote does not know.
@@ -477,4 +484,37 @@ func DescribeAuth(a store.EtcdAuth) string {
 		parts = append(parts, "user "+a.User+" (password in "+pw+")")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// SSHResolver is a Spelling's ResolveHost that asks ssh which host an ssh
+// URL's host connects to, as git's ssh would (`ssh -G HOST`, its hostname
+// line): an alias of ~/.ssh/config ("Host work" with "HostName
+// git.example.com") names the same remote as the host itself. sshCommand
+// is git's (GIT_SSH_COMMAND or core.sshCommand; "" for ssh). An ssh that
+// cannot be run, or does not answer in five seconds, leaves the host as
+// written.
+func SSHResolver(ctx context.Context, sshCommand string) func(string) string {
+	if sshCommand == "" {
+		sshCommand = "ssh"
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return func(host string) string {
+		if strings.HasPrefix(host, "-") {
+			return host
+		}
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(c, "sh", "-c", sshCommand+` -G "$1"`, "sh", host).Output()
+		if err != nil {
+			return host
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if v, ok := strings.CutPrefix(line, "hostname "); ok && strings.TrimSpace(v) != "" {
+				return strings.TrimSpace(v)
+			}
+		}
+		return host
+	}
 }

@@ -177,75 +177,82 @@ func (x *Policy) DecodeFastJSON(d *strictjson.Dec) {
 			}
 			seen |= 0x400
 			x.FleetRemote = d.String()
-		case "etcd_cert":
+		case "fleet_case_sensitive":
 			if seen&0x800 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x800
-			x.EtcdCert = d.String()
-		case "etcd_key":
+			x.FleetCaseSensitive = d.Bool()
+		case "etcd_cert":
 			if seen&0x1000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x1000
-			x.EtcdKey = d.String()
-		case "etcd_cacert":
+			x.EtcdCert = d.String()
+		case "etcd_key":
 			if seen&0x2000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x2000
-			x.EtcdCACert = d.String()
-		case "etcd_user":
+			x.EtcdKey = d.String()
+		case "etcd_cacert":
 			if seen&0x4000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x4000
-			x.EtcdUser = d.String()
-		case "etcd_password_file":
+			x.EtcdCACert = d.String()
+		case "etcd_user":
 			if seen&0x8000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x8000
-			x.EtcdPasswordFile = d.String()
-		case "fleet_server_fence":
+			x.EtcdUser = d.String()
+		case "etcd_password_file":
 			if seen&0x10000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x10000
-			x.FleetServerFence = d.Bool()
-		case "confine":
+			x.EtcdPasswordFile = d.String()
+		case "fleet_server_fence":
 			if seen&0x20000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x20000
-			x.Confine = d.String()
-		case "confine_allow":
+			x.FleetServerFence = d.Bool()
+		case "confine":
 			if seen&0x40000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x40000
-			x.ConfineAllow = d.Strings()
-		case "branch_layout":
+			x.Confine = d.String()
+		case "confine_allow":
 			if seen&0x80000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x80000
-			x.BranchLayout = d.String()
-		case "require_owner":
+			x.ConfineAllow = d.Strings()
+		case "branch_layout":
 			if seen&0x100000 != 0 {
 				d.GiveUp()
 				return
 			}
 			seen |= 0x100000
+			x.BranchLayout = d.String()
+		case "require_owner":
+			if seen&0x200000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x200000
 			x.RequireOwner = d.Bool()
 		default:
 			d.GiveUp()
@@ -304,6 +311,11 @@ func (x Policy) AppendFastJSON(e *strictjson.Enc, depth int) {
 	if len(x.FleetRemote) != 0 {
 		e.Key(n, "\"fleet_remote\"", depth)
 		e.String(x.FleetRemote)
+		n++
+	}
+	if x.FleetCaseSensitive {
+		e.Key(n, "\"fleet_case_sensitive\"", depth)
+		e.Bool(x.FleetCaseSensitive)
 		n++
 	}
 	if len(x.EtcdCert) != 0 {

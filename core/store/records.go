@@ -76,6 +76,9 @@ type Policy struct {
 	// FleetRemote is the git remote whose URL names the key space
 	// (default origin).
 	FleetRemote string `json:"fleet_remote,omitempty"`
+	// FleetCaseSensitive keeps the case of the remote URL's path in the
+	// key space (fleet.Spelling): for a server whose paths differ by case.
+	FleetCaseSensitive bool `json:"fleet_case_sensitive,omitempty"`
 	// etcd's credentials on this machine, as files (their contents are
 	// never copied into the store, the events or a lease): a TLS client
 	// certificate and its key, the CA that signs etcd's certificate, and

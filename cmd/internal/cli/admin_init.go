@@ -26,6 +26,7 @@ func policyFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "etcd-endpoints", Usage: "fleet mode: etcd client URLs, comma-separated"},
 		&ucli.StringFlag{Name: "fleet-ttl", Usage: "fleet mode: TTL of a task's fleet lease (default 10s)"},
 		&ucli.StringFlag{Name: "fleet-remote", Usage: "fleet mode: the git remote whose URL names the task keys (default origin)"},
+		&ucli.StringFlag{Name: "fleet-case-sensitive", Usage: "fleet mode: on keeps the case of the remote URL's path in its key space (a server whose paths differ by case); off, the default, folds it as forges do"},
 		&ucli.StringFlag{Name: "etcd-cert", Usage: "fleet mode: the TLS client certificate shown to etcd (an absolute path on this machine; \"\" clears)"},
 		&ucli.StringFlag{Name: "etcd-key", Usage: "fleet mode: that certificate's private key (an absolute path on this machine)"},
 		&ucli.StringFlag{Name: "etcd-cacert", Usage: "fleet mode: the CA certificate that signs etcd's (an absolute path; default: the system's roots)"},
@@ -46,7 +47,7 @@ func policyChange(c *ucli.Context) alloc.PolicyChange {
 		FleetTTL: optString(c, "fleet-ttl"), FleetRemote: optString(c, "fleet-remote"),
 		EtcdCert: optString(c, "etcd-cert"), EtcdKey: optString(c, "etcd-key"), EtcdCACert: optString(c, "etcd-cacert"),
 		EtcdUser: optString(c, "etcd-user"), EtcdPasswordFile: optString(c, "etcd-password-file"),
-		Confine: optString(c, "confine"), ConfineAllow: optString(c, "confine-allow"), FleetServerFence: optString(c, "fleet-server-fence"),
+		Confine: optString(c, "confine"), ConfineAllow: optString(c, "confine-allow"), FleetServerFence: optString(c, "fleet-server-fence"), FleetCaseSensitive: optString(c, "fleet-case-sensitive"),
 		BranchLayout: optString(c, "branch-layout"), RequireOwner: optString(c, "require-owner")}
 }
 

@@ -73,6 +73,7 @@ func hookApp(e *env) *ucli.App {
 					&ucli.StringFlag{Name: "etcd-endpoints", Usage: "with --server: the fleet's etcd client URLs, comma-separated"},
 					&ucli.StringFlag{Name: "remote-url", Usage: "with --server: the URL clients use for this remote (it names the fleet's key space)"},
 					&ucli.StringFlag{Name: "key-space", Usage: "with --server: the key space itself, instead of --remote-url"},
+					&ucli.BoolFlag{Name: "case-sensitive", Usage: "with --server --remote-url: keep the case of the URL's path in the key space, as clients do with policy --fleet-case-sensitive on"},
 					&ucli.StringFlag{Name: "etcd-cert", Usage: "with --server: the TLS client certificate the hook shows etcd (a file on this server)"},
 					&ucli.StringFlag{Name: "etcd-key", Usage: "with --server: that certificate's private key (a file on this server)"},
 					&ucli.StringFlag{Name: "etcd-cacert", Usage: "with --server: the CA certificate that signs etcd's (a file on this server; default: the system's roots)"},
