@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,5 +50,20 @@ func TestInstallConfigEnabled(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestHalfMadeWorktree: git's failure on another worktree's metadata that
+// a concurrent git worktree add has not filled yet is recognised (and
+// waited out by setWorktreeHooksPath); other failures are not.
+func TestHalfMadeWorktree(t *testing.T) {
+	msg := errors.New("git config --worktree core.hooksPath /r/.git/wt-hooks: fatal: failed to read /r/.git/worktrees/repo-T-10/commondir: Success")
+	if got := halfMadeWorktree(msg); got != "/r/.git/worktrees/repo-T-10/commondir" {
+		t.Fatalf("got %q", got)
+	}
+	for _, e := range []error{nil, errors.New("fatal: failed to read /etc/passwd: x"), errors.New("fatal: not a git repository")} {
+		if got := halfMadeWorktree(e); got != "" {
+			t.Errorf("%v: got %q", e, got)
+		}
 	}
 }

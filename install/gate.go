@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
@@ -307,13 +308,60 @@ func EnsureWorktrees(ctx context.Context, g *gitrepo.Repo, only *store.Allocatio
 			}
 			enabled = true
 		}
-		if _, err := g.GitIn(ctx, a.WorktreeKey, a.WorktreePath, false, "config", "--worktree", "core.hooksPath", own); err != nil {
+		if err := setWorktreeHooksPath(ctx, g, a, own); err != nil {
 			return out, decision.Wrap(decision.GitFailed, err, "set core.hooksPath of %s", a.WorktreePath)
 		}
 		w.HooksPath, w.Changed = own, "core.hooksPath set to wt's own hooks dir"
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// setWorktreeHooksPath sets core.hooksPath in a's config.worktree. git
+// reads every worktree's metadata to write it, and fails on one that
+// another process's git worktree add has made and not yet filled
+// ("failed to read .../worktrees/NAME/commondir"): ten agents started at
+// once allocate side by side. Such a failure is waited out, for that
+// file to appear or its worktree to go, and the write made again; any
+// other failure is returned.
+func setWorktreeHooksPath(ctx context.Context, g *gitrepo.Repo, a store.Allocation, own string) error {
+	for tries := 0; ; tries++ {
+		_, err := g.GitIn(ctx, a.WorktreeKey, a.WorktreePath, false, "config", "--worktree", "core.hooksPath", own)
+		half := halfMadeWorktree(err)
+		if err == nil || half == "" || tries == 20 {
+			return err
+		}
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(half); err == nil {
+				break
+			}
+			if _, err := os.Stat(filepath.Dir(half)); err != nil {
+				break
+			}
+		}
+	}
+}
+
+// halfMadeWorktree is the metadata file of another worktree that git
+// failed to read, from git's error, "" when err is not that.
+func halfMadeWorktree(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	_, rest, ok := strings.Cut(msg, "failed to read ")
+	if !ok {
+		return ""
+	}
+	p, _, _ := strings.Cut(rest, ":")
+	p = strings.TrimSpace(p)
+	if !filepath.IsAbs(p) || !strings.Contains(p, string(filepath.Separator)+"worktrees"+string(filepath.Separator)) {
+		return ""
+	}
+	if b := filepath.Base(p); b != "commondir" && b != "gitdir" {
+		return ""
+	}
+	return p
 }
 
 // RemoveWorktrees takes wt's own hooks dir out of every governed
