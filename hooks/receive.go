@@ -41,6 +41,13 @@ type ServerFence struct {
 	// Auth is how the remote's hook proves itself to etcd (files on the
 	// server, never their contents).
 	Auth store.EtcdAuth `json:"etcd_auth"`
+	// URLBase and Root: a repository fenced under a forge's root
+	// (install --server --server-root) with no key space of its own takes
+	// URLBase followed by its path under Root as its URL.
+	URLBase string `json:"url_base,omitempty"`
+	Root    string `json:"root,omitempty"`
+	// CaseSensitive keeps the URL path's case in the key space.
+	CaseSensitive bool `json:"case_sensitive,omitempty"`
 }
 
 // Git config keys of a server fence.
@@ -49,6 +56,9 @@ const (
 	FenceKeySpaceKey  = "wt.fence.keyspace"
 	FencePrefixKey    = "wt.fence.branchprefix"
 	FenceLocalKey     = "wt.fence.local"
+	FenceURLBaseKey   = "wt.fence.urlbase"
+	FenceRootKey      = "wt.fence.root"
+	FenceCaseKey      = "wt.fence.casesensitive"
 	// etcd's credentials on the server: files, and a user.
 	FenceCertKey         = "wt.fence.etcdcert"
 	FenceKeyKey          = "wt.fence.etcdkey"
@@ -84,6 +94,12 @@ func ParseServerFence(configLines string) (f ServerFence, ok bool) {
 			f.BranchPrefix = v
 		case FenceLocalKey:
 			f.Local = v == "true"
+		case FenceURLBaseKey:
+			f.URLBase = v
+		case FenceRootKey:
+			f.Root = v
+		case FenceCaseKey:
+			f.CaseSensitive = v == "true"
 		case FenceCertKey:
 			f.Auth.Cert = v
 		case FenceKeyKey:
@@ -96,7 +112,9 @@ func ParseServerFence(configLines string) (f ServerFence, ok bool) {
 			f.Auth.PasswordFile = v
 		}
 	}
-	return f, (len(f.Endpoints) > 0 || f.Local) && f.KeySpace != ""
+	// No key space: the hook derives it (its own path in local mode, the
+	// URL base and root in fleet mode; see install --server-root).
+	return f, len(f.Endpoints) > 0 || f.Local
 }
 
 // PushOptions are the push options git hands a pre-receive hook

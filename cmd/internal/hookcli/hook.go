@@ -73,6 +73,8 @@ func hookApp(e *env) *ucli.App {
 					&ucli.StringFlag{Name: "etcd-endpoints", Usage: "with --server: the fleet's etcd client URLs, comma-separated"},
 					&ucli.StringFlag{Name: "remote-url", Usage: "with --server: the URL clients use for this remote (it names the fleet's key space)"},
 					&ucli.StringFlag{Name: "key-space", Usage: "with --server: the key space itself, instead of --remote-url"},
+					&ucli.StringFlag{Name: "server-root", Usage: "with --server: fence every repository under `DIR` (a forge's root), and write the git template that fences those made later"},
+					&ucli.StringFlag{Name: "url-base", Usage: "with --server-root and etcd: what clients put before a repository's path under the root (e.g. git@git.example.com:), which names its key space"},
 					&ucli.BoolFlag{Name: "case-sensitive", Usage: "with --server --remote-url: keep the case of the URL's path in the key space, as clients do with policy --fleet-case-sensitive on"},
 					&ucli.StringFlag{Name: "etcd-cert", Usage: "with --server: the TLS client certificate the hook shows etcd (a file on this server)"},
 					&ucli.StringFlag{Name: "etcd-key", Usage: "with --server: that certificate's private key (a file on this server)"},

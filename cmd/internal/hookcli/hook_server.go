@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -36,7 +37,14 @@ type serverResult struct {
 // serverRepo finds the repository (bare or not) that holds the current
 // directory: its git dir and the hooks dir git uses there.
 func serverRepo(ctx context.Context) (gitDir, hooksDir string, err error) {
+	return serverRepoAt(ctx, "")
+}
+
+// serverRepoAt is serverRepo for the repository at dir ("" for the
+// current directory).
+func serverRepoAt(ctx context.Context, dir string) (gitDir, hooksDir string, err error) {
 	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--absolute-git-dir", "--git-path", "hooks")
+	cmd.Dir = dir
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -58,10 +66,12 @@ func serverRepo(ctx context.Context) (gitDir, hooksDir string, err error) {
 	}
 	gitDir, hooksDir = lines[0], lines[1]
 	if !filepath.IsAbs(hooksDir) {
-		// git answers relative to the current directory.
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", "", decision.Wrap(decision.Internal, err, "find the current directory")
+		// git answers relative to the directory it ran in.
+		wd := dir
+		if wd == "" {
+			if wd, err = os.Getwd(); err != nil {
+				return "", "", decision.Wrap(decision.Internal, err, "find the current directory")
+			}
 		}
 		hooksDir = filepath.Join(wd, hooksDir)
 	}
@@ -71,13 +81,77 @@ func serverRepo(ctx context.Context) (gitDir, hooksDir string, err error) {
 // readFence reads the fence configured in the repository at gitDir.
 func readFence(ctx context.Context, gitDir string) (hooks.ServerFence, bool) {
 	out, _ := exec.CommandContext(ctx, "git", "--git-dir", gitDir, "config", "--get-regexp", `^wt\.fence\.`).Output() // none configured: git exits 1
-	return hooks.ParseServerFence(string(out))
+	f, ok := hooks.ParseServerFence(string(out))
+	if ok && f.KeySpace == "" {
+		// A repository fenced through --server-root's template: its key
+		// space is what install would have given it.
+		abs, err := filepath.Abs(gitDir)
+		if err != nil {
+			return f, false
+		}
+		f.KeySpace = keySpaceUnder(f, abs)
+	}
+	return f, ok && f.KeySpace != ""
+}
+
+// keySpaceUnder is the key space of the repository at gitDir under fence
+// f: in local mode its own path (what clients on this machine compute);
+// in fleet mode f.URLBase followed by gitDir's path under f.Root (the URL
+// clients use), "" when f names neither.
+func keySpaceUnder(f hooks.ServerFence, gitDir string) string {
+	if f.Local {
+		return fleet.RemoteIDIn(gitDir, "")
+	}
+	if f.URLBase == "" || f.Root == "" {
+		return ""
+	}
+	rel, err := filepath.Rel(f.Root, gitDir)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return ""
+	}
+	url := f.URLBase
+	if !strings.HasSuffix(url, "/") && !strings.HasSuffix(url, ":") {
+		url += "/"
+	}
+	return fleet.Spelling{CaseSensitive: f.CaseSensitive}.RemoteIDIn(url+filepath.ToSlash(rel), "")
 }
 
 func gitConfig(ctx context.Context, gitDir string, args ...string) error {
-	out, err := exec.CommandContext(ctx, "git", append([]string{"--git-dir", gitDir, "config"}, args...)...).CombinedOutput()
+	return gitConfigAt(ctx, []string{"--git-dir", gitDir}, args...)
+}
+
+// gitConfigAt runs git config with where (--git-dir DIR, or with --file
+// FILE after config) before its arguments.
+func gitConfigAt(ctx context.Context, where []string, args ...string) error {
+	var argv []string
+	if len(where) == 2 && where[0] == "--file" {
+		argv = append([]string{"config", "--file", where[1]}, args...)
+	} else {
+		argv = append(append(append([]string{}, where...), "config"), args...)
+	}
+	out, err := exec.CommandContext(ctx, "git", argv...).CombinedOutput()
 	if err != nil {
 		return decision.Wrap(decision.GitFailed, err, "git config %s: %s", strings.Join(args, " "), strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// configureFence writes fence f into the git config at where (a
+// repository's, or a template's file): push options advertised, and the
+// wt.fence keys (an empty etcd credential or key space is left out).
+func configureFence(ctx context.Context, where []string, f hooks.ServerFence) error {
+	for _, kv := range [][2]string{{"receive.advertisePushOptions", "true"}, {hooks.FenceEndpointsKey, strings.Join(f.Endpoints, ",")},
+		{hooks.FenceKeySpaceKey, f.KeySpace}, {hooks.FencePrefixKey, f.BranchPrefix}, {hooks.FenceLocalKey, strconv.FormatBool(f.Local)},
+		{hooks.FenceURLBaseKey, f.URLBase}, {hooks.FenceRootKey, f.Root}, {hooks.FenceCaseKey, strconv.FormatBool(f.CaseSensitive)},
+		{hooks.FenceCertKey, f.Auth.Cert}, {hooks.FenceKeyKey, f.Auth.Key}, {hooks.FenceCACertKey, f.Auth.CACert},
+		{hooks.FenceUserKey, f.Auth.User}, {hooks.FencePasswordFileKey, f.Auth.PasswordFile}} {
+		if kv[1] == "" && kv[0] != hooks.FenceEndpointsKey {
+			gitConfigAt(ctx, where, "--unset", kv[0]) // none given: none kept (git exits 5 when there was none)
+			continue
+		}
+		if err := gitConfigAt(ctx, where, kv[0], kv[1]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -85,6 +159,9 @@ func gitConfig(ctx context.Context, gitDir string, args ...string) error {
 // serverHooks is install, uninstall and status with --server.
 func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 	ctx := c.Context
+	if name == "install" && c.IsSet("server-root") {
+		return e.serverRoot(c, c.String("server-root"), code)
+	}
 	gitDir, hooksDir, err := serverRepo(ctx)
 	if err != nil {
 		return err
@@ -106,17 +183,8 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 		if f.KeySpace == "" {
 			f.KeySpace = fleet.RemoteIDIn(gitDir, "") // its own path: what local clients compute
 		}
-		for _, kv := range [][2]string{{"receive.advertisePushOptions", "true"}, {hooks.FenceEndpointsKey, strings.Join(f.Endpoints, ",")},
-			{hooks.FenceKeySpaceKey, f.KeySpace}, {hooks.FencePrefixKey, f.BranchPrefix}, {hooks.FenceLocalKey, strconv.FormatBool(f.Local)},
-			{hooks.FenceCertKey, f.Auth.Cert}, {hooks.FenceKeyKey, f.Auth.Key}, {hooks.FenceCACertKey, f.Auth.CACert},
-			{hooks.FenceUserKey, f.Auth.User}, {hooks.FencePasswordFileKey, f.Auth.PasswordFile}} {
-			if kv[1] == "" && strings.HasPrefix(kv[0], "wt.fence.etcd") && kv[0] != hooks.FenceEndpointsKey {
-				gitConfig(ctx, gitDir, "--unset", kv[0]) // none given: none kept (git exits 5 when there was none)
-				continue
-			}
-			if err := gitConfig(ctx, gitDir, kv[0], kv[1]); err != nil {
-				return err
-			}
+		if err := configureFence(ctx, []string{"--git-dir", gitDir}, f); err != nil {
+			return err
 		}
 		res, err = install.InstallServer(hooksDir, bin)
 		if err != nil {
@@ -177,7 +245,21 @@ func fenceFromFlags(c *ucli.Context) (hooks.ServerFence, error) {
 	if f.Local && !f.Auth.IsZero() {
 		return f, clikit.UsageErr("--etcd-cert, --etcd-key, --etcd-cacert and --etcd-user go with --etcd-endpoints (a local fence asks no etcd)")
 	}
+	if c.IsSet("server-root") {
+		// Every repository under a root: each one's key space from its
+		// path there (local), or from --url-base and that path (fleet).
+		switch {
+		case c.IsSet("remote-url") || c.IsSet("key-space"):
+			return f, clikit.UsageErr("--server-root fences many repositories: give --url-base URL (what clients put before a repository's path under the root), not --remote-url or --key-space")
+		case !f.Local && !c.IsSet("url-base"):
+			return f, clikit.UsageErr("install --server --server-root with etcd needs --url-base URL: what clients put before a repository's path under the root (e.g. git@git.example.com:)")
+		}
+		f.URLBase, f.CaseSensitive = c.String("url-base"), c.Bool("case-sensitive")
+		return f, nil
+	}
 	switch {
+	case c.IsSet("url-base"):
+		return f, clikit.UsageErr("--url-base goes with --server-root")
 	case c.IsSet("remote-url") && c.IsSet("key-space"):
 		return f, clikit.UsageErr("install --server takes one of --remote-url URL (as clients name this remote) or --key-space ID")
 	case !c.IsSet("remote-url") && !c.IsSet("key-space"):
@@ -317,4 +399,137 @@ func runnableByOwner(gitDir, bin string) error {
 	owner := ownerName(gitDir)
 	return decision.New(decision.HookBinaryMissing, "%s owns this repository and runs its hooks, and could not run the wt-hook binary %s: every push would be refused, to any branch", owner, bin).
 		WithHint("install wt where %s can run it (make install puts it in /usr/local/bin), then: wt-hook install --server --binary /usr/local/bin/wt-hook", owner)
+}
+
+// rootResult is what install --server --server-root did.
+type rootResult struct {
+	Root         string         `json:"root"`
+	Repositories []serverResult `json:"repositories"`
+	// Template is the git template directory that fences repositories
+	// made later (init.templateDir).
+	Template string `json:"template"`
+}
+
+// serverRoot is install --server --server-root DIR: every repository under
+// DIR fenced as install --server in it would (the forge's dispatchers
+// respected), and a git template directory, DIR/.wt-fence-template, that
+// fences the repositories made later: its hooks in both places a forge may
+// run them from (HOOK and HOOK.d/), its config the fence's (without a key
+// space: the hook derives it, readFence). Gitea's regeneration of its hooks
+// keeps HOOK.d/ (install.NameDispatcher). Using the template is the
+// server's owner's step (git config --global init.templateDir), which
+// install prints rather than takes.
+func (e *env) serverRoot(c *ucli.Context, root, code string) error {
+	ctx := c.Context
+	f, err := fenceFromFlags(c)
+	if err != nil {
+		return err
+	}
+	bin, err := hookBinary(c.String("binary"))
+	if err != nil {
+		return err
+	}
+	if root, err = filepath.Abs(root); err == nil {
+		root, err = filepath.EvalSymlinks(root)
+	}
+	if err != nil {
+		return decision.Wrap(decision.InvalidTarget, err, "--server-root %s", c.String("server-root")).
+			WithHint("name the directory that holds the forge's repositories, e.g. --server-root /var/lib/gitea/data/gitea-repositories")
+	}
+	f.Root = root
+	repos, err := findRepos(root)
+	if err != nil {
+		return err
+	}
+	out := rootResult{Root: root, Template: filepath.Join(root, templateDirName)}
+	for _, dir := range repos {
+		gitDir, hooksDir, err := serverRepoAt(ctx, dir)
+		if err != nil {
+			return err
+		}
+		if err := runnableByOwner(gitDir, bin); err != nil {
+			return err
+		}
+		rf := f
+		if rf.KeySpace = keySpaceUnder(f, gitDir); rf.KeySpace == "" {
+			return decision.New(decision.Internal, "no key space for %s under %s", gitDir, root)
+		}
+		if err := configureFence(ctx, []string{"--git-dir", gitDir}, rf); err != nil {
+			return err
+		}
+		res, err := install.InstallServer(hooksDir, bin)
+		if err != nil {
+			return err
+		}
+		out.Repositories = append(out.Repositories, serverResult{Result: res, GitDir: gitDir, Fence: &rf})
+	}
+	if err := writeFenceTemplate(ctx, out.Template, bin, f); err != nil {
+		return err
+	}
+	return e.Success(code, fmt.Sprintf("fenced %d repositories under %s", len(out.Repositories), root), out, nil, func(w io.Writer) {
+		for _, r := range out.Repositories {
+			var where []string
+			for _, h := range r.Hooks {
+				where = append(where, h.Path)
+			}
+			fmt.Fprintf(w, "%s: fenced: %s\n", r.GitDir, strings.Join(where, ", "))
+		}
+		fmt.Fprintf(w, "%s: %d repositories fenced under %s\n", e.Bin, len(out.Repositories), root)
+		fmt.Fprintf(w, "%s: for repositories made later, as the server's git user: git config --global init.templateDir %s\n", e.Bin, shell.Quote(out.Template))
+	})
+}
+
+// templateDirName is the git template directory install --server-root
+// writes under the root.
+const templateDirName = ".wt-fence-template"
+
+// writeFenceTemplate writes the template of a fenced repository at dir.
+func writeFenceTemplate(ctx context.Context, dir, bin string, f hooks.ServerFence) error {
+	hooksDir := filepath.Join(dir, "hooks")
+	if _, err := install.InstallOf(hooksDir, bin, install.ServerHooks); err != nil {
+		return err
+	}
+	for _, h := range install.ServerHooks {
+		if _, err := install.InstallOf(filepath.Join(hooksDir, h+".d"), bin, []string{h}); err != nil {
+			return err
+		}
+	}
+	f.KeySpace = ""
+	return configureFence(ctx, []string{"--file", filepath.Join(dir, "config")}, f)
+}
+
+// findRepos lists the bare repositories under root (a directory with HEAD,
+// objects/ and refs/), not looking inside one, nor in directories whose
+// name starts with a dot.
+func findRepos(root string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if p != root && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if isBareRepo(p) {
+			out = append(out, p)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, decision.Wrap(decision.InvalidTarget, err, "read the repositories under %s", root)
+	}
+	return out, nil
+}
+
+func isBareRepo(dir string) bool {
+	for _, name := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return false
+		}
+	}
+	return true
 }
