@@ -180,6 +180,10 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 		if err := runnableByOwner(gitDir, bin); err != nil {
 			return err
 		}
+		if by := gitoliteManaged(hooksDir); by != "" {
+			return decision.New(decision.HookConflict, "gitolite manages the hooks of %s (%s): a hook written there is removed at gitolite's next setup, and gitolite's own checks run from it", gitDir, by).
+				WithHint("install through gitolite, for every repository at once: write wt's pre-receive and post-receive into LOCAL_CODE/hooks/common (docs/forges.md, gitolite, has them and the .gitolite.rc and conf lines), then run: gitolite setup --hooks-only")
+		}
 		if f.KeySpace == "" {
 			f.KeySpace = fleet.RemoteIDIn(gitDir, "") // its own path: what local clients compute
 		}
@@ -532,4 +536,15 @@ func isBareRepo(dir string) bool {
 		}
 	}
 	return true
+}
+
+// gitoliteManaged says how the hooks dir shows it is gitolite's ("" when
+// it is not): gitolite links every repository's update hook to its own
+// (~/.gitolite/hooks/common/update) and rewrites the hooks at setup.
+func gitoliteManaged(hooksDir string) string {
+	p := filepath.Join(hooksDir, "update")
+	if target, err := os.Readlink(p); err == nil && strings.Contains(strings.ToLower(target), "gitolite") {
+		return "hooks/update links to " + target
+	}
+	return ""
 }
