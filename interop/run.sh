@@ -11,6 +11,12 @@
 #           preset's refusal and adopt hint in its pane, adopt, a
 #           session that commits under the lease, its main entry
 #           refused by policy, its Delete and the finish status names.
+#   gitea:  Gitea 1.27.3 built from its module, over HTTP with SQLite
+#           (interop/gitea_test.go): install --server beside Gitea's hooks,
+#           its branch protection kept, the fence refusing a tokenless
+#           push, the holder's and a nested wt-exec's pushes landing, the
+#           fence kept across gitea admin regenerate hooks; and the figure,
+#           a fenced push against a plain one (BenchmarkGiteaPush).
 #   hooks:  husky 9, the pre-commit framework and lefthook, installed before
 #           and after wt: the manager's hook runs for the entitled writer,
 #           an outside commit is refused, and wt-hook uninstall leaves no wt
@@ -234,10 +240,29 @@ fi
 # lefthook: interop/lefthook_test.go covers the orders; run it. It and the
 # package test install their tools from the Go proxy, so they carry the
 # wt_network build tag and make test never runs them.
+# Gitea, built from its module at a pinned version (its go.mod has replace
+# directives, so in its own directory), cached in bin/tools.
+gitea_version=v1.27.3
+export WT_GITEA=$tools/gitea-$gitea_version
+if [ ! -x "$WT_GITEA" ]; then
+	echo "== building gitea $gitea_version (a few minutes, once)"
+	gitea_src=$(cd / && GOFLAGS= go mod download -json "code.gitea.io/gitea@$gitea_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	rm -rf "$tools/gitea-src" && cp -r "$gitea_src" "$tools/gitea-src" && chmod -R u+w "$tools/gitea-src" &&
+		(cd "$tools/gitea-src" && GOFLAGS=-mod=mod CGO_ENABLED=1 go build -tags 'sqlite sqlite_unlock_notify' -o "$WT_GITEA" .) >"$tools/gitea-build.log" 2>&1 ||
+		echo "gitea $gitea_version could not be built ($tools/gitea-build.log): its checks fail"
+	rm -rf "$tools/gitea-src"
+fi
 # ccmanager's npm package (4.2.3 the newest on the registry here) finds no
 # binary; its Linux binary's own package is at 4.4.3 and runs alone.
 export WT_CCMANAGER=$npmdir/node_modules/@kodaikabasawa/ccmanager-linux-x64/bin/ccmanager
-check "lefthook and ccmanager (interop/lefthook_test.go, interop/ccmanager_test.go)" '^ok' go test -tags wt_network -count=1 ./interop/
+check "lefthook, ccmanager and Gitea (interop/lefthook_test.go, ccmanager_test.go, gitea_test.go)" '^ok' go test -tags wt_network -count=1 ./interop/
+# The figure: a fenced push against a plain one on Gitea over HTTP.
+if out=$(go test -tags wt_network -count=1 -run '^$' -bench BenchmarkGiteaPush -benchtime 20x ./interop/ 2>&1) && grep -q '^BenchmarkGiteaPush' <<<"$out"; then
+	ok "gitea push benchmark (interop/gitea_test.go)"
+	grep '^BenchmarkGiteaPush' <<<"$out" | sed 's/^/      /'
+else
+	ko "gitea push benchmark (interop/gitea_test.go)" "$out"
+fi
 check "packages (packaging/package_test.go)" '^ok' go test -tags wt_network -count=1 ./packaging/
 
 echo "== $pass passed, $fail failed"

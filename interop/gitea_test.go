@@ -1,0 +1,304 @@
+//go:build wt_network
+
+package interop_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// giteaServer is a real Gitea (interop/run.sh builds it from its module
+// at a pinned version and names it in $WT_GITEA), on loopback, SQLite,
+// with one admin user.
+type giteaServer struct {
+	t                testing.TB
+	bin, dir, config string
+	url, user, pass  string
+	env              []string
+	repos            string
+}
+
+const giteaUser, giteaPass = "wt-admin", "interop-Passw0rd"
+
+func startGitea(t testing.TB, env []string) *giteaServer {
+	t.Helper()
+	bin := os.Getenv("WT_GITEA")
+	if bin == "" {
+		t.Fatal("$WT_GITEA names no gitea binary (interop/run.sh builds one)")
+	}
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	g := &giteaServer{t: t, bin: bin, dir: dir, config: filepath.Join(dir, "app.ini"), user: giteaUser, pass: giteaPass,
+		url: fmt.Sprintf("http://127.0.0.1:%d", port), repos: filepath.Join(dir, "repos")}
+	// Gitea refuses to run as root unless told it may (the interop
+	// machines run as root).
+	g.env = append(append([]string{}, env...), "I_AM_BEING_UNSAFE_RUNNING_AS_ROOT=true", "GITEA_WORK_DIR="+dir)
+	who, _ := exec.Command("id", "-un").Output()
+	ini := fmt.Sprintf(`APP_NAME = wt interop
+RUN_USER = %s
+WORK_PATH = %s
+RUN_MODE = prod
+[database]
+DB_TYPE = sqlite3
+PATH = %s/gitea.db
+[repository]
+ROOT = %s
+[server]
+HTTP_ADDR = 127.0.0.1
+HTTP_PORT = %d
+ROOT_URL = %s/
+DISABLE_SSH = true
+OFFLINE_MODE = true
+LFS_START_SERVER = false
+[security]
+INSTALL_LOCK = true
+SECRET_KEY = wt-interop-secret-key-0123456789
+[service]
+DISABLE_REGISTRATION = true
+[log]
+MODE = console
+LEVEL = Warn
+[indexer]
+REPO_INDEXER_ENABLED = false
+`, strings.TrimSpace(string(who)), dir, dir, g.repos, port, g.url)
+	if err := os.WriteFile(g.config, []byte(ini), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.cmd(true, "migrate")
+	g.cmd(true, "admin", "user", "create", "--admin", "--username", g.user, "--password", g.pass, "--email", "wt@interop.invalid", "--must-change-password=false")
+	web := exec.Command(bin, "web", "-c", g.config)
+	web.Env = append(os.Environ(), g.env...)
+	web.Dir = dir
+	logf, _ := os.Create(filepath.Join(dir, "web.log"))
+	web.Stdout, web.Stderr = logf, logf
+	if err := web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Process.Kill(); web.Wait(); logf.Close() })
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get(g.url + "/api/v1/version"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(dir, "web.log"))
+			t.Fatalf("gitea did not serve in two minutes:\n%s", b)
+		}
+	}
+	return g
+}
+
+// cmd runs a gitea subcommand against the server's configuration.
+func (g *giteaServer) cmd(wantOK bool, args ...string) string {
+	g.t.Helper()
+	c := exec.Command(g.bin, append(args, "-c", g.config)...)
+	c.Env = append(os.Environ(), g.env...)
+	c.Dir = g.dir
+	out, err := c.CombinedOutput()
+	if (err == nil) != wantOK {
+		g.t.Fatalf("gitea %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// api calls Gitea's REST API as the admin user.
+func (g *giteaServer) api(method, path string, body any) (int, string) {
+	g.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, g.url+"/api/v1"+path, rd)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	req.SetBasicAuth(g.user, g.pass)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// cloneURL is repo's HTTP URL with the admin's credentials.
+func (g *giteaServer) cloneURL(repo string) string {
+	return strings.Replace(g.url, "http://", "http://"+g.user+":"+g.pass+"@", 1) + "/" + g.user + "/" + repo + ".git"
+}
+
+// TestGiteaFence runs wt's fence on a real Gitea over HTTP: wt-hook
+// install --server in the repository Gitea made goes beside Gitea's own
+// hooks (pre-receive.d/); Gitea's branch protection still refuses a push
+// to main; a task branch push without the token is refused by the fence;
+// the holder's push and its nested wt-exec's land; after gitea admin
+// regenerate hooks the fence is still there and still refuses.
+func TestGiteaFence(t *testing.T) {
+	root, _ := filepath.Abs("..")
+	top := t.TempDir()
+	bin := filepath.Join(top, "bin")
+	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@wt.invalid",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@wt.invalid", "WT_CLIENT_ID=", "WT_HOLDER_PID=", "WT_LEASE_ID=", "HOME=" + filepath.Join(top, "home")}
+	run := func(dir string, wantOK bool, name string, args ...string) string {
+		t.Helper()
+		if strings.HasPrefix(name, "wt-") {
+			name = filepath.Join(bin, name)
+		}
+		c := exec.Command(name, args...)
+		c.Dir, c.Env = dir, append(os.Environ(), env...)
+		out, err := c.CombinedOutput()
+		if (err == nil) != wantOK {
+			t.Fatalf("%s %v: %v (want success %v)\n%s", filepath.Base(name), args, err, wantOK, out)
+		}
+		return string(out)
+	}
+	run(root, true, "go", "build", "-tags", "urfave_cli_no_docs", "-o", bin+"/", "./cmd/wt-admin", "./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate")
+	g := startGitea(t, env)
+	if code, body := g.api("POST", "/user/repos", map[string]any{"name": "app", "default_branch": "main"}); code != 201 {
+		t.Fatalf("create repository: %d %s", code, body)
+	}
+	bare := filepath.Join(g.repos, g.user, "app.git")
+	if _, err := os.Stat(filepath.Join(bare, "hooks", "pre-receive.d", "gitea")); err != nil {
+		t.Fatalf("Gitea made no pre-receive.d/gitea in %s: %v", bare, err)
+	}
+	gitea := func(h string) string { b, _ := os.ReadFile(filepath.Join(bare, "hooks", h)); return string(b) }
+	dispatcher := gitea("pre-receive")
+
+	repo := filepath.Join(top, "repo")
+	run(top, true, "git", "init", "-q", "-b", "main", repo)
+	run(repo, true, "git", "commit", "-q", "--allow-empty", "-m", "init")
+	run(repo, true, "git", "remote", "add", "origin", g.cloneURL("app"))
+	run(repo, true, "git", "push", "-q", "origin", "main")
+	if code, body := g.api("POST", "/repos/"+g.user+"/app/branch_protections", map[string]any{"rule_name": "main", "branch_name": "main", "enable_push": false}); code != 201 {
+		t.Fatalf("protect main: %d %s", code, body)
+	}
+	out := run(bare, true, "wt-hook", "install", "--server")
+	if !strings.Contains(out, "pre-receive.d") || gitea("pre-receive") != dispatcher {
+		t.Fatalf("install --server did not go beside Gitea's dispatcher:\n%s", out)
+	}
+	run(repo, true, "wt-admin", "init")
+	run(repo, true, "wt-admin", "policy", "--fleet-server-fence", "on")
+	w := filepath.Join(top, "w1")
+	run(repo, true, "wt-admin", "allocate", "--task", "T-1", "--owner", "alice", w)
+
+	// Gitea's protection holds.
+	run(repo, true, "git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty", "-m", "onto main")
+	if out := run(repo, false, "git", "-c", "core.hooksPath=/dev/null", "push", "origin", "main"); !strings.Contains(strings.ToLower(out), "protected") {
+		t.Fatalf("a push to the protected main was not refused by Gitea:\n%s", out)
+	}
+	// The fence holds.
+	run(w, true, "git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty", "-m", "rogue")
+	if out := run(w, false, "git", "-c", "core.hooksPath=/dev/null", "push", "origin", "HEAD:refs/heads/wt/T-1"); !strings.Contains(out, "FLEET_FENCED") {
+		t.Fatalf("a task branch push without the token:\n%s", out)
+	}
+	// The holder's push, and its nested wt-exec's, land.
+	run(w, true, "wt-exec", "--", "sh", "-c", "git commit -q --allow-empty -m held && git push -q origin HEAD:refs/heads/wt/T-1")
+	run(w, true, "wt-exec", "--", "wt-exec", "--", "sh", "-c", "git commit -q --allow-empty -m nested && git push -q origin HEAD:refs/heads/wt/T-1")
+	if code, body := g.api("GET", "/repos/"+g.user+"/app/branches/wt%2FT-1", nil); code != 200 || !strings.Contains(body, "nested") {
+		t.Fatalf("Gitea does not show wt/T-1 at the nested run's commit: %d %s", code, body)
+	}
+	// Gitea rewrites its hooks: wt's stay, and still refuse.
+	g.cmd(true, "admin", "regenerate", "hooks")
+	if st := run(bare, true, "wt-hook", "status", "--server"); !strings.Contains(st, "pre-receive.d") || strings.Contains(st, "foreign") {
+		t.Fatalf("after gitea admin regenerate hooks:\n%s", st)
+	}
+	run(w, true, "git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty", "-m", "rogue again")
+	if out := run(w, false, "git", "-c", "core.hooksPath=/dev/null", "push", "origin", "HEAD:refs/heads/wt/T-1"); !strings.Contains(out, "FLEET_FENCED") {
+		t.Fatalf("after regenerate hooks, a push without the token:\n%s", out)
+	}
+}
+
+// BenchmarkGiteaPush: a push over HTTP to a real Gitea, into a repository
+// with wt's fence (a task branch, with the holder's token) and into one
+// without it (a plain push of the same kind), one after the other in the
+// same run; each iteration pushes one new commit to each. Reported:
+// median ms of each and their ratio.
+func BenchmarkGiteaPush(b *testing.B) {
+	root, _ := filepath.Abs("..")
+	top := b.TempDir()
+	bin := filepath.Join(top, "bin")
+	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@wt.invalid",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@wt.invalid", "WT_CLIENT_ID=", "WT_HOLDER_PID=", "WT_LEASE_ID=", "HOME=" + filepath.Join(top, "home")}
+	run := func(dir string, name string, args ...string) string {
+		if strings.HasPrefix(name, "wt-") {
+			name = filepath.Join(bin, name)
+		}
+		c := exec.Command(name, args...)
+		c.Dir, c.Env = dir, append(os.Environ(), env...)
+		out, err := c.CombinedOutput()
+		if err != nil {
+			b.Fatalf("%s %v: %v\n%s", filepath.Base(name), args, err, out)
+		}
+		return string(out)
+	}
+	run(root, "go", "build", "-tags", "urfave_cli_no_docs", "-o", bin+"/", "./cmd/wt-admin", "./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate")
+	g := startGitea(b, env)
+	for _, name := range []string{"fenced", "plain"} {
+		if code, body := g.api("POST", "/user/repos", map[string]any{"name": name, "default_branch": "main"}); code != 201 {
+			b.Fatalf("create %s: %d %s", name, code, body)
+		}
+	}
+	run(filepath.Join(g.repos, g.user, "fenced.git"), "wt-hook", "install", "--server")
+	repo := filepath.Join(top, "repo")
+	run(top, "git", "init", "-q", "-b", "main", repo)
+	run(repo, "git", "commit", "-q", "--allow-empty", "-m", "init")
+	run(repo, "git", "remote", "add", "origin", g.cloneURL("fenced"))
+	run(repo, "git", "remote", "add", "plain", g.cloneURL("plain"))
+	run(repo, "git", "push", "-q", "origin", "main")
+	run(repo, "git", "push", "-q", "plain", "main")
+	run(repo, "wt-admin", "init")
+	run(repo, "wt-admin", "policy", "--fleet-server-fence", "on")
+	w := filepath.Join(top, "w1")
+	run(repo, "wt-admin", "allocate", "--task", "T-1", "--owner", "alice", w)
+	// One wt-exec run pushes, timing each push itself, so that the
+	// figure is the push's and not wt-exec's start.
+	script := `i=0; while [ $i -lt "$1" ]; do i=$((i+1))
+git commit -q --allow-empty -m "c$i"
+s=$(date +%s%N); git push -q origin HEAD:refs/heads/wt/T-1; e=$(date +%s%N); echo "fenced $(( (e-s)/1000 ))"
+s=$(date +%s%N); git push -q plain HEAD:refs/heads/wt/T-1; e=$(date +%s%N); echo "plain $(( (e-s)/1000 ))"
+done`
+	b.ResetTimer()
+	out := run(w, "wt-exec", "--", "sh", "-c", script, "sh", fmt.Sprint(b.N))
+	b.StopTimer()
+	times := map[string][]float64{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var kind string
+		var us float64
+		if _, err := fmt.Sscanf(line, "%s %f", &kind, &us); err == nil {
+			times[kind] = append(times[kind], us/1000)
+		}
+	}
+	median := func(v []float64) float64 {
+		if len(v) == 0 {
+			return 0
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	f, p := median(times["fenced"]), median(times["plain"])
+	b.ReportMetric(f, "fenced-ms")
+	b.ReportMetric(p, "plain-ms")
+	if p > 0 {
+		b.ReportMetric(f/p, "ratio")
+	}
+}
