@@ -37,6 +37,10 @@ func startGitea(t testing.TB, env []string) *giteaServer {
 	if bin == "" {
 		t.Fatal("$WT_GITEA names no gitea binary (interop/run.sh builds one)")
 	}
+	assets := os.Getenv("WT_GITEA_ASSETS")
+	if assets == "" {
+		t.Fatal("$WT_GITEA_ASSETS names no gitea assets directory (options, templates: interop/run.sh keeps them)")
+	}
 	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -48,7 +52,7 @@ func startGitea(t testing.TB, env []string) *giteaServer {
 		url: fmt.Sprintf("http://127.0.0.1:%d", port), repos: filepath.Join(dir, "repos")}
 	// Gitea refuses to run as root unless told it may (the interop
 	// machines run as root).
-	g.env = append(append([]string{}, env...), "I_AM_BEING_UNSAFE_RUNNING_AS_ROOT=true", "GITEA_WORK_DIR="+dir)
+	g.env = append(append([]string{}, env...), "GITEA_I_AM_BEING_UNSAFE_RUNNING_AS_ROOT=true", "GITEA_WORK_DIR="+dir)
 	who, _ := exec.Command("id", "-un").Output()
 	ini := fmt.Sprintf(`APP_NAME = wt interop
 RUN_USER = %s
@@ -63,6 +67,7 @@ ROOT = %s
 HTTP_ADDR = 127.0.0.1
 HTTP_PORT = %d
 ROOT_URL = %s/
+STATIC_ROOT_PATH = %s
 DISABLE_SSH = true
 OFFLINE_MODE = true
 LFS_START_SERVER = false
@@ -76,7 +81,7 @@ MODE = console
 LEVEL = Warn
 [indexer]
 REPO_INDEXER_ENABLED = false
-`, strings.TrimSpace(string(who)), dir, dir, g.repos, port, g.url)
+`, strings.TrimSpace(string(who)), dir, dir, g.repos, port, g.url, assets)
 	if err := os.WriteFile(g.config, []byte(ini), 0o600); err != nil {
 		t.Fatal(err)
 	}

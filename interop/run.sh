@@ -243,13 +243,16 @@ fi
 # Gitea, built from its module at a pinned version (its go.mod has replace
 # directives, so in its own directory), cached in bin/tools.
 gitea_version=v1.27.3
-export WT_GITEA=$tools/gitea-$gitea_version
-if [ ! -x "$WT_GITEA" ]; then
+export WT_GITEA=$tools/gitea-$gitea_version WT_GITEA_ASSETS=$tools/gitea-$gitea_version-assets
+if [ ! -x "$WT_GITEA" ] || [ ! -d "$WT_GITEA_ASSETS" ]; then
 	echo "== building gitea $gitea_version (a few minutes, once)"
 	gitea_src=$(cd / && GOFLAGS= go mod download -json "code.gitea.io/gitea@$gitea_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 	rm -rf "$tools/gitea-src" && cp -r "$gitea_src" "$tools/gitea-src" && chmod -R u+w "$tools/gitea-src" &&
 		(cd "$tools/gitea-src" && GOFLAGS=-mod=mod CGO_ENABLED=1 go build -tags 'sqlite sqlite_unlock_notify' -o "$WT_GITEA" .) >"$tools/gitea-build.log" 2>&1 ||
 		echo "gitea $gitea_version could not be built ($tools/gitea-build.log): its checks fail"
+	# Built without bindata, it reads its locales and templates from disk.
+	rm -rf "$WT_GITEA-assets" && mkdir -p "$WT_GITEA-assets" &&
+		cp -r "$tools/gitea-src/options" "$tools/gitea-src/templates" "$tools/gitea-src/public" "$WT_GITEA-assets/"
 	rm -rf "$tools/gitea-src"
 fi
 # ccmanager's npm package (4.2.3 the newest on the registry here) finds no
