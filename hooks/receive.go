@@ -22,6 +22,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -210,8 +211,46 @@ func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) er
 			return decision.New(d.Code, "this push updates %s with a stale or forged fencing token (epoch %d): %s", u.Ref, toks[0].epoch, d.Message).
 				WithHint("the task's lease was lost, taken over, or never this pusher's; the current writer pushes (wt-admin status, or wt-admin fleet status, shows who holds task %s)", task)
 		}
+		if f.Local {
+			if err := leaseLive(u.Ref, task, options); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// leaseLive is local mode's check that the token's lease has not ended,
+// where the remote can know it: the push names its lease's holder
+// (fleet.HolderOption), and a holder on this machine (the same boot) must
+// still run. A holder of another boot cannot be checked here, and passes;
+// what cannot be read is no evidence that it ended, and passes.
+func leaseLive(ref, task string, options []string) error {
+	var v string
+	for _, o := range options {
+		if h, ok := strings.CutPrefix(o, fleet.HolderOption+"="); ok {
+			v = h
+		}
+	}
+	if v == "" {
+		return decision.New(decision.FleetFenced, "this push updates %s, task %s's branch, and names no lease holder beside its token: a token copied out of a run is not a run", ref, task).
+			WithHint("push from the task's writer, under the wt-exec that holds the lease: it gives every push its token and its holder")
+	}
+	id, err := fleet.ParseHolderValue(v)
+	if err != nil {
+		return decision.New(decision.InvalidHookInput, "push option %s: %v", fleet.HolderOption, err).
+			WithHint("push from the task's writer under a wt-exec of this version")
+	}
+	boot, err := proc.BootID()
+	if err != nil || boot != id.BootID {
+		return nil
+	}
+	live, err := proc.IsLive(proc.NewReader(), id)
+	if err != nil || live {
+		return nil
+	}
+	return decision.New(decision.FleetFenced, "this push updates %s with the token of a lease that has ended: its holder, %s, no longer runs", ref, id).
+		WithHint("push from the task's current writer: a new wt-exec run takes the lease and gives its pushes a token of their own (wt-admin status shows task %s)", task)
 }
 
 // pushTokens reads the fencing tokens of a push's options, per task.

@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/core/proc"
 )
 
 // TestPreReceive judges pushes into a fenced remote with a fake fleet (the
@@ -188,5 +190,47 @@ func TestPreReceiveKeySpace(t *testing.T) {
 	}
 	if err := PreReceive(f, strings.NewReader(line), []string{tok, fleet.SpaceOption + "=ks"}, check); err != nil || !checked {
 		t.Fatalf("its own key space: %v (checked %v)", err, checked)
+	}
+}
+
+// TestPreReceiveLeaseEnded: in local mode a push names its lease's holder
+// beside its token; a remote on the same machine refuses the token once
+// that process is gone (the lease ended), and cannot judge another boot's
+// holder, which passes. A token with no holder named is refused.
+func TestPreReceiveLeaseEnded(t *testing.T) {
+	f := ServerFence{Local: true, KeySpace: "ks", BranchPrefix: "wt/"}
+	line := "0000000000000000000000000000000000000000 1111111111111111111111111111111111111111 refs/heads/wt/T-1\n"
+	tok := fleet.FenceToken("T-1", 7, "0123456789abcdef0123456789abcdef")
+	accept := func(context.Context, string, int64, string) error { return nil }
+	push := func(opts ...string) error {
+		return PreReceive(f, strings.NewReader(line), append([]string{tok}, opts...), accept)
+	}
+	self, err := proc.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := push(fleet.HolderOption + "=" + fleet.HolderValue(self)); err != nil {
+		t.Fatalf("a live holder: %v", err)
+	}
+	gone := exec.Command("sleep", "600")
+	if err := gone.Start(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := proc.Describe(gone.Process.Pid)
+	gone.Process.Kill()
+	gone.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := push(fleet.HolderOption + "=" + fleet.HolderValue(id)); decision.CodeOf(err) != decision.FleetFenced || !strings.Contains(err.Error(), "lease that has ended") {
+		t.Fatalf("a holder that is gone: %v", err)
+	}
+	other := self
+	other.BootID = "another-boot"
+	if err := push(fleet.HolderOption + "=" + fleet.HolderValue(other)); err != nil {
+		t.Fatalf("another boot's holder, which this remote cannot judge: %v", err)
+	}
+	if err := push(); decision.CodeOf(err) != decision.FleetFenced {
+		t.Fatalf("no holder named: %v", err)
 	}
 }

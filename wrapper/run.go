@@ -456,6 +456,10 @@ func childEnv(environ []string, g lease.Grant, secret string) []string {
 				if space := fleet.SpaceOfKey(f.Key); space != "" {
 					out = withPushOption(out, fleet.SpaceOption+"="+space)
 				}
+			} else {
+				// Local mode: the holder, so that a remote on this machine
+				// refuses the token once the lease has ended.
+				out = withPushOption(out, fleet.HolderOption+"="+fleet.HolderValue(g.Lease.Holder.Identity()))
 			}
 		}
 	}

@@ -26,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wt-tool/wt/core/proc"
 )
 
 // Coordinator is the distributed side of fleet mode.
@@ -107,6 +109,32 @@ const FenceOption = "wt-fence"
 // checks another key space refuses the push as FLEET_KEY_SPACE_MISMATCH,
 // which says what to fix, rather than as a lost lease.
 const SpaceOption = "wt-fence-space"
+
+// HolderOption is the push option that names, in local mode, the process
+// that holds the lease the push's token was made for
+// ("wt-fence-holder=<boot id>.<pid>.<start ticks>"): a remote on the same
+// machine (the same boot) refuses the token once that process is gone,
+// which is the lease's end. Elsewhere the remote cannot know.
+const HolderOption = "wt-fence-holder"
+
+// HolderValue is the value of HolderOption for id.
+func HolderValue(id proc.Identity) string {
+	return fmt.Sprintf("%s.%d.%d", id.BootID, id.PID, id.StartTicks)
+}
+
+// ParseHolderValue reads a HolderOption's value.
+func ParseHolderValue(v string) (proc.Identity, error) {
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 || parts[0] == "" {
+		return proc.Identity{}, fmt.Errorf("%q is not BOOT.PID.START", v)
+	}
+	pid, err1 := strconv.Atoi(parts[1])
+	start, err2 := strconv.ParseUint(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 {
+		return proc.Identity{}, fmt.Errorf("%q is not BOOT.PID.START", v)
+	}
+	return proc.Identity{BootID: parts[0], PID: pid, StartTicks: start}, nil
+}
 
 // SpaceOfKey is the key space of a fleet key (wt/<space>/tasks/<task>).
 func SpaceOfKey(key string) string {
