@@ -26,6 +26,7 @@ import (
 	"github.com/wt-tool/wt/core/fleet/etcdtest"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/ids"
+	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/install"
 )
@@ -631,7 +632,10 @@ func BenchmarkWaitersIdle(b *testing.B) {
 // wt's server fence (wt-hook install --server), whose pre-receive checks
 // the push's fencing token against a real etcd through wt-fleet. Each op
 // pushes one commit to each; the per-push times are ns/push-plain and
-// ns/push-fenced, and fenced/plain is their ratio.
+// ns/push-fenced, and fenced/plain is their ratio. A third remote has the
+// fence in local mode (no etcd: pre-receive checks the record and the
+// holder's liveness, post-receive records the token): ns/push-local and
+// local/plain.
 func BenchmarkFencedPush(b *testing.B) {
 	hookBin, fleetBin := shipped(b, "wt-hook"), shipped(b, "wt-fleet")
 	b.Setenv("WT_FLEET_BIN", fleetBin)
@@ -649,6 +653,18 @@ func BenchmarkFencedPush(b *testing.B) {
 	if out, err := install.CombinedOutput(); err != nil {
 		b.Fatalf("install --server: %v\n%s", err, out)
 	}
+	local := filepath.Join(top, "local.git")
+	git(b, top, "init", "-q", "--bare", local)
+	installLocal := exec.Command(hookBin, "install", "--server")
+	installLocal.Dir = local
+	if out, err := installLocal.CombinedOutput(); err != nil {
+		b.Fatalf("install --server (local): %v\n%s", err, out)
+	}
+	self, err := proc.Self()
+	if err != nil {
+		b.Fatal(err)
+	}
+	localToken := []string{"-o", fleet.FenceToken("T-1", time.Now().UnixNano(), "0123456789abcdef0123456789abcdef"), "-o", fleet.HolderOption + "=" + fleet.HolderValue(self)}
 	// The task's fleet key, as a wt-exec would hold it: its create
 	// revision and the secret whose hash it keeps are the token.
 	secret, err := fleet.NewFenceSecret()
@@ -658,28 +674,32 @@ func BenchmarkFencedPush(b *testing.B) {
 	holder, _ := json.Marshal(fleet.Holder{ClientID: "bench", TaskKey: "T-1", FenceHash: fleet.FenceHash(secret)})
 	rev := etcdtest.PutValue(b, ep, "wt/bench/tasks/T-1", string(holder))
 	token := fleet.FenceToken("T-1", rev, secret)
-	var plainNS, fencedNS time.Duration
-	push := func(remote string) time.Duration {
+	var plainNS, fencedNS, localNS time.Duration
+	push := func(remote string, opts ...string) time.Duration {
 		git(b, work, "commit", "-q", "--allow-empty", "-m", "work")
 		t0 := time.Now()
-		git(b, work, "push", "-q", "-o", token, remote, "HEAD:refs/heads/wt/T-1")
+		git(b, work, append(append([]string{"push", "-q"}, opts...), remote, "HEAD:refs/heads/wt/T-1")...)
 		return time.Since(t0)
 	}
 	settle()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if i%2 == 0 {
-			plainNS += push(plain)
-			fencedNS += push(fenced)
+			plainNS += push(plain, "-o", token)
+			fencedNS += push(fenced, "-o", token)
+			localNS += push(local, localToken...)
 		} else {
-			fencedNS += push(fenced)
-			plainNS += push(plain)
+			localNS += push(local, localToken...)
+			fencedNS += push(fenced, "-o", token)
+			plainNS += push(plain, "-o", token)
 		}
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(plainNS.Nanoseconds())/float64(b.N), "ns/push-plain")
 	b.ReportMetric(float64(fencedNS.Nanoseconds())/float64(b.N), "ns/push-fenced")
+	b.ReportMetric(float64(localNS.Nanoseconds())/float64(b.N), "ns/push-local")
 	b.ReportMetric(float64(fencedNS)/float64(plainNS), "fenced/plain")
+	b.ReportMetric(float64(localNS)/float64(plainNS), "local/plain")
 }
 
 // BenchmarkExecFloor runs `X /bin/true` for the wrapper floor (a static Go
