@@ -24,21 +24,21 @@ import (
 // never answers is printed to after holdTries questions, so that hold
 // cannot hide a refusal for good.
 //
-// in and out must both be terminals (print writes where out shows), else hold prints and returns at
+// in and out must both be terminals (show writes where out shows), else hold prints and returns at
 // once, as without --hold. The terminal's modes are restored before
 // hold returns.
-func hold(in, out *os.File, print func()) {
+func hold(in, out *os.File, show func()) {
 	fd := int(in.Fd())
 	saved, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	if err != nil || !term.IsTerminal(int(out.Fd())) {
-		print()
+		show()
 		return
 	}
 	raw := *saved
 	raw.Lflag &^= unix.ICANON | unix.ECHO | unix.ISIG
 	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
 	if unix.IoctlSetTermios(fd, unix.TCSETS, &raw) != nil {
-		print()
+		show()
 		return
 	}
 	defer unix.IoctlSetTermios(fd, unix.TCSETS, saved)
@@ -53,7 +53,7 @@ func hold(in, out *os.File, print func()) {
 			break
 		}
 	}
-	print()
+	show()
 	if h.ended {
 		return
 	}
