@@ -17,6 +17,10 @@
 #           push, the holder's and a nested wt-exec's pushes landing, the
 #           fence kept across gitea admin regenerate hooks; and the figure,
 #           a fenced push against a plain one (BenchmarkGiteaPush).
+#   gitolite: Debian's gitolite3 behind a local sshd (interop/gitolite_test.go),
+#           fenced by docs/forges.md's recipe: a tokenless push refused, the
+#           holder's and a nested wt-exec's landing, the fence kept across
+#           gitolite setup, and install --server refused in its repositories.
 #   hooks:  husky 9, the pre-commit framework and lefthook, installed before
 #           and after wt: the manager's hook runs for the entitled writer,
 #           an outside commit is refused, and wt-hook uninstall leaves no wt
@@ -81,6 +85,10 @@ if [ "$(ls -A "$(git rev-parse --git-path hooks)" 2>/dev/null; git status --porc
 	exit 1
 fi
 command -v pre-commit >/dev/null || apt-get install -y -qq pre-commit >/dev/null 2>&1 || echo "pre-commit could not be installed: its checks fail"
+# gitolite (Debian's gitolite3) behind OpenSSH, for interop/gitolite_test.go.
+command -v gitolite >/dev/null && [ -x /usr/sbin/sshd ] ||
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gitolite3 openssh-server >/dev/null 2>&1 ||
+	echo "gitolite3 or openssh-server could not be installed: the gitolite check fails"
 # The package test unpacks the .rpm with rpm2cpio and cpio (the .deb with
 # dpkg-deb, which Debian has).
 command -v rpm2cpio >/dev/null && command -v cpio >/dev/null || apt-get install -y -qq rpm2cpio cpio >/dev/null 2>&1 || echo "rpm2cpio or cpio could not be installed: the package test fails"
@@ -258,7 +266,7 @@ fi
 # ccmanager's npm package (4.2.3 the newest on the registry here) finds no
 # binary; its Linux binary's own package is at 4.4.3 and runs alone.
 export WT_CCMANAGER=$npmdir/node_modules/@kodaikabasawa/ccmanager-linux-x64/bin/ccmanager
-check "lefthook, ccmanager and Gitea (interop/lefthook_test.go, ccmanager_test.go, gitea_test.go)" '^ok' go test -tags wt_network -count=1 ./interop/
+check "lefthook, ccmanager, Gitea and gitolite (interop/lefthook_test.go, ccmanager_test.go, gitea_test.go, gitolite_test.go)" '^ok' go test -tags wt_network -count=1 ./interop/
 # The figure: a fenced push against a plain one on Gitea over HTTP.
 if out=$(go test -tags wt_network -count=1 -run '^$' -bench BenchmarkGiteaPush -benchtime 20x ./interop/ 2>&1) && grep -q '^BenchmarkGiteaPush' <<<"$out"; then
 	ok "gitea push benchmark (interop/gitea_test.go)"
