@@ -21,6 +21,8 @@
 #           fenced by docs/forges.md's recipe: a tokenless push refused, the
 #           holder's and a nested wt-exec's landing, the fence kept across
 #           gitolite setup, and install --server refused in its repositories.
+#   shared: two real server users push one group-shared repository with
+#           the local fence (interop/shared_test.go): both land.
 #   hooks:  husky 9, the pre-commit framework and lefthook, installed before
 #           and after wt: the manager's hook runs for the entitled writer,
 #           an outside commit is refused, and wt-hook uninstall leaves no wt
@@ -266,7 +268,7 @@ fi
 # ccmanager's npm package (4.2.3 the newest on the registry here) finds no
 # binary; its Linux binary's own package is at 4.4.3 and runs alone.
 export WT_CCMANAGER=$npmdir/node_modules/@kodaikabasawa/ccmanager-linux-x64/bin/ccmanager
-check "lefthook, ccmanager, Gitea and gitolite (interop/lefthook_test.go, ccmanager_test.go, gitea_test.go, gitolite_test.go)" '^ok' go test -tags wt_network -count=1 ./interop/
+check "lefthook, ccmanager, Gitea, gitolite, two server users (interop/*_test.go)" '^ok' go test -tags wt_network -count=1 ./interop/
 # The figure: a fenced push against a plain one on Gitea over HTTP.
 if out=$(go test -tags wt_network -count=1 -run '^$' -bench BenchmarkGiteaPush -benchtime 20x ./interop/ 2>&1) && grep -q '^BenchmarkGiteaPush' <<<"$out"; then
 	ok "gitea push benchmark (interop/gitea_test.go)"
