@@ -233,6 +233,60 @@ func TestGiteaFence(t *testing.T) {
 	}
 }
 
+// TestGiteaServerRoot: wt-hook install --server --server-root on Gitea's
+// repository root fences the repositories Gitea has, and, with the
+// template it writes set as init.templateDir in the git configuration
+// Gitea's git reads (its own HOME), the repositories Gitea creates later:
+// Gitea rewrites its hooks in the new repository and leaves wt's in
+// pre-receive.d/, whose configuration came from the template.
+func TestGiteaServerRoot(t *testing.T) {
+	root, _ := filepath.Abs("..")
+	top := t.TempDir()
+	bin := filepath.Join(top, "bin")
+	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@wt.invalid",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@wt.invalid", "WT_CLIENT_ID=", "WT_HOLDER_PID=", "WT_LEASE_ID=", "HOME=" + filepath.Join(top, "home")}
+	run := func(dir string, wantOK bool, name string, args ...string) string {
+		t.Helper()
+		if strings.HasPrefix(name, "wt-") {
+			name = filepath.Join(bin, name)
+		}
+		c := exec.Command(name, args...)
+		c.Dir, c.Env = dir, append(os.Environ(), env...)
+		out, err := c.CombinedOutput()
+		if (err == nil) != wantOK {
+			t.Fatalf("%s %v: %v (want success %v)\n%s", filepath.Base(name), args, err, wantOK, out)
+		}
+		return string(out)
+	}
+	run(root, true, "go", "build", "-tags", "urfave_cli_no_docs", "-o", bin+"/", "./cmd/wt-admin", "./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate")
+	g := startGitea(t, env)
+	if code, body := g.api("POST", "/user/repos", map[string]any{"name": "old", "default_branch": "main"}); code != 201 {
+		t.Fatalf("create old: %d %s", code, body)
+	}
+	out := run(top, true, "wt-hook", "install", "--server", "--server-root", g.repos)
+	if !strings.Contains(out, "1 repositories fenced") {
+		t.Fatalf("install --server --server-root:\n%s", out)
+	}
+	tpl := filepath.Join(g.repos, ".wt-fence-template")
+	run(top, true, "git", "config", "--file", filepath.Join(g.dir, "data", "home", ".gitconfig"), "init.templateDir", tpl)
+	if code, body := g.api("POST", "/user/repos", map[string]any{"name": "new", "default_branch": "main"}); code != 201 {
+		t.Fatalf("create new: %d %s", code, body)
+	}
+	repo := filepath.Join(top, "repo")
+	run(top, true, "git", "init", "-q", "-b", "main", repo)
+	run(repo, true, "git", "commit", "-q", "--allow-empty", "-m", "init")
+	for _, name := range []string{"old", "new"} {
+		url := g.cloneURL(name)
+		run(repo, true, "git", "push", "-q", url, "main")
+		if out := run(repo, false, "git", "-c", "core.hooksPath=/dev/null", "push", url, "HEAD:refs/heads/wt/T-1"); !strings.Contains(out, "FLEET_FENCED") {
+			t.Fatalf("%s: a task branch push without the token:\n%s", name, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(g.repos, g.user, "new.git", "hooks", "pre-receive")); !strings.Contains(string(b), "GITEA") {
+		t.Fatalf("Gitea's dispatcher is not in the new repository's pre-receive:\n%s", b)
+	}
+}
+
 // BenchmarkGiteaPush: a push over HTTP to a real Gitea, into a repository
 // with wt's fence (a task branch, with the holder's token) and into one
 // without it (a plain push of the same kind), one after the other in the
