@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/safefile"
@@ -67,9 +68,9 @@ func repairDispatcher(hooksDir, hook string) (bool, error) {
 
 // serverEach runs fn (InstallOf, UninstallOf or StatusOf for one hook)
 // for each of ServerHooks where it goes in hooksDir, and gathers them.
-func serverEach(hooksDir string, repair bool, fn func(dir, hook string) (Result, error)) (Result, error) {
+func serverEach(hooksDir string, hooks []string, repair bool, fn func(dir, hook string) (Result, error)) (Result, error) {
 	res := Result{HooksDir: hooksDir}
-	for _, h := range ServerHooks {
+	for _, h := range hooks {
 		repaired := false
 		if repair {
 			var err error
@@ -96,20 +97,46 @@ func serverEach(hooksDir string, repair bool, fn func(dir, hook string) (Result,
 	return res, nil
 }
 
-// InstallServer installs the server hooks (ServerHooks) of a fenced remote
-// into hooksDir: into HOOK.d/ where the forge's HOOK dispatches by name
-// (Gitea, Forgejo), else as HOOK with any foreign hook chained.
-func InstallServer(hooksDir, bin string) (Result, error) {
-	return serverEach(hooksDir, true, func(dir, h string) (Result, error) { return InstallOf(dir, bin, []string{h}) })
+// ServerHooksFor are the server hooks a fence needs: in local mode both
+// (post-receive records the tokens of the pushes that landed); with etcd
+// pre-receive alone (etcd is the record), which saves a wt-hook start at
+// every push.
+func ServerHooksFor(local bool) []string {
+	if local {
+		return ServerHooks
+	}
+	return []string{"pre-receive"}
+}
+
+// InstallServer installs the server hooks (ServerHooksFor) of a fenced
+// remote into hooksDir: into HOOK.d/ where the forge's HOOK dispatches by
+// name (Gitea, Forgejo), else as HOOK with any foreign hook chained. A wt
+// shim of a server hook the fence does not need (post-receive once the
+// fence uses etcd) is removed.
+func InstallServer(hooksDir, bin string, local bool) (Result, error) {
+	need := ServerHooksFor(local)
+	res, err := serverEach(hooksDir, need, true, func(dir, h string) (Result, error) { return InstallOf(dir, bin, []string{h}) })
+	if err != nil {
+		return res, err
+	}
+	var extra []string
+	for _, h := range ServerHooks {
+		if !slices.Contains(need, h) {
+			extra = append(extra, h)
+		}
+	}
+	gone, err := serverEach(hooksDir, extra, false, func(dir, h string) (Result, error) { return UninstallOf(dir, []string{h}) })
+	res.Hooks = append(res.Hooks, gone.Hooks...)
+	return res, err
 }
 
 // UninstallServer removes what InstallServer wrote.
 func UninstallServer(hooksDir string) (Result, error) {
-	return serverEach(hooksDir, true, func(dir, h string) (Result, error) { return UninstallOf(dir, []string{h}) })
+	return serverEach(hooksDir, ServerHooks, true, func(dir, h string) (Result, error) { return UninstallOf(dir, []string{h}) })
 }
 
-// StatusServer is the state of the server hooks where InstallServer puts
-// them.
-func StatusServer(hooksDir string) (Result, error) {
-	return serverEach(hooksDir, false, func(dir, h string) (Result, error) { return StatusOf(dir, []string{h}) })
+// StatusServer is the state of the server hooks a fence needs
+// (ServerHooksFor) where InstallServer puts them.
+func StatusServer(hooksDir string, local bool) (Result, error) {
+	return serverEach(hooksDir, ServerHooksFor(local), false, func(dir, h string) (Result, error) { return StatusOf(dir, []string{h}) })
 }

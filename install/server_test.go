@@ -43,7 +43,7 @@ func TestInstallServerRepairsDispatcher(t *testing.T) {
 	write(filepath.Join(hooks, "pre-receive.wt-chained"), giteaDispatcher)
 	write(filepath.Join(hooks, "pre-receive.d", "gitea"), "#!/bin/sh\n")
 
-	res, err := InstallServer(hooks, bin)
+	res, err := InstallServer(hooks, bin, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,7 +190,7 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 		if err := configureFence(ctx, []string{"--git-dir", gitDir}, f); err != nil {
 			return err
 		}
-		res, err = install.InstallServer(hooksDir, bin)
+		res, err = install.InstallServer(hooksDir, bin, f.Local)
 		if err != nil {
 			return err
 		}
@@ -204,7 +204,8 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 			}
 		}
 	default:
-		if res, err = install.StatusServer(hooksDir); err != nil {
+		f, ok := readFence(ctx, gitDir)
+		if res, err = install.StatusServer(hooksDir, !ok || f.Local); err != nil {
 			return err
 		}
 	}
@@ -461,7 +462,7 @@ func (e *env) serverRoot(c *ucli.Context, root, code string) error {
 		if err := configureFence(ctx, []string{"--git-dir", gitDir}, rf); err != nil {
 			return err
 		}
-		res, err := install.InstallServer(hooksDir, bin)
+		res, err := install.InstallServer(hooksDir, bin, rf.Local)
 		if err != nil {
 			return err
 		}
@@ -490,10 +491,10 @@ const templateDirName = ".wt-fence-template"
 // writeFenceTemplate writes the template of a fenced repository at dir.
 func writeFenceTemplate(ctx context.Context, dir, bin string, f hooks.ServerFence) error {
 	hooksDir := filepath.Join(dir, "hooks")
-	if _, err := install.InstallOf(hooksDir, bin, install.ServerHooks); err != nil {
+	if _, err := install.InstallOf(hooksDir, bin, install.ServerHooksFor(f.Local)); err != nil {
 		return err
 	}
-	for _, h := range install.ServerHooks {
+	for _, h := range install.ServerHooksFor(f.Local) {
 		if _, err := install.InstallOf(filepath.Join(hooksDir, h+".d"), bin, []string{h}); err != nil {
 			return err
 		}
