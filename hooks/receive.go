@@ -49,6 +49,9 @@ type ServerFence struct {
 	Root    string `json:"root,omitempty"`
 	// CaseSensitive keeps the URL path's case in the key space.
 	CaseSensitive bool `json:"case_sensitive,omitempty"`
+	// Shared is the repository's core.sharedRepository, read with the
+	// fence's keys (SharedModes: the local fence's file modes).
+	Shared string `json:"-"`
 }
 
 // Git config keys of a server fence.
@@ -101,6 +104,8 @@ func ParseServerFence(configLines string) (f ServerFence, ok bool) {
 			f.Root = v
 		case FenceCaseKey:
 			f.CaseSensitive = v == "true"
+		case "core.sharedrepository":
+			f.Shared = v
 		case FenceCertKey:
 			f.Auth.Cert = v
 		case FenceKeyKey:

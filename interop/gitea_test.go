@@ -152,20 +152,19 @@ func (g *giteaServer) cloneURL(repo string) string {
 	return strings.Replace(g.url, "http://", "http://"+g.user+":"+g.pass+"@", 1) + "/" + g.user + "/" + repo + ".git"
 }
 
-// TestGiteaFence runs wt's fence on a real Gitea over HTTP: wt-hook
-// install --server in the repository Gitea made goes beside Gitea's own
-// hooks (pre-receive.d/); Gitea's branch protection still refuses a push
-// to main; a task branch push without the token is refused by the fence;
-// the holder's push and its nested wt-exec's land; after gitea admin
-// regenerate hooks the fence is still there and still refuses.
-func TestGiteaFence(t *testing.T) {
+// wtTools builds wt's binaries for a test of the fence on Gitea and returns
+// the environment its commands run in (those binaries first on PATH, a
+// home of its own, no inherited lease) and a runner that fails the test
+// when a command's success is not as wanted.
+func wtTools(tb testing.TB) ([]string, func(dir string, wantOK bool, name string, args ...string) string) {
+	tb.Helper()
 	root, _ := filepath.Abs("..")
-	top := t.TempDir()
+	top := tb.TempDir()
 	bin := filepath.Join(top, "bin")
 	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@wt.invalid",
 		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@wt.invalid", "WT_CLIENT_ID=", "WT_HOLDER_PID=", "WT_LEASE_ID=", "HOME=" + filepath.Join(top, "home")}
 	run := func(dir string, wantOK bool, name string, args ...string) string {
-		t.Helper()
+		tb.Helper()
 		if strings.HasPrefix(name, "wt-") {
 			name = filepath.Join(bin, name)
 		}
@@ -173,11 +172,23 @@ func TestGiteaFence(t *testing.T) {
 		c.Dir, c.Env = dir, append(os.Environ(), env...)
 		out, err := c.CombinedOutput()
 		if (err == nil) != wantOK {
-			t.Fatalf("%s %v: %v (want success %v)\n%s", filepath.Base(name), args, err, wantOK, out)
+			tb.Fatalf("%s %v: %v (want success %v)\n%s", filepath.Base(name), args, err, wantOK, out)
 		}
 		return string(out)
 	}
 	run(root, true, "go", "build", "-tags", "urfave_cli_no_docs", "-o", bin+"/", "./cmd/wt-admin", "./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate")
+	return env, run
+}
+
+// TestGiteaFence runs wt's fence on a real Gitea over HTTP: wt-hook
+// install --server in the repository Gitea made goes beside Gitea's own
+// hooks (pre-receive.d/); Gitea's branch protection still refuses a push
+// to main; a task branch push without the token is refused by the fence;
+// the holder's push and its nested wt-exec's land; after gitea admin
+// regenerate hooks the fence is still there and still refuses.
+func TestGiteaFence(t *testing.T) {
+	env, run := wtTools(t)
+	top := t.TempDir()
 	g := startGitea(t, env)
 	if code, body := g.api("POST", "/user/repos", map[string]any{"name": "app", "default_branch": "main"}); code != 201 {
 		t.Fatalf("create repository: %d %s", code, body)
@@ -240,25 +251,8 @@ func TestGiteaFence(t *testing.T) {
 // Gitea rewrites its hooks in the new repository and leaves wt's in
 // pre-receive.d/, whose configuration came from the template.
 func TestGiteaServerRoot(t *testing.T) {
-	root, _ := filepath.Abs("..")
+	env, run := wtTools(t)
 	top := t.TempDir()
-	bin := filepath.Join(top, "bin")
-	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@wt.invalid",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@wt.invalid", "WT_CLIENT_ID=", "WT_HOLDER_PID=", "WT_LEASE_ID=", "HOME=" + filepath.Join(top, "home")}
-	run := func(dir string, wantOK bool, name string, args ...string) string {
-		t.Helper()
-		if strings.HasPrefix(name, "wt-") {
-			name = filepath.Join(bin, name)
-		}
-		c := exec.Command(name, args...)
-		c.Dir, c.Env = dir, append(os.Environ(), env...)
-		out, err := c.CombinedOutput()
-		if (err == nil) != wantOK {
-			t.Fatalf("%s %v: %v (want success %v)\n%s", filepath.Base(name), args, err, wantOK, out)
-		}
-		return string(out)
-	}
-	run(root, true, "go", "build", "-tags", "urfave_cli_no_docs", "-o", bin+"/", "./cmd/wt-admin", "./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate")
 	g := startGitea(t, env)
 	if code, body := g.api("POST", "/user/repos", map[string]any{"name": "old", "default_branch": "main"}); code != 201 {
 		t.Fatalf("create old: %d %s", code, body)
@@ -293,24 +287,9 @@ func TestGiteaServerRoot(t *testing.T) {
 // same run; each iteration pushes one new commit to each. Reported:
 // median ms of each and their ratio.
 func BenchmarkGiteaPush(b *testing.B) {
-	root, _ := filepath.Abs("..")
+	env, runOK := wtTools(b)
+	run := func(dir string, name string, args ...string) string { return runOK(dir, true, name, args...) }
 	top := b.TempDir()
-	bin := filepath.Join(top, "bin")
-	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@wt.invalid",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@wt.invalid", "WT_CLIENT_ID=", "WT_HOLDER_PID=", "WT_LEASE_ID=", "HOME=" + filepath.Join(top, "home")}
-	run := func(dir string, name string, args ...string) string {
-		if strings.HasPrefix(name, "wt-") {
-			name = filepath.Join(bin, name)
-		}
-		c := exec.Command(name, args...)
-		c.Dir, c.Env = dir, append(os.Environ(), env...)
-		out, err := c.CombinedOutput()
-		if err != nil {
-			b.Fatalf("%s %v: %v\n%s", filepath.Base(name), args, err, out)
-		}
-		return string(out)
-	}
-	run(root, "go", "build", "-tags", "urfave_cli_no_docs", "-o", bin+"/", "./cmd/wt-admin", "./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate")
 	g := startGitea(b, env)
 	for _, name := range []string{"fenced", "plain"} {
 		if code, body := g.api("POST", "/user/repos", map[string]any{"name": name, "default_branch": "main"}); code != 201 {

@@ -474,16 +474,8 @@ func inheritsToken(environ []string, g lease.Grant) bool {
 		return false
 	}
 	prefix := fleet.FenceOption + "=" + g.Allocation.TaskKey + "@"
-	count, _ := envLookup(environ, "GIT_CONFIG_COUNT")
-	n, _ := strconv.Atoi(count)
-	for i := 0; i < n; i++ {
-		k, _ := envLookup(environ, fmt.Sprintf("GIT_CONFIG_KEY_%d", i))
-		v, _ := envLookup(environ, fmt.Sprintf("GIT_CONFIG_VALUE_%d", i))
-		if k == "push.pushOption" && strings.HasPrefix(v, prefix) {
-			return true
-		}
-	}
-	return false
+	found, _ := gitConfigHas(environ, func(k, v string) bool { return k == "push.pushOption" && strings.HasPrefix(v, prefix) })
+	return found
 }
 
 // reftableLockTimeout is how long (ms) the gits of wt-exec's command wait
@@ -505,22 +497,32 @@ func withGitDefault(env []string, key, value string) []string {
 // entries of env, unless one of them already has (present). A count git
 // would refuse is left alone, not hidden.
 func withGitConfig(env []string, key, value string, present func(k, v string) bool) []string {
+	found, n := gitConfigHas(env, present)
+	if found || n < 0 {
+		return env // present already, or a count git refuses: do not hide that
+	}
+	env = withoutVar(env, "GIT_CONFIG_COUNT")
+	return append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", n, key), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, value), fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+1))
+}
+
+// gitConfigHas reports whether one of env's GIT_CONFIG_KEY/VALUE entries
+// satisfies match, and their count (-1 for a GIT_CONFIG_COUNT git refuses).
+func gitConfigHas(env []string, match func(k, v string) bool) (bool, int) {
 	n := 0
 	if v, _ := envLookup(env, "GIT_CONFIG_COUNT"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 0 {
-			return env // git refuses the caller's own value; do not hide that
+			return false, -1
 		}
 	}
 	for i := 0; i < n; i++ {
 		k, _ := envLookup(env, fmt.Sprintf("GIT_CONFIG_KEY_%d", i))
 		v, _ := envLookup(env, fmt.Sprintf("GIT_CONFIG_VALUE_%d", i))
-		if present(k, v) {
-			return env
+		if match(k, v) {
+			return true, n
 		}
 	}
-	env = withoutVar(env, "GIT_CONFIG_COUNT")
-	return append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", n, key), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, value), fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+1))
+	return false, n
 }
 
 // withPushOption adds a push option to every git push of the command,

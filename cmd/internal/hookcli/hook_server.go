@@ -80,7 +80,9 @@ func serverRepoAt(ctx context.Context, dir string) (gitDir, hooksDir string, err
 
 // readFence reads the fence configured in the repository at gitDir.
 func readFence(ctx context.Context, gitDir string) (hooks.ServerFence, bool) {
-	out, _ := exec.CommandContext(ctx, "git", "--git-dir", gitDir, "config", "--get-regexp", `^wt\.fence\.`).Output() // none configured: git exits 1
+	// core.sharedRepository comes in the same call: the local fence's
+	// file modes follow it, and a push pays for one git start, not two.
+	out, _ := exec.CommandContext(ctx, "git", "--git-dir", gitDir, "config", "--get-regexp", `^(wt\.fence\.|core\.sharedrepository$)`).Output() // none configured: git exits 1
 	f, ok := hooks.ParseServerFence(string(out))
 	if ok && f.KeySpace == "" {
 		// A repository fenced through --server-root's template: its key
@@ -302,7 +304,7 @@ func preReceive() error {
 		})
 	}
 	if f.Local {
-		l, err := localFence()
+		l, err := localFence(f)
 		if err != nil {
 			return err
 		}
@@ -325,23 +327,22 @@ func postReceive() error {
 	if !ok || !f.Local {
 		return nil // fleet mode: etcd is the record
 	}
-	l, err := localFence()
+	l, err := localFence(f)
 	if err != nil {
 		return err
 	}
 	return hooks.PostReceive(f, os.Stdin, hooks.PushOptions(os.Getenv), l.Record)
 }
 
-// localFence is the local-mode fence of the repository the hook runs in
+// localFence is the local-mode fence f of the repository the hook runs in
 // (receive-pack runs its hooks in the remote's git dir), its files as
-// shared as the repository is.
-func localFence() (hooks.LocalFence, error) {
+// shared as the repository is (f.Shared, read by readFence).
+func localFence(f hooks.ServerFence) (hooks.LocalFence, error) {
 	gitDir, err := filepath.Abs(".")
 	if err != nil {
 		return hooks.LocalFence{}, decision.Wrap(decision.Internal, err, "find the repository")
 	}
-	shared, _ := exec.Command("git", "--git-dir", gitDir, "config", "--get", "core.sharedRepository").Output() // unset: git exits 1
-	dir, file := hooks.SharedModes(string(shared))
+	dir, file := hooks.SharedModes(f.Shared)
 	return hooks.LocalFence{GitDir: gitDir, DirMode: dir, FileMode: file}, nil
 }
 
