@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -32,6 +33,9 @@ type serverResult struct {
 	install.Result
 	GitDir string             `json:"git_dir"`
 	Fence  *hooks.ServerFence `json:"fence"`
+	// GitoliteConf are the lines gitolite's conf needs for a repository
+	// whose hooks it runs as repo-specific ones (install.Gitolite).
+	GitoliteConf []string `json:"gitolite_conf,omitempty"`
 }
 
 // serverRepo finds the repository (bare or not) that holds the current
@@ -91,31 +95,58 @@ func readFence(ctx context.Context, gitDir string) (hooks.ServerFence, bool) {
 		if err != nil {
 			return f, false
 		}
-		f.KeySpace = keySpaceUnder(f, abs)
+		f.KeySpace = keySpaceUnder(f, abs, os.Getenv)
 	}
 	return f, ok && f.KeySpace != ""
 }
 
 // keySpaceUnder is the key space of the repository at gitDir under fence
 // f: in local mode its own path (what clients on this machine compute);
-// in fleet mode f.URLBase followed by gitDir's path under f.Root (the URL
-// clients use), "" when f names neither.
-func keySpaceUnder(f hooks.ServerFence, gitDir string) string {
+// in fleet mode f.URLBase followed by the repository's name (the URL
+// clients use), "" when there is no name or no f.URLBase. The name is the
+// forge's own where the hook's environment gives it (forgeRepoName:
+// gitolite's GL_REPO, Gitea's and Forgejo's owner/name), else gitDir's
+// path under f.Root.
+func keySpaceUnder(f hooks.ServerFence, gitDir string, getenv func(string) string) string {
 	if f.Local {
 		return fleet.RemoteIDIn(gitDir, "")
 	}
-	if f.URLBase == "" || f.Root == "" {
+	if f.URLBase == "" {
 		return ""
 	}
-	rel, err := filepath.Rel(f.Root, gitDir)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return ""
+	name := forgeRepoName(getenv)
+	if name == "" {
+		if f.Root == "" {
+			return ""
+		}
+		rel, err := filepath.Rel(f.Root, gitDir)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return ""
+		}
+		name = filepath.ToSlash(rel)
 	}
 	url := f.URLBase
 	if !strings.HasSuffix(url, "/") && !strings.HasSuffix(url, ":") {
 		url += "/"
 	}
-	return fleet.Spelling{CaseSensitive: f.CaseSensitive}.RemoteIDIn(url+filepath.ToSlash(rel), "")
+	return fleet.Spelling{CaseSensitive: f.CaseSensitive}.RemoteIDIn(url+name, "")
+}
+
+// forgeRepoName is the repository's name as the forge running this hook
+// knows it, from the environment the forge gives its hooks: gitolite's
+// GL_REPO ("team/app"), Gitea's and Forgejo's GITEA_REPO_USER_NAME and
+// GITEA_REPO_NAME ("team/app"); "" under any other server. It is the name
+// clients put after the forge's URL, which a repository id (Gitea's
+// GITEA_REPO_ID) is not: a key space must be one both sides compute.
+func forgeRepoName(getenv func(string) string) string {
+	if r := getenv("GL_REPO"); r != "" {
+		return r
+	}
+	owner, name := getenv("GITEA_REPO_USER_NAME"), getenv("GITEA_REPO_NAME")
+	if owner != "" && name != "" {
+		return owner + "/" + name
+	}
+	return ""
 }
 
 func gitConfig(ctx context.Context, gitDir string, args ...string) error {
@@ -169,6 +200,7 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 		return err
 	}
 	var res install.Result
+	var glConf []string
 	switch name {
 	case "install":
 		f, err := fenceFromFlags(c)
@@ -182,9 +214,12 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 		if err := runnableByOwner(gitDir, bin); err != nil {
 			return err
 		}
+		gl, glOK := install.Gitolite{}, false
 		if by := gitoliteManaged(hooksDir); by != "" {
-			return decision.New(decision.HookConflict, "gitolite manages the hooks of %s (%s): a hook written there is removed at gitolite's next setup, and gitolite's own checks run from it", gitDir, by).
-				WithHint("install through gitolite, for every repository at once: write wt's pre-receive and post-receive into LOCAL_CODE/hooks/common (docs/forges.md, gitolite, has them and the .gitolite.rc and conf lines), then run: gitolite setup --hooks-only")
+			if gl, glOK = install.GitoliteOf(hooksDir, gitoliteRC(ctx, "LOCAL_CODE")); !glOK {
+				return decision.New(decision.HookConflict, "gitolite manages the hooks of %s (%s), and its repo-specific hooks are not enabled: a hook written there is removed at gitolite's next setup, and gitolite's own checks run from it", gitDir, by).
+					WithHint("install through gitolite, for every repository at once: write wt's pre-receive and post-receive into LOCAL_CODE/hooks/common (docs/forges.md, gitolite, has them and the .gitolite.rc and conf lines), then run: gitolite setup --hooks-only")
+			}
 		}
 		if f.KeySpace == "" {
 			f.KeySpace = fleet.RemoteIDIn(gitDir, "") // its own path: what local clients compute
@@ -192,11 +227,35 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 		if err := configureFence(ctx, []string{"--git-dir", gitDir}, f); err != nil {
 			return err
 		}
+		if glOK {
+			// gitolite's repo-specific hooks: the shims go where gitolite
+			// links them from, and the repository's conf lists them.
+			need := install.ServerHooksFor(f.Local)
+			if res, err = install.InstallRepoSpecific(gl, bin, need); err != nil {
+				return err
+			}
+			glConf = append([]string{"repo " + gitoliteRepoName(gitDir)}, indent(gl.OptionLines(need))...)
+			break
+		}
 		res, err = install.InstallServer(hooksDir, bin, f.Local)
 		if err != nil {
 			return err
 		}
 	case "uninstall":
+		if gitoliteManaged(hooksDir) != "" {
+			if gl, ok := install.GitoliteOf(hooksDir, gitoliteRC(ctx, "LOCAL_CODE")); ok {
+				// The shims serve every repository whose conf lists them:
+				// this one stops running them when its conf does.
+				res = install.StatusRepoSpecific(gl, hooksDir, install.ServerHooks)
+				glConf = []string{"repo " + gitoliteRepoName(gitDir), "    (take " + install.RepoSpecificCode("pre-receive") + " and " + install.RepoSpecificCode("post-receive") + " out of its option hook lines)"}
+				if _, ok := readFence(ctx, gitDir); ok {
+					if err := gitConfig(ctx, gitDir, "--remove-section", "wt.fence"); err != nil {
+						return err
+					}
+				}
+				break
+			}
+		}
 		if res, err = install.UninstallServer(hooksDir); err != nil {
 			return err
 		}
@@ -207,16 +266,28 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 		}
 	default:
 		f, ok := readFence(ctx, gitDir)
+		if gitoliteManaged(hooksDir) != "" {
+			if gl, glOK := install.GitoliteOf(hooksDir, gitoliteRC(ctx, "LOCAL_CODE")); glOK {
+				res = install.StatusRepoSpecific(gl, hooksDir, install.ServerHooksFor(!ok || f.Local))
+				break
+			}
+		}
 		if res, err = install.StatusServer(hooksDir, !ok || f.Local); err != nil {
 			return err
 		}
 	}
-	out := serverResult{Result: res, GitDir: gitDir}
+	out := serverResult{Result: res, GitDir: gitDir, GitoliteConf: glConf}
 	if f, ok := readFence(ctx, gitDir); ok {
 		out.Fence = &f
 	}
 	return e.Success(code, reason+hooksDir+" (server fence)", out, nil, func(w io.Writer) {
 		printHooks(w, e.Bin, res)
+		if len(out.GitoliteConf) > 0 {
+			fmt.Fprintf(w, "gitolite runs its repo-specific hooks from %s; in gitolite-admin's conf/gitolite.conf, then push it:\n", res.HooksDir)
+			for _, l := range out.GitoliteConf {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
 		if out.Fence == nil {
 			fmt.Fprintf(w, "fence: not configured in %s\n", gitDir)
 			return
@@ -407,6 +478,10 @@ func runnableByOwner(gitDir, bin string) error {
 		WithHint("install wt where %s can run it (make install puts it in /usr/local/bin), then: wt-hook install --server --binary /usr/local/bin/wt-hook", owner)
 }
 
+// noEnv is an empty environment: install names repositories by their
+// paths, as no forge runs it.
+func noEnv(string) string { return "" }
+
 // rootResult is what install --server --server-root did.
 type rootResult struct {
 	Root         string         `json:"root"`
@@ -457,7 +532,7 @@ func (e *env) serverRoot(c *ucli.Context, root, code string) error {
 			return err
 		}
 		rf := f
-		if rf.KeySpace = keySpaceUnder(f, gitDir); rf.KeySpace == "" {
+		if rf.KeySpace = keySpaceUnder(f, gitDir, noEnv); rf.KeySpace == "" {
 			return decision.New(decision.Internal, "no key space for %s under %s", gitDir, root)
 		}
 		if err := configureFence(ctx, []string{"--git-dir", gitDir}, rf); err != nil {
@@ -538,6 +613,40 @@ func isBareRepo(dir string) bool {
 		}
 	}
 	return true
+}
+
+// gitoliteRC is a value of gitolite's rc file (gitolite query-rc NAME),
+// "" where gitolite does not run or does not say.
+func gitoliteRC(ctx context.Context, name string) string {
+	if _, err := exec.LookPath("gitolite"); err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "gitolite", "query-rc", name).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// gitoliteRepoName is the name gitolite's conf gives the repository at
+// gitDir: its path under gitolite's repositories directory without
+// ".git".
+func gitoliteRepoName(gitDir string) string {
+	name := filepath.Base(gitDir)
+	if _, rel, ok := strings.Cut(filepath.ToSlash(gitDir), "/repositories/"); ok {
+		name = rel
+	}
+	return strings.TrimSuffix(name, ".git")
+}
+
+func indent(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = "    " + l
+	}
+	return out
 }
 
 // gitoliteManaged says how the hooks dir shows it is gitolite's ("" when
