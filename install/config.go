@@ -95,29 +95,8 @@ func InstallConfig(ctx context.Context, g *gitrepo.Repo, bin string) ([]HookStat
 				WithHint("git -C %s config --local --unset-all hook.%s.enabled", shell.Word(g.TopLevel), h)
 		}
 		st := HookState{Hook: h, Path: filepath.Join(dir, h), Via: ViaConfig, Config: "hook." + ConfigName(h)}
-		want, err := Render(h, bin)
-		if err != nil {
+		if st.Changed, err = writeShimFile(st.Path, h, bin); err != nil {
 			return out, err
-		}
-		cur, err := safefile.Read(st.Path, 1<<20, safefile.NoFollow)
-		switch {
-		case err == nil && string(cur) == want:
-			st.Changed = "unchanged"
-		case err == nil:
-			if _, _, ok := Recognize(h, cur); !ok {
-				return out, decision.New(decision.HookConflict, "%s is not a wt shim: wt will not overwrite it", st.Path).
-					WithHint("move it away, then run wt-hook install again: mv %s %s.bak", shell.Word(st.Path), shell.Word(st.Path))
-			}
-			st.Changed = "updated"
-		case errors.Is(err, fs.ErrNotExist):
-			st.Changed = "installed"
-		default:
-			return out, decision.Wrap(decision.Internal, err, "read %s", st.Path)
-		}
-		if st.Changed != "unchanged" {
-			if err := writeExec(st.Path, want); err != nil {
-				return out, err
-			}
 		}
 		name := ConfigName(h)
 		set := [][]string{}
@@ -253,4 +232,30 @@ func isFalse(v string) bool {
 		return true
 	}
 	return false
+}
+
+// writeShimFile writes wt's shim for hook (recording bin) at path, a file
+// wt alone writes (a configured hook's command, a gitolite repo-specific
+// hook), and says what it did: "installed", "updated" or "unchanged". A
+// file there that is not a wt shim is refused, never overwritten.
+func writeShimFile(path, hook, bin string) (string, error) {
+	want, err := Render(hook, bin)
+	if err != nil {
+		return "", err
+	}
+	changed := "installed"
+	cur, err := safefile.Read(path, 1<<20, safefile.NoFollow)
+	switch {
+	case err == nil && string(cur) == want:
+		return "unchanged", nil
+	case err == nil:
+		if _, _, ok := Recognize(hook, cur); !ok {
+			return "", decision.New(decision.HookConflict, "%s is not a wt shim: wt will not overwrite it", path).
+				WithHint("move it away, then run wt-hook install again: mv %s %s.bak", shell.Word(path), shell.Word(path))
+		}
+		changed = "updated"
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", decision.Wrap(decision.Internal, err, "read %s", path)
+	}
+	return changed, writeExec(path, want)
 }
