@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -22,40 +23,20 @@ const glUser = "wt-interop-gl"
 // wt's hooks in the rc file's LOCAL_CODE as common hooks, the fence's
 // configuration as gitolite config lines. A task branch push without the
 // token is refused; the holder's push and its nested wt-exec's land;
-// after gitolite's full setup (its rebuild) the fence still refuses; and
-// wt-hook install --server inside a repository gitolite manages refuses to
-// write a hook gitolite would remove.
+// after gitolite's full setup (its rebuild) the fence still refuses; a
+// rewind of main stays refused by gitolite's own rule and a confined
+// agent's push lands. In a repository with a repo-specific hook of its own
+// (deny-main), install goes through gitolite's repo-specific hooks: both
+// hold, across gitolite's setup.
 func TestGitoliteFence(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root: it makes the gitolite user and runs sshd (make interop runs as root)")
-	}
 	for _, p := range []string{"gitolite", "/usr/sbin/sshd", "ssh-keygen", "su"} {
 		if _, err := exec.LookPath(p); err != nil {
 			t.Fatalf("%s is not installed (interop/run.sh installs gitolite3 and openssh-server): %v", p, err)
 		}
 	}
-	root, _ := filepath.Abs("..")
 	// A directory the gitolite user can read: the wt binaries its hooks
 	// run, and the admin's public key.
-	top, err := os.MkdirTemp("", "wt-gitolite-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(top) })
-	os.Chmod(top, 0o755)
-	bin := filepath.Join(top, "bin")
-	sh := func(dir string, wantOK bool, env []string, name string, args ...string) string {
-		t.Helper()
-		c := exec.Command(name, args...)
-		c.Dir, c.Env = dir, append(os.Environ(), env...)
-		out, err := c.CombinedOutput()
-		if (err == nil) != wantOK {
-			t.Fatalf("%s %v: %v (want success %v)\n%s", name, args, err, wantOK, out)
-		}
-		return string(out)
-	}
-	sh(root, true, []string{"CGO_ENABLED=0"}, "go", "build", "-tags", "urfave_cli_no_docs", "-o", bin+"/", "./cmd/wt-admin", "./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate")
-	sh(top, true, nil, "chmod", "-R", "a+rX", top)
+	top, bin, sh := serverBins(t, "wt-gitolite-")
 	as := func(wantOK bool, script string) string {
 		t.Helper()
 		return sh("/", wantOK, nil, "su", "-", glUser, "-c", script)
@@ -82,12 +63,18 @@ func TestGitoliteFence(t *testing.T) {
 	}
 	edited := strings.Replace(string(rc), "GIT_CONFIG_KEYS                 =>  '',", `GIT_CONFIG_KEYS => 'wt\..* receive\.advertisePushOptions',`, 1)
 	edited = strings.Replace(edited, `# LOCAL_CODE                =>  "$ENV{HOME}/local",`, `LOCAL_CODE => "$ENV{HOME}/local",`, 1)
-	if edited == string(rc) || !strings.Contains(edited, "LOCAL_CODE => ") || !strings.Contains(edited, "advertisePushOptions") {
+	edited = strings.Replace(edited, `# 'repo-specific-hooks',`, `'repo-specific-hooks',`, 1)
+	if edited == string(rc) || !strings.Contains(edited, "LOCAL_CODE => ") || !strings.Contains(edited, "advertisePushOptions") || !strings.Contains(edited, "\n            'repo-specific-hooks',") {
 		t.Fatalf("this gitolite's rc does not read as 3.6's: the recipe's lines were not placed\n%s", rc)
 	}
 	if err := os.WriteFile(rcPath, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A repository's own repo-specific hook (gitolite's way of giving one
+	// repository a pre-receive): main takes no pushes.
+	as(true, `mkdir -p local/hooks/repo-specific &&
+printf '#!/bin/sh\nwhile read o n r; do [ "$r" = refs/heads/main ] && { echo "deny-main: main is protected" >&2; exit 1; }; done; exit 0\n' > local/hooks/repo-specific/deny-main &&
+chmod 755 local/hooks/repo-specific/deny-main`)
 	as(true, fmt.Sprintf(`mkdir -p local/hooks/common &&
 printf '#!/bin/sh\nexec %[1]s/wt-hook run pre-receive\n' > local/hooks/common/pre-receive &&
 printf '#!/bin/sh\nexec %[1]s/wt-hook run post-receive\n' > local/hooks/common/post-receive &&
@@ -113,17 +100,7 @@ gitolite setup --hooks-only`, bin))
 	}
 	t.Cleanup(func() { sshd.Process.Kill(); sshd.Wait(); logf.Close() })
 	work := t.TempDir()
-	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "HOME=" + filepath.Join(work, "home"),
-		"GIT_SSH_COMMAND=ssh -i " + filepath.Join(top, "admin") + fmt.Sprintf(" -p %d", port) + " -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@wt.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@wt.invalid",
-		"WT_CLIENT_ID=", "WT_HOLDER_PID=", "WT_LEASE_ID="}
-	run := func(dir string, wantOK bool, name string, args ...string) string {
-		t.Helper()
-		if strings.HasPrefix(name, "wt-") {
-			name = filepath.Join(bin, name)
-		}
-		return sh(dir, wantOK, env, name, args...)
-	}
+	run := clientRunner(t, sh, bin, work, "GIT_SSH_COMMAND=ssh -i "+filepath.Join(top, "admin")+fmt.Sprintf(" -p %d", port)+" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR")
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		c := exec.Command("ssh", "-i", filepath.Join(top, "admin"), "-p", fmt.Sprint(port), "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", glUser+"@127.0.0.1", "info")
 		if out, err := c.CombinedOutput(); err == nil && strings.Contains(string(out), "running gitolite3") {
@@ -139,7 +116,9 @@ gitolite setup --hooks-only`, bin))
 	run(work, true, "git", "clone", "-q", glUser+"@127.0.0.1:gitolite-admin", admin)
 	conf := filepath.Join(admin, "conf", "gitolite.conf")
 	b, _ := os.ReadFile(conf)
-	b = append(b, []byte("\nrepo app\n    RW+ = admin\n    config receive.advertisePushOptions = true\n    config wt.fence.local = true\n    config wt.fence.keyspace = app\n    config wt.fence.branchprefix = wt/\n")...)
+	// main may not be rewound (gitolite's own rule), task branches may.
+	b = append(b, []byte("\nrepo app\n    RW main = admin\n    RW+ wt/ = admin\n    config receive.advertisePushOptions = true\n    config wt.fence.local = true\n    config wt.fence.keyspace = app\n    config wt.fence.branchprefix = wt/\n")...)
+	b = append(b, []byte("\nrepo spec\n    RW+ = admin\n    option hook.pre-receive = deny-main\n")...)
 	os.WriteFile(conf, b, 0o644)
 	run(admin, true, "git", "commit", "-q", "-am", "app, fenced by wt")
 	run(admin, true, "git", "push", "-q", "origin", "master")
@@ -153,12 +132,21 @@ gitolite setup --hooks-only`, bin))
 	run(repo, true, "wt-admin", "policy", "--fleet-server-fence", "on")
 	run(repo, true, "wt-admin", "allocate", "--task", "T-1", "--owner", "alice", w)
 
-	rogue := func(msg string) {
+	// rogueIn commits in worktree w with hooks off and pushes to its task
+	// branch without the token: refused.
+	rogueIn := func(w, task, msg string) {
 		t.Helper()
 		run(w, true, "git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty", "-m", msg)
-		if out := run(w, false, "git", "-c", "core.hooksPath=/dev/null", "push", "origin", "HEAD:refs/heads/wt/T-1"); !strings.Contains(out, "FLEET_FENCED") {
-			t.Fatalf("%s: a task branch push without the token:\n%s", msg, out)
+		if out := run(w, false, "git", "-c", "core.hooksPath=/dev/null", "push", "origin", "HEAD:refs/heads/wt/"+task); !strings.Contains(out, "FLEET_FENCED") {
+			t.Fatalf("%s: a push to wt/%s without the token:\n%s", msg, task, out)
 		}
+	}
+	rogue := func(msg string) { t.Helper(); rogueIn(w, "T-1", msg) }
+	// gitolite's own rule holds: main is not rewound.
+	run(repo, true, "git", "commit", "-q", "--allow-empty", "-m", "second")
+	run(repo, true, "git", "-c", "core.hooksPath=/dev/null", "push", "-q", "origin", "main")
+	if out := run(repo, false, "git", "-c", "core.hooksPath=/dev/null", "push", "--force", "origin", "HEAD~1:refs/heads/main"); !strings.Contains(out, "DENIED") {
+		t.Fatalf("a rewind of main was not refused by gitolite:\n%s", out)
 	}
 	rogue("rogue")
 	run(w, true, "wt-exec", "--", "sh", "-c", "git commit -q --allow-empty -m held && git push -q origin HEAD:refs/heads/wt/T-1")
@@ -166,11 +154,49 @@ gitolite setup --hooks-only`, bin))
 	if got := strings.TrimSpace(as(true, "git --git-dir repositories/app.git log -1 --format=%s wt/T-1")); got != "nested" {
 		t.Fatalf("wt/T-1 on gitolite is at %q, not the nested run's commit", got)
 	}
+	run(w, true, "wt-exec", "--confine", "--", "sh", "-c", "git commit -q --allow-empty -m confined && git push -q origin HEAD:refs/heads/wt/T-1")
+	if got := strings.TrimSpace(as(true, "git --git-dir repositories/app.git log -1 --format=%s wt/T-1")); got != "confined" {
+		t.Fatalf("wt/T-1 on gitolite is at %q, not the confined run's commit", got)
+	}
 	// gitolite's full setup rewrites the hooks: the fence stays.
 	as(true, "gitolite setup")
 	rogue("rogue after gitolite setup")
-	// A hook written straight into a repository gitolite manages: refused.
-	if out := as(false, "cd repositories/app.git && "+bin+"/wt-hook install --server"); !strings.Contains(out, "HOOK_CONFLICT: gitolite manages the hooks") {
-		t.Fatalf("install --server in a gitolite repository:\n%s", out)
+	// (Where the rc does not enable repo-specific hooks, install in a
+	// repository gitolite manages refuses: server-gitolite.txtar.)
+
+	// A repository with a repo-specific hook of its own: install goes
+	// through gitolite's repo-specific hooks and prints the conf lines;
+	// with them pushed, gitolite runs both, and keeps both across setup.
+	out := as(true, "cd repositories/spec.git && "+bin+"/wt-hook install --server --binary "+bin+"/wt-hook")
+	for _, want := range []string{"repo spec", "option hook.pre-receive = wt-fence-pre-receive deny-main", "option hook.post-receive = wt-fence-post-receive"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("install --server in a repository with repo-specific hooks does not print %q:\n%s", want, out)
+		}
 	}
+	b, _ = os.ReadFile(conf)
+	b = []byte(strings.Replace(string(b), "    option hook.pre-receive = deny-main\n", "    option hook.pre-receive = wt-fence-pre-receive deny-main\n    option hook.post-receive = wt-fence-post-receive\n", 1))
+	os.WriteFile(conf, b, 0o644)
+	run(admin, true, "git", "commit", "-q", "-am", "spec, fenced through repo-specific hooks")
+	run(admin, true, "git", "push", "-q", "origin", "master")
+	if st := as(true, "cd repositories/spec.git && "+bin+"/wt-hook status --server"); !regexp.MustCompile(`(?m)^pre-receive +gitolite-repo-specific +wt shim`).MatchString(st) ||
+		!regexp.MustCompile(`(?m)^post-receive +gitolite-repo-specific +wt shim`).MatchString(st) {
+		t.Fatalf("status --server after gitolite linked the shims:\n%s", st)
+	}
+	spec, ws := filepath.Join(work, "spec"), filepath.Join(work, "ws")
+	run(work, true, "git", "init", "-q", "-b", "main", spec)
+	run(spec, true, "git", "commit", "-q", "--allow-empty", "-m", "init")
+	run(spec, true, "git", "remote", "add", "origin", glUser+"@127.0.0.1:spec")
+	if out := run(spec, false, "git", "-c", "core.hooksPath=/dev/null", "push", "origin", "main"); !strings.Contains(out, "deny-main: main is protected") {
+		t.Fatalf("the repository's own deny-main did not refuse main:\n%s", out)
+	}
+	run(spec, true, "wt-admin", "init")
+	run(spec, true, "wt-admin", "policy", "--fleet-server-fence", "on")
+	run(spec, true, "wt-admin", "allocate", "--task", "T-2", "--owner", "alice", ws)
+	rogueIn(ws, "T-2", "rogue")
+	run(ws, true, "wt-exec", "--", "sh", "-c", "git commit -q --allow-empty -m held && git push -q origin HEAD:refs/heads/wt/T-2")
+	if got := strings.TrimSpace(as(true, "git --git-dir repositories/spec.git log -1 --format=%s wt/T-2")); got != "held" {
+		t.Fatalf("wt/T-2 on gitolite is at %q, not the holder's commit", got)
+	}
+	as(true, "gitolite setup")
+	rogueIn(ws, "T-2", "rogue after gitolite setup")
 }

@@ -19,10 +19,16 @@
 #           a fenced push against a plain one (BenchmarkGiteaPush).
 #   gitolite: Debian's gitolite3 behind a local sshd (interop/gitolite_test.go),
 #           fenced by docs/forges.md's recipe: a tokenless push refused, the
-#           holder's and a nested wt-exec's landing, the fence kept across
-#           gitolite setup, and install --server refused in its repositories.
+#           holder's, a nested wt-exec's and a confined agent's landing,
+#           gitolite's own rules kept, the fence kept across gitolite setup;
+#           and install --server through its repo-specific hooks.
 #   shared: two real server users push one group-shared repository with
 #           the local fence (interop/shared_test.go): both land.
+#   http-backend: git http-backend behind lighttpd as www-data, and a
+#           second server user, on one group-shared repository
+#           (interop/httpbackend_test.go): the server's own pre-receive
+#           still refuses main, a tokenless push is refused, the holder's,
+#           a nested wt-exec's and a confined agent's land over HTTP.
 #   hooks:  husky 9, the pre-commit framework and lefthook, installed before
 #           and after wt: the manager's hook runs for the entitled writer,
 #           an outside commit is refused, and wt-hook uninstall leaves no wt
@@ -93,6 +99,9 @@ command -v gitolite >/dev/null && [ -x /usr/sbin/sshd ] ||
 	echo "gitolite3 or openssh-server could not be installed: the gitolite check fails"
 # The package test unpacks the .rpm with rpm2cpio and cpio (the .deb with
 # dpkg-deb, which Debian has).
+# lighttpd, for git http-backend as www-data (interop/httpbackend_test.go).
+command -v lighttpd >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lighttpd >/dev/null 2>&1 ||
+	echo "lighttpd could not be installed: the http-backend check fails"
 command -v rpm2cpio >/dev/null && command -v cpio >/dev/null || apt-get install -y -qq rpm2cpio cpio >/dev/null 2>&1 || echo "rpm2cpio or cpio could not be installed: the package test fails"
 [ -x "$tools/lefthook" ] || GOBIN=$tools GOFLAGS= go install github.com/evilmartians/lefthook@v1.13.6 >/dev/null 2>&1
 export PATH="$root/bin:$npmdir/node_modules/.bin:$tools:$PATH"
@@ -268,8 +277,9 @@ fi
 # ccmanager's npm package (4.2.3 the newest on the registry here) finds no
 # binary; its Linux binary's own package is at 4.4.3 and runs alone.
 export WT_CCMANAGER=$npmdir/node_modules/@kodaikabasawa/ccmanager-linux-x64/bin/ccmanager
-check "lefthook, ccmanager, Gitea, gitolite, two server users (interop/*_test.go)" '^ok' go test -tags wt_network -count=1 ./interop/
-# The figure: a fenced push against a plain one on Gitea over HTTP.
+check "lefthook, ccmanager, Gitea, gitolite, http-backend, two server users (interop/*_test.go)" '^ok' go test -tags wt_network -count=1 ./interop/
+# The figures: a fenced push against a plain one on Gitea over HTTP, and a
+# fenced push with Gitea's protection on wt/* (the API-write workaround).
 if out=$(go test -tags wt_network -count=1 -run '^$' -bench BenchmarkGiteaPush -benchtime 20x ./interop/ 2>&1) && grep -q '^BenchmarkGiteaPush' <<<"$out"; then
 	ok "gitea push benchmark (interop/gitea_test.go)"
 	grep '^BenchmarkGiteaPush' <<<"$out" | sed 's/^/      /'

@@ -19,39 +19,11 @@ import (
 // core.sharedRepository now, so both land. Real users, real pushes
 // (receive-pack runs as the pushing user, as over ssh).
 func TestSharedRepositoryTwoUsers(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root: it makes two users and a group (make interop runs as root)")
-	}
-	root, _ := filepath.Abs("..")
-	top, err := os.MkdirTemp("", "wt-shared-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(top) })
-	os.Chmod(top, 0o755)
-	bin := filepath.Join(top, "bin")
-	sh := func(wantOK bool, name string, args ...string) string {
-		t.Helper()
-		c := exec.Command(name, args...)
-		c.Dir = root
-		out, err := c.CombinedOutput()
-		if (err == nil) != wantOK {
-			t.Fatalf("%s %v: %v (want success %v)\n%s", name, args, err, wantOK, out)
-		}
-		return string(out)
-	}
-	sh(true, "env", "CGO_ENABLED=0", "go", "build", "-tags", "urfave_cli_no_docs", "-o", bin+"/", "./cmd/wt-admin", "./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate")
-	sh(true, "chmod", "-R", "a+rX", top)
+	top, bin, run := serverBins(t, "wt-shared-")
+	sh := func(wantOK bool, name string, args ...string) string { return run("/", wantOK, nil, name, args...) }
 	const group = "wt-interop-share"
 	users := []string{"wt-interop-a", "wt-interop-b"}
-	if exec.Command("getent", "group", group).Run() != nil {
-		sh(true, "groupadd", group)
-	}
-	for _, u := range users {
-		if exec.Command("id", u).Run() != nil {
-			sh(true, "useradd", "-m", "-s", "/bin/sh", "-G", group, u)
-		}
-	}
+	sharingGroup(run, group, users...)
 	remote := filepath.Join(top, "srv", "app.git")
 	sh(true, "git", "init", "-q", "--bare", "--shared=group", "-b", "main", remote)
 	sh(true, "chgrp", "-R", group, filepath.Dir(remote))
