@@ -302,7 +302,9 @@ func (r *Repo) checkTaskAndBudget(tx *store.Tx, task, skip string, pol store.Pol
 				WithFact("allocation_id", a.AllocationID).
 				WithHint("%s", taskInUseHint(a))
 		}
-		if a.Lifecycle == store.Active {
+		if a.Lifecycle == store.Active && a.Role != store.RoleIntegration {
+			// wt-admin land's integration worktree is wt's, not an
+			// agent's: it takes no share of the budget.
 			active = append(active, fmt.Sprintf("%s (task %s)", a.AllocationID, a.TaskKey))
 		}
 	}

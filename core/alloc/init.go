@@ -39,13 +39,15 @@ type PolicyChange struct {
 	BranchLayout *string
 	// RequireOwner is on or off.
 	RequireOwner *string
+	// PublicationLease is on or off.
+	PublicationLease *string
 }
 
 func (c PolicyChange) empty() bool {
 	return c.PublicationBranch == nil && c.Enforcement == nil && c.Unmanaged == nil && c.MaxActive == nil &&
 		c.Coordinator == nil && c.EtcdEndpoints == nil && c.FleetTTL == nil && c.FleetRemote == nil &&
 		c.EtcdCert == nil && c.EtcdKey == nil && c.EtcdCACert == nil && c.EtcdUser == nil && c.EtcdPasswordFile == nil &&
-		c.Confine == nil && c.ConfineAllow == nil && c.FleetServerFence == nil && c.FleetCaseSensitive == nil && c.BranchLayout == nil && c.RequireOwner == nil
+		c.Confine == nil && c.ConfineAllow == nil && c.FleetServerFence == nil && c.FleetCaseSensitive == nil && c.BranchLayout == nil && c.RequireOwner == nil && c.PublicationLease == nil
 }
 
 // InitResult is what init did.
@@ -227,6 +229,15 @@ func (r *Repo) applyBasics(ctx context.Context, next *store.Policy, c PolicyChan
 				WithHint("pass --require-owner on (wt-exec must name the task's owner) or --require-owner off")
 		}
 	}
+	if v := c.PublicationLease; v != nil {
+		switch *v {
+		case "on", "off":
+			next.PublicationLease = *v == "on"
+		default:
+			return decision.New(decision.InvalidPolicy, "publication-lease %q is not on or off", *v).
+				WithHint("pass --publication-lease on (only wt-admin land moves the publication branch) or --publication-lease off")
+		}
+	}
 	return nil
 }
 
@@ -363,6 +374,7 @@ func policyDiffs(pol, next store.Policy) []Diff {
 	add("confine_allow", strings.Join(pol.ConfineAllow, ","), strings.Join(next.ConfineAllow, ","))
 	add("branch_layout", pol.Layout(), next.Layout())
 	add("require_owner", OnOff(pol.RequireOwner), OnOff(next.RequireOwner))
+	add("publication_lease", OnOff(pol.PublicationLease), OnOff(next.PublicationLease))
 	return diffs
 }
 

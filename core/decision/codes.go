@@ -264,6 +264,39 @@ const (
 	FleetLeaseAbandoned = "FLEET_LEASE_ABANDONED"
 )
 
+// The publication lease and landing (docs/design.md, "The publication
+// lease").
+const (
+	// PublicationLeaseRequired: with policy publication-lease on, a move of
+	// the publication branch by a process that does not descend from the
+	// live lander.
+	PublicationLeaseRequired = "PUBLICATION_LEASE_REQUIRED"
+	// PublicationLeaseHeld: another live lander holds the publication
+	// lease.
+	PublicationLeaseHeld = "PUBLICATION_LEASE_HELD"
+	// LandConflict: the task's branch does not integrate onto the
+	// publication tip; nothing moved, the task is handed back.
+	LandConflict = "LAND_CONFLICT"
+	// LandTestFailed: the integrated result failed land's --test; nothing
+	// moved, the task is handed back.
+	LandTestFailed = "LAND_TEST_FAILED"
+	// LandPushRejected: the remote's publication branch was not where the
+	// landing integrated onto (or the remote refused): nothing moved.
+	LandPushRejected = "LAND_PUSH_REJECTED"
+	// LandWaitTimeout: land --wait --timeout D waited D for the
+	// publication lease or a task's writer.
+	LandWaitTimeout = "LAND_WAIT_TIMEOUT"
+	// NotReady: a task land --ready would take is not ready, or a ready
+	// mark cannot be made (the task has no ACTIVE feature allocation).
+	NotReady = "TASK_NOT_READY"
+
+	Landed        = "LANDED"
+	AlreadyLanded = "ALREADY_LANDED"
+	NothingToLand = "NOTHING_TO_LAND"
+	TaskReady     = "TASK_READY"
+	LandRecovered = "LAND_RECOVERED"
+)
+
 // codes is every code above, in their order: Codes's list, laid out by the
 // linker rather than built at every start (TestCodesListed keeps it whole).
 var codes = [...]string{
@@ -414,4 +447,16 @@ var codes = [...]string{
 	FleetLeaseAcquired,
 	FleetStatusShown,
 	FleetLeaseAbandoned,
+	PublicationLeaseRequired,
+	PublicationLeaseHeld,
+	LandConflict,
+	LandTestFailed,
+	LandPushRejected,
+	LandWaitTimeout,
+	NotReady,
+	Landed,
+	AlreadyLanded,
+	NothingToLand,
+	TaskReady,
+	LandRecovered,
 }

@@ -254,6 +254,13 @@ func (x *Policy) DecodeFastJSON(d *strictjson.Dec) {
 			}
 			seen |= 0x200000
 			x.RequireOwner = d.Bool()
+		case "publication_lease":
+			if seen&0x400000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x400000
+			x.PublicationLease = d.Bool()
 		default:
 			d.GiveUp()
 			return
@@ -366,6 +373,11 @@ func (x Policy) AppendFastJSON(e *strictjson.Enc, depth int) {
 	if x.RequireOwner {
 		e.Key(n, "\"require_owner\"", depth)
 		e.Bool(x.RequireOwner)
+		n++
+	}
+	if x.PublicationLease {
+		e.Key(n, "\"publication_lease\"", depth)
+		e.Bool(x.PublicationLease)
 		n++
 	}
 	e.Close(n, depth)

@@ -43,6 +43,7 @@ const (
 	ViaGate     = "gate"
 	ViaPass     = "pass" // the reference-transaction shim, from pre-commit's pass
 	ViaPublish  = "publish"
+	ViaLand     = "land" // the publication branch moved by wt-admin land
 	ViaInit     = "init"
 	ViaAdopt    = "adopt"
 	ViaFinish   = "finish" // the branch deleted by wt-admin finish

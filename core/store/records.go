@@ -107,6 +107,10 @@ type Policy struct {
 	// RequireOwner makes wt-exec in a governed worktree name the task's
 	// owner (--owner), or consume a handoff reserved for its client.
 	RequireOwner bool `json:"require_owner,omitempty"`
+	// PublicationLease makes the lander (wt-admin land, holding the
+	// publication lease) the only writer of the publication branch: the
+	// gate refuses every other move of it (PUBLICATION_LEASE_REQUIRED).
+	PublicationLease bool `json:"publication_lease,omitempty"`
 }
 
 // EtcdAuth is how a client proves itself to etcd: files on the machine

@@ -37,6 +37,7 @@ func policyFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "confine-allow", Usage: "more directories a confined command may write beneath: /ABS/DIR[,/ABS/DIR] (\"\" clears)"},
 		&ucli.StringFlag{Name: "branch-layout", Usage: "a new allocation's default branch: flat (wt/TASK) or task-dir (wt/TASK/work, a ref directory per task, so confinement keeps other tasks' branches out of reach)"},
 		&ucli.StringFlag{Name: "require-owner", Usage: "on: wt-exec in a governed worktree must name the task's owner (--owner) or consume a handoff reserved for its client; off (the default)"},
+		&ucli.StringFlag{Name: "publication-lease", Usage: "on: only wt-admin land, holding the publication lease, moves the publication branch (the gate refuses every other move: PUBLICATION_LEASE_REQUIRED); off (the default)"},
 	}
 }
 
@@ -48,7 +49,8 @@ func policyChange(c *ucli.Context) alloc.PolicyChange {
 		EtcdCert: optString(c, "etcd-cert"), EtcdKey: optString(c, "etcd-key"), EtcdCACert: optString(c, "etcd-cacert"),
 		EtcdUser: optString(c, "etcd-user"), EtcdPasswordFile: optString(c, "etcd-password-file"),
 		Confine: optString(c, "confine"), ConfineAllow: optString(c, "confine-allow"), FleetServerFence: optString(c, "fleet-server-fence"), FleetCaseSensitive: optString(c, "fleet-case-sensitive"),
-		BranchLayout: optString(c, "branch-layout"), RequireOwner: optString(c, "require-owner")}
+		BranchLayout: optString(c, "branch-layout"), RequireOwner: optString(c, "require-owner"),
+		PublicationLease: optString(c, "publication-lease")}
 }
 
 func (e *env) initCommand() *ucli.Command {
@@ -161,6 +163,7 @@ func printPolicy(w io.Writer, p store.Policy) {
 	fmt.Fprintf(tw, "confine\t%s\n", confine)
 	fmt.Fprintf(tw, "branch_layout\t%s (%s)\n", p.Layout(), p.TaskBranch("TASK"))
 	fmt.Fprintf(tw, "require_owner\t%s\n", alloc.OnOff(p.RequireOwner))
+	fmt.Fprintf(tw, "publication_lease\t%s\n", alloc.OnOff(p.PublicationLease))
 	tw.Flush()
 }
 
