@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wt-tool/wt/cmd/internal/clikit"
+	"github.com/wt-tool/wt/cmd/internal/execcli"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/land"
+	"github.com/wt-tool/wt/core/shell"
+)
+
+func (e *env) landCommand() *ucli.Command {
+	return &ucli.Command{
+		Name: "land",
+		Usage: "land tasks on the publication branch one at a time, holding the publication lease: each integrated in wt's " +
+			"integration worktree, tested there, and moved by compare-and-swap from the tip it integrated onto",
+		Flags: []ucli.Flag{clikit.JSONFlag,
+			&ucli.StringSliceFlag{Name: "task", Usage: "a task to land (repeat it: they land in this order)"},
+			&ucli.BoolFlag{Name: "ready", Usage: "land every task of the ready queue (wt-admin ready), in the order they became ready"},
+			&ucli.BoolFlag{Name: "recover", Usage: "land nothing: take a dead lander's publication lease over and conclude its landings (what doctor names)"},
+			&ucli.StringFlag{Name: "test", Usage: "a shell `COMMAND` each integrated result must pass, run in the integration worktree under wt-exec"},
+			&ucli.StringFlag{Name: "strategy", Value: land.Rebase, Usage: "rebase (the task's commits replayed), merge (a merge commit) or squash (one commit)"},
+			&ucli.BoolFlag{Name: "wait", Usage: "wait for the publication lease and for each task's writer to let go, instead of refusing"},
+			&ucli.DurationFlag{Name: "timeout", Usage: "with --wait: the longest each wait lasts (LAND_WAIT_TIMEOUT)"},
+			&ucli.StringFlag{Name: "push", Usage: "publish each landing to `REMOTE` too, by the same compare-and-swap (--force-with-lease), before the local branch moves"},
+		},
+		Action: e.Action("land", 0, func(c *ucli.Context) error {
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			execBin, err := siblingBinary(execcli.Bin)
+			if err != nil && c.IsSet("test") {
+				return err
+			}
+			opts := land.Options{Tasks: c.StringSlice("task"), Ready: c.Bool("ready"), Recover: c.Bool("recover"), Test: c.String("test"), ExecBin: execBin,
+				Strategy: c.String("strategy"), Wait: c.Bool("wait"), Timeout: c.Duration("timeout"), Push: c.String("push"),
+				RepoArg: shell.Word(r.Git.TopLevel)}
+			if !e.JSON {
+				opts.Notify = func(line string) { fmt.Fprintf(e.Stderr, "%s: land: %s\n", e.Bin, clikit.Clean(line)) }
+			}
+			res, err := land.Land(c.Context, r, opts)
+			if err != nil {
+				return err
+			}
+			if f := res.Failed(); f != nil {
+				if !e.JSON {
+					printLanding(e.Stdout, res)
+				}
+				return decision.New(f.Code, "%s", landSummary(res)).
+					WithHint("%s", landHint(r.Git.TopLevel, *f)).
+					WithFact("tasks", res.Tasks).WithFact("tip", res.Tip)
+			}
+			return e.Success(res.Code, landSummary(res), res, nil, func(w io.Writer) {
+				if len(res.Tasks) > 0 {
+					printLanding(w, res)
+				}
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(landSummary(res)))
+			})
+		}),
+	}
+}
+
+// landSummary says in one line what a land run did.
+func landSummary(res land.Result) string {
+	if res.Code == decision.LandRecovered {
+		return fmt.Sprintf("%s is at %s; the publication lease is free; %d landing(s) of a dead lander concluded", res.Branch, gitrepo.Short(res.Tip), len(res.Recovered))
+	}
+	if len(res.Tasks) == 0 {
+		return "the ready queue is empty: nothing to land"
+	}
+	var landed, not []string
+	for _, t := range res.Tasks {
+		if t.Code == decision.Landed || t.Code == decision.AlreadyLanded {
+			landed = append(landed, t.Task)
+		} else {
+			not = append(not, t.Task+" ("+t.Code+")")
+		}
+	}
+	s := fmt.Sprintf("%s is at %s", res.Branch, gitrepo.Short(res.Tip))
+	if len(landed) > 0 {
+		s += "; landed: " + strings.Join(landed, ", ")
+	}
+	if len(not) > 0 {
+		s += "; not landed: " + strings.Join(not, ", ")
+	}
+	return s
+}
+
+// landHint is the next step for the first task that did not land.
+func landHint(top string, t land.TaskResult) string {
+	repo := shell.Word(top)
+	switch t.Code {
+	case decision.LandConflict, decision.LandTestFailed:
+		return fmt.Sprintf("the task is handed back to its owner (its attempt: git -C %s log %s); once its branch is fixed: wt-admin --repo %s ready %s --owner %s", repo, t.AttemptRef, repo, shell.Word(t.Task), shell.Word(t.Owner))
+	case decision.WriterLeaseHeld:
+		return fmt.Sprintf("wait for its writer: wt-admin --repo %s land --wait --task %s", repo, shell.Word(t.Task))
+	}
+	return fmt.Sprintf("see the tasks: wt-admin --repo %s status", repo)
+}
+
+// printLanding writes a land run as a table, one row a task.
+func printLanding(w io.Writer, res land.Result) {
+	for _, r := range res.Recovered {
+		fmt.Fprintf(w, "recovered: %s\n", clikit.Clean(r))
+	}
+	t := clikit.Table(w)
+	fmt.Fprintln(t, "TASK\tCODE\tRESULT\tDETAIL")
+	for _, r := range res.Tasks {
+		detail := r.Message
+		switch {
+		case len(r.Paths) > 0:
+			detail = "conflicts: " + strings.Join(r.Paths, ", ") + "; attempt " + r.AttemptRef
+		case r.TestLog != "":
+			detail = fmt.Sprintf("test exit %d, output %s; attempt %s", r.TestExit, r.TestLog, r.AttemptRef)
+		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\n", clikit.Clean(r.Task), r.Code, clikit.Dash(gitrepo.Short(r.Result)), clikit.Clean(detail))
+	}
+	t.Flush()
+}
+
+func (e *env) readyCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "ready",
+		Usage:     "put a task in the ready queue that land --ready lands (its owner, or its writer from inside its run)",
+		ArgsUsage: "TASK",
+		Flags: []ucli.Flag{clikit.JSONFlag,
+			&ucli.StringFlag{Name: "owner", Usage: "the task's owner (leave it out inside the task's wt-exec run: its writer marks it)"},
+		},
+		Action: e.Action("ready", 1, func(c *ucli.Context) error {
+			task := c.Args().First()
+			if task == "" {
+				return clikit.UsageErr("ready needs the TASK")
+			}
+			r, err := e.open(c)
+			if err != nil {
+				return err
+			}
+			res, err := land.MarkReady(r, task, c.String("owner"), shell.Word(r.Git.TopLevel))
+			if err != nil {
+				return err
+			}
+			reason := fmt.Sprintf("task %s is ready to land (queue position %d, marked by %s)", task, res.Position, res.Landing.ReadyBy)
+			return e.Success(res.Code, reason, res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(reason))
+			})
+		}),
+	}
+}
+
+// siblingBinary is wt's binary name beside this one (as installed), else
+// on PATH.
+func siblingBinary(name string) (string, error) {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", decision.New(decision.CommandNotFound, "%s is neither beside this wt-admin nor on PATH: land runs its --test under it", name).
+			WithHint("install wt's binaries together (make install), or put %s on PATH", name)
+	}
+	return p, nil
+}

@@ -1,0 +1,171 @@
+// Package land is wt-admin land and wt-admin ready: the publication lease
+// (one lander at a time may move the publication branch), the ready
+// queue, and the landing of a task's branch onto the publication branch:
+// integrated in wt's own integration worktree, tested there, and moved by
+// compare-and-swap from the tip it integrated onto (docs/design.md, "The
+// publication lease").
+package land
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/ids"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// ClientID is the client id the lander's publication lease names.
+const ClientID = "wt-land"
+
+// Holder describes the process that holds a publication lease, and whether
+// it still runs.
+func Holder(l store.PublicationLease) (live bool, err error) {
+	return proc.IsLive(proc.NewReader(), l.Holder.Identity())
+}
+
+// deathProof says why holder h, found not live, is dead: the proof a
+// takeover records.
+func deathProof(h proc.Holder) string {
+	boot, err := proc.BootID()
+	if err == nil && boot != h.BootID {
+		return "its boot (" + h.BootID + ") has ended"
+	}
+	st, err := proc.ReadStat(h.PID)
+	if err != nil {
+		return fmt.Sprintf("no process %d runs", h.PID)
+	}
+	if st.StartTicks != h.StartTicks {
+		return fmt.Sprintf("process %d started at tick %d, not %d: another process", h.PID, st.StartTicks, h.StartTicks)
+	}
+	return fmt.Sprintf("process %d has exited (a zombie)", h.PID)
+}
+
+// held is the PUBLICATION_LEASE_HELD refusal for the live lease l.
+func held(l store.PublicationLease, repoArg string) *decision.Error {
+	task := ""
+	if l.Task != "" {
+		task = ", landing task " + l.Task
+	}
+	return decision.New(decision.PublicationLeaseHeld, "the publication lease of %s is held by a live lander: pid %d, since %s%s", l.Branch, l.Holder.PID, l.AcquiredAt, task).
+		WithHint("wait for it: wt-admin --repo %s land --wait ...; see it with wt-admin --repo %s status", repoArg, repoArg).
+		WithFact("holder_pid", l.Holder.PID)
+}
+
+// acquire takes the publication lease of branch for this process: fresh,
+// or taken over from a dead holder (with the proof, in the event and in
+// tookOver). A live holder's is PUBLICATION_LEASE_HELD, waited for when
+// wait is set (until timeout, 0 for none: LAND_WAIT_TIMEOUT). A holder
+// whose liveness cannot be read is held, never dead.
+func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bool, timeout, poll time.Duration) (mine store.PublicationLease, tookOver *store.PublicationLease, err error) {
+	self, err := proc.Self()
+	if err != nil {
+		return mine, nil, err
+	}
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for {
+		var cur *store.PublicationLease
+		err := r.Store.Write(func(tx *store.Tx) error {
+			l, ok, err := tx.PublicationLease()
+			if err != nil {
+				return err
+			}
+			if ok {
+				live, err := Holder(l)
+				if err != nil {
+					return decision.Wrap(decision.PublicationLeaseHeld, err, "the publication lease's holder (pid %d) cannot be inspected: it is not taken for dead", l.Holder.PID)
+				}
+				if live {
+					cur = &l
+					return nil
+				}
+				prev := l
+				tookOver = &prev
+			}
+			repo, err := tx.Repository()
+			if err != nil {
+				return err
+			}
+			mine = store.PublicationLease{Meta: store.Meta{SchemaVersion: store.SchemaVersion}, LeaseID: ids.New(), RepositoryID: repo.RepositoryID,
+				Branch: branch, AcquiredAt: store.Now(),
+				Holder: proc.Holder{ClientID: ClientID, PID: self.PID, BootID: self.BootID, StartTicks: self.StartTicks}}
+			if ok {
+				mine.RecordVersion = l.RecordVersion
+			}
+			if err := tx.PutPublicationLease(&mine); err != nil {
+				return err
+			}
+			detail := map[string]any{"lease_id": mine.LeaseID, "branch": branch}
+			name := "publication_lease_acquired"
+			if tookOver != nil {
+				name = "publication_lease_taken_over"
+				detail["from_lease_id"], detail["from_pid"], detail["proof"] = tookOver.LeaseID, tookOver.Holder.PID, deathProof(tookOver.Holder)
+			}
+			return alloc.LogEvent(tx, name, "", detail)
+		})
+		if err != nil || cur == nil {
+			return mine, tookOver, err
+		}
+		refusal := held(*cur, repoArg)
+		if !wait {
+			return mine, nil, refusal
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return mine, nil, decision.New(decision.LandWaitTimeout, "waited %s for the publication lease: %s", timeout, refusal.Message).
+				WithHint("wait longer: wt-admin --repo %s land --wait --timeout 30m ...", repoArg)
+		}
+		select {
+		case <-ctx.Done():
+			return mine, nil, decision.Wrap(decision.Interrupted, ctx.Err(), "waiting for the publication lease")
+		case <-time.After(poll):
+		}
+	}
+}
+
+// setTask records, in the lease, the task being landed ("" between tasks):
+// what status and a refused lander show.
+func setTask(r *alloc.Repo, mine *store.PublicationLease, task string) error {
+	return r.Store.Write(func(tx *store.Tx) error {
+		l, ok, err := tx.PublicationLease()
+		if err != nil {
+			return err
+		}
+		if !ok || l.LeaseID != mine.LeaseID {
+			return lost(mine)
+		}
+		l.Task = task
+		if err := tx.PutPublicationLease(&l); err != nil {
+			return err
+		}
+		*mine = l
+		return nil
+	})
+}
+
+// lost is the refusal of a lander whose lease is no longer its own (an
+// operator removed it, or it was taken over while this process was
+// stopped).
+func lost(mine *store.PublicationLease) *decision.Error {
+	return decision.New(decision.PublicationLeaseRequired, "this lander's publication lease (%s) is no longer its own: nothing more moves", mine.LeaseID).
+		WithHint("see who holds it: wt-admin status")
+}
+
+// release removes the publication lease if it is still mine.
+func release(r *alloc.Repo, mine store.PublicationLease) error {
+	return r.Store.Write(func(tx *store.Tx) error {
+		l, ok, err := tx.PublicationLease()
+		if err != nil || !ok || l.LeaseID != mine.LeaseID {
+			return err
+		}
+		if err := tx.RemovePublicationLease(); err != nil {
+			return err
+		}
+		return alloc.LogEvent(tx, "publication_lease_released", "", map[string]any{"lease_id": mine.LeaseID, "branch": mine.Branch})
+	})
+}

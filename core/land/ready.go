@@ -1,0 +1,115 @@
+package land
+
+import (
+	"os"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/liveness"
+	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// ReadyResult is a task put in the ready queue.
+type ReadyResult struct {
+	Code    string        `json:"code"`
+	Landing store.Landing `json:"landing"`
+	// Position is the task's place in the queue (1: next).
+	Position int `json:"position"`
+}
+
+// MarkReady puts task in the ready queue, after every task already in
+// it. Its owner marks it (owner, which must be the allocation's), or its
+// writer, from inside its run (owner ""; this process descends from the
+// live holder of the task's writer lease). A task already ready keeps its
+// place; a task landed or handed back goes to the end of the queue.
+func MarkReady(r *alloc.Repo, task, owner, repoArg string) (ReadyResult, error) {
+	var res ReadyResult
+	err := r.Store.Write(func(tx *store.Tx) error {
+		all, err := tx.Allocations()
+		if err != nil {
+			return err
+		}
+		var a *store.Allocation
+		for i, x := range all {
+			if x.TaskKey == task && x.Lifecycle == store.Active && x.Role == store.RoleFeature {
+				a = &all[i]
+			}
+		}
+		if a == nil {
+			return decision.New(decision.NotReady, "task %s has no ACTIVE feature allocation: nothing of it can land", task).
+				WithHint("see the tasks: wt-admin --repo %s status", repoArg)
+		}
+		by, err := readyBy(tx, *a, owner, repoArg)
+		if err != nil {
+			return err
+		}
+		ls, err := tx.Landings()
+		if err != nil {
+			return err
+		}
+		rec, ok, err := tx.Landing(a.AllocationID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			rec = store.Landing{Meta: store.Meta{SchemaVersion: store.SchemaVersion}, AllocationID: a.AllocationID, TaskKey: task}
+		}
+		if rec.State != store.LandingReady {
+			last := 0
+			for _, l := range ls {
+				last = max(last, l.ReadySeq)
+			}
+			rec.State, rec.ReadySeq, rec.ReadyAt, rec.ReadyBy = store.LandingReady, last+1, store.Now(), by
+			rec.UpdatedAt = rec.ReadyAt
+			if err := tx.PutLanding(&rec); err != nil {
+				return err
+			}
+			if err := alloc.LogEvent(tx, "task_ready", a.AllocationID, map[string]any{"task": task, "by": by, "seq": rec.ReadySeq}); err != nil {
+				return err
+			}
+		}
+		res.Code, res.Landing, res.Position = decision.TaskReady, rec, 1
+		for _, l := range ls {
+			if l.State == store.LandingReady && l.ReadySeq < rec.ReadySeq {
+				res.Position++
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// readyBy is who marks allocation a ready: its owner (owner given), or
+// its live writer's client when this process runs under that writer.
+func readyBy(tx *store.Tx, a store.Allocation, owner, repoArg string) (string, error) {
+	if owner != "" {
+		if owner != a.Owner {
+			return "", decision.New(decision.OwnerMismatch, "task %s is owned by %q, not %q: its owner or its writer marks it ready", a.TaskKey, a.Owner, owner).
+				WithHint("wt-admin --repo %s ready %s --owner %s", repoArg, shell.Word(a.TaskKey), shell.Word(a.Owner))
+		}
+		return owner, nil
+	}
+	l, ok, err := tx.Lease(a.AllocationID)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		s, err := proc.NewScan()
+		if err != nil {
+			return "", err
+		}
+		if liveness.Occupied(s, l) {
+			in, err := proc.NewReader().HasAncestor(os.Getpid(), l.Holder.Identity())
+			if err != nil {
+				return "", err
+			}
+			if in {
+				return "writer " + l.Holder.ClientID, nil
+			}
+		}
+	}
+	return "", decision.New(decision.NotReady, "only task %s's owner, or a process of its writer's run, marks it ready", a.TaskKey).
+		WithHint("wt-admin --repo %s ready %s --owner %s", repoArg, shell.Word(a.TaskKey), shell.Word(a.Owner))
+}
