@@ -13,6 +13,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -124,8 +125,21 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 				}
 				moves = append(moves, ledgerMove{v.AllocationID, u, v.Lease})
 			case g.pol.PublicationBranch != "" && u.Ref == "refs/heads/"+g.pol.PublicationBranch && (!ok || v.Refusal == nil):
-				// wt does not gate the publication branch, but it saw this
-				// move: audit tells it from one made with hooks off.
+				if g.pol.PublicationLease {
+					// Only the lander moves it (wt-admin land).
+					d, err := g.publicationMove(c)
+					if err != nil {
+						return err
+					}
+					if d != nil {
+						v, ok = g.verdict(c.TopLevel, c.Branch), true
+						v.refuse(d)
+						break
+					}
+				}
+				// wt does not gate the publication branch (or the lander
+				// moves it), but it saw this move: audit tells it from one
+				// made with hooks off.
 				moves = append(moves, ledgerMove{store.PublicationLedger, u, nil})
 			}
 			if !ok || v.Refusal == nil {
@@ -587,4 +601,38 @@ func fenced(v Verdict) *decision.Error {
 		return d
 	}
 	return nil
+}
+
+// publicationMove judges a move of the publication branch under policy
+// publication-lease on: only a process that descends from the live holder
+// of the publication lease (wt-admin land) may make it. A lander whose
+// liveness cannot be read is not taken for dead: the move is refused.
+func (g *gate) publicationMove(c gitrepo.Checkout) (*decision.Error, error) {
+	repo := shell.Word(c.TopLevel)
+	if c.TopLevel == "" {
+		repo = shell.Word(g.r.Git.CommonDir)
+	}
+	l, has, err := g.tx.PublicationLease()
+	if err != nil {
+		return nil, err
+	}
+	who := "no lander holds the publication lease"
+	if has {
+		live, err := proc.IsLive(g.procs, l.Holder.Identity())
+		if err != nil {
+			return nil, err
+		}
+		if live {
+			in, err := g.procs.HasAncestor(g.pid, l.Holder.Identity())
+			if err != nil || in {
+				return nil, err
+			}
+			who = fmt.Sprintf("the lander pid %d holds the publication lease", l.Holder.PID)
+			if l.Task != "" {
+				who += " (landing task " + l.Task + ")"
+			}
+		}
+	}
+	return decision.New(decision.PublicationLeaseRequired, "the policy makes wt-admin land the only writer of %s (publication-lease on), and %s, whose process this is not", g.pol.PublicationBranch, who).
+		WithHint("land work through it: wt-admin --repo %s land --task KEY (or switch it off: wt-admin --repo %s policy --publication-lease off)", repo, repo), nil
 }
