@@ -418,17 +418,46 @@ func quoted(ss []string) []string {
 	return out
 }
 
+// landedSource is the task branch tip wt-admin land landed for the
+// allocation finish plans, when its landing record says LANDED and the
+// publication branch still holds what landed; "" otherwise.
+func landedSource(ctx context.Context, r *alloc.Repo, plan *FinishPlan) (string, error) {
+	var rec store.Landing
+	var ok bool
+	if err := r.Store.Read(func(tx *store.Tx) error {
+		var err error
+		rec, ok, err = tx.Landing(plan.AllocationID)
+		return err
+	}); err != nil || !ok || rec.State != store.LandingLanded || rec.Result == "" {
+		return "", err
+	}
+	in, err := r.Git.IsAncestor(ctx, rec.Result, plan.PublicationOID)
+	if err != nil || !in {
+		return "", err
+	}
+	return rec.Source, nil
+}
+
 // planArchive finds the commits the task holds that the publication branch
 // lacks (the tips of its branch and of its HEAD, one of them when it
 // contains the other) and, with archive, names a new ref for each under
 // refs/wt/archive/<task>/; without archive, such commits refuse.
 func planArchive(ctx context.Context, r *alloc.Repo, plan *FinishPlan, refs map[string]string, archive bool) error {
+	landed, err := landedSource(ctx, r, plan)
+	if err != nil {
+		return err
+	}
 	var tips []string
 	for _, oid := range []string{plan.BranchOID, plan.Head} {
 		if oid == "" || (len(tips) > 0 && tips[0] == oid) {
 			continue
 		}
 		merged, err := r.Git.IsAncestor(ctx, oid, plan.PublicationOID)
+		if err == nil && !merged && landed != "" {
+			// Landed by wt-admin land (rebased or squashed: not an
+			// ancestor, but in the publication branch all the same).
+			merged, err = r.Git.IsAncestor(ctx, oid, landed)
+		}
 		if err != nil {
 			return decision.Wrap(decision.GitFailed, err, "compare %s with %s", oid, plan.PublicationRef)
 		}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +45,12 @@ type Row struct {
 	// Occupants are the processes a run left in the worktree that keep
 	// every writer out until they end (RUNTIME_OCCUPIED).
 	Occupants []lease.Occupant `json:"occupants,omitempty"`
+	// Landing is where the task's work stands on its way onto the
+	// publication branch (wt-admin ready, wt-admin land), and
+	// LandingState what status calls it: READY, LANDED (while the branch
+	// is still the tip that landed), LAND_CONFLICT or LAND_TEST_FAILED.
+	Landing      *store.Landing `json:"landing,omitempty"`
+	LandingState string         `json:"landing_state,omitempty"`
 }
 
 // Problem is something about a worktree that weakens or blocks its gate.
@@ -137,8 +144,77 @@ type StatusResult struct {
 	Pending []Pending    `json:"pending"`
 	// Next lists registration maintenance that is due, each with the
 	// exact command.
-	Next     []Next   `json:"next"`
-	Warnings []string `json:"-"`
+	Next []Next `json:"next"`
+	// Publication is who holds the publication lease (nil: nobody), and
+	// ReadyQueue the tasks wt-admin land --ready lands next, in order.
+	Publication *PublicationView `json:"publication_lease"`
+	ReadyQueue  []string         `json:"ready_queue"`
+	Warnings    []string         `json:"-"`
+}
+
+// PublicationView is the publication lease as status and doctor show it:
+// its holder, and whether that lander still runs ("" Unknown when that
+// could be read).
+type PublicationView struct {
+	store.PublicationLease
+	Live    bool   `json:"live"`
+	Unknown string `json:"unknown,omitempty"`
+}
+
+// ReadPublication is the publication lease of the store tx reads, as a
+// view (nil when no lander holds it).
+func ReadPublication(tx *store.Tx) (*PublicationView, error) {
+	l, ok, err := tx.PublicationLease()
+	if err != nil || !ok {
+		return nil, err
+	}
+	v := &PublicationView{PublicationLease: l}
+	live, err := proc.IsLive(proc.NewReader(), l.Holder.Identity())
+	if err != nil {
+		v.Unknown = err.Error() // not taken for dead
+	}
+	v.Live = live
+	return v, nil
+}
+
+// landings fills the rows' landing records, the problems of a task
+// handed back, and the ready queue.
+func (p *statusPass) landings() error {
+	ls, err := p.tx.Landings()
+	if err != nil {
+		return err
+	}
+	byID := map[string]store.Landing{}
+	for _, l := range ls {
+		byID[l.AllocationID] = l
+		if a, ok := p.byID[l.AllocationID]; ok && l.State == store.LandingReady && a.Lifecycle != store.Released {
+			p.res.ReadyQueue = append(p.res.ReadyQueue, l.TaskKey)
+		}
+	}
+	for i := range p.res.Rows {
+		row := &p.res.Rows[i]
+		l, ok := byID[row.AllocationID]
+		if row.AllocationID == "" || !ok {
+			continue
+		}
+		row.Landing, row.LandingState = &l, l.State
+		switch l.State {
+		case store.LandingLanded:
+			if tip, err := gitrepo.ReadRef(p.r.Git.CommonDir, "refs/heads/"+row.Branch); err != nil || tip != l.Source {
+				row.LandingState = "" // work since it landed
+			}
+		case store.LandingConflict, store.LandingTestFailed:
+			what := "conflicts in " + strings.Join(l.Paths, ", ")
+			if l.State == store.LandingTestFailed {
+				what = fmt.Sprintf("its test failed (exit %d, output %s)", l.TestExit, l.TestLog)
+			}
+			row.Problems = append(row.Problems, Problem{Code: l.State,
+				Message: fmt.Sprintf("wt-admin land handed task %s back to its owner: %s; the attempt is kept as %s", row.TaskKey, what, l.AttemptRef),
+				Hint: fmt.Sprintf("bring its branch up to date in its worktree (wt-exec -C %s -- git rebase %s), then mark it ready again: wt-admin --repo %s ready %s --owner %s",
+					shell.Word(row.Path), shell.Word(p.pol.PublicationBranch), p.repoArg, shell.Word(row.TaskKey), shell.Word(row.Owner))})
+		}
+	}
+	return nil
 }
 
 // Next is maintenance status points at.
@@ -164,7 +240,7 @@ func Status(ctx context.Context, r *alloc.Repo, gate GateCheck) (StatusResult, e
 // status is Status with the process reading given: Ps shares one reading
 // between the freshness of the leases and the processes it lists.
 func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, error), gate GateCheck) (StatusResult, error) {
-	res := StatusResult{Code: decision.StatusShown, Rows: []Row{}, Pending: []Pending{}, Next: []Next{}}
+	res := StatusResult{Code: decision.StatusShown, Rows: []Row{}, Pending: []Pending{}, Next: []Next{}, ReadyQueue: []string{}}
 	inv, err := r.Git.Inventory(ctx)
 	if err != nil {
 		return res, gitrepo.ListFailed(err)
@@ -194,6 +270,12 @@ func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, erro
 			}
 		}
 		if err := p.leases(getScan, time.Now()); err != nil {
+			return err
+		}
+		if err := p.landings(); err != nil {
+			return err
+		}
+		if res.Publication, err = ReadPublication(tx); err != nil {
 			return err
 		}
 		return p.pending()

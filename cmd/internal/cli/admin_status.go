@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -39,6 +40,9 @@ func (e *env) statusCommand() *ucli.Command {
 						if lifecycle == "" {
 							lifecycle = "unmanaged"
 						}
+					}
+					if row.LandingState != "" && row.Lifecycle == store.Active {
+						lifecycle = row.LandingState // wt-admin ready and land
 					}
 					if row.GitState != "present" {
 						lifecycle += " (" + row.GitState + ")"
@@ -86,6 +90,12 @@ func (e *env) statusCommand() *ucli.Command {
 				}
 				for _, n := range res.Next {
 					fmt.Fprintf(w, "next: %s: %s\n  %s\n", clikit.Clean(n.Path), n.Why, clikit.Clean(n.Command))
+				}
+				if line := publicationLine(res.Publication); line != "" {
+					fmt.Fprintln(w, line)
+				}
+				if len(res.ReadyQueue) > 0 {
+					fmt.Fprintf(w, "ready to land, in order: %s (wt-admin land --ready)\n", clikit.Clean(strings.Join(res.ReadyQueue, ", ")))
 				}
 			})
 		}),
@@ -155,4 +165,22 @@ func (e *env) versionCommand() *ucli.Command {
 			})
 		}),
 	}
+}
+
+// publicationLine says who holds the publication lease ("" for nobody).
+func publicationLine(p *view.PublicationView) string {
+	if p == nil {
+		return ""
+	}
+	task := ""
+	if p.Task != "" {
+		task = ", landing task " + clikit.Clean(p.Task)
+	}
+	switch {
+	case p.Unknown != "":
+		return fmt.Sprintf("publication lease: lander pid %d%s, since %s; whether it runs cannot be read (%s)", p.Holder.PID, task, p.AcquiredAt, clikit.Clean(p.Unknown))
+	case p.Live:
+		return fmt.Sprintf("publication lease: held by lander pid %d%s, since %s", p.Holder.PID, task, p.AcquiredAt)
+	}
+	return fmt.Sprintf("publication lease: left by dead lander pid %d%s (the next wt-admin land takes it over)", p.Holder.PID, task)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/land"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/maint"
 	"github.com/wt-tool/wt/core/proc"
@@ -105,6 +106,7 @@ func Run(ctx context.Context, dir string) (Report, error) {
 		rep.checkRegistrations(tx, repo)
 		rep.checkPrunable(allocs, repo)
 		rep.checkJournals(tx, repo, r.Git.TopLevel)
+		rep.checkPublication(tx, repo)
 		if invErr == nil {
 			rep.checkGates(tx, r, inv, allocs, repo)
 		}
@@ -582,12 +584,43 @@ func (rep *Report) checkJournals(tx *store.Tx, repo, repoPath string) {
 			Problem: fmt.Sprintf("a %s of %s was interrupted (transaction %s, phase %s, by pid %d, gone)", j.Operation, j.Target, j.TransactionID, j.Phase, j.Actor.PID)}
 		if j.Operation == "allocate" {
 			f.Fix = fmt.Sprintf("wt-admin --repo %s recover", repo)
+		} else if j.Operation == land.OpLand {
+			f.Fix = fmt.Sprintf("wt-admin --repo %s land --recover", repo)
 		} else if cmd, ok := maint.ResumeCommand(repoPath, j); ok {
 			f.Fix = cmd
 		} else {
 			f.Hint = fmt.Sprintf("look at %s by hand; wt never overwrites what it cannot read", shell.Word(filepath.Join(tx.EventsPath(), "..", "journal", j.TransactionID+".json")))
 		}
 		rep.Findings = append(rep.Findings, f)
+	}
+}
+
+// checkPublication: the publication lease of a lander that is gone keeps
+// every other lander waiting (and, under publication-lease on, the
+// branch shut) until one takes it over; a live one is a note.
+func (rep *Report) checkPublication(tx *store.Tx, repo string) {
+	rep.Checked = append(rep.Checked, "publication")
+	p, err := view.ReadPublication(tx)
+	if err != nil {
+		rep.store(err)
+		return
+	}
+	if p == nil {
+		return
+	}
+	subject := "the publication lease of " + p.Branch
+	switch {
+	case p.Unknown != "":
+		rep.Findings = append(rep.Findings, Finding{Check: "publication", Subject: subject,
+			Problem: fmt.Sprintf("whether its lander, pid %d, runs cannot be read: %s", p.Holder.PID, p.Unknown),
+			Hint:    fmt.Sprintf("look at the process (ps -p %d); wt does not take what it cannot read for dead", p.Holder.PID)})
+	case p.Live:
+		rep.Notes = append(rep.Notes, Finding{Check: "publication", Subject: subject,
+			Problem: fmt.Sprintf("held by lander pid %d since %s%s", p.Holder.PID, p.AcquiredAt, map[bool]string{true: ", landing task " + p.Task}[p.Task != ""])})
+	default:
+		rep.Findings = append(rep.Findings, Finding{Check: "publication", Subject: subject,
+			Problem: fmt.Sprintf("its lander, pid %d, is gone and left it held: the next lander takes it over", p.Holder.PID),
+			Fix:     fmt.Sprintf("wt-admin --repo %s land --recover", repo)})
 	}
 }
 
