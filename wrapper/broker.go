@@ -19,7 +19,8 @@ import (
 // A confined command's view of the repository, wt's store included, is
 // its own, so the store changes an agent may legitimately ask for are made
 // by the wt-exec that runs it: `wt-admin lease handoff` and `wt-admin
-// lease transfer` of its own worktree. wt-exec listens on a socket in the
+// lease transfer` of its own worktree, and `wt-admin ready` of its own
+// task. wt-exec listens on a socket in the
 // command's private TMPDIR (named by WT_EXEC_BROKER in its environment);
 // wt-admin, confined, passes those two commands to it, and wt-exec runs
 // them as wt-admin, unconfined and as its own child (so the holder's
@@ -82,7 +83,7 @@ func (s *supervisor) serveBroker(c gitrepo.Checkout, conn net.Conn) {
 	reply := BrokerReply{Code: 2}
 	if err := json.NewDecoder(io.LimitReader(conn, 64<<10)).Decode(&req); err != nil {
 		reply.Stderr = "wt-exec: refused: USAGE: not a request: " + err.Error() + "\n"
-	} else if args, err := brokeredArgs(c, req); err != nil {
+	} else if args, err := brokeredArgs(c, s.taskKey(), req); err != nil {
 		reply.Stderr = "wt-exec: refused: USAGE: " + err.Error() + "\n"
 	} else {
 		reply = s.runAdmin(args)
@@ -92,8 +93,23 @@ func (s *supervisor) serveBroker(c gitrepo.Checkout, conn net.Conn) {
 
 // brokeredArgs checks a request and returns the wt-admin arguments that
 // carry it out on this run's worktree.
-func brokeredArgs(c gitrepo.Checkout, req brokerRequest) ([]string, error) {
+func brokeredArgs(c gitrepo.Checkout, task string, req brokerRequest) ([]string, error) {
 	a := req.Args
+	if len(a) >= 2 && a[0] == "ready" {
+		// The run's own task, marked by its writer: wt-admin, run as
+		// wt-exec's child, descends from the holder.
+		if a[1] != task || task == "" {
+			return nil, fmt.Errorf("%s is not the run's own task %s", a[1], task)
+		}
+		out := []string{"--repo", c.TopLevel, "ready", task}
+		for _, x := range a[2:] {
+			if x != "--json" {
+				return nil, fmt.Errorf("%s is not passed on from a confined command (a confined ready takes only --json)", x)
+			}
+			out = append([]string{"--json"}, out...)
+		}
+		return out, nil
+	}
 	if len(a) < 3 || a[0] != "lease" || brokered[a[1]] == nil {
 		return nil, errors.New("wt-exec passes on only wt-admin lease handoff PATH and lease transfer PATH of the run's own worktree")
 	}
@@ -149,4 +165,12 @@ func (s *supervisor) runAdmin(args []string) BrokerReply {
 func fileExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular()
+}
+
+// taskKey is the task of the run's grant ("" before it).
+func (s *supervisor) taskKey() string {
+	if s.grant == nil {
+		return ""
+	}
+	return s.grant.Allocation.TaskKey
 }

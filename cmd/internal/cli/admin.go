@@ -27,19 +27,22 @@ func Admin(args []string, stdout, stderr io.Writer) int {
 	return clikit.Run("wt-admin", AdminApp, args, stdout, stderr)
 }
 
-// brokered passes wt-admin lease handoff and lease transfer, run inside a
-// confined command, to the wt-exec that runs it (wrapper/broker.go): the
+// brokered passes wt-admin lease handoff, lease transfer and ready, run
+// inside a confined command, to the wt-exec that runs it (wrapper/broker.go): the
 // command's view of the store is its own. ok is false for every other
 // command, or outside confinement.
 func brokered(args []string, stdout, stderr io.Writer) (int, bool) {
 	sock := os.Getenv(store.BrokerEnv)
-	if os.Getenv(store.ConfinedEnv) == "" || sock == "" || len(args) < 2 || args[0] != "lease" || (args[1] != "handoff" && args[1] != "transfer") {
+	if os.Getenv(store.ConfinedEnv) == "" || sock == "" || len(args) < 2 || !(args[0] == "ready" || args[0] == "lease" && (args[1] == "handoff" || args[1] == "transfer")) {
 		return 0, false
 	}
 	dir, _ := os.Getwd()
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
 		hint := map[string]string{"handoff": "wt-admin lease handoff PATH --to-client CLIENT", "transfer": "wt-admin lease transfer PATH --holder PID --reason WHY"}[args[1]]
+		if args[0] == "ready" {
+			hint = "wt-admin ready TASK --owner OWNER"
+		}
 		fmt.Fprintf(stderr, "wt-admin: refused: STORE_NOT_WRITABLE: the wt-exec running this confined command cannot be reached at %s: %v\nwt-admin: hint: run it outside the run: %s\n", sock, err, hint)
 		return 1, true
 	}
