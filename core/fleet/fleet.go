@@ -95,6 +95,12 @@ type Entry struct {
 // Prefix is the key space of one remote.
 func Prefix(remoteID string) string { return "wt/" + remoteID + "/tasks/" }
 
+// PublicationKey is the key of one remote's publication lease: one lander
+// per remote, across machines (wt-admin land). It is outside the tasks'
+// prefix, so no task key can name it and the remote's fence never takes
+// it for a task.
+func PublicationKey(remoteID string) string { return "wt/" + remoteID + "/publication" }
+
 // FenceOption is the push option that carries a task's fencing token to a
 // remote that checks it: "wt-fence=<task>@<epoch>.<secret>". The epoch
 // orders the grants of a task: in fleet mode the create revision of the

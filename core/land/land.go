@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/crashpoint"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
@@ -56,6 +58,8 @@ type Options struct {
 	RepoArg string
 	// Notify gets a line for each step a person watching wants to see.
 	Notify func(string)
+	// Stderr gets the wt-fleet helper's own complaints (fleet mode).
+	Stderr io.Writer
 	// Poll is how often a wait looks again (default 100ms).
 	Poll time.Duration
 }
@@ -133,12 +137,14 @@ type intent struct {
 
 // lander is one run of wt-admin land.
 type lander struct {
-	ctx    context.Context
-	r      *alloc.Repo
-	opts   Options
-	pol    store.Policy
-	ref    string // refs/heads/<publication branch>
-	lease  store.PublicationLease
+	ctx   context.Context
+	r     *alloc.Repo
+	opts  Options
+	pol   store.Policy
+	ref   string // refs/heads/<publication branch>
+	lease store.PublicationLease
+	// fleet is the remote's publication lease in etcd (fleet mode).
+	fleet  fleet.Session
 	iwt    store.Allocation // the integration worktree
 	notify func(string)
 }
@@ -178,8 +184,17 @@ func Land(ctx context.Context, r *alloc.Repo, opts Options) (Result, error) {
 	if l.lease, res.TookOver, err = acquire(ctx, r, pol.PublicationBranch, opts.RepoArg, opts.Wait, opts.Timeout, opts.Poll); err != nil {
 		return res, err
 	}
-	res.Lease = l.lease
 	defer release(r, l.lease)
+	if pol.FleetOn() {
+		if opts.Stderr == nil {
+			opts.Stderr = io.Discard
+		}
+		if l.fleet, err = fleetLease(ctx, r, pol, &l.lease, opts.Stderr, opts.RepoArg, opts.Wait, opts.Timeout, opts.Poll); err != nil {
+			return res, err
+		}
+		defer l.fleet.Release(context.WithoutCancel(ctx))
+	}
+	res.Lease = l.lease
 	if res.TookOver != nil {
 		l.notify(fmt.Sprintf("took the publication lease over from dead lander pid %d (%s)", res.TookOver.Holder.PID, deathProof(res.TookOver.Holder)))
 	}
@@ -392,6 +407,14 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		return fail(d)
 	}
 	for ; ; tr.Retries++ {
+		if l.opts.Push != "" {
+			if d, err := l.catchUp(); err != nil || d != nil {
+				if d != nil {
+					return fail(d)
+				}
+				return tr, err
+			}
+		}
 		source, ok, err := l.r.Git.ResolveCommit(l.ctx, "refs/heads/"+*a.Branch)
 		if err != nil || !ok {
 			return fail(decision.New(decision.GitFailed, "task %s's branch %s names no commit (%v)", task, *a.Branch, err).
@@ -453,6 +476,40 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		}
 		l.notify(fmt.Sprintf("%s: %s moved meanwhile; integrating again", task, l.pol.PublicationBranch))
 	}
+}
+
+// catchUp brings the local publication branch to the remote's (--push):
+// the remote's tip is the one to integrate onto, and another machine's
+// lander may have moved it. The local branch is fast-forwarded by the
+// lander's compare-and-swap; one that holds commits the remote lacks is
+// LAND_PUSH_REJECTED (a person decides which is right).
+func (l *lander) catchUp() (*decision.Error, error) {
+	if _, err := l.r.Git.Git(l.ctx, false, "fetch", "-q", "--end-of-options", l.opts.Push, l.ref); err != nil {
+		return decision.Wrap(decision.LandPushRejected, err, "fetch %s from %s", l.ref, l.opts.Push).
+			WithHint("check the remote: git -C %s ls-remote %s %s", l.opts.RepoArg, shell.Word(l.opts.Push), l.ref), nil
+	}
+	remote, ok, err := l.r.Git.ResolveCommit(l.ctx, "FETCH_HEAD")
+	if err != nil || !ok {
+		return nil, decision.New(decision.GitFailed, "read what git fetch brought from %s (%v)", l.opts.Push, err)
+	}
+	local, _, err := l.r.Git.ResolveCommit(l.ctx, l.ref)
+	if err != nil || local == remote {
+		return nil, err
+	}
+	if ff, err := l.r.Git.IsAncestor(l.ctx, local, remote); err != nil {
+		return nil, decision.Wrap(decision.GitFailed, err, "compare %s with %s's", l.ref, l.opts.Push)
+	} else if !ff {
+		return decision.New(decision.LandPushRejected, "%s holds commits that %s's %s lacks (at %.12s, the remote at %.12s): the lander integrates onto the remote's tip and will not drop them", l.ref, l.opts.Push, l.pol.PublicationBranch, local, remote).
+			WithHint("see them: git -C %s log %s..%s", l.opts.RepoArg, remote, l.ref), nil
+	}
+	l.r.BeginLedger(store.PublicationLedger, l.ref)
+	_ = store.AppendLedger(l.r.Store.Root(), store.PublicationLedger, store.LedgerLine{Via: store.ViaLand, Ref: l.ref, Old: local, New: remote,
+		LeaseID: l.lease.LeaseID, ClientID: ClientID}) // Best effort, as in publish.
+	if _, err := l.r.Git.Git(l.ctx, false, "update-ref", "-m", "wt-admin land: fast-forward to "+l.opts.Push, l.ref, remote, local); err != nil {
+		return nil, decision.Wrap(decision.GitFailed, err, "fast-forward %s to %s's %.12s", l.ref, l.opts.Push, remote)
+	}
+	l.notify(fmt.Sprintf("%s fast-forwarded to %s's %.12s", l.pol.PublicationBranch, l.opts.Push, remote))
+	return nil, nil
 }
 
 // integrate makes the integration of source onto onto in the integration
@@ -563,6 +620,16 @@ func (l *lander) publish(a store.Allocation, tr TaskResult) (moved bool, d *deci
 		return false, nil, err
 	}
 	crashpoint.Here("land:intent")
+	if l.fleet != nil {
+		select {
+		case <-l.fleet.Lost():
+			if cerr := l.r.Store.Write(func(tx *store.Tx) error { return tx.FinishJournal(j, "fleet_lease_lost", payload, store.Now()) }); cerr != nil {
+				return false, nil, cerr
+			}
+			return false, nil, fleetLost(l.pol.PublicationBranch, l.opts.RepoArg)
+		default:
+		}
+	}
 	conclude := func(outcome string) error {
 		return l.r.Store.Write(func(tx *store.Tx) error { return tx.FinishJournal(j, outcome, payload, store.Now()) })
 	}
@@ -573,7 +640,13 @@ func (l *lander) publish(a store.Allocation, tr TaskResult) (moved bool, d *deci
 			if cerr := conclude("push_rejected"); cerr != nil {
 				return false, nil, cerr
 			}
-			return false, decision.Wrap(decision.LandPushRejected, err, "%s refused %s at %.12s (it must be at %.12s, where the landing integrated onto): %s", l.opts.Push, l.pol.PublicationBranch, tr.Result, tr.Onto, strings.TrimSpace(string(out))).
+			why := err.Error()
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(line, "!") { // git push --porcelain: a ref refused, and why
+					why = strings.TrimSpace(line[strings.LastIndexByte(line, '\t')+1:])
+				}
+			}
+			return false, decision.New(decision.LandPushRejected, "%s refused %s at %.12s (it must be at %.12s, where the landing integrated onto): %s", l.opts.Push, l.pol.PublicationBranch, tr.Result, tr.Onto, why).
 				WithHint("bring %s up to date (git fetch %s; git -C %s merge --ff-only %s/%s), then land again", l.pol.PublicationBranch, l.opts.Push, shell.Word(l.r.Git.TopLevel), l.opts.Push, l.pol.PublicationBranch), nil
 		}
 		crashpoint.Here("land:pushed")

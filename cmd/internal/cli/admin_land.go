@@ -44,7 +44,7 @@ func (e *env) landCommand() *ucli.Command {
 			}
 			opts := land.Options{Tasks: c.StringSlice("task"), Ready: c.Bool("ready"), Recover: c.Bool("recover"), Test: c.String("test"), ExecBin: execBin,
 				Strategy: c.String("strategy"), Wait: c.Bool("wait"), Timeout: c.Duration("timeout"), Push: c.String("push"),
-				RepoArg: shell.Word(r.Git.TopLevel)}
+				RepoArg: shell.Word(r.Git.TopLevel), Stderr: e.Stderr}
 			if !e.JSON {
 				opts.Notify = func(line string) { fmt.Fprintf(e.Stderr, "%s: land: %s\n", e.Bin, clikit.Clean(line)) }
 			}
@@ -102,6 +102,8 @@ func landHint(top string, t land.TaskResult) string {
 	switch t.Code {
 	case decision.LandConflict, decision.LandTestFailed:
 		return fmt.Sprintf("the task is handed back to its owner (its attempt: git -C %s log %s); once its branch is fixed: wt-admin --repo %s ready %s --owner %s", repo, t.AttemptRef, repo, shell.Word(t.Task), shell.Word(t.Owner))
+	case decision.LandPushRejected:
+		return fmt.Sprintf("land it again, onto the remote's tip: wt-admin --repo %s land --task %s --push REMOTE", repo, shell.Word(t.Task))
 	case decision.WriterLeaseHeld:
 		return fmt.Sprintf("wait for its writer: wt-admin --repo %s land --wait --task %s", repo, shell.Word(t.Task))
 	}

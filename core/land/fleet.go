@@ -1,0 +1,94 @@
+package land
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// fleetLease takes the remote's publication lease in etcd (fleet mode):
+// one lander per remote, whichever machine it runs on. The local lease,
+// already held, is recorded with it. A lander elsewhere holds it:
+// PUBLICATION_LEASE_HELD, or waited for with wait. The session it returns
+// is kept alive by the wt-fleet helper until released; a lander that dies
+// lets it expire with the policy's fleet TTL.
+func fleetLease(ctx context.Context, r *alloc.Repo, pol store.Policy, mine *store.PublicationLease, stderr io.Writer, repoArg string, wait bool, timeout, poll time.Duration) (fleet.Session, error) {
+	ttl, err := pol.FleetTTLDuration()
+	if err != nil {
+		return nil, decision.Wrap(decision.InvalidPolicy, err, "fleet policy")
+	}
+	space, err := fleet.KeySpace(ctx, r.Git, pol)
+	if err != nil {
+		return nil, err
+	}
+	key := fleet.PublicationKey(space)
+	host, _ := os.Hostname()
+	machine, _ := os.ReadFile("/etc/machine-id")
+	h := mine.Holder
+	holder := fleet.Holder{Host: host, MachineID: strings.TrimSpace(string(machine)), BootID: h.BootID, PID: h.PID, StartTicks: h.StartTicks,
+		ClientID: ClientID, LeaseID: mine.LeaseID, TaskKey: "(publication of " + pol.PublicationBranch + ")", Since: store.Now()}
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for {
+		helper, err := fleet.NewHelper(pol.EtcdEndpoints, pol.EtcdAuth(), stderr)
+		if err != nil {
+			return nil, err
+		}
+		actx, cancel := context.WithTimeout(ctx, 4*fleet.DialTimeout())
+		sess, err := helper.Acquire(actx, key, holder, ttl)
+		cancel()
+		if err == nil {
+			mine.Fleet = &store.FleetLease{Key: key, Revision: sess.Revision(), EtcdLease: sess.LeaseID(), Endpoints: pol.EtcdEndpoints, TTL: ttl.String()}
+			return sess, r.Store.Write(func(tx *store.Tx) error {
+				l, ok, err := tx.PublicationLease()
+				if err != nil {
+					return err
+				}
+				if !ok || l.LeaseID != mine.LeaseID {
+					return lost(mine)
+				}
+				l.Fleet = mine.Fleet
+				if err := tx.PutPublicationLease(&l); err != nil {
+					return err
+				}
+				*mine = l
+				return nil
+			})
+		}
+		helper.Close()
+		if decision.CodeOf(err) != decision.FleetLeaseHeld {
+			return nil, err
+		}
+		d, _ := decision.As(err)
+		refusal := decision.New(decision.PublicationLeaseHeld, "the publication lease of %s is held in the fleet: %s", pol.PublicationBranch, d.Message).
+			WithHint("wait for it: wt-admin --repo %s land --wait ...; see it with wt-admin --repo %s fleet status", repoArg, repoArg)
+		if !wait {
+			return nil, refusal
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return nil, decision.New(decision.LandWaitTimeout, "waited %s for the publication lease: %s", timeout, refusal.Message).
+				WithHint("wait longer: wt-admin --repo %s land --wait --timeout 30m ...", repoArg)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, decision.Wrap(decision.Interrupted, ctx.Err(), "waiting for the publication lease")
+		case <-time.After(poll):
+		}
+	}
+}
+
+// fleetLost is the refusal of a lander whose fleet lease was lost (etcd
+// unreachable past its TTL): another lander may hold it now.
+func fleetLost(branch, repoArg string) *decision.Error {
+	return decision.New(decision.FleetLeaseLost, "the fleet's publication lease of %s was lost (etcd not answering past its TTL): another lander may hold it, so nothing more moves", branch).
+		WithHint("land again once etcd answers; see it with wt-admin --repo %s fleet status", repoArg)
+}
