@@ -449,7 +449,7 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 			return l.landed(a, rec, tr, decision.AlreadyLanded, fmt.Sprintf("task %s's changes are in %s already: integrating them changed nothing", task, l.pol.PublicationBranch))
 		}
 		if l.opts.Test != "" {
-			exit, logPath, err := l.test(task, attempt)
+			exit, logPath, err := l.test(task, attempt, result)
 			if err != nil {
 				return tr, err
 			}
@@ -565,8 +565,10 @@ func (l *lander) integrate(task, source, onto string) (string, []string, error) 
 }
 
 // test runs --test in the integration worktree under wt-exec, its output
-// to the attempt's log file; it returns the exit status.
-func (l *lander) test(task string, attempt int) (int, string, error) {
+// to the attempt's log file, with the task in $WT_LAND_TASK and the commit
+// under test (the integration worktree's HEAD) in $WT_LAND_RESULT; it
+// returns the exit status.
+func (l *lander) test(task string, attempt int, result string) (int, string, error) {
 	logPath := filepath.Join(l.r.Store.Root(), store.LandLogsDir, task, strconv.Itoa(attempt)+".log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return 0, "", decision.Wrap(decision.Internal, err, "make %s", filepath.Dir(logPath))
@@ -579,7 +581,7 @@ func (l *lander) test(task string, attempt int) (int, string, error) {
 	l.notify(fmt.Sprintf("%s: testing: %s (output: %s)", task, l.opts.Test, logPath))
 	cmd := exec.CommandContext(l.ctx, l.opts.ExecBin, "-C", l.iwt.WorktreePath, "--", "sh", "-c", l.opts.Test)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = l.iwt.WorktreePath, f, f
-	cmd.Env = append(os.Environ(), "WT_LAND_TASK="+task)
+	cmd.Env = append(os.Environ(), "WT_LAND_TASK="+task, "WT_LAND_RESULT="+result)
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

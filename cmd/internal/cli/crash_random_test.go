@@ -127,7 +127,7 @@ func converge(t *testing.T, repo, path, task string) string {
 // TestCommandsKilledAnywhere runs state-changing commands one after another
 // (allocate, wt-exec grant and release, with --expect-generation and
 // --expect-head, retain, resume, lease abandon, handoff and transfer, prune
-// apply, backfill apply, hook install and uninstall) and kills each at a random moment, alone or with its process
+// apply, backfill apply, land, hook install and uninstall) and kills each at a random moment, alone or with its process
 // group. After every kill, doctor's printed fixes, run as printed, reach
 // DOCTOR_OK within a few rounds; and then every allocation has its
 // worktree, no git lock of a worktree is empty, and the user's own hook is
@@ -210,6 +210,14 @@ func TestCommandsKilledAnywhere(t *testing.T) {
 			// holds the lease until it ends.
 			return wts[0], []string{"wt-exec", "--client-id", "agent-t", "--", "sh", "-c",
 				"sleep 0.2 >/dev/null 2>&1 & wt-admin lease transfer . --holder $! --reason crash-test"}
+		},
+		func(i int) (string, []string) {
+			// A task with work, landed onto main (the lander is killed:
+			// TestLandKilledAnywhere checks what the branch is after).
+			w := filepath.Join(top, fmt.Sprintf("l%d", i))
+			run(t, repo, "wt-admin", "allocate", "--task", fmt.Sprintf("L-%d", i), "--owner", "alice", w).ok(t)
+			runIdent(t, w, "wt-exec", "--", "sh", "-c", fmt.Sprintf("echo %d > l%d && git add l%d && git commit --no-verify -qm l%d", i, i, i, i)).ok(t)
+			return repo, []string{"wt-admin", "land", "--task", fmt.Sprintf("L-%d", i), "--test", "sleep 0.01"}
 		},
 		func(int) (string, []string) { return repo, []string{"wt-hook", "uninstall"} },
 		func(int) (string, []string) { return repo, []string{"wt-hook", "install"} },

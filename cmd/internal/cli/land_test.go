@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ident is a committer for the processes a land test starts.
+var ident = []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@wt.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@wt.invalid"}
+
+// runIdent is run with a committer.
+func runIdent(t *testing.T, dir, name string, args ...string) result {
+	t.Helper()
+	cmd, out, errb := command(dir, name, args...)
+	cmd.Env = append(cmd.Env, ident...)
+	return resultOf(cmd, cmd.Run(), out, errb)
+}
+
+// landFixture is a governed repository whose main has a check (check.sh:
+// every task file says "ok", and shared.txt's first line is one word)
+// that land's --test runs, recording each commit it passed in tested.
+type landFixture struct {
+	top, repo, tested string
+}
+
+func newLandFixture(t *testing.T) landFixture {
+	t.Helper()
+	top, repo, _ := governed(t, 0)
+	f := landFixture{top: top, repo: repo, tested: filepath.Join(top, "tested")}
+	os.WriteFile(filepath.Join(repo, "check.sh"), []byte("for f in t*.txt; do [ -e \"$f\" ] || continue; [ \"$(cat \"$f\")\" = ok ] || exit 1; done\n[ \"$(head -1 shared.txt | wc -w)\" = 1 ]\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, "shared.txt"), []byte("base\nsecond\n"), 0o644)
+	git(t, repo, "add", "check.sh", "shared.txt")
+	git(t, repo, "commit", "-q", "-m", "the check")
+	return f
+}
+
+// test is land's --test: the check, and the commit it passed recorded.
+func (f landFixture) test() string {
+	return "sh check.sh && echo $WT_LAND_RESULT >> " + f.tested
+}
+
+// passed are the commits the check passed.
+func (f landFixture) passed() []string {
+	b, _ := os.ReadFile(f.tested)
+	return strings.Fields(string(b))
+}
+
+// firstParents is main's first-parent history after base, newest first.
+func firstParents(t *testing.T, repo, base string) []string {
+	out := git(t, repo, "rev-list", "--first-parent", base+"..main")
+	return strings.Fields(out)
+}
+
+// subjects counts main's commits by subject.
+func subjects(t *testing.T, repo string) map[string]int {
+	n := map[string]int{}
+	for _, s := range strings.Split(git(t, repo, "log", "--format=%s", "main"), "\n") {
+		n[s]++
+	}
+	return n
+}
+
+// TestLandTenAgents: ten agents under wt-exec, each committing its own
+// file, two of them rewriting shared.txt's first line, which main's own
+// fix rewrote after they began. Each marks its task ready from inside its
+// run. Two landers at once land the queue: the eight land, each exactly
+// once; the two conflicting ones come back with shared.txt; main passed
+// the check at every tip it had. An outsider's update-ref of main with
+// the policy on is refused.
+func TestLandTenAgents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ten agents and two landers")
+	}
+	f := newLandFixture(t)
+	t.Parallel()
+	run(t, f.repo, "wt-admin", "policy", "--publication-lease", "on").ok(t)
+	var paths []string
+	for i := 0; i < 10; i++ {
+		p := filepath.Join(f.top, fmt.Sprintf("a%d", i))
+		run(t, f.repo, "wt-admin", "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "alice", p).ok(t)
+		paths = append(paths, p)
+	}
+	// Main moves under the agents: a fix of shared.txt's first line, made
+	// through the lander (the policy refuses anyone else).
+	run(t, f.repo, "wt-admin", "allocate", "--task", "FIX", "--owner", "alice", filepath.Join(f.top, "fix")).ok(t)
+	runIdent(t, filepath.Join(f.top, "fix"), "wt-exec", "--", "sh", "-c", "echo fixed > shared.txt.new && sed 1d shared.txt >> shared.txt.new && mv shared.txt.new shared.txt && git commit -qam 'fix shared'").ok(t)
+	run(t, f.repo, "wt-admin", "land", "--task", "FIX", "--test", f.test()).ok(t)
+	base := git(t, f.repo, "rev-parse", "main")
+
+	var wg sync.WaitGroup
+	errs := make([]result, 10)
+	for i, p := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work := fmt.Sprintf("echo ok > t%d.txt && git add t%d.txt && git commit -qm 'task T-%d'", i, i, i)
+			if i >= 8 {
+				work = fmt.Sprintf("echo agent%d > shared.txt.new && sed 1d shared.txt >> shared.txt.new && mv shared.txt.new shared.txt && git commit -qam 'task T-%d'", i, i)
+			}
+			cmd, out, errb := command(p, "wt-exec", "--client-id", fmt.Sprintf("agent-%d", i), "--", "sh", "-c", work+" && wt-admin ready T-"+strconv.Itoa(i))
+			cmd.Env = append(cmd.Env, ident...)
+			errs[i] = resultOf(cmd, cmd.Run(), out, errb)
+		}()
+	}
+	wg.Wait()
+	for i, r := range errs {
+		if r.code != 0 {
+			t.Fatalf("agent %d: exit %d\n%s\n%s", i, r.code, r.stdout, r.stderr)
+		}
+	}
+
+	// Two landers at once.
+	landers := make([]result, 2)
+	for i := range landers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			landers[i] = runIdent(t, f.repo, "wt-admin", "--json", "land", "--ready", "--wait", "--test", f.test())
+		}()
+	}
+	wg.Wait()
+	codes := map[string][]string{}
+	for _, r := range landers {
+		type task struct{ Task, Code string }
+		var out struct {
+			OK       bool
+			Decision struct{ Tasks []task }
+			Error    struct{ Tasks []task }
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("land: %v\n%s\n%s", err, r.stdout, r.stderr)
+		}
+		tasks := append(out.Decision.Tasks, out.Error.Tasks...)
+		for _, tr := range tasks {
+			codes[tr.Task] = append(codes[tr.Task], tr.Code)
+		}
+	}
+	for i := 0; i < 10; i++ {
+		task := fmt.Sprintf("T-%d", i)
+		want := "LANDED"
+		if i >= 8 {
+			want = "LAND_CONFLICT"
+		}
+		if !slices.Equal(codes[task], []string{want}) {
+			t.Errorf("%s: the landers said %v, want [%s] (once, by one lander)", task, codes[task], want)
+		}
+	}
+	n := subjects(t, f.repo)
+	for i := 0; i < 10; i++ {
+		want := 1
+		if i >= 8 {
+			want = 0
+		}
+		if got := n[fmt.Sprintf("task T-%d", i)]; got != want {
+			t.Errorf("main holds task T-%d's commit %d times, want %d", i, got, want)
+		}
+	}
+	tips := firstParents(t, f.repo, base)
+	if len(tips) != 8 {
+		t.Errorf("main moved %d times after the fix, want 8 (one landing a task)", len(tips))
+	}
+	for _, tip := range tips {
+		if !slices.Contains(f.passed(), tip) {
+			t.Errorf("main was at %s, which the check never passed", tip)
+		}
+	}
+	st := run(t, f.repo, "wt-admin", "status").ok(t).stdout
+	for i := 8; i < 10; i++ {
+		if !strings.Contains(st, fmt.Sprintf("wt-admin land handed task T-%d back to its owner: conflicts in shared.txt", i)) {
+			t.Errorf("status does not show T-%d handed back with shared.txt:\n%s", i, st)
+		}
+	}
+	if strings.Count(st, " LANDED ") != 9 { // the eight and the fix
+		t.Errorf("status shows %d LANDED rows, want 9:\n%s", strings.Count(st, " LANDED "), st)
+	}
+	// An outsider's move, hooks on: refused; main stays.
+	tip := git(t, f.repo, "rev-parse", "main")
+	if r := run(t, f.repo, "git", "update-ref", "refs/heads/main", "main~1"); r.code == 0 || !strings.Contains(r.stderr, "PUBLICATION_LEASE_REQUIRED") {
+		t.Errorf("an outsider's update-ref of main: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := git(t, f.repo, "rev-parse", "main"); got != tip {
+		t.Errorf("main moved from %s to %s", tip, got)
+	}
+}
+
+// TestLandKilledAnywhere kills wt-admin land at each of its crash
+// points and at random moments (during the integration, the test, the
+// push, the ref move; alone or with its process group), landing with
+// --push to a bare remote. After each kill the publication branch, here
+// and on the remote, is its old tip or one the check passed; land
+// --recover takes the dead lander's lease over (with its proof) and
+// concludes its landing; doctor then finds nothing about the publication
+// lease or a landing; and landing the task again lands it exactly once.
+func TestLandKilledAnywhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills many real processes")
+	}
+	f := newLandFixture(t)
+	t.Parallel()
+	crashAdmin := buildCrashAdmin(t)
+	remote := filepath.Join(f.top, "remote.git")
+	git(t, f.top, "init", "-q", "--bare", "-b", "main", remote)
+	git(t, f.repo, "remote", "add", "origin", remote)
+	git(t, f.repo, "push", "-q", "origin", "main")
+	points := []string{"land:acquired", "land:integrated", "land:tested", "land:intent", "land:pushed", "land:moved", "land:recorded"}
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	t.Logf("seed %d", seed)
+	random := 3
+	if n, err := strconv.Atoi(os.Getenv("WT_TEST_KILLS")); err == nil && n > 0 {
+		random = n
+	}
+	kills := len(points) + random
+	// Every task begins at the first main: each landing rebases.
+	for i := 0; i < kills; i++ {
+		p := filepath.Join(f.top, fmt.Sprintf("k%d", i))
+		run(t, f.repo, "wt-admin", "allocate", "--task", fmt.Sprintf("K-%d", i), "--owner", "alice", p).ok(t)
+		runIdent(t, p, "wt-exec", "--", "sh", "-c", fmt.Sprintf("echo ok > t%d.txt && git add t%d.txt && git commit -qm 'task K-%d'", i, i, i)).ok(t)
+	}
+	test := "sleep 0.05; " + f.test()
+	outcomes := map[string]int{}
+	for i := 0; i < kills; i++ {
+		task := fmt.Sprintf("K-%d", i)
+		before := git(t, f.repo, "rev-parse", "main")
+		args := []string{"--repo", f.repo, "land", "--task", task, "--push", "origin", "--test", test}
+		cmd, _, errb := command(f.repo, crashAdmin, args...)
+		cmd.Env = append(cmd.Env, ident...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		how := ""
+		if i < len(points) {
+			how = points[i]
+			cmd.Env = append(cmd.Env, "WT_TEST_CRASH_AT="+how)
+			if err := cmd.Run(); err == nil {
+				t.Fatalf("%s: land was not killed at %s:\n%s", task, how, errb)
+			}
+		} else {
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Duration(rng.Intn(400)) * time.Millisecond)
+			how = "random"
+			if i%2 == 1 {
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				how += ", with its group"
+			} else {
+				cmd.Process.Kill()
+			}
+			cmd.Wait()
+		}
+		// The publication branch, here and there: the old tip or a checked one.
+		for _, where := range []string{f.repo, remote} {
+			now := git(t, where, "rev-parse", "main")
+			if now != before && !slices.Contains(f.passed(), now) {
+				t.Fatalf("%s (killed %s): main in %s is at %s, neither its old tip %s nor a tip the check passed", task, how, where, now, before)
+			}
+		}
+		// The landing's own children (git, the test under wt-exec) end
+		// by themselves; wait for them before the next lander resets the
+		// integration worktree under them.
+		waitFor(t, "the killed lander's children to end", func() bool { return syscall.Kill(-cmd.Process.Pid, 0) != nil })
+		rec := run(t, f.repo, "wt-admin", "land", "--recover").ok(t)
+		if !strings.Contains(rec.stdout, "LAND_RECOVERED") {
+			t.Fatalf("%s: land --recover:\n%s", task, rec.stdout)
+		}
+		doc := run(t, f.repo, "wt-admin", "--json", "doctor").stdout
+		if strings.Contains(doc, `"check": "publication"`) || strings.Contains(doc, `"operation": "land"`) || strings.Contains(doc, "land --recover") {
+			t.Fatalf("%s (killed %s): doctor after land --recover:\n%s", task, how, doc)
+		}
+		again := runIdent(t, f.repo, "wt-admin", "land", "--task", task, "--push", "origin", "--test", f.test())
+		if again.code != 0 {
+			t.Fatalf("%s (killed %s): landing it again: exit %d\n%s\n%s", task, how, again.code, again.stdout, again.stderr)
+		}
+		code := strings.Fields(strings.SplitN(again.stdout, "\n", 3)[1])[1]
+		outcomes[how+": "+code]++
+		for _, where := range []string{f.repo, remote} {
+			if n := subjects(t, where)["task "+task]; n != 1 {
+				t.Fatalf("%s (killed %s): main in %s holds the task's commit %d times", task, how, where, n)
+			}
+		}
+	}
+	t.Logf("%d kills: %v", kills, outcomes)
+}
