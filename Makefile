@@ -119,7 +119,7 @@ lint:
 # git commit is measured beside a shell hook and lefthook (installed into
 # bin/tools with go install if missing; the version BASELINE.md measured).
 bench:
-	@echo "bench: $(BENCHCOUNT) runs of every benchmark, one package at a time, the views on 150 worktrees and on 100,000 commits, then the commit gate under git 2.55 (about 28 minutes on 2 cores); each result line prints as it ends"
+	@echo "bench: $(BENCHCOUNT) runs of every benchmark, one package at a time, the views on 150 worktrees and on 100,000 commits, then the commit gate under git 2.55 (about 30 minutes on 2 cores); each result line prints as it ends"
 	@command -v tini >/dev/null || { echo "bench: installing tini (apt-get) for its peer benchmark"; apt-get install -y -qq tini >/dev/null 2>&1; } || echo "bench: tini is not installed; its benchmark is skipped"
 	@command -v fuser >/dev/null || { echo "bench: installing psmisc (apt-get) for fuser's peer benchmark"; apt-get install -y -qq psmisc >/dev/null 2>&1; } || echo "bench: fuser (psmisc) is not installed; its benchmark is skipped"
 	@command -v lefthook >/dev/null || test -x bin/tools/lefthook || { echo "bench: installing lefthook into bin/tools (go install)"; GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/evilmartians/lefthook@v1.13.6; } || echo "bench: lefthook could not be installed; its benchmark is skipped"

@@ -290,3 +290,96 @@ func TestLandKilledAnywhere(t *testing.T) {
 	}
 	t.Logf("%d kills: %v", kills, outcomes)
 }
+
+// BenchmarkLand lands ten tasks that do not conflict, each tested by a
+// 0.5 s test, with wt-admin land (the shipped binaries: the publication
+// lease, the integration worktree, the intent, the test under wt-exec,
+// the compare-and-swap, the records), against a shell loop doing the
+// same work in turn in a worktree of its own (git rebase onto main, the
+// test, git update-ref with the old value), on a twin repository, in the
+// same run. ms/task-* is each one's time per landed task; overhead-ms/task
+// is wt's added time per task, wt/loop their ratio.
+func BenchmarkLand(b *testing.B) {
+	dir := b.TempDir()
+	for _, name := range []string{"wt-admin", "wt-exec", "wt-hook", "wt-gate"} {
+		shippedInto(b, dir, name, "github.com/wt-tool/wt/cmd/"+name)
+	}
+	admin := filepath.Join(dir, "wt-admin")
+	const tasks, test = 10, "sleep 0.5"
+	b.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	for _, kv := range ident {
+		k, v, _ := strings.Cut(kv, "=")
+		b.Setenv(k, v)
+	}
+	// setup makes a repository with ten task branches off main, each adding
+	// its own file; governed, they are allocated worktrees.
+	setup := func(governed bool) string {
+		top := b.TempDir()
+		repo := filepath.Join(top, "repo")
+		git(b, top, "init", "-q", "-b", "main", repo)
+		git(b, repo, "commit", "-q", "--allow-empty", "-m", "init")
+		if governed {
+			runOnce(b, admin, "--repo", repo, "init")
+			runOnce(b, filepath.Join(dir, "wt-hook"), "-C", repo, "install")
+		}
+		for i := 0; i < tasks; i++ {
+			w := filepath.Join(top, fmt.Sprintf("w%d", i))
+			if governed {
+				runOnce(b, admin, "--repo", repo, "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "bench", w)
+			} else {
+				git(b, repo, "worktree", "add", "-q", "-b", fmt.Sprintf("wt/T-%d", i), w)
+			}
+			os.WriteFile(filepath.Join(w, fmt.Sprintf("t%d", i)), []byte("ok\n"), 0o644)
+			git(b, w, "add", ".")
+			git(b, w, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", fmt.Sprintf("task T-%d", i))
+		}
+		// main moves once after the tasks began: every landing rebases.
+		git(b, repo, "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty", "-m", "main moves")
+		if !governed {
+			git(b, repo, "worktree", "add", "-q", "--detach", filepath.Join(top, "integ"))
+		}
+		return repo
+	}
+	loop := `cd "$1/../integ" || exit 1
+for i in 0 1 2 3 4 5 6 7 8 9; do
+	old=$(git rev-parse refs/heads/main) &&
+	git checkout -q --detach wt/T-$i && git rebase -q "$old" &&
+	sh -c "$2" &&
+	git update-ref refs/heads/main "$(git rev-parse HEAD)" "$old" || exit 1
+done`
+	var wtNS, loopNS time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		gov, plain := setup(true), setup(false)
+		args := []string{"--repo", gov, "land", "--test", test}
+		for t := 0; t < tasks; t++ {
+			args = append(args, "--task", fmt.Sprintf("T-%d", t))
+		}
+		settle()
+		b.StartTimer()
+		timed := func(name string, args ...string) time.Duration {
+			t0 := time.Now()
+			runOnce(b, name, args...)
+			return time.Since(t0)
+		}
+		if i%2 == 0 {
+			wtNS += timed(admin, args...)
+			loopNS += timed("sh", "-c", loop, "sh", plain, test)
+		} else {
+			loopNS += timed("sh", "-c", loop, "sh", plain, test)
+			wtNS += timed(admin, args...)
+		}
+		b.StopTimer()
+		if n := len(strings.Fields(git(b, gov, "rev-list", "main"))); n != tasks+2 {
+			b.Fatalf("wt-admin land left main with %d commits, want %d", n, tasks+2)
+		}
+		if n := len(strings.Fields(git(b, plain, "rev-list", "main"))); n != tasks+2 {
+			b.Fatalf("the loop left main with %d commits, want %d", n, tasks+2)
+		}
+	}
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) / tasks / 1e6 }
+	b.ReportMetric(per(wtNS), "ms/task-wt")
+	b.ReportMetric(per(loopNS), "ms/task-loop")
+	b.ReportMetric(per(wtNS)-per(loopNS), "overhead-ms/task")
+	b.ReportMetric(float64(wtNS)/float64(loopNS), "wt/loop")
+}
