@@ -18,6 +18,7 @@ import (
 	"github.com/wt-tool/wt/core/crashpoint"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
@@ -506,16 +507,89 @@ func (l *lander) catchUp() (*decision.Error, error) {
 	_ = store.AppendLedger(l.r.Store.Root(), store.PublicationLedger, store.LedgerLine{Via: store.ViaLand, Ref: l.ref, Old: local, New: remote,
 		LeaseID: l.lease.LeaseID, ClientID: ClientID}) // Best effort, as in publish.
 	if _, err := l.r.Git.Git(l.ctx, false, "update-ref", "-m", "wt-admin land: fast-forward to "+l.opts.Push, l.ref, remote, local); err != nil {
-		return nil, decision.Wrap(decision.GitFailed, err, "fast-forward %s to %s's %.12s", l.ref, l.opts.Push, remote)
+		return nil, decision.Wrap(decision.GitFailed, err, "fast-forward %s to %s's %.12s", l.ref, l.opts.Push, remote).
+			WithHint("if git names a lock file, doctor says whether a dead git left it and how to remove it: wt-admin --repo %s doctor", l.opts.RepoArg)
 	}
 	l.notify(fmt.Sprintf("%s fast-forwarded to %s's %.12s", l.pol.PublicationBranch, l.opts.Push, remote))
 	return nil, nil
 }
 
+// clearStaleLocks removes the lock files (its index, HEAD, the wt-land
+// branch) and half-begun rebase a git killed with its lander left in the
+// integration worktree, once
+// no process uses that worktree: this lander holds the publication lease,
+// so no other lander's git is at work there, and a killed lander's test
+// or git that still runs is waited for, never raced. A reading of the
+// processes that fails is not taken for none.
+func (l *lander) clearStaleLocks() error {
+	admin := gitrepo.AdminDir(l.r.Git.CommonDir, l.iwt.WorktreeKey)
+	var locks []string
+	for _, p := range []string{filepath.Join(admin, "index.lock"), filepath.Join(admin, "HEAD.lock"), filepath.Join(admin, "ORIG_HEAD.lock"),
+		filepath.Join(l.r.Git.CommonDir, "refs", "heads", IntegrationTask+".lock")} {
+		if _, err := os.Lstat(p); err == nil {
+			locks = append(locks, p)
+		}
+	}
+	var ops []string // an operation a killed git left half begun
+	for _, d := range []string{"rebase-merge", "rebase-apply"} {
+		if _, err := os.Lstat(filepath.Join(admin, d)); err == nil {
+			ops = append(ops, filepath.Join(admin, d))
+		}
+	}
+	if len(locks) == 0 && len(ops) == 0 {
+		return nil
+	}
+	for {
+		s, err := proc.NewScan()
+		if err != nil {
+			return decision.Wrap(decision.Internal, err, "read the processes to see whether %s is in use", l.iwt.WorktreePath)
+		}
+		uses, err := s.PathsInUse(l.iwt.WorktreePath)
+		if err != nil {
+			return decision.Wrap(decision.Internal, err, "read the processes to see whether %s is in use", l.iwt.WorktreePath)
+		}
+		if len(uses) == 0 {
+			break
+		}
+		l.notify(fmt.Sprintf("waiting for pid %d (%s), left by a killed lander, to leave the integration worktree", uses[0].PID, uses[0].Command))
+		select {
+		case <-l.ctx.Done():
+			return decision.Wrap(decision.Interrupted, l.ctx.Err(), "waiting for the integration worktree")
+		case <-time.After(l.opts.Poll):
+		}
+	}
+	for _, p := range locks {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return decision.Wrap(decision.Internal, err, "remove the stale %s", p)
+		}
+	}
+	for _, d := range ops {
+		// git's own way first; a state git cannot read (killed while
+		// writing it) goes as a whole: it is wt's worktree, and unused.
+		l.git("rebase", "--abort")
+		if _, err := os.Lstat(d); err == nil {
+			l.git("rebase", "--quit")
+		}
+		if _, err := os.Lstat(d); err == nil {
+			if err := os.RemoveAll(d); err != nil {
+				return decision.Wrap(decision.Internal, err, "remove the stale %s", d)
+			}
+		}
+	}
+	return l.r.Store.Write(func(tx *store.Tx) error {
+		return alloc.LogEvent(tx, "land_leftovers_removed", l.iwt.AllocationID, map[string]any{"locks": locks, "operations": ops,
+			"why": "left by a git killed with its lander; no process uses the integration worktree"})
+	})
+}
+
 // integrate makes the integration of source onto onto in the integration
 // worktree: the result commit, or the conflicting paths (nothing made).
 func (l *lander) integrate(task, source, onto string) (string, []string, error) {
-	// Whatever an interrupted lander left: an operation in progress, files.
+	// Whatever an interrupted lander left: git's locks, an operation in
+	// progress, files.
+	if err := l.clearStaleLocks(); err != nil {
+		return "", nil, err
+	}
 	for _, op := range [][]string{{"rebase", "--abort"}, {"merge", "--abort"}} {
 		l.git(op...) // None in progress is an error; nothing to undo.
 	}
@@ -672,7 +746,8 @@ func (l *lander) publish(a store.Allocation, tr TaskResult) (moved bool, d *deci
 			if now != tr.Onto {
 				return false, nil, nil // moved meanwhile: integrate again
 			}
-			return false, decision.Wrap(decision.GitFailed, err, "move %s from %.12s to %.12s", l.ref, tr.Onto, tr.Result), nil
+			return false, decision.Wrap(decision.GitFailed, err, "move %s from %.12s to %.12s", l.ref, tr.Onto, tr.Result).
+				WithHint("if git names a lock file, doctor says whether a dead git left it and how to remove it: wt-admin --repo %s doctor", l.opts.RepoArg), nil
 		}
 	}
 	crashpoint.Here("land:moved")

@@ -268,6 +268,20 @@ func TestLandKilledAnywhere(t *testing.T) {
 		// by themselves; wait for them before the next lander resets the
 		// integration worktree under them.
 		waitFor(t, "the killed lander's children to end", func() bool { return syscall.Kill(-cmd.Process.Pid, 0) != nil })
+		// A git killed in the compare-and-swap leaves main's lock: doctor
+		// names it once it has settled, and its fix removes it.
+		mainLock := filepath.Join(f.repo, ".git", "refs", "heads", "main.lock")
+		waitFor(t, "doctor to remove main's stale lock", func() bool {
+			if _, err := os.Lstat(mainLock); err != nil {
+				return true
+			}
+			for _, line := range strings.Split(run(t, f.repo, "wt-admin", "doctor").stdout, "\n") {
+				if fix, ok := strings.CutPrefix(line, "   fix: "); ok && strings.Contains(fix, "main.lock") {
+					run(t, f.repo, "sh", "-c", fix)
+				}
+			}
+			return false
+		})
 		rec := run(t, f.repo, "wt-admin", "land", "--recover").ok(t)
 		if !strings.Contains(rec.stdout, "LAND_RECOVERED") {
 			t.Fatalf("%s: land --recover:\n%s", task, rec.stdout)

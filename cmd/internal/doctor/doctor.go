@@ -62,7 +62,7 @@ type Report struct {
 // at all is a finding, not an error: doctor is what a person runs when
 // something is wrong.
 func Run(ctx context.Context, dir string) (Report, error) {
-	rep := Report{Checked: []string{"store", "hooks", "leases", "registrations", "prune", "journals", "gates", "objects", "audit"}, Findings: []Finding{}, Notes: []Finding{}}
+	rep := Report{Checked: []string{"store", "hooks", "leases", "registrations", "prune", "journals", "gates", "objects", "audit", "publication"}, Findings: []Finding{}, Notes: []Finding{}}
 	r, err := alloc.Open(ctx, dir)
 	switch decision.CodeOf(err) {
 	case "":
@@ -304,7 +304,13 @@ func (rep *Report) checkHooks(ctx context.Context, r *alloc.Repo) {
 // never names one that git is about to put in place.
 func (rep *Report) checkRefLocks(r *alloc.Repo) {
 	var locks []string
-	for _, p := range refLocks(r.Git.CommonDir) {
+	candidates := refLocks(r.Git.CommonDir)
+	if pol, err := r.Policy(); err == nil && pol.PublicationBranch != "" {
+		// The publication branch's own (files backend): wt-admin land
+		// moves it, and a lander killed in its compare-and-swap leaves it.
+		candidates = append(candidates, filepath.Join(r.Git.CommonDir, "refs", "heads", filepath.FromSlash(pol.PublicationBranch)+".lock"))
+	}
+	for _, p := range candidates {
 		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) >= refLockSettle {
 			locks = append(locks, p)
 		}
@@ -599,7 +605,6 @@ func (rep *Report) checkJournals(tx *store.Tx, repo, repoPath string) {
 // every other lander waiting (and, under publication-lease on, the
 // branch shut) until one takes it over; a live one is a note.
 func (rep *Report) checkPublication(tx *store.Tx, repo string) {
-	rep.Checked = append(rep.Checked, "publication")
 	p, err := view.ReadPublication(tx)
 	if err != nil {
 		rep.store(err)
