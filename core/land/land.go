@@ -367,7 +367,7 @@ func (l *lander) quiescent(a store.Allocation) *decision.Error {
 	if l.opts.Timeout > 0 {
 		deadline = time.Now().Add(l.opts.Timeout)
 	}
-	for {
+	for waiting := false; ; waiting = true {
 		who, err := l.writer(a)
 		if err != nil {
 			return asDecision(err)
@@ -382,6 +382,9 @@ func (l *lander) quiescent(a store.Allocation) *decision.Error {
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			return decision.New(decision.LandWaitTimeout, "waited %s: %s", l.opts.Timeout, d.Message).WithHint("%s", d.Hint)
+		}
+		if !waiting {
+			l.notify(fmt.Sprintf("%s: waiting for task %s's writer (%s) to let go", a.TaskKey, a.TaskKey, who))
 		}
 		select {
 		case <-l.ctx.Done():
@@ -431,6 +434,15 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		} else if in {
 			tr.Result = onto
 			return l.landed(a, rec, tr, decision.AlreadyLanded, fmt.Sprintf("%s already holds task %s's branch (%.12s)", l.pol.PublicationBranch, task, source))
+		}
+		if rec.State == store.LandingLanded && rec.Source == source && rec.Result != "" {
+			// Landed already (squashed or rebased: not an ancestor), and
+			// its branch has not moved since: the same work lands once.
+			if in, err := l.r.Git.IsAncestor(l.ctx, rec.Result, onto); err == nil && in {
+				tr.Result = rec.Result
+				tr.Code, tr.Message = decision.AlreadyLanded, fmt.Sprintf("task %s's branch (%.12s) landed as %.12s, which %s holds", task, source, rec.Result, l.pol.PublicationBranch)
+				return tr, nil
+			}
 		}
 		attempt := rec.Attempts + 1
 		tr.Attempt = attempt
