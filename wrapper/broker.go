@@ -49,8 +49,8 @@ var brokered = map[string][]string{
 }
 
 // startBroker listens for a confined command's requests (see above) in
-// tmp, and returns the variable naming the socket for its environment.
-func (s *supervisor) startBroker(c gitrepo.Checkout, tmp string) (string, error) {
+// tmp, for the run of task, and returns the variable naming the socket for its environment.
+func (s *supervisor) startBroker(c gitrepo.Checkout, task, tmp string) (string, error) {
 	p := filepath.Join(tmp, ".wt-exec.sock")
 	l, err := net.Listen("unix", p)
 	if err != nil {
@@ -63,7 +63,7 @@ func (s *supervisor) startBroker(c gitrepo.Checkout, tmp string) (string, error)
 			if err != nil {
 				return
 			}
-			s.serveBroker(c, conn)
+			s.serveBroker(c, task, conn)
 		}
 	}()
 	return store.BrokerEnv + "=" + p, nil
@@ -77,13 +77,13 @@ func (s *supervisor) stopBroker() {
 	}
 }
 
-func (s *supervisor) serveBroker(c gitrepo.Checkout, conn net.Conn) {
+func (s *supervisor) serveBroker(c gitrepo.Checkout, task string, conn net.Conn) {
 	defer conn.Close()
 	var req brokerRequest
 	reply := BrokerReply{Code: 2}
 	if err := json.NewDecoder(io.LimitReader(conn, 64<<10)).Decode(&req); err != nil {
 		reply.Stderr = "wt-exec: refused: USAGE: not a request: " + err.Error() + "\n"
-	} else if args, err := brokeredArgs(c, s.taskKey(), req); err != nil {
+	} else if args, err := brokeredArgs(c, task, req); err != nil {
 		reply.Stderr = "wt-exec: refused: USAGE: " + err.Error() + "\n"
 	} else {
 		reply = s.runAdmin(args)
@@ -165,12 +165,4 @@ func (s *supervisor) runAdmin(args []string) BrokerReply {
 func fileExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular()
-}
-
-// taskKey is the task of the run's grant ("" before it).
-func (s *supervisor) taskKey() string {
-	if s.grant == nil {
-		return ""
-	}
-	return s.grant.Allocation.TaskKey
 }

@@ -242,7 +242,7 @@ func Run(opts Options) (Result, error) {
 				s.holderLock = takeHolderLock(c.GitDir, g.Lease.LeaseID)
 			}
 			s.branchMark = markBranch(c, g)
-			child, err := s.launch(path, childEnv(opts.Environ, g, s.fenceSecret), conf, c)
+			child, err := s.launch(path, childEnv(opts.Environ, g, s.fenceSecret), conf, c, g.Allocation.TaskKey)
 			if err == nil {
 				s.startPublisher()
 			}
@@ -545,7 +545,7 @@ func (s *supervisor) runNested(path string, endWatch func()) (Result, error) {
 		s.stopCatching()
 		return res, s.stopped()
 	}
-	_, err := s.launch(path, s.opts.Environ, nil, gitrepo.Checkout{})
+	_, err := s.launch(path, s.opts.Environ, nil, gitrepo.Checkout{}, "")
 	endWatch()
 	if err != nil {
 		s.restore()

@@ -273,7 +273,7 @@ func (s *supervisor) stopped() error {
 // and returns its process group. The child's start ticks are read at once: until it is
 // reaped, even an exited child's /proc entry is there, and nothing reaps
 // before supervise.
-func (s *supervisor) launch(path string, env []string, conf *confine.Plan, c gitrepo.Checkout) (*store.ChildGroup, error) {
+func (s *supervisor) launch(path string, env []string, conf *confine.Plan, c gitrepo.Checkout, task string) (*store.ChildGroup, error) {
 	s.catch()
 	argv := s.opts.Args
 	if !s.opts.Nested {
@@ -292,7 +292,7 @@ func (s *supervisor) launch(path string, env []string, conf *confine.Plan, c git
 			return nil, err
 		}
 		// A confined command runs in a linked worktree (confine.New).
-		if kv, err := s.startBroker(c, conf.TempDir); err == nil {
+		if kv, err := s.startBroker(c, task, conf.TempDir); err == nil {
 			env = append(withoutVar(env, store.BrokerEnv), kv)
 		} else {
 			s.notify("the run's lease handoff and transfer cannot go through wt-exec: " + err.Error())
