@@ -304,13 +304,7 @@ func (rep *Report) checkHooks(ctx context.Context, r *alloc.Repo) {
 // never names one that git is about to put in place.
 func (rep *Report) checkRefLocks(r *alloc.Repo) {
 	var locks []string
-	candidates := refLocks(r.Git.CommonDir)
-	if pol, err := r.Policy(); err == nil && pol.PublicationBranch != "" {
-		// The publication branch's own (files backend): wt-admin land
-		// moves it, and a lander killed in its compare-and-swap leaves it.
-		candidates = append(candidates, filepath.Join(r.Git.CommonDir, "refs", "heads", filepath.FromSlash(pol.PublicationBranch)+".lock"))
-	}
-	for _, p := range candidates {
+	for _, p := range refLocks(r.Git.CommonDir) {
 		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) >= refLockSettle {
 			locks = append(locks, p)
 		}
@@ -340,14 +334,25 @@ const refLockSettle = 2 * time.Second
 
 // refLocks are the paths of the locks checkRefLocks looks for in the
 // repository with common dir common: its table stack's, its packed refs',
-// its config's, and each linked worktree's own table stack's.
+// its config's, its HEAD's and loose refs', and each linked worktree's own
+// table stack's and HEAD's.
 func refLocks(common string) []string {
 	out := []string{filepath.Join(common, "reftable", "tables.list.lock"), filepath.Join(common, "packed-refs.lock"),
-		filepath.Join(common, "config.lock")}
+		filepath.Join(common, "config.lock"), filepath.Join(common, "HEAD.lock")}
 	ents, _ := os.ReadDir(filepath.Join(common, "worktrees")) // none: no linked worktree to look in
 	for _, e := range ents {
-		out = append(out, filepath.Join(gitrepo.AdminDir(common, e.Name()), "reftable", "tables.list.lock"))
+		out = append(out, filepath.Join(gitrepo.AdminDir(common, e.Name()), "reftable", "tables.list.lock"),
+			filepath.Join(gitrepo.AdminDir(common, e.Name()), "HEAD.lock"))
 	}
+	// A loose ref's own lock (files backend): a git killed while it moved
+	// the ref (wt-admin land's compare-and-swap of the publication branch,
+	// a fetch's remote-tracking ref) leaves it.
+	filepath.WalkDir(filepath.Join(common, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".lock") {
+			out = append(out, p)
+		}
+		return nil // an unreadable directory holds no lock doctor can name
+	})
 	return out
 }
 
