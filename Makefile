@@ -87,8 +87,11 @@ test:
 	@set -o pipefail; $(GO) build -v $$($(GO) list -f '{{if and (ne .Name "main") .GoFiles}}{{.ImportPath}}{{end}}' ./...) 2>&1 | sed -u 's/^/test:   built /'
 	@echo "test: go vet ./..."
 	$(GO) vet ./...
-	@echo "test: go test -race ./... (about two minutes warm; a line per test as it ends, then the counts)"
-	set -o pipefail; $(GO) test -race -timeout 30m -json ./... | $(GO) run ./scripts/testprogress
+	@echo "test: go test -race ./... (about two and a half minutes warm; a line per test as it ends, then the counts)"
+	@# -parallel 4: many end-to-end tests spend their time waiting for an
+	@# event (an etcd TTL to run out, a lease to be let go); with the default
+	@# (GOMAXPROCS, 2 here) each wait held one of only two slots.
+	set -o pipefail; $(GO) test -race -parallel 4 -timeout 30m -json ./... | $(GO) run ./scripts/testprogress
 
 # The end-to-end scripts and the gate's tests again under a newer git
 # (2.55, built from Debian's source package by scripts/git-newer.sh into

@@ -84,18 +84,22 @@ func TestLandTenAgents(t *testing.T) {
 	}
 	f := newLandFixture(t)
 	t.Parallel()
-	run(t, f.repo, "wt-admin", "policy", "--publication-lease", "on").ok(t)
+	// wt-admin as built without the race detector (the crash points'
+	// build, none named): the test is about what it does, not about
+	// paying a race-instrumented start at each of its commands.
+	admin := buildCrashAdmin(t)
+	run(t, f.repo, admin, "policy", "--publication-lease", "on").ok(t)
 	var paths []string
 	for i := 0; i < 10; i++ {
 		p := filepath.Join(f.top, fmt.Sprintf("a%d", i))
-		run(t, f.repo, "wt-admin", "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "alice", p).ok(t)
+		run(t, f.repo, admin, "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "alice", p).ok(t)
 		paths = append(paths, p)
 	}
 	// Main moves under the agents: a fix of shared.txt's first line, made
 	// through the lander (the policy refuses anyone else).
-	run(t, f.repo, "wt-admin", "allocate", "--task", "FIX", "--owner", "alice", filepath.Join(f.top, "fix")).ok(t)
+	run(t, f.repo, admin, "allocate", "--task", "FIX", "--owner", "alice", filepath.Join(f.top, "fix")).ok(t)
 	runIdent(t, filepath.Join(f.top, "fix"), "wt-exec", "--", "sh", "-c", "echo fixed > shared.txt.new && sed 1d shared.txt >> shared.txt.new && mv shared.txt.new shared.txt && git commit -qam 'fix shared'").ok(t)
-	run(t, f.repo, "wt-admin", "land", "--task", "FIX", "--test", f.test()).ok(t)
+	run(t, f.repo, admin, "land", "--task", "FIX", "--test", f.test()).ok(t)
 	base := git(t, f.repo, "rev-parse", "main")
 
 	var wg sync.WaitGroup
@@ -126,7 +130,7 @@ func TestLandTenAgents(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			landers[i] = runIdent(t, f.repo, "wt-admin", "--json", "land", "--ready", "--wait", "--test", f.test())
+			landers[i] = runIdent(t, f.repo, admin, "--json", "land", "--ready", "--wait", "--test", f.test())
 		}()
 	}
 	wg.Wait()
@@ -175,7 +179,7 @@ func TestLandTenAgents(t *testing.T) {
 			t.Errorf("main was at %s, which the check never passed", tip)
 		}
 	}
-	st := run(t, f.repo, "wt-admin", "status").ok(t).stdout
+	st := run(t, f.repo, admin, "status").ok(t).stdout
 	for i := 8; i < 10; i++ {
 		if !strings.Contains(st, fmt.Sprintf("wt-admin land handed task T-%d back to its owner: conflicts in shared.txt", i)) {
 			t.Errorf("status does not show T-%d handed back with shared.txt:\n%s", i, st)
@@ -209,6 +213,7 @@ func TestLandKilledAnywhere(t *testing.T) {
 	f := newLandFixture(t)
 	t.Parallel()
 	crashAdmin := buildCrashAdmin(t)
+	admin := crashAdmin // built without the race detector, as above
 	remote := filepath.Join(f.top, "remote.git")
 	git(t, f.top, "init", "-q", "--bare", "-b", "main", remote)
 	git(t, f.repo, "remote", "add", "origin", remote)
@@ -225,7 +230,7 @@ func TestLandKilledAnywhere(t *testing.T) {
 	// Every task begins at the first main: each landing rebases.
 	for i := 0; i < kills; i++ {
 		p := filepath.Join(f.top, fmt.Sprintf("k%d", i))
-		run(t, f.repo, "wt-admin", "allocate", "--task", fmt.Sprintf("K-%d", i), "--owner", "alice", p).ok(t)
+		run(t, f.repo, admin, "allocate", "--task", fmt.Sprintf("K-%d", i), "--owner", "alice", p).ok(t)
 		runIdent(t, p, "wt-exec", "--", "sh", "-c", fmt.Sprintf("echo ok > t%d.txt && git add t%d.txt && git commit -qm 'task K-%d'", i, i, i)).ok(t)
 	}
 	test := "sleep 0.05; " + f.test()
@@ -284,7 +289,7 @@ func TestLandKilledAnywhere(t *testing.T) {
 			if !left {
 				return true
 			}
-			for _, line := range strings.Split(run(t, f.repo, "wt-admin", "doctor").stdout, "\n") {
+			for _, line := range strings.Split(run(t, f.repo, admin, "doctor").stdout, "\n") {
 				if fix, ok := strings.CutPrefix(line, "   fix: "); ok && strings.Contains(fix, ".lock") {
 					run(t, f.repo, "sh", "-c", fix)
 				}
@@ -296,15 +301,15 @@ func TestLandKilledAnywhere(t *testing.T) {
 		// as a server's administrator would (a real server's git is not
 		// the client's to kill).
 		os.Remove(filepath.Join(remote, "refs", "heads", "main.lock"))
-		rec := run(t, f.repo, "wt-admin", "land", "--recover").ok(t)
+		rec := run(t, f.repo, admin, "land", "--recover").ok(t)
 		if !strings.Contains(rec.stdout, "LAND_RECOVERED") {
 			t.Fatalf("%s: land --recover:\n%s", task, rec.stdout)
 		}
-		doc := run(t, f.repo, "wt-admin", "--json", "doctor").stdout
+		doc := run(t, f.repo, admin, "--json", "doctor").stdout
 		if strings.Contains(doc, `"check": "publication"`) || strings.Contains(doc, `"operation": "land"`) || strings.Contains(doc, "land --recover") {
 			t.Fatalf("%s (killed %s): doctor after land --recover:\n%s", task, how, doc)
 		}
-		again := runIdent(t, f.repo, "wt-admin", "land", "--task", task, "--push", "origin", "--test", f.test())
+		again := runIdent(t, f.repo, admin, "land", "--task", task, "--push", "origin", "--test", f.test())
 		if again.code != 0 {
 			t.Fatalf("%s (killed %s): landing it again: exit %d\n%s\n%s", task, how, again.code, again.stdout, again.stderr)
 		}
