@@ -415,6 +415,16 @@ func decide(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, re
 	}
 	if ck.notApplicable {
 		g.Code = decision.NotApplicable
+		if c.Key != gitrepo.MainKey {
+			// A worktree of a role with its own gate (wt-admin land's
+			// integration worktree) takes no lease, and its command is
+			// still confined as the policy says.
+			pol, _, err := tx.Policy()
+			if err != nil {
+				return g, err
+			}
+			g.Policy = pol
+		}
 		return g, nil
 	}
 	return grant(tx, commonDir, c, t, req, scan, g, ck)
