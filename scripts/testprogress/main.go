@@ -95,13 +95,17 @@ func run(in io.Reader, out io.Writer) int {
 		}
 	}
 	sort.Strings(failed)
-	fmt.Fprintf(out, "%d packages: %d tests passed, %d failed, %d skipped, in %s\n", packages, passed, failedTests, skipped, time.Since(start).Round(time.Second))
 	if len(failed) > 0 {
 		fmt.Fprintf(out, "FAILED:\n  %s\n", strings.Join(failed, "\n  "))
-		return 1
 	}
 	if packages == 0 {
 		fmt.Fprintln(out, "testprogress: no package result in the stream (did go test start?)")
+	}
+	// The last line is the counts alone, as test-result readers expect
+	// it, whatever failed: what failed is listed above it.
+	fmt.Fprintf(out, "%d packages in %s\n", packages, time.Since(start).Round(time.Second))
+	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", passed, failedTests, skipped)
+	if len(failed) > 0 || packages == 0 {
 		return 1
 	}
 	return 0
