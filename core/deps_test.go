@@ -57,10 +57,18 @@ func TestImportRules(t *testing.T) {
 		mod+"cmd/internal/cli", mod+"cmd/internal/clikit", mod+"cmd/internal/hookcli", mod+"core/maint", mod+"core/view", mod+"cmd/internal/doctor")
 	forbidden["cmd/internal/textout"] = []string{"github.com/urfave/cli/v2"}
 	forbidden["cmd/internal/clikit"] = []string{mod + "cmd/internal/cli", mod + "cmd/internal/hookcli", mod + "wrapper", mod + "hooks", mod + "install", mod + "core/maint"}
+	tags := shippedTags(t)
 	for pattern, bad := range forbidden {
-		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../"+pattern).CombinedOutput()
+		// With the tags the shipped binaries are built with (make's
+		// TAGS): a rule is about what ships.
+		out, err := exec.Command("go", "list", "-tags", tags, "-deps", "-f", "{{.ImportPath}}", "../"+pattern).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list %s: %v\n%s", pattern, err, out)
+		}
+		for _, b := range bad {
+			if !namesSomething(t, b) {
+				t.Errorf("the rule for %s forbids %s, which names no package or module this build knows: renamed? (the rule is void)", pattern, b)
+			}
 		}
 		for _, dep := range strings.Fields(string(out)) {
 			for _, b := range bad {
@@ -68,6 +76,71 @@ func TestImportRules(t *testing.T) {
 					t.Errorf("%s depends on %s (forbidden: %s)", pattern, dep, b)
 				}
 			}
+		}
+	}
+}
+
+// shippedTags are the build tags make builds the shipped binaries with
+// (the Makefile's TAGS), read from the Makefile so that the rules follow
+// it.
+func shippedTags(t *testing.T) string {
+	t.Helper()
+	mk, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mk), "\n") {
+		if v, ok := strings.CutPrefix(line, "TAGS"); ok {
+			if _, tags, ok := strings.Cut(v, "="); ok && strings.TrimSpace(tags) != "" {
+				return strings.TrimSpace(tags)
+			}
+		}
+	}
+	t.Fatal("the Makefile sets no TAGS: the shipped build's tags are unknown")
+	return ""
+}
+
+// namesSomething reports whether a forbidden import path (or path prefix,
+// ending in "/") names a package of the standard library or this module,
+// or a module go.mod requires: a rule about a path that names nothing
+// forbids nothing (tailscale's deptest checks the same).
+func namesSomething(t *testing.T, path string) bool {
+	t.Helper()
+	const mod = "github.com/wt-tool/wt/"
+	if rest, ok := strings.CutPrefix(path, mod); ok {
+		fi, err := os.Stat("../" + strings.TrimSuffix(rest, "/"))
+		return err == nil && fi.IsDir()
+	}
+	if !strings.Contains(strings.SplitN(path, "/", 2)[0], ".") {
+		return exec.Command("go", "list", path).Run() == nil // the standard library
+	}
+	out, err := exec.Command("go", "list", "-m", "all").Output()
+	if err != nil {
+		t.Fatalf("go list -m all: %v", err)
+	}
+	for _, m := range strings.Fields(string(out)) {
+		if m == strings.TrimSuffix(path, "/") || strings.HasPrefix(m, path) || strings.HasPrefix(path, m+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestImportRulesControl: a rule about a renamed package is caught, a real
+// one is not.
+func TestImportRulesControl(t *testing.T) {
+	for path, want := range map[string]bool{
+		"github.com/wt-tool/wt/core/maint":   true,
+		"github.com/wt-tool/wt/core/mainten": false,
+		"github.com/wt-tool/wt/cmd/":         true,
+		"regexp":                             true,
+		"regexpp":                            false,
+		"go.etcd.io/":                        true,
+		"github.com/creack/pty":              true,
+		"github.com/creack/ptyy":             false,
+	} {
+		if got := namesSomething(t, path); got != want {
+			t.Errorf("namesSomething(%q) = %v, want %v", path, got, want)
 		}
 	}
 }
