@@ -110,9 +110,23 @@ test-newer-git:
 			$(GO) test -race -timeout 30m -json ./core/gitrepo/... ./install/ ./hooks/; } | $(GO) run ./scripts/testprogress || exit 1; \
 	done
 
+# The reviewers' tools, at pinned versions, installed into bin/tools once:
+# staticcheck (honnef.co/go/tools v0.8.2 is its 2026.2.2) and deadcode
+# (golang.org/x/tools), whose -test run must find nothing unreachable.
+STATICCHECK_VERSION ?= v0.8.2
+DEADCODE_VERSION    ?= v0.52.0
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@test -x bin/tools/staticcheck-$(STATICCHECK_VERSION) || { echo "lint: installing staticcheck $(STATICCHECK_VERSION) into bin/tools"; \
+		GOBIN=$(CURDIR)/bin/tools/.staticcheck $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && \
+		mv bin/tools/.staticcheck/staticcheck bin/tools/staticcheck-$(STATICCHECK_VERSION); }
+	@test -x bin/tools/deadcode-$(DEADCODE_VERSION) || { echo "lint: installing deadcode $(DEADCODE_VERSION) into bin/tools"; \
+		GOBIN=$(CURDIR)/bin/tools/.deadcode $(GO) install golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION) && \
+		mv bin/tools/.deadcode/deadcode bin/tools/deadcode-$(DEADCODE_VERSION); }
+	bin/tools/staticcheck-$(STATICCHECK_VERSION) ./...
+	@echo "bin/tools/deadcode-$(DEADCODE_VERSION) -test ./..."; out=$$(bin/tools/deadcode-$(DEADCODE_VERSION) -test ./...) || exit 1; \
+		if [ -n "$$out" ]; then echo "$$out"; echo "lint: deadcode finds code nothing reaches, tests included: remove it"; exit 1; fi
 
 # Benchmarks: medians come from BENCHCOUNT runs; docs/performance.md has the peers to compare with.
 # -p 1: one package's benchmarks at a time (go test runs packages in parallel,

@@ -159,9 +159,7 @@ func TestCoreDoesNotPrint(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, f := range printsIn(t, path, src) {
-			found = append(found, f)
-		}
+		found = append(found, printsIn(t, path, src)...)
 		return nil
 	})
 	if err != nil {

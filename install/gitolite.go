@@ -30,7 +30,10 @@ func RepoSpecificCode(hook string) string { return "wt-fence-" + hook }
 // codes; gitolite allows pre-receive, post-receive, post-update and
 // pre-auto-gc).
 func repoSpecificLink(name string) (hook, code string, ok bool) {
-	hook, rest, ok := strings.Cut(name, ".h")
+	hook, rest, found := strings.Cut(name, ".h")
+	if !found {
+		return "", "", false
+	}
 	switch hook {
 	case "pre-receive", "post-receive", "post-update", "pre-auto-gc":
 	default:

@@ -9,12 +9,6 @@ import (
 	"github.com/wt-tool/wt/core/store"
 )
 
-// TipOf is the commit ref names now in commonDir ("" when unknown).
-func TipOf(commonDir, ref string) string {
-	v, _ := gitrepo.ReadRef(commonDir, ref) // unreadable reads as unknown
-	return v
-}
-
 // Cover tells, for each of a ref's reflog entries that skip does not leave
 // out, the line of the ref's ledger (store.Ledger) that covers it (its
 // index, -1 for none): a move wt approved or made with exactly the entry's

@@ -99,6 +99,7 @@ func TestMarshalHandsOver(t *testing.T) {
 		N int `json:"n,string"`
 	}
 	type withDash struct {
+		//lint:ignore SA5008 the tag "-," (a field named "-") is what this case tests
 		D string `json:"-,"`
 	}
 	type cyc struct {

@@ -124,7 +124,7 @@ func TestGateTable(t *testing.T) {
 
 type gateRepo struct {
 	top, repo, w0, w1 string
-	tip, other        string
+	tip               string
 }
 
 func newGateRepo(t *testing.T) *gateRepo {

@@ -128,15 +128,18 @@ func blackhole() {
 		os.Exit(2)
 	}
 	os.WriteFile(os.Args[1], []byte(strconv.Itoa(l.Addr().(*net.TCPAddr).Port)), 0o644)
-	var held []net.Conn
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			os.Exit(1)
 		}
-		held = append(held, c) // never read, never closed
+		blackholeHeld = append(blackholeHeld, c) // never read, never closed
 	}
 }
+
+// blackholeHeld keeps blackhole's connections open (a connection no one
+// refers to may be closed by its finalizer).
+var blackholeHeld []net.Conn
 
 // sockServe PATH listens on the Unix socket PATH (an abstract one when
 // PATH starts with @) until killed, answering "hello" to every
