@@ -88,10 +88,10 @@ test:
 	@echo "test: go vet ./..."
 	$(GO) vet ./...
 	@echo "test: go test -race ./... (about two and a half minutes warm; a line per test as it ends, then the counts)"
-	@# -parallel 4: many end-to-end tests spend their time waiting for an
+	@# -parallel 8: many end-to-end tests spend their time waiting for an
 	@# event (an etcd TTL to run out, a lease to be let go); with the default
 	@# (GOMAXPROCS, 2 here) each wait held one of only two slots.
-	set -o pipefail; $(GO) test -race -parallel 4 -timeout 30m -json ./... | $(GO) run ./scripts/testprogress
+	set -o pipefail; $(GO) test -race -parallel 8 -timeout 30m -json ./... | $(GO) run ./scripts/testprogress
 
 # The end-to-end scripts and the gate's tests again under a newer git
 # (2.55, built from Debian's source package by scripts/git-newer.sh into
