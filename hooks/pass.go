@@ -26,7 +26,8 @@ const PassFile = "wt-hook-pass"
 // from getppid: no /proc reading for it). When the commit is allowed
 // outright (no warning), it leaves a pass naming that git process by its identity (boot
 // id, pid, start ticks) and the ref the commit moves: the
-// reference-transaction shim (v2) reads it with shell builtins and does not
+// reference-transaction shim (install.CurrentVersion; the pass's own line
+// format is "v2") reads it with shell builtins and does not
 // start wt-hook a second time for the same commit. The shim accepts the pass
 // only from its own parent and only for a transaction that moves HEAD and
 // that ref; anything else is judged by wt-hook as before. The pass is

@@ -21,7 +21,7 @@ const (
 )
 
 // RoleGate is the gate a role expects and wt does not provide, for the
-// roles wt leaves ungated (docs/decisions.md, "Ungated roles").
+// roles wt leaves ungated (docs/decisions.md, "Hooks": ungated roles say so).
 var RoleGate = map[string]string{
 	store.RoleIntegration: "a merge queue or CI that decides what lands",
 	store.RoleCanonical:   "the publication branch's own protection (review, branch rules)",

@@ -12,8 +12,8 @@ import (
 // branchesDir holds the branch index: branches/<sha256(ref)>.json names the
 // allocation whose branch ref is, so that the reference-transaction gate
 // finds the allocation guarding a ref by reading one file, whatever the
-// number of allocations (docs/decisions.md, "Task branches guarded by
-// record"). It is not one of subdirs: stores made before it existed have
+// number of allocations (docs/decisions.md, "Hooks": task branches are
+// guarded by record). It is not one of subdirs: stores made before it existed have
 // none, and [Tx.EnsureBranchIndex] builds it under the exclusive lock.
 const branchesDir = "branches"
 

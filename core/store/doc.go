@@ -1,4 +1,5 @@
-// Package store is wt's on-disk state under <common-dir>/wt/ (docs/format.md).
+// Package store is wt's on-disk state under <common-dir>/wt/ (docs/format.md,
+// which describes every file).
 //
 // # Layout
 //
@@ -8,8 +9,16 @@
 //	allocations/<id>.json      one allocation record per file
 //	bindings/<key>.json        worktree key -> allocation id
 //	registrations/<key>.json   registration document (worktree-registration/v1)
+//	branches/<sha256>.json     branch index: which allocation a task branch belongs to
 //	leases/<allocation>.json   the current writer lease of an allocation
 //	runtime/<allocation>.json  an allocation's runtime bindings and lease generation
+//	handoffs/<allocation>.json the next grant of a worktree, reserved (lease handoff)
+//	waiters/<key>/<ticket>     wt-exec --wait's line
+//	views/<key>.json           a confined run's private view
+//	ledger/<name>.jsonl        the branch ledgers (a task branch's, the publication branch's)
+//	publication.json           the publication lease (wt-admin land)
+//	landing/<allocation>.json  where a task stands on its way onto the publication branch
+//	land-logs/<task>/<n>.log   a landing's test output
 //	journal/<tx>.json          multi-step operations in flight
 //	receipts/<tx>.json         multi-step operations finished
 //	events.jsonl               append-only audit log

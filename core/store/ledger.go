@@ -17,7 +17,7 @@ import (
 )
 
 // The branch ledger: wt's own record of every move of a governed branch it
-// approved or made (docs/format.md, "The branch ledger"). One file a
+// approved or made (docs/format.md, "Records": the branch ledger). One file a
 // branch, ledger/<allocation id>.jsonl for a task branch and
 // ledger/publication.jsonl for the publication branch, one JSON object a
 // line, appended with O_APPEND in one write. Its last line for a ref names
