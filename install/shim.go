@@ -3,8 +3,10 @@ package install
 import (
 	"embed"
 	"fmt"
-	"github.com/wt-tool/wt/core/shell"
 	"strings"
+
+	"github.com/wt-tool/wt/core/hookspec"
+	"github.com/wt-tool/wt/core/shell"
 )
 
 // The shim templates, one per hook and shim version. Every version ever
@@ -15,11 +17,15 @@ import (
 //go:embed shims
 var shims embed.FS
 
-// Hooks are the hooks wt installs.
-//
-// post-checkout came with shim v3: git before 2.46 does not show a branch
-// switch to reference-transaction, so it is reported after the fact.
-var Hooks = []string{"pre-commit", "pre-push", "reference-transaction", "post-checkout"}
+// Hooks are the hooks wt installs: hookspec.Client's names, the one
+// table of them.
+var Hooks = func() []string {
+	var names []string
+	for _, f := range hookspec.Client {
+		names = append(names, f.Name)
+	}
+	return names
+}()
 
 // ServerHooks are the hooks wt installs in a remote that fences task
 // branches (wt-hook install --server; shim v3 on).

@@ -19,6 +19,7 @@ import (
 
 	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/hookspec"
 	"github.com/wt-tool/wt/hooks"
 )
 
@@ -32,13 +33,13 @@ const Bin = "wt-hook"
 // print, and the refusal or failure (a USAGE error for a call git would not
 // make). Warnings come before a refusal, as the verdicts did.
 func Judge(hook string, args []string, stdin io.Reader) (verdict *hooks.Verdict, warnings []string, err error) {
-	form, ok := forms[hook]
+	form, ok := hookspec.FormOf(hook)
 	if !ok {
 		return nil, nil, decision.New(decision.Usage, "run: unknown hook %q", hook).
 			WithHint("wt-hook run pre-commit | pre-push REMOTE URL | reference-transaction STATE | post-checkout PREV NEW FLAG")
 	}
-	if len(args) != form.args {
-		return nil, nil, decision.New(decision.Usage, "%s", form.usage)
+	if len(args) != form.Args {
+		return nil, nil, decision.New(decision.Usage, "%s", form.Usage)
 	}
 	switch hook {
 	case "pre-commit":
@@ -84,18 +85,6 @@ func Judge(hook string, args []string, stdin io.Reader) (verdict *hooks.Verdict,
 		}
 		return nil, nil, d
 	}
-}
-
-// forms are the hooks Judge runs: how many arguments git passes each, and
-// what a call with another number is told.
-var forms = map[string]struct {
-	args  int
-	usage string
-}{
-	"pre-commit":            {0, "run pre-commit takes no arguments"},
-	"reference-transaction": {1, "run reference-transaction takes the transaction's STATE"},
-	"pre-push":              {2, "run pre-push takes REMOTE and URL, as git passes them"},
-	"post-checkout":         {3, "run post-checkout takes PREV, NEW and FLAG, as git passes them"},
 }
 
 // Warnings are an allowed verdict's warnings (a refusal under enforcement

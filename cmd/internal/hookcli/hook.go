@@ -13,6 +13,7 @@ import (
 	"github.com/wt-tool/wt/cmd/internal/gate"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/hookspec"
 	"github.com/wt-tool/wt/hooks"
 	"github.com/wt-tool/wt/install"
 )
@@ -114,20 +115,20 @@ func hookApp(e *env) *ucli.App {
 					{
 						Name:      "reference-transaction",
 						Usage:     "refuse a ref update of a governed feature worktree by a process that is not its live writer (ref lines on stdin)",
-						ArgsUsage: "STATE",
-						Action:    e.runHook("reference-transaction", 1),
+						ArgsUsage: argsUsage("reference-transaction"),
+						Action:    e.runHook("reference-transaction"),
 					},
 					{
 						Name:      "pre-push",
 						Usage:     "refuse a push that is not the live writer's, or of another branch (ref lines on stdin)",
-						ArgsUsage: "REMOTE URL",
-						Action:    e.runHook("pre-push", 2),
+						ArgsUsage: argsUsage("pre-push"),
+						Action:    e.runHook("pre-push"),
 					},
 					{
 						Name:      "post-checkout",
 						Usage:     "report a governed worktree whose HEAD left its task branch (git passes PREV NEW FLAG)",
-						ArgsUsage: "PREV NEW FLAG",
-						Action:    e.runHook("post-checkout", 3),
+						ArgsUsage: argsUsage("post-checkout"),
+						Action:    e.runHook("post-checkout"),
 					},
 					{
 						Name:  "pre-receive",
@@ -150,7 +151,7 @@ func hookApp(e *env) *ucli.App {
 					{
 						Name:   "pre-commit",
 						Usage:  "refuse a commit from a process that is not the worktree's live writer",
-						Action: e.runHook("pre-commit", 0),
+						Action: e.runHook("pre-commit"),
 					},
 				},
 			},
@@ -182,8 +183,15 @@ func hookBinary(path string) (string, error) {
 // runHook is the action of wt-hook run HOOK: the gate's judgement
 // (gate.Judge, which wt-gate runs too), its warnings on stderr, and with
 // --json the verdict of pre-commit.
-func (e *env) runHook(hook string, maxArgs int) ucli.ActionFunc {
-	return e.Action("run "+hook, maxArgs, func(c *ucli.Context) error {
+// argsUsage names the arguments git passes client hook h (hookspec.Client).
+func argsUsage(h string) string {
+	f, _ := hookspec.FormOf(h)
+	return f.ArgsUsage
+}
+
+func (e *env) runHook(hook string) ucli.ActionFunc {
+	form, _ := hookspec.FormOf(hook) // a name the command line below spells from the table
+	return e.Action("run "+hook, form.Args, func(c *ucli.Context) error {
 		v, warnings, err := gate.Judge(hook, c.Args().Slice(), os.Stdin)
 		if err == nil && v != nil && e.JSON {
 			return e.verdict(*v, nil, false)
