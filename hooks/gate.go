@@ -608,10 +608,6 @@ func fenced(v Verdict) *decision.Error {
 // of the publication lease (wt-admin land) may make it. A lander whose
 // liveness cannot be read is not taken for dead: the move is refused.
 func (g *gate) publicationMove(c gitrepo.Checkout) (*decision.Error, error) {
-	repo := shell.Word(c.TopLevel)
-	if c.TopLevel == "" {
-		repo = shell.Word(g.r.Git.CommonDir)
-	}
 	l, has, err := g.tx.PublicationLease()
 	if err != nil {
 		return nil, err
@@ -632,6 +628,10 @@ func (g *gate) publicationMove(c gitrepo.Checkout) (*decision.Error, error) {
 				who += " (landing task " + l.Task + ")"
 			}
 		}
+	}
+	repo := shell.Word(c.TopLevel)
+	if c.TopLevel == "" {
+		repo = shell.Word(g.r.Git.CommonDir)
 	}
 	return decision.New(decision.PublicationLeaseRequired, "the policy makes wt-admin land the only writer of %s (publication-lease on), and %s, whose process this is not", g.pol.PublicationBranch, who).
 		WithHint("land work through it: wt-admin --repo %s land --task KEY (or switch it off: wt-admin --repo %s policy --publication-lease off)", repo, repo), nil

@@ -158,26 +158,11 @@ func (g *giteaServer) cloneURL(repo string) string {
 // when a command's success is not as wanted.
 func wtTools(tb testing.TB) ([]string, func(dir string, wantOK bool, name string, args ...string) string) {
 	tb.Helper()
-	root, _ := filepath.Abs("..")
 	top := tb.TempDir()
 	bin := filepath.Join(top, "bin")
-	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@wt.invalid",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@wt.invalid", "WT_CLIENT_ID=", "WT_HOLDER_PID=", "WT_LEASE_ID=", "HOME=" + filepath.Join(top, "home")}
-	run := func(dir string, wantOK bool, name string, args ...string) string {
-		tb.Helper()
-		if strings.HasPrefix(name, "wt-") {
-			name = filepath.Join(bin, name)
-		}
-		c := exec.Command(name, args...)
-		c.Dir, c.Env = dir, append(os.Environ(), env...)
-		out, err := c.CombinedOutput()
-		if (err == nil) != wantOK {
-			tb.Fatalf("%s %v: %v (want success %v)\n%s", filepath.Base(name), args, err, wantOK, out)
-		}
-		return string(out)
-	}
-	run(root, true, "go", "build", "-tags", "urfave_cli_no_docs", "-o", bin+"/", "./cmd/wt-admin", "./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate")
-	return env, run
+	sh := newRunner(tb)
+	buildWT(sh, bin)
+	return clientEnv(bin, top), clientRunner(tb, sh, bin, top)
 }
 
 // TestGiteaFence runs wt's fence on a real Gitea over HTTP: wt-hook

@@ -23,7 +23,6 @@ func serverBins(t *testing.T, prefix string) (top, bin string, sh runner) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root: it makes server users and runs servers as them (make interop runs as root)")
 	}
-	root, _ := filepath.Abs("..")
 	top, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
@@ -31,19 +30,30 @@ func serverBins(t *testing.T, prefix string) (top, bin string, sh runner) {
 	t.Cleanup(func() { os.RemoveAll(top) })
 	os.Chmod(top, 0o755)
 	bin = filepath.Join(top, "bin")
-	sh = func(dir string, wantOK bool, env []string, name string, args ...string) string {
-		t.Helper()
+	sh = newRunner(t)
+	buildWT(sh, bin)
+	sh(top, true, nil, "chmod", "-R", "a+rX", top)
+	return top, bin, sh
+}
+
+// newRunner is a runner that fails tb.
+func newRunner(tb testing.TB) runner {
+	return func(dir string, wantOK bool, env []string, name string, args ...string) string {
+		tb.Helper()
 		c := exec.Command(name, args...)
 		c.Dir, c.Env = dir, append(os.Environ(), env...)
 		out, err := c.CombinedOutput()
 		if (err == nil) != wantOK {
-			t.Fatalf("%s %v: %v (want success %v)\n%s", name, args, err, wantOK, out)
+			tb.Fatalf("%s %v: %v (want success %v)\n%s", filepath.Base(name), args, err, wantOK, out)
 		}
 		return string(out)
 	}
+}
+
+// buildWT builds wt's binaries into bin, static as make builds them.
+func buildWT(sh runner, bin string) {
+	root, _ := filepath.Abs("..")
 	sh(root, true, []string{"CGO_ENABLED=0"}, "go", "build", "-tags", "urfave_cli_no_docs", "-o", bin+"/", "./cmd/wt-admin", "./cmd/wt-exec", "./cmd/wt-hook", "./cmd/wt-gate")
-	sh(top, true, nil, "chmod", "-R", "a+rX", top)
-	return top, bin, sh
 }
 
 // sharingGroup makes group and each user (a member of it) where missing,
@@ -61,15 +71,21 @@ func sharingGroup(sh runner, group string, users ...string) {
 	}
 }
 
-// clientRunner is a runner for the clients of a test's server: wt's
+// clientEnv is the environment of the clients of a test's server: wt's
 // binaries from bin first on PATH, a home of their own under work, a
 // committer, no lease inherited from the test's environment, and extra.
-func clientRunner(t *testing.T, sh runner, bin, work string, extra ...string) func(dir string, wantOK bool, name string, args ...string) string {
-	env := append([]string{"PATH=" + bin + ":" + os.Getenv("PATH"), "HOME=" + filepath.Join(work, "home"),
+func clientEnv(bin, work string, extra ...string) []string {
+	return append([]string{"PATH=" + bin + ":" + os.Getenv("PATH"), "HOME=" + filepath.Join(work, "home"),
 		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@wt.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@wt.invalid",
 		"WT_CLIENT_ID=", "WT_HOLDER_PID=", "WT_LEASE_ID="}, extra...)
+}
+
+// clientRunner is a runner in clientEnv, wt's binaries named by their
+// names.
+func clientRunner(tb testing.TB, sh runner, bin, work string, extra ...string) func(dir string, wantOK bool, name string, args ...string) string {
+	env := clientEnv(bin, work, extra...)
 	return func(dir string, wantOK bool, name string, args ...string) string {
-		t.Helper()
+		tb.Helper()
 		if strings.HasPrefix(name, "wt-") {
 			name = filepath.Join(bin, name)
 		}

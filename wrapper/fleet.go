@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"strings"
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
@@ -37,12 +35,8 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 	}
 	defer helper.Close() // a helper started ahead and left unused
 	key := fleet.Key(space, g.Allocation.TaskKey)
-	host, _ := os.Hostname()
-	machine, _ := os.ReadFile("/etc/machine-id")
-	h := g.Lease.Holder
-	holder := fleet.Holder{Host: host, MachineID: strings.TrimSpace(string(machine)), BootID: h.BootID, PID: h.PID,
-		StartTicks: h.StartTicks, ClientID: h.ClientID, LeaseID: g.Lease.LeaseID, TaskKey: g.Allocation.TaskKey,
-		Since: store.Now(), FenceHash: fleet.FenceHash(s.fenceSecret)}
+	holder := fleet.HolderOf(g.Lease.Holder, g.Lease.LeaseID, g.Allocation.TaskKey)
+	holder.FenceHash = fleet.FenceHash(s.fenceSecret)
 	sess, err := helper.Acquire(ctx, key, holder, ttl)
 	if dead, ok := deadPrevious(err, g); ok {
 		// The fleet key is the lease this grant just took over locally:

@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/wt-tool/wt/core/decision"
@@ -131,9 +132,16 @@ func (r *Repo) changeLifecycle(path, owner string, expect *int, from, to string)
 }
 
 func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
-	l, hasLease, err := tx.Lease(a.AllocationID)
+	// One reading of /proc for the lease and the bindings, and none when
+	// there is neither.
+	scan := sync.OnceValues(proc.NewScan)
+	l, hasLease, err := liveWriter(tx, a, scan)
 	if err != nil {
 		return err
+	}
+	if hasLease {
+		return decision.New(decision.WriterLeaseHeld, "a live writer holds allocation %s: client %s, %s, since %s", a.AllocationID, l.Holder.ClientID, l.Holder.Identity(), l.AcquiredAt).
+			WithHint("wait for it to finish; see it with wt-admin status")
 	}
 	var bindings []proc.RuntimeBinding
 	for _, v := range a.ExternalBindings {
@@ -145,16 +153,12 @@ func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
 			bindings = append(bindings, b)
 		}
 	}
-	if !hasLease && len(bindings) == 0 {
+	if len(bindings) == 0 {
 		return nil
 	}
-	s, err := proc.NewScan()
+	s, err := scan()
 	if err != nil {
 		return err
-	}
-	if hasLease && liveness.Occupied(s, l) {
-		return decision.New(decision.WriterLeaseHeld, "a live writer holds allocation %s: client %s, %s, since %s", a.AllocationID, l.Holder.ClientID, l.Holder.Identity(), l.AcquiredAt).
-			WithHint("wait for it to finish; see it with wt-admin status")
 	}
 	for _, b := range bindings {
 		if liveness.Alive(s, b.Holder, nil) != "" {
@@ -163,6 +167,26 @@ func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
 		}
 	}
 	return nil
+}
+
+// LiveWriter is allocation a's writer lease when a live process is behind
+// it (its holder, its groups: liveness.Occupied), ok false when none is.
+// /proc is read only when a has a lease.
+func LiveWriter(tx *store.Tx, a store.Allocation) (l store.Lease, ok bool, err error) {
+	return liveWriter(tx, a, proc.NewScan)
+}
+
+// liveWriter is LiveWriter reading /proc through scan.
+func liveWriter(tx *store.Tx, a store.Allocation, scan func() (*proc.Scan, error)) (l store.Lease, ok bool, err error) {
+	l, has, err := tx.Lease(a.AllocationID)
+	if err != nil || !has {
+		return l, false, err
+	}
+	s, err := scan()
+	if err != nil {
+		return l, false, err
+	}
+	return l, liveness.Occupied(s, l), nil
 }
 
 // TaskAllocation returns the ACTIVE or RETAINED allocation of task, or nil

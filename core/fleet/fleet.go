@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/wt-tool/wt/core/proc"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // Coordinator is the distributed side of fleet mode.
@@ -79,6 +80,16 @@ type Holder struct {
 	// a remote that is handed the secret in a push can check it here, and
 	// whoever reads etcd learns nothing that would let them push.
 	FenceHash string `json:"fence_hash,omitempty"`
+}
+
+// HolderOf is the value a key takes for holder h, a process of this
+// machine, under its local lease leaseID for task: the machine named by
+// its host name and /etc/machine-id.
+func HolderOf(h proc.Holder, leaseID, task string) Holder {
+	host, _ := os.Hostname()
+	machine, _ := os.ReadFile("/etc/machine-id")
+	return Holder{Host: host, MachineID: strings.TrimSpace(string(machine)), BootID: h.BootID, PID: h.PID,
+		StartTicks: h.StartTicks, ClientID: h.ClientID, LeaseID: leaseID, TaskKey: task, Since: store.Now()}
 }
 
 // Entry is one task key as etcd holds it.

@@ -3,8 +3,6 @@ package land
 import (
 	"context"
 	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/wt-tool/wt/core/alloc"
@@ -29,11 +27,7 @@ func fleetLease(ctx context.Context, r *alloc.Repo, pol store.Policy, mine *stor
 		return nil, err
 	}
 	key := fleet.PublicationKey(space)
-	host, _ := os.Hostname()
-	machine, _ := os.ReadFile("/etc/machine-id")
-	h := mine.Holder
-	holder := fleet.Holder{Host: host, MachineID: strings.TrimSpace(string(machine)), BootID: h.BootID, PID: h.PID, StartTicks: h.StartTicks,
-		ClientID: ClientID, LeaseID: mine.LeaseID, TaskKey: "(publication of " + pol.PublicationBranch + ")", Since: store.Now()}
+	holder := fleet.HolderOf(mine.Holder, mine.LeaseID, "(publication of "+pol.PublicationBranch+")")
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
@@ -78,10 +72,8 @@ func fleetLease(ctx context.Context, r *alloc.Repo, pol store.Policy, mine *stor
 			return nil, decision.New(decision.LandWaitTimeout, "waited %s for the publication lease: %s", timeout, refusal.Message).
 				WithHint("wait longer: wt-admin --repo %s land --wait --timeout 30m ...", repoArg)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, decision.Wrap(decision.Interrupted, ctx.Err(), "waiting for the publication lease")
-		case <-time.After(poll):
+		if err := pause(ctx, poll, "waiting for the publication lease"); err != nil {
+			return nil, err
 		}
 	}
 }

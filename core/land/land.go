@@ -20,7 +20,6 @@ import (
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/ids"
-	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -344,18 +343,11 @@ func asDecision(err error) *decision.Error {
 func (l *lander) writer(a store.Allocation) (string, error) {
 	var desc string
 	err := l.r.Store.Read(func(tx *store.Tx) error {
-		le, ok, err := tx.Lease(a.AllocationID)
-		if err != nil || !ok {
-			return err
-		}
-		s, err := proc.NewScan()
-		if err != nil {
-			return err
-		}
-		if liveness.Occupied(s, le) {
+		le, live, err := alloc.LiveWriter(tx, a)
+		if live {
 			desc = fmt.Sprintf("client %s, pid %d, since %s", le.Holder.ClientID, le.Holder.PID, le.AcquiredAt)
 		}
-		return nil
+		return err
 	})
 	return desc, err
 }
@@ -386,10 +378,8 @@ func (l *lander) quiescent(a store.Allocation) *decision.Error {
 		if !waiting {
 			l.notify(fmt.Sprintf("%s: waiting for task %s's writer (%s) to let go", a.TaskKey, a.TaskKey, who))
 		}
-		select {
-		case <-l.ctx.Done():
-			return decision.Wrap(decision.Interrupted, l.ctx.Err(), "waiting for task %s's writer", a.TaskKey)
-		case <-time.After(l.opts.Poll):
+		if err := pause(l.ctx, l.opts.Poll, "waiting for task "+a.TaskKey+"'s writer"); err != nil {
+			return err
 		}
 	}
 }
@@ -515,9 +505,7 @@ func (l *lander) catchUp() (*decision.Error, error) {
 		return decision.New(decision.LandPushRejected, "%s holds commits that %s's %s lacks (at %.12s, the remote at %.12s): the lander integrates onto the remote's tip and will not drop them", l.ref, l.opts.Push, l.pol.PublicationBranch, local, remote).
 			WithHint("see them: git -C %s log %s..%s", l.opts.RepoArg, remote, l.ref), nil
 	}
-	l.r.BeginLedger(store.PublicationLedger, l.ref)
-	_ = store.AppendLedger(l.r.Store.Root(), store.PublicationLedger, store.LedgerLine{Via: store.ViaLand, Ref: l.ref, Old: local, New: remote,
-		LeaseID: l.lease.LeaseID, ClientID: ClientID}) // Best effort, as in publish.
+	l.recordMove(local, remote)
 	if _, err := l.r.Git.Git(l.ctx, false, "update-ref", "-m", "wt-admin land: fast-forward to "+l.opts.Push, l.ref, remote, local); err != nil {
 		return nil, decision.Wrap(decision.GitFailed, err, "fast-forward %s to %s's %.12s", l.ref, l.opts.Push, remote).
 			WithHint("if git names a lock file, doctor says whether a dead git left it and how to remove it: wt-admin --repo %s doctor", l.opts.RepoArg)
@@ -564,10 +552,8 @@ func (l *lander) clearStaleLocks() error {
 			break
 		}
 		l.notify(fmt.Sprintf("waiting for pid %d (%s), left by a killed lander, to leave the integration worktree", uses[0].PID, uses[0].Command))
-		select {
-		case <-l.ctx.Done():
-			return decision.Wrap(decision.Interrupted, l.ctx.Err(), "waiting for the integration worktree")
-		case <-time.After(l.opts.Poll):
+		if err := pause(l.ctx, l.opts.Poll, "waiting for the integration worktree"); err != nil {
+			return err
 		}
 	}
 	for _, p := range locks {
@@ -597,16 +583,11 @@ func (l *lander) clearStaleLocks() error {
 // integrate makes the integration of source onto onto in the integration
 // worktree: the result commit, or the conflicting paths (nothing made).
 func (l *lander) integrate(task, source, onto string) (string, []string, error) {
-	// Whatever an interrupted lander left: git's locks, an operation in
-	// progress, files.
+	// Whatever an interrupted lander left: git's locks and a half-begun
+	// rebase (clearStaleLocks), files (clean), and changes or a merge in
+	// progress (checkout -f, below, discards them and git's merge state).
 	if err := l.clearStaleLocks(); err != nil {
 		return "", nil, err
-	}
-	for _, op := range [][]string{{"rebase", "--abort"}, {"merge", "--abort"}} {
-		l.git(op...) // None in progress is an error; nothing to undo.
-	}
-	if _, err := l.git("reset", "-q", "--hard"); err != nil {
-		return "", nil, decision.Wrap(decision.GitFailed, err, "reset the integration worktree %s", l.iwt.WorktreePath)
 	}
 	if _, err := l.git("clean", "-q", "-ffdx"); err != nil {
 		return "", nil, decision.Wrap(decision.GitFailed, err, "clean the integration worktree %s", l.iwt.WorktreePath)
@@ -615,7 +596,7 @@ func (l *lander) integrate(task, source, onto string) (string, []string, error) 
 	if l.opts.Strategy == Rebase {
 		start = source
 	}
-	if _, err := l.git("checkout", "-q", "-B", IntegrationTask, start); err != nil {
+	if _, err := l.git("checkout", "-q", "-f", "-B", IntegrationTask, start); err != nil {
 		return "", nil, decision.Wrap(decision.GitFailed, err, "check %.12s out in the integration worktree", start)
 	}
 	var err error
@@ -741,11 +722,7 @@ func (l *lander) publish(a store.Allocation, tr TaskResult) (moved bool, d *deci
 	}
 	// The compare-and-swap, with hooks on: the gate sees the lander move
 	// the branch (and refuses anyone else, under --publication-lease on).
-	// The ledger gets the move first, as wt-exec's publications do: a
-	// repository whose hooks are not installed still has it recorded.
-	l.r.BeginLedger(store.PublicationLedger, l.ref)
-	_ = store.AppendLedger(l.r.Store.Root(), store.PublicationLedger, store.LedgerLine{Via: store.ViaLand, Ref: l.ref, Old: tr.Onto, New: tr.Result,
-		LeaseID: l.lease.LeaseID, ClientID: ClientID}) // Best effort: a move not recorded shows as unseen, never the reverse.
+	l.recordMove(tr.Onto, tr.Result)
 	_, err = l.r.Git.Git(l.ctx, false, "update-ref", "-m", "wt-admin land: task "+tr.Task, l.ref, tr.Result, tr.Onto)
 	if err != nil {
 		now, _, _ := l.r.Git.ResolveCommit(l.ctx, l.ref)
@@ -771,14 +748,22 @@ func (l *lander) publish(a store.Allocation, tr TaskResult) (moved bool, d *deci
 	})
 }
 
+// recordMove appends a move of the publication branch the lander is about
+// to make to its ledger (via land), before git makes it, as wt-exec's
+// publications are: a repository whose hooks are not installed still has
+// it recorded. Best effort: a move not recorded shows as one no gate saw,
+// never the reverse.
+func (l *lander) recordMove(old, new string) {
+	l.r.BeginLedger(store.PublicationLedger, l.ref)
+	_ = store.AppendLedger(l.r.Store.Root(), store.PublicationLedger, store.LedgerLine{Via: store.ViaLand, Ref: l.ref, Old: old, New: new,
+		LeaseID: l.lease.LeaseID, ClientID: ClientID})
+}
+
 // recordLanded writes allocation id's landing record LANDED as in.
 func recordLanded(tx *store.Tx, id string, in intent) error {
-	rec, ok, err := tx.Landing(id)
+	rec, err := tx.LandingOrNew(id, in.Task)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		rec = store.Landing{Meta: store.Meta{SchemaVersion: store.SchemaVersion}, AllocationID: id, TaskKey: in.Task}
 	}
 	rec.State, rec.Source, rec.Onto, rec.Result, rec.Strategy = store.LandingLanded, in.Source, in.Onto, in.Result, in.Strategy
 	rec.Paths, rec.TestExit, rec.TestLog, rec.AttemptRef = nil, 0, "", ""
@@ -815,12 +800,9 @@ func (l *lander) handBack(a store.Allocation, rec store.Landing, tr TaskResult, 
 		return tr, decision.Wrap(decision.GitFailed, err, "keep the attempt as %s", tr.AttemptRef)
 	}
 	err := l.r.Store.Write(func(tx *store.Tx) error {
-		cur, ok, err := tx.Landing(a.AllocationID)
+		cur, err := tx.LandingOrNew(a.AllocationID, tr.Task)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			cur = store.Landing{Meta: store.Meta{SchemaVersion: store.SchemaVersion}, AllocationID: a.AllocationID, TaskKey: tr.Task}
 		}
 		cur.State, cur.Attempts, cur.Source, cur.Onto, cur.Result = state, tr.Attempt, tr.Source, tr.Onto, tr.Result
 		cur.AttemptRef, cur.Paths, cur.TestExit, cur.TestLog, cur.Strategy = tr.AttemptRef, tr.Paths, tr.TestExit, tr.TestLog, l.opts.Strategy

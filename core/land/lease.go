@@ -21,10 +21,15 @@ import (
 // ClientID is the client id the lander's publication lease names.
 const ClientID = "wt-land"
 
-// Holder describes the process that holds a publication lease, and whether
-// it still runs.
-func Holder(l store.PublicationLease) (live bool, err error) {
-	return proc.IsLive(proc.NewReader(), l.Holder.Identity())
+// pause waits d, or returns INTERRUPTED (what says what was waited for)
+// when ctx ends first.
+func pause(ctx context.Context, d time.Duration, what string) *decision.Error {
+	select {
+	case <-ctx.Done():
+		return decision.Wrap(decision.Interrupted, ctx.Err(), "%s", what)
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // deathProof says why holder h, found not live, is dead: the proof a
@@ -77,7 +82,7 @@ func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bo
 				return err
 			}
 			if ok {
-				live, err := Holder(l)
+				live, err := proc.IsLive(proc.NewReader(), l.Holder.Identity())
 				if err != nil {
 					return decision.Wrap(decision.PublicationLeaseHeld, err, "the publication lease's holder (pid %d) cannot be inspected: it is not taken for dead", l.Holder.PID)
 				}
@@ -120,10 +125,8 @@ func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bo
 			return mine, nil, decision.New(decision.LandWaitTimeout, "waited %s for the publication lease: %s", timeout, refusal.Message).
 				WithHint("wait longer: wt-admin --repo %s land --wait --timeout 30m ...", repoArg)
 		}
-		select {
-		case <-ctx.Done():
-			return mine, nil, decision.Wrap(decision.Interrupted, ctx.Err(), "waiting for the publication lease")
-		case <-time.After(poll):
+		if err := pause(ctx, poll, "waiting for the publication lease"); err != nil {
+			return mine, nil, err
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
-	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -49,12 +48,9 @@ func MarkReady(r *alloc.Repo, task, owner, repoArg string) (ReadyResult, error) 
 		if err != nil {
 			return err
 		}
-		rec, ok, err := tx.Landing(a.AllocationID)
+		rec, err := tx.LandingOrNew(a.AllocationID, task)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			rec = store.Landing{Meta: store.Meta{SchemaVersion: store.SchemaVersion}, AllocationID: a.AllocationID, TaskKey: task}
 		}
 		if rec.State != store.LandingReady {
 			last := 0
@@ -91,23 +87,17 @@ func readyBy(tx *store.Tx, a store.Allocation, owner, repoArg string) (string, e
 		}
 		return owner, nil
 	}
-	l, ok, err := tx.Lease(a.AllocationID)
+	l, live, err := alloc.LiveWriter(tx, a)
 	if err != nil {
 		return "", err
 	}
-	if ok {
-		s, err := proc.NewScan()
+	if live {
+		in, err := proc.NewReader().HasAncestor(os.Getpid(), l.Holder.Identity())
 		if err != nil {
 			return "", err
 		}
-		if liveness.Occupied(s, l) {
-			in, err := proc.NewReader().HasAncestor(os.Getpid(), l.Holder.Identity())
-			if err != nil {
-				return "", err
-			}
-			if in {
-				return "writer " + l.Holder.ClientID, nil
-			}
+		if in {
+			return "writer " + l.Holder.ClientID, nil
 		}
 	}
 	return "", decision.New(decision.NotReady, "only task %s's owner, or a process of its writer's run, marks it ready", a.TaskKey).

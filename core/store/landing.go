@@ -105,6 +105,13 @@ func (tx *Tx) Landing(allocationID string) (Landing, bool, error) {
 	if has, err := tx.hasDir(landingDir); err != nil || !has {
 		return l, false, err
 	}
+	return tx.landingAt(allocationID)
+}
+
+// landingAt reads landing/<allocation id>.json, the directory known to be
+// there.
+func (tx *Tx) landingAt(allocationID string) (Landing, bool, error) {
+	var l Landing
 	p := tx.path(landingDir, allocationID+".json")
 	ok, err := readRecord(p, &l)
 	if err != nil || !ok {
@@ -114,6 +121,16 @@ func (tx *Tx) Landing(allocationID string) (Landing, bool, error) {
 		return l, false, invalid(p, fmt.Errorf("allocation_id %q does not match the file name", l.AllocationID))
 	}
 	return l, true, nil
+}
+
+// LandingOrNew is allocation id's landing record, or a new one for task
+// when it has none.
+func (tx *Tx) LandingOrNew(allocationID, task string) (Landing, error) {
+	l, ok, err := tx.Landing(allocationID)
+	if err == nil && !ok {
+		l = Landing{Meta: Meta{SchemaVersion: SchemaVersion}, AllocationID: allocationID, TaskKey: task}
+	}
+	return l, err
 }
 
 // Landings reads every landing record, in the ready queue's order
@@ -128,7 +145,10 @@ func (tx *Tx) Landings() ([]Landing, error) {
 	}
 	var out []Landing
 	for _, id := range ids {
-		l, ok, err := tx.Landing(id)
+		if err := validID("allocation", id); err != nil {
+			return nil, err
+		}
+		l, ok, err := tx.landingAt(id)
 		if err != nil {
 			return nil, err
 		}

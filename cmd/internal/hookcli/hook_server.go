@@ -201,6 +201,13 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 	}
 	var res install.Result
 	var glConf []string
+	// Where gitolite manages the hooks (by says how), its repo-specific
+	// hooks are where wt's go, when the rc enables them (glOK).
+	by := gitoliteManaged(hooksDir)
+	gl, glOK := install.Gitolite{}, false
+	if by != "" {
+		gl, glOK = install.GitoliteOf(hooksDir, gitoliteRC(ctx, "LOCAL_CODE"))
+	}
 	switch name {
 	case "install":
 		f, err := fenceFromFlags(c)
@@ -214,12 +221,9 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 		if err := runnableByOwner(gitDir, bin); err != nil {
 			return err
 		}
-		gl, glOK := install.Gitolite{}, false
-		if by := gitoliteManaged(hooksDir); by != "" {
-			if gl, glOK = install.GitoliteOf(hooksDir, gitoliteRC(ctx, "LOCAL_CODE")); !glOK {
-				return decision.New(decision.HookConflict, "gitolite manages the hooks of %s (%s), and its repo-specific hooks are not enabled: a hook written there is removed at gitolite's next setup, and gitolite's own checks run from it", gitDir, by).
-					WithHint("install through gitolite, for every repository at once: write wt's pre-receive and post-receive into LOCAL_CODE/hooks/common (docs/forges.md, gitolite, has them and the .gitolite.rc and conf lines), then run: gitolite setup --hooks-only")
-			}
+		if by != "" && !glOK {
+			return decision.New(decision.HookConflict, "gitolite manages the hooks of %s (%s), and its repo-specific hooks are not enabled: a hook written there is removed at gitolite's next setup, and gitolite's own checks run from it", gitDir, by).
+				WithHint("install through gitolite, for every repository at once: write wt's pre-receive and post-receive into LOCAL_CODE/hooks/common (docs/forges.md, gitolite, has them and the .gitolite.rc and conf lines), then run: gitolite setup --hooks-only")
 		}
 		if f.KeySpace == "" {
 			f.KeySpace = fleet.RemoteIDIn(gitDir, "") // its own path: what local clients compute
@@ -242,21 +246,12 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 			return err
 		}
 	case "uninstall":
-		if gitoliteManaged(hooksDir) != "" {
-			if gl, ok := install.GitoliteOf(hooksDir, gitoliteRC(ctx, "LOCAL_CODE")); ok {
-				// The shims serve every repository whose conf lists them:
-				// this one stops running them when its conf does.
-				res = install.StatusRepoSpecific(gl, hooksDir, install.ServerHooks)
-				glConf = []string{"repo " + gitoliteRepoName(gitDir), "    (take " + install.RepoSpecificCode("pre-receive") + " and " + install.RepoSpecificCode("post-receive") + " out of its option hook lines)"}
-				if _, ok := readFence(ctx, gitDir); ok {
-					if err := gitConfig(ctx, gitDir, "--remove-section", "wt.fence"); err != nil {
-						return err
-					}
-				}
-				break
-			}
-		}
-		if res, err = install.UninstallServer(hooksDir); err != nil {
+		if glOK {
+			// The shims serve every repository whose conf lists them:
+			// this one stops running them when its conf does.
+			res = install.StatusRepoSpecific(gl, hooksDir, install.ServerHooks)
+			glConf = []string{"repo " + gitoliteRepoName(gitDir), "    (take " + install.RepoSpecificCode("pre-receive") + " and " + install.RepoSpecificCode("post-receive") + " out of its option hook lines)"}
+		} else if res, err = install.UninstallServer(hooksDir); err != nil {
 			return err
 		}
 		if _, ok := readFence(ctx, gitDir); ok {
@@ -266,11 +261,9 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 		}
 	default:
 		f, ok := readFence(ctx, gitDir)
-		if gitoliteManaged(hooksDir) != "" {
-			if gl, glOK := install.GitoliteOf(hooksDir, gitoliteRC(ctx, "LOCAL_CODE")); glOK {
-				res = install.StatusRepoSpecific(gl, hooksDir, install.ServerHooksFor(!ok || f.Local))
-				break
-			}
+		if glOK {
+			res = install.StatusRepoSpecific(gl, hooksDir, install.ServerHooksFor(!ok || f.Local))
+			break
 		}
 		if res, err = install.StatusServer(hooksDir, !ok || f.Local); err != nil {
 			return err
