@@ -1,7 +1,6 @@
 package install
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -265,10 +264,11 @@ func installOwn(dir, bin, chain, scope string) (Result, error) {
 // there only), and removes wt's forwarders of hooks it no longer has.
 // A chain that cannot be looked in gets them all.
 func syncForwarders(dir, chain string) error {
-	fwd, err := template("forward", CurrentVersion("forward"))
+	t, err := template("forward")
 	if err != nil {
 		return err
 	}
+	fwd := seal(t)
 	for _, h := range ForwardHooks {
 		p := filepath.Join(dir, h)
 		cur, err := safefile.Read(p, 1<<20, safefile.NoFollow)
@@ -387,16 +387,6 @@ func UninstallTarget(ctx context.Context, g *gitrepo.Repo, t Target) (Result, er
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s keeps files that are not wt's: left as they are", own))
 	}
 	return res, nil
-}
-
-// IsForwarder reports whether content is a wt forwarder of any version.
-func IsForwarder(content []byte) bool {
-	for _, v := range versions {
-		if t, err := template("forward", v); err == nil && bytes.Equal([]byte(t), content) {
-			return true
-		}
-	}
-	return false
 }
 
 func holdsShim(st Result) bool {

@@ -1,18 +1,19 @@
 package install
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"embed"
-	"fmt"
+	"encoding/hex"
+	"strconv"
 	"strings"
 
 	"github.com/wt-tool/wt/core/hookspec"
 	"github.com/wt-tool/wt/core/shell"
 )
 
-// The shim templates, one per hook and shim version. Every version ever
-// shipped stays here, so install and uninstall recognise old shims by their
-// exact content (git-lfs's lfs/hook.go). @BIN@ stands for the recorded
-// absolute path of wt-hook, single-quoted for sh.
+// The shim templates, one per hook, of one version (Version). @BIN@
+// stands for the recorded absolute path of wt-hook, single-quoted for sh.
 //
 //go:embed shims
 var shims embed.FS
@@ -28,79 +29,159 @@ var Hooks = func() []string {
 }()
 
 // ServerHooks are the hooks wt installs in a remote that fences task
-// branches (wt-hook install --server; shim v3 on).
+// branches (wt-hook install --server).
 var ServerHooks = []string{"pre-receive", "post-receive"}
 
-// Version is the newest shim version. Since v4 the shims of the client
-// hooks run wt-gate when it is an executable file beside the recorded
-// wt-hook, and wt-hook run otherwise: the same judgement
-// (cmd/internal/gate), without a command-line library to start at every
-// commit. v5 changes only how the reference-transaction shim finds the
-// fields of /proc/PPID/stat: the same check, without a pattern match at
-// every byte of the line (docs/performance.md). v6 finds the hook it
-// chains in wt's own hooks dir (core.hooksPath taken from a hook manager,
-// owned.go): the manager's hook of the same name in the dir named by
-// wt-chain-dir, run by the path git would run it by. v7 runs, from wt's
-// own hooks dir, the hook a wt shim in the dir named by wt-chain-dir keeps
-// (HOOK.wt-chained) rather than that shim: governed worktrees use wt's own
-// dir through their own core.hooksPath while the main checkout keeps the
-// shims in the common dir's hooks (docs/hook-managers.md). v8's
-// reference-transaction reads pre-commit's pass v2 (which names the lease
-// and the task's branch ledger) and appends the move it lets through to
-// that ledger: wt's record of the tip it approved (docs/format.md). v9
-// adds the fenced remote's post-receive, which records a push's fencing
-// tokens in local mode once the push has landed.
+// Version is the version of the shims this wt-hook writes. There is one:
+// every hook's shim is rewritten whenever any changes, and the number
+// goes up by one. Versions 1 to 9 were written before wt's first release
+// (known by their content, preRelease); this one continues their count, so
+// that a number an install recorded means one thing.
 //
-// A version's directory holds only the hooks that changed in it; a hook's
-// current version is the newest directory that holds it (CurrentVersion).
-const Version = 9
+// A shim says what it is: its second line names its version and hook
+// ("# wt-hook shim v10 (pre-commit), ..."; the forwarder's, "# wt-hook
+// forwarder v10, ...") and its last line is the SHA-256 of everything
+// above it ("# wt-hook shim sha256:HEX"). So any version's shim, this
+// one's, an older one's or a newer one's, is recognised as wt's, and as
+// unedited, without keeping every version's text: install updates it,
+// uninstall removes it, and a hook someone edited is theirs (git-lfs's
+// lfs/hook.go keeps every version's text instead).
+//
+// What each earlier version changed is in docs/decisions.md and
+// CHANGELOG.md: v3 took out the environment's say in which binary runs and
+// added post-checkout and the server's pre-receive; v4 runs wt-gate beside
+// the recorded wt-hook for the client hooks; v5 reads /proc/PPID/stat
+// without a pattern match; v6 chains a hook manager's hook from wt's own
+// hooks dir (owned.go); v7 runs the hook a wt shim in the chained dir
+// keeps; v8's reference-transaction appends the move it lets through to
+// the task's branch ledger; v9 added the fenced remote's post-receive.
+// v10 is the first with the marker lines.
+const Version = 10
 
-// versions lists every shim version shipped, newest first.
-var versions = []int{9, 8, 7, 6, 5, 4, 3, 2, 1}
+const (
+	binMark = "@BIN@"
+	sumMark = "# wt-hook shim sha256:"
+)
 
-const binMark = "@BIN@"
-
-func template(hook string, version int) (string, error) {
-	b, err := shims.ReadFile(fmt.Sprintf("shims/v%d/%s", version, hook))
+func template(hook string) (string, error) {
+	b, err := shims.ReadFile("shims/" + hook)
 	return string(b), err
 }
 
-// CurrentVersion is the version of hook's shim that install writes: the
-// newest version that changed it (0 for a hook wt has no shim for).
+// CurrentVersion is the version of hook's shim that install writes
+// (Version; 0 for a hook wt has no shim for).
 func CurrentVersion(hook string) int {
-	for _, v := range versions {
-		if _, err := template(hook, v); err == nil {
-			return v
-		}
+	if _, err := template(hook); err != nil {
+		return 0
 	}
-	return 0
+	return Version
 }
 
 // Render returns the shim for hook with the wt-hook binary at bin.
 func Render(hook, bin string) (string, error) {
-	t, err := template(hook, CurrentVersion(hook))
+	t, err := template(hook)
 	if err != nil {
 		return "", err
 	}
-	return strings.Replace(t, binMark, shell.Quote(bin), 1), nil
+	return seal(strings.Replace(t, binMark, shell.Quote(bin), 1)), nil
 }
 
-// Recognize reports whether content is a wt shim for hook, of any shipped
+// seal appends the line that makes s recognisable: its SHA-256.
+func seal(s string) string {
+	return s + sumMark + hexSum([]byte(s)) + "\n"
+}
+
+func hexSum(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// sealed returns what content seals when its last line is its own
+// SHA-256, and false otherwise (edited, or written before the seal).
+func sealed(content []byte) ([]byte, bool) {
+	body, last, ok := cutLastLine(content)
+	if !ok || !bytes.HasPrefix(last, []byte(sumMark)) {
+		return nil, false
+	}
+	return body, string(last[len(sumMark):]) == hexSum(body)
+}
+
+// cutLastLine splits content, which must end in a newline, before its
+// last line, and returns that line without its newline.
+func cutLastLine(content []byte) (body, last []byte, ok bool) {
+	if len(content) == 0 || content[len(content)-1] != '\n' {
+		return nil, nil, false
+	}
+	i := bytes.LastIndexByte(content[:len(content)-1], '\n')
+	if i < 0 {
+		return nil, nil, false
+	}
+	return content[:i+1], content[i+1 : len(content)-1], true
+}
+
+// marker reads a shim's version from its second line: the number between
+// before and after ("# wt-hook shim v" and " (HOOK),").
+func marker(body []byte, before, after string) (int, bool) {
+	_, rest, ok := bytes.Cut(body, []byte("\n"))
+	if !ok {
+		return 0, false
+	}
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	s, ok := strings.CutPrefix(string(line), before)
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(s, after)
+	v, err := strconv.Atoi(num)
+	return v, ok && err == nil && v > 0
+}
+
+// binLine finds the line that records the wt-hook binary (the first
+// "recorded=" or "wt_bin=" whose value is one single-quoted word) and
+// returns the offsets of its value.
+func binLine(body []byte) (start, end int, bin string, ok bool) {
+	for off := 0; off < len(body); {
+		line, _, _ := bytes.Cut(body[off:], []byte("\n"))
+		for _, p := range []string{"recorded=", "wt_bin="} {
+			if v, has := bytes.CutPrefix(line, []byte(p)); has {
+				if b, q := shell.Unquote(string(v)); q {
+					return off + len(p), off + len(line), b, true
+				}
+			}
+		}
+		off += len(line) + 1
+	}
+	return 0, 0, "", false
+}
+
+// Recognize reports whether content is an unedited wt shim for hook, of any
 // version, and which version and binary it records.
 func Recognize(hook string, content []byte) (version int, bin string, ok bool) {
-	for _, v := range versions {
-		t, err := template(hook, v)
-		if err != nil {
-			continue
-		}
-		pre, post, found := strings.Cut(t, binMark)
-		s := string(content)
-		if !found || !strings.HasPrefix(s, pre) || !strings.HasSuffix(s, post) || len(s) < len(pre)+len(post) {
-			continue
-		}
-		if b, ok := shell.Unquote(s[len(pre) : len(s)-len(post)]); ok {
+	if body, ok := sealed(content); ok {
+		v, found := marker(body, "# wt-hook shim v", " ("+hook+"),")
+		if _, _, b, has := binLine(body); found && has {
 			return v, b, true
 		}
+		return 0, "", false
+	}
+	start, end, b, has := binLine(content)
+	if !has {
+		return 0, "", false
+	}
+	norm := append(append(append([]byte(nil), content[:start]...), binMark...), content[end:]...)
+	if p, known := preRelease[hexSum(norm)]; known && p.hook == hook {
+		return p.version, b, true
 	}
 	return 0, "", false
+}
+
+// IsForwarder reports whether content is an unedited forwarder wt wrote
+// into its own hooks dir (owned.go), of any version.
+func IsForwarder(content []byte) bool {
+	if body, ok := sealed(content); ok {
+		_, found := marker(body, "# wt-hook forwarder v", ",")
+		return found
+	}
+	p, known := preRelease[hexSum(content)]
+	return known && p.hook == "forward"
 }

@@ -1,10 +1,12 @@
 package install
 
 import (
+	"fmt"
 	"github.com/wt-tool/wt/core/shell"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,26 +54,83 @@ func TestRecognize(t *testing.T) {
 	}
 }
 
-// TestRecognizeOld: a shim of an older shipped version is still recognised
-// (so install updates it and uninstall removes it).
+// TestRecognizeOld: a shim written before the first release (no seal) is
+// still recognised by its text, with its version and binary, so install
+// updates it and uninstall removes it; edited, or as another hook, it is
+// not. The samples are shims as those versions wrote them.
 func TestRecognizeOld(t *testing.T) {
-	for _, v := range versions[1:] {
-		for _, h := range append(Hooks, ServerHooks...) {
-			tpl, err := template(h, v)
-			if err != nil {
-				if v < 3 && (h == "post-checkout" || h == "pre-receive") || v < 9 && h == "post-receive" {
-					continue // came with v3, v9
-				}
-				if _, older := template(h, 3); older != nil || v <= 3 {
-					t.Fatalf("v%d %s: %v", v, h, err)
-				}
-				continue // unchanged in v: a version's dir holds the hooks it changed
-			}
-			s := strings.Replace(tpl, binMark, shell.Quote("/usr/bin/wt-hook"), 1)
-			if got, bin, ok := Recognize(h, []byte(s)); !ok || got != v || bin != "/usr/bin/wt-hook" {
-				t.Errorf("%s v%d: %v %q %v", h, v, got, bin, ok)
-			}
+	samples, err := filepath.Glob("testdata/pre-release/v*/*")
+	if err != nil || len(samples) < 5 {
+		t.Fatalf("samples: %v %v", samples, err)
+	}
+	for _, f := range samples {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
 		}
+		h := filepath.Base(f)
+		v, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(filepath.Dir(f)), "v"))
+		if h == "forward" {
+			if !IsForwarder(b) || IsForwarder(append(b, "# edited\n"...)) {
+				t.Errorf("%s: forwarder recognised %v, edited %v", f, IsForwarder(b), IsForwarder(append(b, "# edited\n"...)))
+			}
+			continue
+		}
+		s := strings.Replace(string(b), binMark, shell.Quote("/usr/bin/it's wt-hook"), 1)
+		if got, bin, ok := Recognize(h, []byte(s)); !ok || got != v || bin != "/usr/bin/it's wt-hook" {
+			t.Errorf("%s: %v %q %v", f, got, bin, ok)
+		}
+		if _, _, ok := Recognize(h, []byte(strings.Replace(s, "\n", "\n\n", 3))); ok {
+			t.Errorf("%s: an edited pre-release shim was recognised", f)
+		}
+		if _, _, ok := Recognize("pre-applypatch", []byte(s)); ok {
+			t.Errorf("%s: recognised as another hook's", f)
+		}
+	}
+	if len(preRelease) != 33 {
+		t.Errorf("preRelease knows %d shims; versions 1 to 9 wrote 33", len(preRelease))
+	}
+}
+
+// TestSeal: any version's sealed shim is recognised by its marker lines,
+// a newer one's too; a change anywhere above the seal, a seal for other
+// text, or a marker naming another hook is not wt's unedited shim.
+func TestSeal(t *testing.T) {
+	s, err := Render("pre-push", "/usr/bin/wt-hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, last, _ := strings.Cut(s, sumMark)
+	if last == "" || strings.Count(s, "\n"+sumMark) != 1 || !strings.HasSuffix(s, "\n") {
+		t.Fatalf("no seal as the last line:\n%s", s)
+	}
+	newer := seal(strings.Replace(body, fmt.Sprintf("shim v%d (", Version), "shim v11 (", 1))
+	if v, bin, ok := Recognize("pre-push", []byte(newer)); !ok || v != 11 || bin != "/usr/bin/wt-hook" {
+		t.Errorf("a newer sealed shim: %v %q %v", v, bin, ok)
+	}
+	for name, bad := range map[string]string{
+		"edited above the seal":      strings.Replace(s, "exit 1", "exit 0", 1),
+		"resealed for another hook":  seal(strings.Replace(body, "(pre-push)", "(pre-commit)", 1)),
+		"seal of other text":         body + sumMark + hexSum([]byte("x")) + "\n",
+		"no newline after the seal":  strings.TrimSuffix(s, "\n"),
+		"no marker line":             seal(strings.Replace(body, "# wt-hook shim v", "# shim v", 1)),
+		"no binary line":             seal(strings.Replace(body, "wt_bin='", "bin='", 1)),
+		"a foreign hook, no newline": "#!/bin/sh\nexec husky",
+		"empty":                      "",
+	} {
+		if _, _, ok := Recognize("pre-push", []byte(bad)); ok {
+			t.Errorf("%s: recognised", name)
+		}
+	}
+	fwd, err := template("forward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsForwarder([]byte(seal(fwd))) || IsForwarder([]byte(fwd)) {
+		t.Errorf("forwarder: sealed %v, unsealed %v", IsForwarder([]byte(seal(fwd))), IsForwarder([]byte(fwd)))
+	}
+	if IsForwarder([]byte(s)) {
+		t.Error("a shim taken for a forwarder")
 	}
 }
 
@@ -238,16 +297,16 @@ func TestCheckOutdated(t *testing.T) {
 	if ps, err := Check(dir); err != nil || len(ps) != 0 {
 		t.Fatalf("current shims: %+v %v", ps, err)
 	}
-	tpl, err := template("pre-commit", 3)
+	tpl, err := os.ReadFile("testdata/pre-release/v7/pre-commit")
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := strings.Replace(tpl, binMark, shell.Quote(bin), 1)
+	old := strings.Replace(string(tpl), binMark, shell.Quote(bin), 1)
 	if err := os.WriteFile(filepath.Join(dir, "pre-commit"), []byte(old), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ps, err := Check(dir)
-	if err != nil || len(ps) != 1 || ps[0].Hook != "pre-commit" || !ps[0].Outdated || !strings.Contains(ps[0].Message, "shim v3") {
-		t.Fatalf("a v3 pre-commit: %+v %v", ps, err)
+	if err != nil || len(ps) != 1 || ps[0].Hook != "pre-commit" || !ps[0].Outdated || !strings.Contains(ps[0].Message, "shim v7; this wt-hook writes v10") {
+		t.Fatalf("a v7 pre-commit: %+v %v", ps, err)
 	}
 }
