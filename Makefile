@@ -173,7 +173,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseStat -fuzztime 30s ./core/proc/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRuntimeBinding -fuzztime 30s ./core/proc/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30s ./core/strictjson/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodingWalk$$' -fuzztime 30s ./core/strictjson/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAsEncodingJSON$$' -fuzztime 30s ./core/strictjson/
 	$(GO) test -run '^$$' -fuzz '^FuzzMarshal$$' -fuzztime 30s ./core/strictjson/
 	$(GO) test -run '^$$' -fuzz FuzzGeneratedDecoders -fuzztime 30s ./core/store/
 	$(GO) test -run '^$$' -fuzz FuzzHookStdin -fuzztime 30s ./hooks/

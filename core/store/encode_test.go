@@ -90,7 +90,7 @@ func TestRecordsEncodeAsEncodingJSON(t *testing.T) {
 
 // TestEventDetailRecords: records inside an event's detail (a lease's
 // child group, a holder, a lease) are written by their generated encoders
-// within the reflection encoder's map, byte for byte as encoding/json
+// within the event's detail map, byte for byte as encoding/json
 // writes the event.
 func TestEventDetailRecords(t *testing.T) {
 	var l Lease
@@ -99,6 +99,11 @@ func TestEventDetailRecords(t *testing.T) {
 	fill(reflect.ValueOf(&h).Elem(), 0)
 	ev := Event{At: "t", Event: "writer_lease_released", Detail: map[string]any{
 		"child": l.Child, "none": (*ChildGroup)(nil), "holder": h, "lease": &l, "leases": []Lease{l}, "n": 3,
+		// What the detail writer handles itself, and what it hands to
+		// encoding/json (a float, a small integer, a list of numbers).
+		"s": "a<b>&\u2028", "t": true, "big": uint64(1) << 63, "i64": int64(-7), "nil": nil, "strings": []string{"x"},
+		"no strings": []string(nil), "map": map[string]any{"z": 1, "a": map[string]any{}, "n": map[string]any(nil)},
+		"f": 0.5, "i8": int8(-1), "pids": []int{1, 2},
 	}}
 	for _, indent := range []bool{false, true} {
 		var got, want []byte

@@ -14,8 +14,8 @@ import (
 )
 
 // The plain types have a record type's fields and none of its methods:
-// strictjson reads and writes them by reflection, as it reads and writes
-// every record type without a generated decoder and encoder.
+// strictjson reads and writes them through encoding/json, as it reads and
+// writes every record type without a generated decoder and encoder.
 type (
 	plainRepository     Repository
 	plainPolicy         Policy
@@ -55,7 +55,7 @@ var generatedPairs = []generatedPair{
 
 // samples are documents of each type: empty, filled with plain strings
 // (the generated decoder's case), and filled with strings that
-// encoding/json escapes (the reflection walk's).
+// encoding/json escapes (where a generated decoder gives up).
 func samples(t *testing.T, p generatedPair) [][]byte {
 	var docs [][]byte
 	for _, filled := range []string{"", "plain value é", "a<b>&\"c\"\n\u2028"} {
@@ -110,7 +110,7 @@ func asPlain(v any, plain any) any {
 }
 
 // TestGeneratedEncodersMatch: a record's generated encoder writes what the
-// reflection encoder writes for its plain twin, compact and indented.
+// standard-library path writes for its plain twin, compact and indented.
 func TestGeneratedEncodersMatch(t *testing.T) {
 	for _, p := range generatedPairs {
 		for _, filled := range []string{"", "plain", "a<b>&\"c\"\n\u2028\xff"} {
@@ -124,7 +124,7 @@ func TestGeneratedEncodersMatch(t *testing.T) {
 				got, err := m(v)
 				want, werr := m(pv)
 				if err != nil || werr != nil || !bytes.Equal(got, want) {
-					t.Errorf("%s: generated\n%s (%v)\nreflection\n%s (%v)", p.name, got, err, want, werr)
+					t.Errorf("%s: generated\n%s (%v)\nencoding/json\n%s (%v)", p.name, got, err, want, werr)
 				}
 			}
 		}
@@ -134,7 +134,7 @@ func TestGeneratedEncodersMatch(t *testing.T) {
 var plainName = regexp.MustCompile(`\bplain([A-Z])`)
 
 // decodeBoth decodes data into a record (its generated decoder first) and
-// into its plain twin (the reflection walk) and says how they differ.
+// into its plain twin (the check and encoding/json) and says how they differ.
 func decodeBoth(p generatedPair, data []byte) string {
 	v, pv := p.rec(), p.plain()
 	err := strictjson.Decode(data, v)
@@ -150,7 +150,7 @@ func decodeBoth(p generatedPair, data []byte) string {
 }
 
 // TestGeneratedDecodersMatch: what a generated decoder gives, value or
-// error, is what the reflection walk gives for the plain twin; it decodes
+// error, is what the check and encoding/json give for the plain twin; it decodes
 // every document a record writes itself, escapes included.
 func TestGeneratedDecodersMatch(t *testing.T) {
 	for _, p := range generatedPairs {
@@ -212,8 +212,8 @@ func mutations(data []byte) [][]byte {
 	return out
 }
 
-// FuzzGeneratedDecoders holds every generated decoder to the reflection
-// walk on any document.
+// FuzzGeneratedDecoders holds every generated decoder to the check and
+// encoding/json on any document.
 func FuzzGeneratedDecoders(f *testing.F) {
 	for _, p := range generatedPairs {
 		for _, data := range samples(&testing.T{}, p) {

@@ -1,20 +1,21 @@
 package strictjson
 
 import (
-	"reflect"
+	"maps"
+	"slices"
 	"strconv"
 )
 
 // Generated code (go run -tags wt_genfastjson ./scripts/genfastjson, from the module root)
 // gives wt's record types a decoder and an encoder of their own, so that a
-// new process reads and writes its first records without the reflection
-// walk's first-use analysis of each type (its field lists, tags and maps:
-// about two thirds of what a wt-exec run spent in JSON). They are a fast
+// new process reads and writes its first records without encoding/json's
+// first-use analysis of each type (BenchmarkColdDecode in core/store: eight
+// records cold in about a quarter of encoding/json's time). They are a fast
 // path only. A generated decoder takes the plain case (every key known
 // and unescaped, none twice, none missing, integers as integers, null only
-// where a pointer or slice is) and gives up on anything else; Decode then decodes the document by the reflection walk,
-// whose results and errors are encoding/json's. A generated encoder writes
-// what the reflection encoder writes; tests hold both pairs to the same
+// where a pointer or slice is) and gives up on anything else; Decode then
+// checks the document and decodes it with encoding/json. A generated
+// encoder writes encoding/json's bytes; tests hold both to encoding/json's
 // answers on every record type.
 
 // fastDecoder is a type with a generated decoder.
@@ -35,7 +36,7 @@ type Dec struct {
 	bad bool
 }
 
-// GiveUp makes the decode fall back to the reflection walk.
+// GiveUp makes the decode fall back to the check and encoding/json.
 func (d *Dec) GiveUp() { d.bad = true }
 
 // Object reads the '{' that starts an object; a decoder gives up on
@@ -74,7 +75,7 @@ func (d *Dec) Null() bool {
 	return true
 }
 
-// String reads a string, unescaped as the reflection walk unescapes it
+// String reads a string, unescaped as encoding/json unescapes it
 // (store): a runtime binding is JSON inside a string, and every record
 // that holds one has escapes.
 func (d *Dec) String() string {
@@ -270,15 +271,51 @@ func (e *Enc) Strings(s []string, depth int) {
 	e.buf = append(e.buf, ']')
 }
 
-// Value writes v, of a type without a generated encoder, with the
-// reflection encoder.
+// Value writes v, a value of no fixed type (an event's detail), as
+// encoding/json writes it: what wt's event details hold (strings, integers,
+// booleans, string lists, maps of these, records with a generated
+// encoder) itself, anything else by encoding/json.
 func (e *Enc) Value(v any, depth int) {
 	if e.err != nil {
 		return
 	}
-	r := encoder{buf: e.buf, indent: e.indent}
-	e.err = r.value(reflect.ValueOf(v), depth)
-	e.buf = r.buf
+	switch x := v.(type) {
+	case nil:
+		e.Null()
+	case string:
+		e.String(x)
+	case bool:
+		e.Bool(x)
+	case int:
+		e.Int(int64(x))
+	case int64:
+		e.Int(x)
+	case uint64:
+		e.Uint(x)
+	case []string:
+		e.Strings(x, depth)
+	case map[string]any:
+		if x == nil {
+			e.Null()
+			return
+		}
+		keys := slices.Sorted(maps.Keys(x))
+		e.Open()
+		for n, k := range keys {
+			e.Key(n, string(appendString(nil, k)), depth)
+			e.Value(x[k], depth+1)
+		}
+		e.Close(len(keys), depth)
+	case fastEncoder:
+		if nilPointer(x) {
+			e.Null()
+			return
+		}
+		x.AppendFastJSON(e, depth)
+	default:
+		b, err := stdMarshal(v, e.indent, depth)
+		e.buf, e.err = append(e.buf, b...), err
+	}
 }
 
 // DecodesItself reports whether v's generated decoder alone decodes data,

@@ -13,31 +13,28 @@
 //
 // or when the data is not exactly one JSON value. Only then is it decoded.
 //
-// A type whose fields are all strings, numbers, booleans, pointers, slices
-// and structs of these (every record in wt's store) is decoded in the same
-// walk, by reflection on the fields the walk already looked up: a new
-// process does not pay for encoding/json's first-use analysis of every
-// record type (about a third of what a commit gate's decision cost). Any
-// other type, and any value the walk does not convert itself (a string with
-// an escape, a number where a string belongs), is decoded by encoding/json
-// after the walk, so the result and the errors are encoding/json's in every
-// case; a fuzz test holds the two ways to the same answers.
+// A record type with a generated decoder (scripts/genfastjson: the records
+// a commit gate and a wt-exec run read) is decoded by it, in the same pass
+// as the checks, when the document is the plain case it takes; anything
+// else is checked by the walk and then decoded by encoding/json, so the
+// result and the errors are encoding/json's in every case. Those are the
+// two ways: a new process pays encoding/json's first-use analysis of a
+// type only where no generated decoder exists (BenchmarkColdDecode in
+// core/store measures both).
 //
-// It is also how wt writes what it reads (Marshal, MarshalIndent): the same
-// types are encoded by reflection on their fields, byte for byte as
-// encoding/json encodes them, and anything else is handed to encoding/json.
+// It is also how wt writes what it reads (Marshal, MarshalIndent, in
+// encode.go): a record's generated encoder, or encoding/json, byte for
+// byte the same.
 package strictjson
 
 import (
 	"bytes"
-	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf16"
@@ -46,12 +43,11 @@ import (
 
 // Decode decodes data, exactly one JSON value, into v (a non-nil pointer),
 // strictly (see the package doc).
-func Decode(data []byte, v any) error { return decode(data, v, true, true) }
+func Decode(data []byte, v any) error { return decode(data, v, true) }
 
-// decode is Decode; fast allows a generated decoder and direct the
-// decoding walk (tests compare each with the others and with
+// decode is Decode; fast allows a generated decoder (tests compare it with
 // encoding/json's decoding).
-func decode(data []byte, v any, fast, direct bool) error {
+func decode(data []byte, v any, fast bool) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return errors.New("strictjson: Decode needs a non-nil pointer")
@@ -61,36 +57,19 @@ func decode(data []byte, v any, fast, direct bool) error {
 	}
 	t, dst := rv.Type().Elem(), rv.Elem()
 	// Into a zero value only: encoding/json merges into what is there, and
-	// the walk builds values afresh.
+	// a generated decoder builds values afresh.
 	if fd, ok := v.(fastDecoder); ok && fast && dst.IsZero() {
 		if decodeFast(data, fd) {
 			return nil
 		}
 		dst.SetZero()
 	}
-	if direct && walkable(t) && dst.IsZero() {
-		w := walker{data: data}
-		err := w.value(t, dst, "")
-		if err != errIndirect {
-			if err != nil {
-				dst.SetZero()
-			}
-			return err
-		}
-		dst.SetZero()
-	}
 	w := walker{data: data}
-	if err := w.value(t, reflect.Value{}, ""); err != nil {
+	if err := w.value(t, ""); err != nil {
 		return err
 	}
 	return json.Unmarshal(data, v)
 }
-
-// errIndirect is how the decoding walk hands a document to encoding/json:
-// a value it does not convert itself (a string with an escape or bytes
-// that are not UTF-8, a number that does not fit, a value of another kind
-// than its field's).
-var errIndirect = errors.New("strictjson: decoded by encoding/json")
 
 // syntaxError says why data, which json.Valid refused, is not exactly one
 // JSON value.
@@ -133,26 +112,16 @@ func (w *walker) peek() byte {
 	return w.data[w.pos] // the document is valid: a value or a closer follows
 }
 
-// value reads one value and checks it against t. When dst is valid (a
-// settable value of type t, of a walkable type) it also stores the value
-// there as encoding/json would.
-func (w *walker) value(t reflect.Type, dst reflect.Value, at string) error {
+// value reads one value and checks it against t (encoding/json checks its
+// scalars' types when it decodes).
+func (w *walker) value(t reflect.Type, at string) error {
 	c := w.peek()
 	if c == 'n' {
 		w.pos += len("null") // a value for any type (pointers, slices, maps)
-		if dst.IsValid() && (dst.Kind() == reflect.Pointer || dst.Kind() == reflect.Slice) {
-			dst.SetZero() // encoding/json leaves any other kind as it was
-		}
 		return nil
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
-		if dst.IsValid() {
-			if dst.IsNil() {
-				dst.Set(reflect.New(t))
-			}
-			dst = dst.Elem()
-		}
 	}
 	if t == rawType || t.Kind() == reflect.Interface {
 		return w.anyValue(at)
@@ -168,12 +137,7 @@ func (w *walker) value(t reflect.Type, dst reflect.Value, at string) error {
 			if !ok {
 				return fmt.Errorf("%s: unknown key %q", where(at), k)
 			}
-			f := fields.list[i]
-			var fv reflect.Value
-			if dst.IsValid() {
-				fv = dst.FieldByIndex(f.index)
-			}
-			return w.value(f.typ, fv, join(at, k))
+			return w.value(fields.list[i].typ, join(at, k))
 		})
 		if err != nil {
 			return err
@@ -188,83 +152,18 @@ func (w *walker) value(t reflect.Type, dst reflect.Value, at string) error {
 		if c != '{' {
 			return fmt.Errorf("%s: want an object", where(at))
 		}
-		_, err := w.members(at, func(k string) error { return w.value(t.Elem(), reflect.Value{}, join(at, k)) })
+		_, err := w.members(at, func(k string) error { return w.value(t.Elem(), join(at, k)) })
 		return err
 	case reflect.Slice, reflect.Array:
 		if c != '[' {
 			return fmt.Errorf("%s: want an array", where(at))
 		}
-		if !dst.IsValid() {
-			return w.elements(func(i int) error { return w.value(t.Elem(), reflect.Value{}, fmt.Sprintf("%s[%d]", at, i)) })
-		}
-		s := reflect.MakeSlice(t, 0, 0) // [] is an empty slice, not nil
-		err := w.elements(func(i int) error {
-			e := reflect.New(t.Elem()).Elem()
-			if err := w.value(t.Elem(), e, fmt.Sprintf("%s[%d]", at, i)); err != nil {
-				return err
-			}
-			s = reflect.Append(s, e)
-			return nil
-		})
-		dst.Set(s)
-		return err
+		return w.elements(func(i int) error { return w.value(t.Elem(), fmt.Sprintf("%s[%d]", at, i)) })
 	}
 	if c == '{' || c == '[' {
 		return fmt.Errorf("%s: want a %s, not a structure", where(at), t.Kind())
 	}
-	start := w.pos
-	escaped := w.scalar()
-	if !dst.IsValid() {
-		return nil // its type is checked by json.Unmarshal
-	}
-	return store(dst, w.data[start:w.pos], escaped)
-}
-
-// store sets dst, of a scalar kind, from raw, one JSON string, number, true
-// or false, where it converts the value exactly as encoding/json does, and
-// returns errIndirect where it leaves the conversion to encoding/json.
-func store(dst reflect.Value, raw []byte, escaped bool) error {
-	isNumber := raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9'
-	switch k := dst.Kind(); {
-	case k == reflect.String:
-		if raw[0] != '"' {
-			return errIndirect
-		}
-		u, ok := stringOf(raw, escaped)
-		if !ok {
-			return errIndirect
-		}
-		dst.SetString(u)
-	case k == reflect.Bool:
-		switch string(raw) {
-		case "true":
-			dst.SetBool(true)
-		case "false":
-			dst.SetBool(false)
-		default:
-			return errIndirect
-		}
-	case dst.CanInt():
-		n, err := strconv.ParseInt(string(raw), 10, dst.Type().Bits())
-		if !isNumber || err != nil {
-			return errIndirect
-		}
-		dst.SetInt(n)
-	case dst.CanUint():
-		n, err := strconv.ParseUint(string(raw), 10, dst.Type().Bits())
-		if !isNumber || err != nil {
-			return errIndirect
-		}
-		dst.SetUint(n)
-	case dst.CanFloat():
-		f, err := strconv.ParseFloat(string(raw), dst.Type().Bits())
-		if !isNumber || err != nil {
-			return errIndirect
-		}
-		dst.SetFloat(f)
-	default:
-		return errIndirect
-	}
+	w.scalar()
 	return nil
 }
 
@@ -497,13 +396,6 @@ type fieldSet struct {
 	list     []field        // in encoding/json's order
 	byName   map[string]int // index in list
 	required []string
-	// walkable: every field is of a walkable type, none is named twice,
-	// none has a name encoding/json would not take or the ",string" option.
-	walkable bool
-	// encodable: Marshal writes the struct itself (see encode.go): no
-	// option but omitempty, no name twice or of another spelling, no
-	// embedded pointer or non-struct.
-	encodable bool
 }
 
 // typeCache holds what was worked out about each type, for the process.
@@ -536,13 +428,13 @@ var fieldCache typeCache[fieldSet]
 // encoding/json's order: declaration order, an embedded struct's fields in
 // its place) and which are required to decode: all but those tagged
 // omitempty, which later versions of a record added and older files lack.
-// Decoding and encoding share it, so a type is analysed once per process.
+// The check works it out once per type per process.
 func fieldsOf(t reflect.Type) fieldSet {
 	if fs, ok := fieldCache.load(t); ok {
 		return fs
 	}
 	n := t.NumField()
-	fs := fieldSet{byName: make(map[string]int, n), list: make([]field, 0, n), required: make([]string, 0, n), walkable: true, encodable: true}
+	fs := fieldSet{byName: make(map[string]int, n), list: make([]field, 0, n), required: make([]string, 0, n)}
 	var add func(t reflect.Type, index []int)
 	add = func(t reflect.Type, index []int) {
 		for i := range t.NumField() {
@@ -555,27 +447,15 @@ func fieldsOf(t reflect.Type) fieldSet {
 				continue
 			}
 			if f.Anonymous && name == "" && f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct {
-				// encoding/json promotes its fields, exported or not.
-				fs.walkable, fs.encodable = false, false
+				// encoding/json promotes its fields, exported or not:
+				// the check does not know them.
 				continue
 			}
 			if tag == "-" || !f.IsExported() {
 				continue
 			}
-			if f.Anonymous {
-				fs.walkable, fs.encodable = false, false
-			}
-			if !plainName(name) || hasOption(opts, "string") {
-				fs.walkable = false
-			}
-			if !plainName(name) || opts != "" && opts != "omitempty" {
-				fs.encodable = false
-			}
 			if name == "" {
 				name = f.Name
-			}
-			if _, twice := fs.byName[name]; twice {
-				fs.walkable, fs.encodable = false, false
 			}
 			fd := field{name: name, typ: f.Type, index: at, omitEmpty: hasOption(opts, "omitempty")}
 			fs.byName[name] = len(fs.list)
@@ -599,66 +479,6 @@ func hasOption(opts, opt string) bool {
 		if o == opt {
 			return true
 		}
-	}
-	return false
-}
-
-// plainName: a JSON name of letters, digits and underscores (or none), which
-// encoding/json takes as it is.
-func plainName(name string) bool {
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-var (
-	walkCache       typeCache[bool]
-	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-	textType        = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
-
-// walkable reports whether the decoding walk can decode t: booleans,
-// numbers and strings, and pointers, slices (not []byte, which is base64)
-// and structs of walkable types, none of which decodes itself
-// (json.Unmarshaler, encoding.TextUnmarshaler).
-func walkable(t reflect.Type) bool {
-	if ok, known := walkCache.load(t); known {
-		return ok
-	}
-	walkCache.store(t, true) // a type that contains itself is walkable if the rest is
-	ok := walkableNow(t)
-	walkCache.store(t, ok)
-	return ok
-}
-
-func walkableNow(t reflect.Type) bool {
-	if t.Implements(unmarshalerType) || t.Implements(textType) ||
-		reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textType) {
-		return false
-	}
-	switch t.Kind() {
-	case reflect.Bool, reflect.String, reflect.Float32, reflect.Float64,
-		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return true
-	case reflect.Pointer:
-		return walkable(t.Elem())
-	case reflect.Slice:
-		return t.Elem().Kind() != reflect.Uint8 && walkable(t.Elem())
-	case reflect.Struct:
-		fs := fieldsOf(t)
-		if !fs.walkable {
-			return false
-		}
-		for _, f := range fs.list {
-			if !walkable(f.typ) {
-				return false
-			}
-		}
-		return true
 	}
 	return false
 }

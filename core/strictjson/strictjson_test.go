@@ -2,11 +2,9 @@ package strictjson
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 )
 
 type inner struct {
@@ -108,7 +106,8 @@ type wInner struct {
 	F float64 `json:"f,omitempty"`
 }
 
-// wRec is walkable: the decoding walk decodes it itself.
+// wRec has no generated decoder: Decode checks it, then encoding/json
+// decodes it.
 type wRec struct {
 	wMeta
 	ID    string   `json:"id"`
@@ -146,58 +145,53 @@ var walkSeeds = []string{
 	`{"v":1,"r":2,"id":"x","on":true,"in":{"a":1,"b":null},"p":null,"list":[], "n":null} x`,
 }
 
-// sameDecoding decodes data into wRec by the decoding walk and by
-// encoding/json, and fails unless both give the same value and error.
-func sameDecoding(t *testing.T, data []byte) {
-	var walked, indirect wRec
-	werr := decode(data, &walked, true, true)
-	ierr := decode(data, &indirect, false, false)
-	if fmt.Sprint(werr) != fmt.Sprint(ierr) {
-		t.Fatalf("%q: the walk says %v, encoding/json %v", data, werr, ierr)
-	}
-	if werr == nil && !reflect.DeepEqual(walked, indirect) {
-		t.Fatalf("%q: the walk gives %+v, encoding/json %+v", data, walked, indirect)
+// asEncodingJSON fails unless what Decode accepts, encoding/json
+// decodes to the same value, and what encoding/json refuses, Decode
+// refuses with encoding/json's error.
+func asEncodingJSON(t *testing.T, data []byte) {
+	var strict, plain wRec
+	err := Decode(data, &strict)
+	perr := json.Unmarshal(data, &plain)
+	switch {
+	case err == nil && (perr != nil || !reflect.DeepEqual(strict, plain)):
+		t.Fatalf("%q: Decode gives %+v, encoding/json %+v (%v)", data, strict, plain, perr)
+	case perr != nil && err == nil:
+		t.Fatalf("%q: encoding/json refuses it (%v), Decode does not", data, perr)
+	case err != nil && perr != nil && json.Valid(data) && strictOK(data) && err.Error() != perr.Error():
+		t.Fatalf("%q: Decode says %v, encoding/json %v", data, err, perr)
 	}
 }
 
-// TestDecodingWalk: the walk decodes what it can and agrees with
-// encoding/json everywhere; types it cannot decode go to encoding/json.
-func TestDecodingWalk(t *testing.T) {
-	if !walkable(reflect.TypeFor[wRec]()) {
-		t.Fatal("wRec should be walkable")
-	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[rec](), reflect.TypeFor[[]byte](), reflect.TypeFor[json.RawMessage](),
-		reflect.TypeFor[struct {
-			N int `json:"n,string"`
-		}](), reflect.TypeFor[struct {
-			T time.Time `json:"t"`
-		}]()} {
-		if walkable(typ) {
-			t.Errorf("%v should not be walkable", typ)
-		}
-	}
+// strictOK reports whether the strict check alone passes data as a wRec.
+func strictOK(data []byte) bool {
+	w := walker{data: data}
+	return w.value(reflect.TypeFor[wRec](), "") == nil
+}
+
+// TestDecodeAsEncodingJSON: on documents that the check passes, Decode is
+// encoding/json's decoding, values and errors (escapes, bytes that are not
+// UTF-8, numbers that do not fit, values of another kind, nulls); the
+// strictness seeds are refused.
+func TestDecodeAsEncodingJSON(t *testing.T) {
 	for _, s := range walkSeeds {
-		sameDecoding(t, []byte(s))
-	}
-	// The first two seeds are decoded by the walk itself, not handed on.
-	for _, s := range walkSeeds[:2] {
-		var r wRec
-		w := walker{data: []byte(s)}
-		if err := w.value(reflect.TypeFor[wRec](), reflect.ValueOf(&r).Elem(), ""); err != nil {
-			t.Errorf("%s: the walk did not decode it: %v", s, err)
-		}
+		asEncodingJSON(t, []byte(s))
 	}
 	var r wRec
 	if err := Decode([]byte(walkSeeds[1]), &r); err != nil || r.In.A != -128 || *r.P.B != "t" || r.R != 18446744073709551615 || r.Names[1] != "b" || *r.N != 7 {
 		t.Fatalf("%v %+v", err, r)
 	}
+	for _, s := range walkSeeds[len(walkSeeds)-6:] {
+		if Decode([]byte(s), &wRec{}) == nil {
+			t.Errorf("%s: accepted", s)
+		}
+	}
 }
 
-// FuzzDecodingWalk: on any input the decoding walk and encoding/json give
-// the same value and the same error.
-func FuzzDecodingWalk(f *testing.F) {
+// FuzzDecodeAsEncodingJSON: on any input, Decode accepts only what
+// encoding/json decodes, to the same value.
+func FuzzDecodeAsEncodingJSON(f *testing.F) {
 	for _, s := range walkSeeds {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(sameDecoding)
+	f.Fuzz(asEncodingJSON)
 }
