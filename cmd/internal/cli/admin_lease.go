@@ -38,7 +38,7 @@ func (e *env) leaseCommand() *ucli.Command {
 					}
 					if role := c.String("role"); role != "" {
 						if err := alloc.ValidRole(role); err != nil {
-							return &clikit.ExitError{Code: clikit.ExitUsage, Err: err}
+							return &textout.ExitError{Code: textout.ExitUsage, Err: err}
 						}
 					}
 					r, err := e.open(c)

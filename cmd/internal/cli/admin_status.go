@@ -8,6 +8,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
+	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/store"
@@ -156,11 +157,11 @@ func (e *env) versionCommand() *ucli.Command {
 		Usage: "tool version, JSON schema version, store layout version, known decision codes",
 		Flags: []ucli.Flag{clikit.JSONFlag},
 		Action: e.Action("version", 0, func(c *ucli.Context) error {
-			res := map[string]any{"tool_version": clikit.Version(), "json_schema_version": clikit.JSONSchemaVersion,
+			res := map[string]any{"tool_version": textout.Version(), "json_schema_version": textout.JSONSchemaVersion,
 				"store_layout_version": store.LayoutVersion, "record_schema_version": store.SchemaVersion,
 				"decision_codes": decision.Codes()}
-			return e.Success(decision.VersionShown, "wt "+clikit.Version(), res, nil, func(w io.Writer) {
-				fmt.Fprintf(w, "wt %s (json schema %d, store layout %d, record schema %d)\n", clikit.Version(), clikit.JSONSchemaVersion, store.LayoutVersion, store.SchemaVersion)
+			return e.Success(decision.VersionShown, "wt "+textout.Version(), res, nil, func(w io.Writer) {
+				fmt.Fprintf(w, "wt %s (json schema %d, store layout %d, record schema %d)\n", textout.Version(), textout.JSONSchemaVersion, store.LayoutVersion, store.SchemaVersion)
 				fmt.Fprintf(w, "decision codes: %d known (wt-admin version --json lists them)\n", len(decision.Codes()))
 			})
 		}),

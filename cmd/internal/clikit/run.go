@@ -1,18 +1,22 @@
 // Package clikit is what the urfave/cli command lines of wt-hook and
 // wt-admin share: running an app with wt's exit codes, usage errors and
-// JSON envelope, and the version printers. Each binary's application is a
-// package of its own (cmd/internal/cli for wt-admin, cmd/internal/hookcli
-// for wt-hook, cmd/internal/execcli for wt-exec, which links no CLI
-// library), so that a binary links only what it uses: wt-hook, which git
-// starts at every commit, links neither wt-exec's supervisor (pty,
-// Landlock) nor wt-admin's maintenance. Those packages, textout and this
-// one are the only places that write to stdout and stderr.
+// JSON envelope. Each binary's application is a package of its own
+// (cmd/internal/cli for wt-admin, cmd/internal/hookcli for wt-hook,
+// cmd/internal/execcli for wt-exec and cmd/internal/gate for wt-gate, which
+// link no CLI library), so that a binary links only what it uses: wt-hook,
+// which a fenced remote starts at every push, links neither wt-exec's
+// supervisor (pty, Landlock) nor wt-admin's maintenance. Those packages,
+// textout and this one are the only places that write to stdout and
+// stderr. It keeps none of the start-up shortcuts it once had (flag names
+// answered from a list, no stat of its own executable, the version read
+// only when printed): the commit gate and wt-exec, which they were for, no
+// longer link it, and a wt-hook or wt-admin start measured the same
+// without them.
 package clikit
 
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,26 +24,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/decision"
 )
-
-// JSONSchemaVersion is the version of the --json envelope.
-const JSONSchemaVersion = textout.JSONSchemaVersion
-
-// Exit codes shared by wt-admin and wt-hook (docs/design.md, "Output").
-const (
-	ExitOK      = textout.ExitOK
-	ExitRefused = textout.ExitRefused
-	ExitUsage   = textout.ExitUsage
-)
-
-// ExitError carries an exit code to main (textout.ExitError).
-type ExitError = textout.ExitError
 
 // Env is what one run of a binary shares between its commands: the output
 // streams, and whether --json was asked for.
@@ -61,7 +51,7 @@ const NoAnchor = "\x00"
 
 // UsageErr is a USAGE refusal (exit 2).
 func UsageErr(format string, args ...any) error {
-	return &ExitError{Code: ExitUsage, Err: decision.New(decision.Usage, format, args...)}
+	return &textout.ExitError{Code: textout.ExitUsage, Err: decision.New(decision.Usage, format, args...)}
 }
 
 // Run runs a binary's app with args (without the program name) and returns
@@ -79,16 +69,9 @@ func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr i
 	}
 	app := build(e)
 	app.Name = bin
-	// The version is printed by --version and the help only: Version reads
-	// the build info of an unstamped binary (a go install), 0.1 ms that a
-	// commit gate should not pay at every start. Any text shows the flag.
-	app.Version = "unknown"
-	versionWhenPrinted()
+	app.Version = textout.Version()
 	app.Writer, app.ErrWriter = stdout, stderr
 	app.HideHelpCommand = true
-	// Any time but the zero one: urfave/cli would otherwise stat its own
-	// executable for it at every start, and nothing here prints it.
-	app.Compiled = time.Unix(1, 0)
 	app.ExitErrHandler = func(*ucli.Context, error) {} // main owns the exit
 	app.OnUsageError = func(c *ucli.Context, err error, _ bool) error { return UsageErr("%s", flagError(err, app.Flags)) }
 	app.CommandNotFound = func(c *ucli.Context, name string) {
@@ -98,15 +81,13 @@ func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr i
 	for _, c := range app.Commands {
 		setUsageHandlers(c)
 	}
-	app.Flags = fastNames(app.Flags)
-	fastCommandNames(app.Commands)
 	code := func() (code int) {
 		defer func() {
 			if r := recover(); r != nil {
 				if r != errReported {
 					panic(r)
 				}
-				code = ExitUsage
+				code = textout.ExitUsage
 			}
 		}()
 		line, err := reorder(app, args)
@@ -115,7 +96,7 @@ func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr i
 		}
 		err = app.Run(append([]string{bin}, line...))
 		if err == nil {
-			return ExitOK
+			return textout.ExitOK
 		}
 		return e.Report(err)
 	}()
@@ -172,19 +153,11 @@ func (e *Env) Success(code, reason string, result any, warnings []string, human 
 		warnings = []string{}
 	}
 	if e.JSON {
-		dec := map[string]any{}
-		if result != nil {
-			b, err := json.Marshal(result)
-			if err != nil {
-				return err
-			}
-			if err := json.Unmarshal(b, &dec); err != nil {
-				return err
-			}
+		env, err := textout.DecisionEnvelope(e.Command, code, reason, result, warnings)
+		if err != nil {
+			return err
 		}
-		dec["code"] = code
-		dec["reason"] = reason
-		e.WriteJSON(textout.Envelope(e.Command, true, dec, warnings))
+		e.WriteJSON(env)
 		return nil
 	}
 	human(e.Stdout)
@@ -304,8 +277,6 @@ func takesValue(flags []ucli.Flag, arg string) bool {
 	for _, f := range flags {
 		for _, n := range f.Names() {
 			if n == name {
-				// Asked through the interface: the flags of a running
-				// app are wrapped (names.go), not *ucli.BoolFlag.
 				v, ok := f.(ucli.DocGenerationFlag)
 				return !ok || v.TakesValue()
 			}

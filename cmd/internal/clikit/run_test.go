@@ -2,6 +2,7 @@ package clikit
 
 import (
 	"bytes"
+	"github.com/wt-tool/wt/cmd/internal/textout"
 	"slices"
 	"strings"
 	"testing"
@@ -90,7 +91,7 @@ func TestRun(t *testing.T) {
 		{[]string{"retain", "p", "--zzz", "x"}, "USAGE: there is no flag --zzz\n"},
 	} {
 		code, seen, stderr := runTest(tc.args...)
-		if code != ExitUsage || len(seen) > 0 || !strings.Contains(stderr, tc.want) {
+		if code != textout.ExitUsage || len(seen) > 0 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%q: exit %d, ran %v, stderr %q; want exit 2 and %q", tc.args, code, seen, stderr, tc.want)
 		}
 	}

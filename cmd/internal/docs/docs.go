@@ -30,6 +30,7 @@ import (
 	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/cmd/internal/execcli"
 	"github.com/wt-tool/wt/cmd/internal/hookcli"
+	"github.com/wt-tool/wt/cmd/internal/textout"
 )
 
 // Apps are the command-line definitions of wt-admin, wt-exec and wt-hook,
@@ -38,7 +39,7 @@ import (
 func Apps() []*ucli.App {
 	mk := func(bin string, build func(*clikit.Env) *ucli.App) *ucli.App {
 		a := build(&clikit.Env{Bin: bin, Stdout: io.Discard, Stderr: io.Discard})
-		a.Name, a.Version, a.HideHelpCommand = bin, clikit.Version(), true
+		a.Name, a.Version, a.HideHelpCommand = bin, textout.Version(), true
 		return a
 	}
 	return []*ucli.App{mk("wt-admin", cli.AdminApp), mk("wt-exec", cli.ExecApp), mk("wt-hook", hookcli.App)}

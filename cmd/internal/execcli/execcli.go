@@ -11,7 +11,6 @@ package execcli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -312,20 +311,15 @@ func openJSONOut(dest string) (io.WriteCloser, error) {
 // grantJSON writes the grant as wt-admin's envelope to the --json
 // destination, once the command runs.
 func (r *run) grantJSON(g lease.Grant) {
-	b, err := json.Marshal(g)
-	dec := map[string]any{}
-	if err == nil {
-		err = json.Unmarshal(b, &dec)
-	}
-	if err != nil {
-		dec = map[string]any{}
-	}
 	reason := fmt.Sprintf("lease %s generation %d held by client %s pid %d", g.Lease.LeaseID, g.Lease.Generation, g.Lease.Holder.ClientID, g.Lease.Holder.PID)
 	if !g.Applicable {
 		reason = fmt.Sprintf("role %s takes no writer lease (%s)", g.Role, decision.DedicatedRoleGate)
 	}
-	dec["code"], dec["reason"] = g.Code, reason
-	r.writeJSONOut(textout.Envelope(Bin, true, dec, nil))
+	env, err := textout.DecisionEnvelope(Bin, g.Code, reason, g, nil)
+	if err != nil { // a grant always encodes; the envelope says what it can
+		env, _ = textout.DecisionEnvelope(Bin, g.Code, reason, nil, nil)
+	}
+	r.writeJSONOut(env)
 }
 
 // nestedEntitled proves that this wt-exec, inside a confined command, may

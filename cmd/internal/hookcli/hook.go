@@ -11,6 +11,7 @@ import (
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/cmd/internal/gate"
+	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/hookspec"
@@ -174,7 +175,7 @@ func hookBinary(path string) (string, error) {
 	}
 	fi, err := os.Stat(path)
 	if !filepath.IsAbs(path) || err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
-		return "", &clikit.ExitError{Code: clikit.ExitUsage, Err: decision.New(decision.Usage, "--binary %q is not an absolute path to an executable file", path).
+		return "", &textout.ExitError{Code: textout.ExitUsage, Err: decision.New(decision.Usage, "--binary %q is not an absolute path to an executable file", path).
 			WithHint("wt-hook install --binary \"$(command -v wt-hook)\"")}
 	}
 	return path, nil

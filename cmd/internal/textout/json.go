@@ -26,6 +26,23 @@ func Envelope(command string, ok bool, body map[string]any, warnings []string) m
 	return env
 }
 
+// DecisionEnvelope is the envelope of a decision: result's members (as
+// encoding/json writes them) with code and reason beside them.
+func DecisionEnvelope(command, code, reason string, result any, warnings []string) (map[string]any, error) {
+	dec := map[string]any{}
+	if result != nil {
+		b, err := json.Marshal(result)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &dec); err != nil {
+			return nil, err
+		}
+	}
+	dec["code"], dec["reason"] = code, reason
+	return Envelope(command, true, dec, warnings), nil
+}
+
 // ErrorEnvelope is the envelope of a refusal or failure d: its code,
 // message and hint, and its facts beside them.
 func ErrorEnvelope(command string, d *decision.Error) map[string]any {
