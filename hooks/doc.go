@@ -4,6 +4,9 @@
 //
 // The entitlement check ([Entitled]) reads files only: the hot path of every
 // commit starts no git process. It takes the store's shared lock, so it
-// never sees a grant half made (wt-exec writes a lease after its child has
-// started, inside one exclusive section).
+// reads each of a grant's sections whole: wt-exec reserves the worktree
+// and writes the lease in one exclusive section (in fleet mode the lease in
+// a second, once etcd granted it), starts its child with the lock free, and
+// names the child's process group in the lease in a last section
+// (core/lease.Acquire). A commit from the child always finds the lease.
 package hooks

@@ -6,8 +6,8 @@
 //
 // This package holds what every binary needs: the key space, the holder
 // record, and the Coordinator interface. It imports no etcd code. The etcd
-// client costs about 5 ms at every start of a binary that links it
-// (docs/performance.md), so wt-exec, wt-hook and wt-admin reach etcd
+// client costs about 3 ms at every start of a binary that links it
+// (docs/performance.md, "Start-up costs"), so wt-exec, wt-hook and wt-admin reach etcd
 // through the wt-fleet helper binary (Helper), and only when the policy
 // says coordinator etcd; core/fleet/etcdfleet is the etcd implementation,
 // linked into wt-fleet and the tests.

@@ -3,8 +3,8 @@
 //
 // git starts a hook at every commit, push and checkout, and a Go program
 // pays at every start for what it links: wt-hook's command line (urfave/cli,
-// its templates and reflection) costs a commit about 0.35 ms before any
-// decision is made (docs/performance.md). wt-gate links this package, the
+// its templates and reflection) costs a hook about 0.8 ms before any
+// decision is made (docs/performance.md, "Start-up costs"). wt-gate links this package, the
 // hooks and the store, and nothing of a CLI library; the shims run it when
 // it is installed beside the recorded wt-hook, and wt-hook run otherwise.
 // Both judge through Judge and print what wt-hook prints, under wt-hook's
