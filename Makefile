@@ -105,7 +105,7 @@ test-newer-git:
 	for fmt in files reftable; do \
 		echo "test-newer-git: $$("$$gitbin" version), the $$fmt ref backend: the end-to-end scripts, the gate's tests, refs and hooks (a minute or two)"; \
 		{ PATH="$$dir:$$PATH" WT_TEST_GIT_NEWER="$$gitbin" WT_TEST_REF_FORMAT=$$fmt GIT_DEFAULT_REF_FORMAT=$$fmt \
-			$(GO) test -race -timeout 30m -json -run 'TestScripts|TestGate' ./cmd/internal/cli/ && \
+			$(GO) test -race -timeout 30m -json -run 'TestScripts|TestGate' ./cmd/internal/e2e/ && \
 		  PATH="$$dir:$$PATH" WT_TEST_GIT_NEWER="$$gitbin" WT_TEST_REF_FORMAT=$$fmt GIT_DEFAULT_REF_FORMAT=$$fmt \
 			$(GO) test -race -timeout 30m -json ./core/gitrepo/... ./install/ ./hooks/; } | $(GO) run ./scripts/testprogress || exit 1; \
 	done
@@ -140,11 +140,11 @@ bench:
 	@command -v tini >/dev/null || { echo "bench: installing tini (apt-get) for its peer benchmark"; apt-get install -y -qq tini >/dev/null 2>&1; } || echo "bench: tini is not installed; its benchmark is skipped"
 	@command -v fuser >/dev/null || { echo "bench: installing psmisc (apt-get) for fuser's peer benchmark"; apt-get install -y -qq psmisc >/dev/null 2>&1; } || echo "bench: fuser (psmisc) is not installed; its benchmark is skipped"
 	@command -v lefthook >/dev/null || test -x bin/tools/lefthook || { echo "bench: installing lefthook into bin/tools (go install)"; GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/evilmartians/lefthook@v1.13.6; } || echo "bench: lefthook could not be installed; its benchmark is skipped"
-	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -p 1 -run '^$$' -bench . -skip 'BenchmarkCommitHooks|BenchmarkViews|BenchmarkDoctorHistory' -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ ./install/ ./core/fleet/etcdfleet/ ./cmd/internal/cli/ | tee bench.out
+	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -p 1 -run '^$$' -bench . -skip 'BenchmarkCommitHooks|BenchmarkViews|BenchmarkDoctorHistory' -benchtime 1s -count $(BENCHCOUNT) ./core/store/ ./core/proc/ ./install/ ./core/fleet/etcdfleet/ ./cmd/internal/e2e/ | tee bench.out
 	@echo "bench: status and doctor on 150 worktrees (40 rounds a run), and doctor on a generated history of 100,000 commits (5 rounds a run)"
-	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench 'BenchmarkViews' -benchtime 40x -count $(BENCHCOUNT) ./cmd/internal/cli/ | tee -a bench.out
-	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench 'BenchmarkDoctorHistory' -benchtime 5x -count $(BENCHCOUNT) ./cmd/internal/cli/ | tee -a bench.out
-	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench 'BenchmarkCommitHooks' -benchtime $(COMMITS)x -count $(BENCHCOUNT) ./cmd/internal/cli/ | tee -a bench.out
+	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench 'BenchmarkViews' -benchtime 40x -count $(BENCHCOUNT) ./cmd/internal/e2e/ | tee -a bench.out
+	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench 'BenchmarkDoctorHistory' -benchtime 5x -count $(BENCHCOUNT) ./cmd/internal/e2e/ | tee -a bench.out
+	PATH="$(CURDIR)/bin/tools:$$PATH" $(GO) test -run '^$$' -bench 'BenchmarkCommitHooks' -benchtime $(COMMITS)x -count $(BENCHCOUNT) ./cmd/internal/e2e/ | tee -a bench.out
 	@test -x bin/tools/benchstat || { echo "bench: installing benchstat into bin/tools (go install)"; GOBIN=$(CURDIR)/bin/tools $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION); }
 	@echo "medians (benchstat): bin/tools/benchstat bench.out"
 	@bin/tools/benchstat bench.out
@@ -154,7 +154,7 @@ bench:
 	for fmt in files reftable; do \
 		echo "bench: $$("$$gitbin" version), the $$fmt ref backend"; \
 		PATH="$$dir:$(CURDIR)/bin/tools:$$PATH" WT_TEST_GIT_NEWER="$$gitbin" GIT_DEFAULT_REF_FORMAT=$$fmt \
-			$(GO) test -run '^$$' -bench 'BenchmarkCommitHooks' -benchtime $(COMMITS)x -count $(BENCHCOUNT) ./cmd/internal/cli/ | tee bench-git-newer-$$fmt.out || exit 1; \
+			$(GO) test -run '^$$' -bench 'BenchmarkCommitHooks' -benchtime $(COMMITS)x -count $(BENCHCOUNT) ./cmd/internal/e2e/ | tee bench-git-newer-$$fmt.out || exit 1; \
 		echo "medians (benchstat): bin/tools/benchstat bench-git-newer-$$fmt.out"; bin/tools/benchstat bench-git-newer-$$fmt.out; \
 	done; \
 	PATH="$$dir:$$PATH" WT_TEST_GIT_NEWER="$$gitbin" $(GO) test -run '^$$' -bench 'BenchmarkReadBranch' -count $(BENCHCOUNT) ./core/gitrepo/ | tee bench-refs.out && \

@@ -18,7 +18,7 @@ import (
 )
 
 // The decision table of Acquire, over in-memory records and a fake process
-// reading. The end-to-end tests (cmd/internal/cli) show the same rules with
+// reading. The end-to-end tests (cmd/internal/e2e) show the same rules with
 // real processes; these cover every branch cheaply and exactly.
 
 type memRecords struct {

@@ -1,8 +1,9 @@
-package cli
+package e2e
 
 import (
 	"bufio"
 	"fmt"
+	"github.com/wt-tool/wt/cmd/internal/cli"
 	"io"
 	"os"
 	"os/exec"
@@ -105,14 +106,14 @@ func BenchmarkDoctorHistory(b *testing.B) {
 	repo := filepath.Join(top, "repo")
 	git(b, top, "init", "-q", "-b", "main", repo)
 	generateHistory(b, repo, 100_000)
-	if code := Admin([]string{"--repo", repo, "init"}, nopWriter{}, nopWriter{}); code != 0 {
+	if code := cli.Admin([]string{"--repo", repo, "init"}, nopWriter{}, nopWriter{}); code != 0 {
 		b.Fatalf("init: %d", code)
 	}
 	installGate(b, repo)
 	var wts []string
 	for i := 0; i < 3; i++ {
 		w := filepath.Join(top, fmt.Sprintf("w%d", i))
-		if code := Admin([]string{"--repo", repo, "allocate", "--task", fmt.Sprintf("H-%d", i), "--owner", "bench", w}, nopWriter{}, nopWriter{}); code != 0 {
+		if code := cli.Admin([]string{"--repo", repo, "allocate", "--task", fmt.Sprintf("H-%d", i), "--owner", "bench", w}, nopWriter{}, nopWriter{}); code != 0 {
 			b.Fatalf("allocate: %d", code)
 		}
 		wts = append(wts, w)

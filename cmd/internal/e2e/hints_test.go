@@ -1,6 +1,7 @@
-package cli
+package e2e
 
 import (
+	"github.com/wt-tool/wt/cmd/internal/cli"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -28,13 +29,13 @@ import (
 // format's verbs and the placeholders (PATH, NAME, …) stand for values.
 func TestHintsParse(t *testing.T) {
 	var lines []hintLine
-	for _, root := range []string{"../../../core", "../../../hooks", "../../../install", "../../../wrapper", "../doctor", ".", "../execcli", "../hookcli", "../fleetcli"} {
+	for _, root := range []string{"../../../core", "../../../hooks", "../../../install", "../../../wrapper", "../doctor", "../cli", "../execcli", "../hookcli", "../fleetcli"} {
 		lines = append(lines, hintsIn(t, root)...)
 	}
 	if len(lines) < 80 {
 		t.Fatalf("found only %d command lines in hints: the reading is broken", len(lines))
 	}
-	apps := map[string]func(*clikit.Env) *ucli.App{"wt-admin": AdminApp, "wt-hook": hookcli.App}
+	apps := map[string]func(*clikit.Env) *ucli.App{"wt-admin": cli.AdminApp, "wt-hook": hookcli.App}
 	checked := 0
 	for _, h := range lines {
 		// What a person is shown: the line anchored where the command
@@ -63,7 +64,7 @@ func TestHintsParse(t *testing.T) {
 	}
 	// A positive control: a wrong hint is caught.
 	var stderr strings.Builder
-	if clikit.Run("wt-admin", parseOnly(AdminApp), []string{"lease", "relase", "P"}, io.Discard, &stderr) == 0 {
+	if clikit.Run("wt-admin", parseOnly(cli.AdminApp), []string{"lease", "relase", "P"}, io.Discard, &stderr) == 0 {
 		t.Fatal("a hint with a misspelt command parses")
 	}
 	if checked < 80 {
@@ -157,7 +158,7 @@ func hintsIn(t *testing.T, root string) []hintLine {
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasSuffix(path, "_gen.go") {
 			return nil
 		}
-		if root == "." && strings.Contains(path, string(filepath.Separator)) {
+		if rel, _ := filepath.Rel(root, path); root == "../cli" && strings.Contains(rel, string(filepath.Separator)) {
 			return nil // cmd/internal/cli itself only, not its subdirectories
 		}
 		src, err := os.ReadFile(path)
@@ -233,7 +234,7 @@ func TestAnchorCommands(t *testing.T) {
 	for bin, c := range map[string]struct {
 		app  func(*clikit.Env) *ucli.App
 		want []string
-	}{"wt-admin": {AdminApp, textout.AdminCommands}, "wt-hook": {hookcli.App, textout.HookCommands}} {
+	}{"wt-admin": {cli.AdminApp, textout.AdminCommands}, "wt-hook": {hookcli.App, textout.HookCommands}} {
 		var names []string
 		for _, cmd := range c.app(&clikit.Env{Stdout: io.Discard, Stderr: io.Discard}).Commands {
 			names = append(names, cmd.Names()...)

@@ -1,9 +1,10 @@
-package cli
+package e2e
 
 import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"github.com/wt-tool/wt/cmd/internal/cli"
 	"golang.org/x/sys/unix"
 	"io"
 	"net"
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 	// printed when a race is found, not at exit, so none is lost.
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	testscript.Main(inTestCgroup{m}, map[string]func(){
-		"wt-admin": func() { os.Exit(Admin(os.Args[1:], os.Stdout, os.Stderr)) },
+		"wt-admin": func() { os.Exit(cli.Admin(os.Args[1:], os.Stdout, os.Stderr)) },
 		"wt-exec": func() {
 			code, died, toGroup := execcli.ExecDying(os.Args[1:], os.Stdout, os.Stderr)
 			wrapper.DieBy(died, toGroup)

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wt-tool/wt/cmd/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,13 +46,13 @@ func benchRepo(b *testing.B, n, extra int) (repo string, wts []string) {
 	repo = filepath.Join(top, "repo")
 	git(b, top, "init", "-q", "-b", "main", repo)
 	git(b, repo, "commit", "-q", "--allow-empty", "-m", "init")
-	if code := Admin([]string{"--repo", repo, "init"}, nopWriter{}, nopWriter{}); code != 0 {
+	if code := cli.Admin([]string{"--repo", repo, "init"}, nopWriter{}, nopWriter{}); code != 0 {
 		b.Fatalf("init: %d", code)
 	}
 	installGate(b, repo)
 	for i := 0; i < n; i++ {
 		w := filepath.Join(top, fmt.Sprintf("w%d", i))
-		if code := Admin([]string{"--repo", repo, "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "bench", w}, nopWriter{}, nopWriter{}); code != 0 {
+		if code := cli.Admin([]string{"--repo", repo, "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "bench", w}, nopWriter{}, nopWriter{}); code != 0 {
 			b.Fatalf("allocate: %d", code)
 		}
 		wts = append(wts, w)
@@ -495,7 +496,7 @@ func legacyRepo(b *testing.B, n int) string {
 	repo := filepath.Join(top, "repo")
 	git(b, top, "init", "-q", "-b", "main", repo)
 	git(b, repo, "commit", "-q", "--allow-empty", "-m", "init")
-	if code := Admin([]string{"--repo", repo, "init"}, nopWriter{}, nopWriter{}); code != 0 {
+	if code := cli.Admin([]string{"--repo", repo, "init"}, nopWriter{}, nopWriter{}); code != 0 {
 		b.Fatalf("init: %d", code)
 	}
 	installGate(b, repo)
@@ -541,7 +542,7 @@ func fleetWorktree(b *testing.B) string {
 	ep := etcdtest.Start(b)
 	repo, wts := benchRepo(b, 1, 0)
 	git(b, repo, "remote", "add", "origin", "https://example.invalid/bench/app.git")
-	if code := Admin([]string{"--repo", repo, "policy", "--coordinator", "etcd", "--etcd-endpoints", ep}, nopWriter{}, nopWriter{}); code != 0 {
+	if code := cli.Admin([]string{"--repo", repo, "policy", "--coordinator", "etcd", "--etcd-endpoints", ep}, nopWriter{}, nopWriter{}); code != 0 {
 		b.Fatalf("policy: %d", code)
 	}
 	return wts[0]

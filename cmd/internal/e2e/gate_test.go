@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 // The gated-operations table of the README, row by row: ordinary git
 // operations by a process that is not the writer, against a worktree whose

@@ -1,6 +1,7 @@
-package cli
+package e2e
 
 import (
+	"github.com/wt-tool/wt/cmd/internal/cli"
 	"io"
 	"slices"
 	"testing"
@@ -35,7 +36,7 @@ func TestExecAppAgreesWithParse(t *testing.T) {
 	}
 	for _, args := range lines {
 		l, perr := execcli.Parse(args)
-		app := ExecApp(nil)
+		app := cli.ExecApp(nil)
 		app.Name, app.Writer, app.ErrWriter = "wt-exec", io.Discard, io.Discard
 		app.ExitErrHandler = func(*ucli.Context, error) {}
 		var c *ucli.Context

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 // End-to-end tests of wt-exec with real processes, real signals and real
 // ptys. The binaries are the ones testscript.Main puts on PATH (copies of
@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wt-tool/wt/cmd/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +46,7 @@ func governed(t *testing.T, n int) (top, repo string, wts []string) {
 	// show, and a race-instrumented process start costs about a second.
 	admin := func(args ...string) {
 		var out bytes.Buffer
-		if code := Admin(append([]string{"--repo", repo}, args...), &out, &out); code != 0 {
+		if code := cli.Admin(append([]string{"--repo", repo}, args...), &out, &out); code != 0 {
 			t.Fatalf("wt-admin %v: %d\n%s", args, code, out.String())
 		}
 	}
