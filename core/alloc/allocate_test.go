@@ -270,14 +270,11 @@ func TestAllocatePending(t *testing.T) {
 func TestAllocateGitFails(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, PolicyChange{})
-	// A path under a file: the check before finds it free, git cannot make it.
-	if err := os.WriteFile(f.path("file"), nil, 0o644); err != nil {
+	// git cannot make the new worktree's admin dir where a file stands.
+	if err := os.WriteFile(filepath.Join(f.r.Git.CommonDir, "worktrees"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.r.Allocate(f.ctx, Request{TaskKey: "T-1", Owner: "alice", Path: filepath.Join(f.path("file"), "w")})
-	if decision.CodeOf(err) == decision.PathExists {
-		t.Skip("the path under a file reads as existing here")
-	}
+	_, err := f.r.Allocate(f.ctx, Request{TaskKey: "T-1", Owner: "alice", Path: f.path("w1")})
 	wantCode(t, err, decision.GitFailed)
 	if all := f.allocations(); len(all) != 0 {
 		t.Errorf("records: %+v", all)

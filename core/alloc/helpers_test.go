@@ -166,7 +166,7 @@ func (f *fixture) eventNames() []string {
 }
 
 // deadActor is the identity of a process of another boot: never live.
-var deadActor = proc.Identity{BootID: "another-boot", PID: 4242, StartTicks: 1}
+var deadActor = proc.Identity{BootID: "00000000-0000-4000-8000-000000000000", PID: 4242, StartTicks: 1}
 
 // plan writes the journal of an allocate that planned a for its worktree
 // and was interrupted by the end of actor.

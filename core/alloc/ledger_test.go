@@ -49,3 +49,60 @@ func TestCover(t *testing.T) {
 		t.Fatalf("with the first two skipped: %v", skipped)
 	}
 }
+
+// TestLedgerWords: null object names, the last value a reflog gave, and
+// the restore command a missing branch's finding prints.
+func TestLedgerWords(t *testing.T) {
+	t.Parallel()
+	zero := "0000000000000000000000000000000000000000"
+	for _, c := range []struct {
+		oid  string
+		want bool
+	}{{zero, true}, {"0000", true}, {"", false}, {"1000000000000000000000000000000000000000", false}} {
+		if got := IsZeroOID(c.oid); got != c.want {
+			t.Errorf("IsZeroOID(%q) = %v", c.oid, got)
+		}
+	}
+	if !sameOID(zero, "") || !sameOID("", zero) || sameOID(zero, "1") || !sameOID("ab", "ab") {
+		t.Error("sameOID: a null name and none are alike, nothing else")
+	}
+	if got := LastNew(nil); got != "" {
+		t.Errorf("LastNew of none: %q", got)
+	}
+	if got := LastNew([]gitrepo.ReflogEntry{{New: "a"}, {New: "b"}}); got != "b" {
+		t.Errorf("LastNew: %q", got)
+	}
+	if got := RestoreBranch("/w x", "refs/heads/wt/T-1", "abc"); got != "wt-exec -C '/w x' -- git update-ref refs/heads/wt/T-1 abc" {
+		t.Errorf("RestoreBranch: %q", got)
+	}
+	if got := Cover(nil, nil, nil); len(got) != 0 {
+		t.Errorf("Cover of nothing: %v", got)
+	}
+}
+
+// TestBeginLedger: a ledger with no file begins with a baseline (the
+// branch's tip and how many reflog entries it has); one that has a file
+// is left as it is.
+func TestBeginLedger(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, PolicyChange{})
+	f.git("branch", "topic")
+	f.r.BeginLedger("L1", "refs/heads/topic")
+	f.r.BeginLedger("L1", "refs/heads/topic")
+	led, err := store.ReadLedger(f.r.Store.Root(), "L1", "refs/heads/topic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := store.LedgerLine{Via: store.ViaInit, Ref: "refs/heads/topic", New: f.base, Entries: 1}
+	if len(led.Lines) != 1 {
+		t.Fatalf("lines: %+v", led.Lines)
+	}
+	got := led.Lines[0]
+	got.Time = 0
+	if got != want {
+		t.Errorf("baseline:\n got %+v\nwant %+v", got, want)
+	}
+	if err := f.r.PublicationBaseline(""); err != nil {
+		t.Errorf("no publication branch: %v", err)
+	}
+}
