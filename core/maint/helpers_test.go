@@ -188,6 +188,17 @@ func (f *fixture) plantJournal(op, target, phase string, payload any) store.Jour
 	return j
 }
 
+// said is a refusal's message and hint, or err's text.
+func said(err error) string {
+	if d, ok := decision.As(err); ok {
+		return d.Message + "\n" + d.Hint
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
 // wantCode fails unless err carries decision code.
 func wantCode(t *testing.T, err error, code string) {
 	t.Helper()
