@@ -158,7 +158,9 @@ func TestPruneRefusals(t *testing.T) {
 	wantCode(t, err, decision.Usage)
 
 	// Bound under a second key.
-	f.write(func(tx *store.Tx) error { return tx.PutBinding(&store.Binding{WorktreeKey: "zz", AllocationID: a9.AllocationID}) })
+	f.write(func(tx *store.Tx) error {
+		return tx.PutBinding(&store.Binding{WorktreeKey: "zz", AllocationID: a9.AllocationID})
+	})
 	_, err = Prune(f.ctx, f.r, f.path("r9"), "rev", "")
 	wantCode(t, err, decision.BindingDrift)
 	f.write(func(tx *store.Tx) error { return tx.RemoveBinding("zz") })
