@@ -257,3 +257,171 @@ func TestFinishTornRemoval(t *testing.T) {
 		t.Fatalf("the torn admin dir remains: %v", err)
 	}
 }
+
+// finishPlanned is the dry run of finish of worktree name, owned by
+// alice, archiving.
+func (f *fixture) finishPlanned(name string) FinishResult {
+	f.t.Helper()
+	res, err := Finish(f.ctx, f.r, FinishRequest{Path: f.path(name), Owner: "alice", Archive: true})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return res
+}
+
+// TestFinishResume: a finish killed at any point is finished by the same
+// apply run again: archive refs already made are kept, a worktree already
+// removed is not removed again, the branch goes only at the planned
+// commit, and the release is made once.
+func TestFinishResume(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for i, c := range []struct {
+		name  string
+		phase string
+		crash func(p FinishPlan)
+	}{
+		{"before anything", PhasePrepared, func(FinishPlan) {}},
+		{"after the archive ref was made", PhasePrepared, func(p FinishPlan) {
+			f.git(f.main, "update-ref", p.Archive[0].Ref, p.Archive[0].OID)
+		}},
+		{"after the archive was recorded", PhaseArchived, func(p FinishPlan) {
+			f.git(f.main, "update-ref", p.Archive[0].Ref, p.Archive[0].OID)
+		}},
+		{"after git removed the worktree", PhaseArchived, func(p FinishPlan) {
+			f.git(f.main, "update-ref", p.Archive[0].Ref, p.Archive[0].OID)
+			f.git(f.main, "worktree", "remove", p.TargetPath)
+		}},
+		{"after the removal was recorded", PhaseRemoved, func(p FinishPlan) {
+			f.git(f.main, "update-ref", p.Archive[0].Ref, p.Archive[0].OID)
+			f.git(f.main, "worktree", "remove", p.TargetPath)
+		}},
+		{"after the branch went", PhaseRemoved, func(p FinishPlan) {
+			f.git(f.main, "update-ref", p.Archive[0].Ref, p.Archive[0].OID)
+			f.git(f.main, "worktree", "remove", p.TargetPath)
+			f.git(f.main, "branch", "-q", "-D", p.Branch)
+		}},
+		{"after the release was recorded", PhaseReleased, func(p FinishPlan) {
+			f.git(f.main, "update-ref", p.Archive[0].Ref, p.Archive[0].OID)
+			f.git(f.main, "worktree", "remove", p.TargetPath)
+			f.git(f.main, "branch", "-q", "-D", p.Branch)
+			f.write(func(tx *store.Tx) error {
+				return release(tx, "finish", p.AllocationID, p.ExpectedRecordVersion, p.Owner, p.WorktreeKey)
+			})
+		}},
+	} {
+		name, task := fmt.Sprintf("w%d", i), fmt.Sprintf("T-%d", i)
+		a := f.allocate(task, "alice", "", name, "")
+		work := f.commit(f.path(name), "work")
+		dry := f.finishPlanned(name)
+		if len(dry.Plan.Archive) != 1 {
+			t.Fatalf("%s: plan %+v", c.name, dry.Plan)
+		}
+		j := f.plantJournal(opFinish, dry.Plan.TargetPath, c.phase, finishJournal{Plan: dry.Plan, PlanID: dry.PlanID})
+		c.crash(dry.Plan)
+
+		_, err := Finish(f.ctx, f.r, FinishRequest{Task: task, Owner: "alice"})
+		wantCode(t, err, decision.InterruptedTx)
+		if !strings.Contains(said(err), "--apply "+dry.PlanID) {
+			t.Errorf("%s: the dry run does not say how to finish: %s", c.name, said(err))
+		}
+		done, err := Finish(f.ctx, f.r, FinishRequest{Path: f.path(name), Owner: "alice", Apply: dry.PlanID})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if done.Code != decision.TaskFinished || done.ResumedFrom != c.phase || done.TransactionID != j.TransactionID {
+			t.Errorf("%s: %+v", c.name, done)
+		}
+		if f.ref(dry.Plan.Archive[0].Ref) != work || f.ref("refs/heads/"+dry.Plan.Branch) != "" || f.listed(f.path(name)) {
+			t.Errorf("%s: the work is not archived, or the task remains", c.name)
+		}
+		if got := f.allocation(a.AllocationID); got.Lifecycle != store.Released || got.RecordVersion != a.RecordVersion+1 {
+			t.Errorf("%s: allocation %+v", c.name, got)
+		}
+		if js := f.journals(); len(js) != 0 {
+			t.Errorf("%s: journals left: %+v", c.name, js)
+		}
+	}
+}
+
+// TestFinishResumeRefusals: what changed since the plan stops the resumed
+// apply at the step it concerns, and nothing of the task's work is lost:
+// a branch that moved is kept, a worktree with new changes stays.
+func TestFinishResumeRefusals(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	other := strings.Repeat("0", 64)
+	for i, c := range []struct {
+		name  string
+		phase string
+		owner string
+		apply string // "" for the plan's id
+		crash func(p FinishPlan, j *store.Journal)
+		code  string
+		// kept is true when the worktree must still be there.
+		kept bool
+	}{
+		{"another plan id", PhasePrepared, "alice", other, nil, decision.GCPlanDrift, true},
+		{"another owner", PhasePrepared, "bob", "", nil, decision.OwnerMismatch, true},
+		{"an unknown phase", "HALF_DONE", "alice", "", nil, decision.GCPlanDrift, true},
+		{"an unreadable journal", PhasePrepared, "alice", "", func(_ FinishPlan, j *store.Journal) {
+			j.Payload = []byte(`{"plan": {"contract": "other"}}`)
+		}, decision.InvalidMetadata, true},
+		{"the allocation changed", PhasePrepared, "alice", "", func(p FinishPlan, _ *store.Journal) {
+			f.write(func(tx *store.Tx) error {
+				a, err := tx.Allocation(p.AllocationID)
+				if err != nil {
+					return err
+				}
+				a.Lifecycle = store.Retained
+				return tx.PutAllocation(&a)
+			})
+		}, decision.GCPlanDrift, true},
+		{"an archive ref taken", PhasePrepared, "alice", "", func(p FinishPlan, _ *store.Journal) {
+			f.git(f.main, "update-ref", p.Archive[0].Ref, p.PublicationOID)
+		}, decision.GCPlanDrift, true},
+		{"new changes", PhaseArchived, "alice", "", func(p FinishPlan, _ *store.Journal) {
+			if err := os.WriteFile(filepath.Join(p.TargetPath, "late.txt"), []byte("x\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, decision.WorktreeDirty, true},
+		{"a new commit", PhaseArchived, "alice", "", func(p FinishPlan, _ *store.Journal) {
+			f.commit(p.TargetPath, "late work")
+		}, decision.GCPlanDrift, true},
+		{"the branch moved after the removal", PhaseRemoved, "alice", "", func(p FinishPlan, _ *store.Journal) {
+			f.git(f.main, "worktree", "remove", p.TargetPath)
+			f.git(f.main, "update-ref", "refs/heads/"+p.Branch, p.PublicationOID)
+		}, decision.GCPlanDrift, false},
+	} {
+		name, task := fmt.Sprintf("w%d", i), fmt.Sprintf("T-%d", i)
+		f.allocate(task, "alice", "", name, "")
+		f.commit(f.path(name), "work")
+		dry := f.finishPlanned(name)
+		j := freshJournal()
+		pl, _ := json.Marshal(finishJournal{Plan: dry.Plan, PlanID: dry.PlanID})
+		j.Operation, j.Target, j.Phase, j.Payload = opFinish, dry.Plan.TargetPath, c.phase, pl
+		if c.crash != nil {
+			c.crash(dry.Plan, &j)
+		}
+		f.write(func(tx *store.Tx) error { return tx.PutJournal(&j) })
+		apply := c.apply
+		if apply == "" {
+			apply = dry.PlanID
+		}
+		branch := f.ref("refs/heads/" + dry.Plan.Branch)
+		_, err := Finish(f.ctx, f.r, FinishRequest{Path: dry.Plan.TargetPath, Owner: c.owner, Apply: apply})
+		if decision.CodeOf(err) != c.code {
+			t.Errorf("%s: %v, want %s", c.name, err, c.code)
+		}
+		if f.listed(dry.Plan.TargetPath) != c.kept {
+			t.Errorf("%s: worktree listed %t, want %t", c.name, !c.kept, c.kept)
+		}
+		if got := f.ref("refs/heads/" + dry.Plan.Branch); got == "" || got != branch {
+			t.Errorf("%s: the branch is %q, was %q", c.name, got, branch)
+		}
+		if js := f.journals(); len(js) != 1 || js[0].TransactionID != j.TransactionID {
+			t.Errorf("%s: the journal is gone: %+v", c.name, js)
+		}
+		f.write(func(tx *store.Tx) error { return tx.FinishJournal(j, "TEST", []byte(`{}`), store.Now()) })
+	}
+}
