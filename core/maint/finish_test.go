@@ -199,3 +199,27 @@ func TestFinishRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFinishLanded: work wt-admin land landed rebased (not an ancestor of
+// main, but in it all the same, its landing record says) needs no
+// archive; without that record it is unmerged.
+func TestFinishLanded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	a := f.allocate("T-1", "alice", "", "w1", "")
+	f.commit(f.main, "main moves on")
+	work := f.commit(f.path("w1"), "work")
+	f.git(f.main, "cherry-pick", "--allow-empty", "--keep-redundant-commits", work)
+	_, err := Finish(f.ctx, f.r, FinishRequest{Task: "T-1", Owner: "alice"})
+	wantCode(t, err, decision.UnmergedCommits)
+	landing := store.Landing{Meta: store.Meta{SchemaVersion: store.SchemaVersion}, AllocationID: a.AllocationID, TaskKey: "T-1",
+		State: store.LandingLanded, Source: work, Result: f.ref("main")}
+	f.write(func(tx *store.Tx) error { return tx.PutLanding(&landing) })
+	dry, done, err := f.finish(FinishRequest{Task: "T-1", Owner: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dry.Plan.Archive) != 0 || !dry.Plan.DeleteBranch || done.Code != decision.TaskFinished || f.ref("refs/heads/wt/T-1") != "" {
+		t.Fatalf("plan %+v, apply %+v", dry.Plan, done)
+	}
+}
