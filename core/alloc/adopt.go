@@ -19,7 +19,7 @@ func (r *Repo) AdoptChecks(tx *store.Tx, task, branch string, newTask bool) erro
 	if !ok {
 		return decision.New(decision.InvalidMetadata, "policy.json is missing").WithHint("run wt-admin init")
 	}
-	if err := r.checkTaskAndBudget(tx, task, "", pol); err != nil {
+	if err := r.checkTaskAndBudget(tx, task, store.RoleFeature, "", pol); err != nil {
 		return err
 	}
 	if !newTask {

@@ -186,7 +186,7 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 				pre.PublicationBranch, pre.Layout(), pol.PublicationBranch, pol.Layout()).
 				WithHint("run the allocate again")
 		}
-		if err := r.checkTaskAndBudget(tx, req.TaskKey, "", pol); err != nil {
+		if err := r.checkTaskAndBudget(tx, req.TaskKey, req.Role, "", pol); err != nil {
 			return err
 		}
 		if !req.NewTask {
@@ -283,7 +283,7 @@ func pathFree(path string) error {
 // checkTaskAndBudget applies TASK_KEY_IN_USE and BUDGET_EXHAUSTED over every
 // allocation and every pending allocate. skip is an allocation id not to
 // count (the one being resumed).
-func (r *Repo) checkTaskAndBudget(tx *store.Tx, task, skip string, pol store.Policy) error {
+func (r *Repo) checkTaskAndBudget(tx *store.Tx, task, role, skip string, pol store.Policy) error {
 	all, err := tx.Allocations()
 	if err != nil {
 		return err
@@ -303,12 +303,12 @@ func (r *Repo) checkTaskAndBudget(tx *store.Tx, task, skip string, pol store.Pol
 				WithHint("%s", taskInUseHint(a))
 		}
 		if a.Lifecycle == store.Active && a.Role != store.RoleIntegration {
-			// wt-admin land's integration worktree is wt's, not an
-			// agent's: it takes no share of the budget.
 			active = append(active, fmt.Sprintf("%s (task %s)", a.AllocationID, a.TaskKey))
 		}
 	}
-	if pol.MaxActive != nil && len(active) >= *pol.MaxActive {
+	// wt-admin land's integration worktree is wt's, not an agent's: it
+	// takes no share of the budget, and needs none.
+	if pol.MaxActive != nil && len(active) >= *pol.MaxActive && role != store.RoleIntegration {
 		return decision.New(decision.BudgetExhausted, "%s of max %d: %s", Plural(len(active), "active allocation", "active allocations"), *pol.MaxActive, strings.Join(active, ", ")).
 			WithFact("holders", active).
 			WithHint("retain one with wt-admin retain PATH --owner NAME, or raise the budget with wt-admin policy --max-active N")

@@ -223,19 +223,20 @@ func TestAllocateBudget(t *testing.T) {
 	}
 }
 
-// TestAllocateIntegrationOverBudget: the integration worktree "takes no
-// share of the budget" (checkTaskAndBudget), yet allocating it is refused
-// once the features fill the budget, so wt-admin land cannot make its
-// integration worktree while max-active is reached.
+// TestAllocateIntegrationOverBudget: the integration worktree takes no
+// share of the budget (checkTaskAndBudget), and is allocated while the
+// features fill it: wt-admin land makes its integration worktree when
+// max-active is reached (it was refused BUDGET_EXHAUSTED), and a feature
+// is still refused.
 func TestAllocateIntegrationOverBudget(t *testing.T) {
-	t.Skip("suspected bug, not fixed here: checkTaskAndBudget applies BUDGET_EXHAUSTED to a request of role integration, " +
-		"which takes no share of the budget; wt-admin land's first integration worktree is refused while max-active is reached")
 	t.Parallel()
 	f := newFixture(t, PolicyChange{MaxActive: ptr("1")})
 	f.allocate("T-1", "alice", "w1")
 	if _, err := f.r.Allocate(f.ctx, Request{TaskKey: "I-1", Owner: "lander", Role: store.RoleIntegration, Path: f.path("int"), NewTask: true}); err != nil {
 		t.Errorf("an integration worktree with the budget full: %v", err)
 	}
+	_, err := f.r.Allocate(f.ctx, Request{TaskKey: "T-2", Owner: "alice", Path: f.path("w2")})
+	wantCode(t, err, decision.BudgetExhausted)
 }
 
 // TestAllocatePending: an allocate in flight (its journal's actor live)

@@ -111,7 +111,7 @@ func (r *Repo) changeLifecycle(path, owner string, expect *int, from, to string)
 			if err != nil {
 				return err
 			}
-			if err := r.checkTaskAndBudget(tx, a.TaskKey, a.AllocationID, pol); err != nil {
+			if err := r.checkTaskAndBudget(tx, a.TaskKey, a.Role, a.AllocationID, pol); err != nil {
 				return err
 			}
 		}
