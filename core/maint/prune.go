@@ -415,12 +415,14 @@ func buildPlan(ctx context.Context, r *alloc.Repo, tx *store.Tx, item gitrepo.Wo
 	switch {
 	case item.Key == gitrepo.MainKey || item.Key == "":
 		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s is the canonical checkout", item.Path)
+	case item.Locked:
+		// Before the prunable check: git never lists a locked worktree
+		// as prunable, whether its checkout is there or not.
+		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s is locked (%s)", item.Path, item.LockReason).
+			WithHint("whoever locked it decides: git -C %s worktree unlock %s", shell.Word(r.Git.TopLevel), shell.Word(item.Path))
 	case !item.Prunable:
 		return PrunePlan{}, withFinishHint(tx, item, decision.New(decision.PrunableStateInvalid, "%s is not prunable: its checkout is still there", item.Path).
 			WithHint("prune removes only the registration of a retained audit whose checkout is gone"))
-	case item.Locked:
-		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s is locked (%s)", item.Path, item.LockReason).
-			WithHint("whoever locked it decides: git worktree unlock %s", shell.Word(item.Path))
 	case !item.Detached || item.Branch != "":
 		return PrunePlan{}, withFinishHint(tx, item, decision.New(decision.PrunableStateInvalid, "%s has branch %s checked out; only a detached audit qualifies", item.Path, item.Branch).
 			WithHint("its branch may hold work; git worktree list shows it"))

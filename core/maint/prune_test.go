@@ -229,18 +229,17 @@ func TestPruneApplyDrift(t *testing.T) {
 }
 
 // TestPruneLockedMessage: a locked audit whose checkout is gone is refused
-// for its lock, with the lock's reason and the unlock command.
+// for its lock, with the lock's reason and the unlock command. (git never
+// lists a locked worktree as prunable: the refusal said "its checkout is
+// still there" of a checkout that was gone, and never named the lock.)
 func TestPruneLockedMessage(t *testing.T) {
-	t.Skip("bug: git never reports a locked worktree prunable (git worktree list --porcelain prints \"locked\" and no \"prunable\"), " +
-		"so buildPlan's !item.Prunable case answers first: the refusal (PRUNABLE_STATE_INVALID, the right code) says " +
-		"\"its checkout is still there\" of a checkout that is gone, and its hint never names the lock; the item.Locked case is unreachable")
 	t.Parallel()
 	f := newFixture(t)
 	f.prunable("R-1", "r1", "")
 	f.git(f.main, "worktree", "lock", "--reason", "kept", f.path("r1"))
 	_, err := Prune(f.ctx, f.r, f.path("r1"), "rev", "")
 	wantCode(t, err, decision.PrunableStateInvalid)
-	if !strings.Contains(said(err), "is locked (kept)") || !strings.Contains(said(err), "git worktree unlock") {
+	if !strings.Contains(said(err), "is locked (kept)") || !strings.Contains(said(err), "worktree unlock") {
 		t.Fatalf("the refusal does not name the lock: %s", said(err))
 	}
 }
