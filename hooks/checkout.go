@@ -54,7 +54,7 @@ func PostCheckout(dir string) (d *decision.Error, warn bool, err error) {
 		head = "refs/heads/" + c.Branch
 	}
 	err = r.Store.Write(func(tx *store.Tx) error {
-		return alloc.LogEvent(tx, "head_left_task_branch", a.AllocationID, map[string]any{
+		return tx.LogEvent("head_left_task_branch", a.AllocationID, map[string]any{
 			"worktree_path": c.TopLevel, "branch": a.Branch, "head": head})
 	})
 	return d, warn, err

@@ -13,6 +13,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/ledger"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -197,7 +198,7 @@ func (g *gate) record(c gitrepo.Checkout, moves []ledgerMove) {
 // whose moves wt-exec records as it publishes them; the checkout's
 // pending file for one confined by Landlock alone, which may not write the
 // store). A ledger the store does not have yet begins with a baseline
-// (alloc.Repo.BeginLedger).
+// (ledger.Begin).
 func ledgerFile(c gitrepo.Checkout, r *alloc.Repo, name, ref string) string {
 	switch {
 	case os.Getenv(store.ViewEnv) != "":
@@ -215,7 +216,7 @@ func ledgerFile(c gitrepo.Checkout, r *alloc.Repo, name, ref string) string {
 	if store.EnsureLedgerDir(r.Store.Root()) != nil {
 		return ""
 	}
-	r.BeginLedger(name, ref)
+	ledger.Begin(r.Git.CommonDir, r.Store.Root(), name, ref)
 	return p
 }
 
@@ -247,7 +248,7 @@ func missingBranch(root, id, task, path, ref, to string) *decision.Error {
 		return nil
 	}
 	return decision.New(decision.TaskBranchMissing, "task %s's branch %s is gone from git, but wt's ledger records its tip %s: creating it anew would start an empty history where the task's work was", task, ref, gitrepo.Short(tip)).
-		WithHint("%s", alloc.RestoreBranch(path, ref, tip))
+		WithHint("%s", ledger.RestoreBranch(path, ref, tip))
 }
 
 // withHeadLine adds the line for checkout c's HEAD that git before 2.45

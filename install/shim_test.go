@@ -2,7 +2,6 @@ package install
 
 import (
 	"fmt"
-	"github.com/wt-tool/wt/core/shell"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/wt-tool/wt/core/shell"
 )
 
 // TestShellQuote: every path comes back exactly from the shell.

@@ -11,6 +11,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/ledger"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -51,7 +52,7 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrep
 	tip := now.Tip
 	if rec, gone := led.Gone(tip); gone && lerr == nil {
 		notify(fmt.Sprintf("%s: task %s's branch %s is gone from git (deleted with hooks off during this run); wt's ledger records its tip %s: restore it with %s",
-			decision.TaskBranchMissing, g.Allocation.TaskKey, *g.Allocation.Branch, gitrepo.Short(rec), alloc.RestoreBranch(c.TopLevel, ref, rec)))
+			decision.TaskBranchMissing, g.Allocation.TaskKey, *g.Allocation.Branch, gitrepo.Short(rec), ledger.RestoreBranch(c.TopLevel, ref, rec)))
 		return
 	}
 	n := 0
@@ -90,7 +91,7 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrep
 // uncovered counts the reflog entries no ledger line covers.
 func uncovered(entries []gitrepo.ReflogEntry, lines []store.LedgerLine) int {
 	n := 0
-	for _, j := range alloc.Cover(entries, lines, nil) {
+	for _, j := range ledger.Cover(entries, lines, nil) {
 		if j < 0 {
 			n++
 		}
@@ -125,7 +126,7 @@ func importPending(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrep
 	if err != nil || !ok {
 		return
 	}
-	for _, j := range alloc.Cover(entries, pend.Lines, nil) { // AppendLedger makes the ledgers' dir
+	for _, j := range ledger.Cover(entries, pend.Lines, nil) { // AppendLedger makes the ledgers' dir
 		if j < 0 {
 			continue
 		}

@@ -3,6 +3,7 @@ package alloc
 import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/ids"
+	"github.com/wt-tool/wt/core/ledger"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -67,6 +68,6 @@ func (r *Repo) WriteAdopted(tx *store.Tx, task, owner, path, key, branch, tip st
 	}
 	// The branch's history before it was adopted is the baseline of its
 	// ledger, not a finding.
-	r.BeginLedger(a.AllocationID, "refs/heads/"+branch)
+	ledger.Begin(r.Git.CommonDir, r.Store.Root(), a.AllocationID, "refs/heads/"+branch)
 	return a, nil
 }

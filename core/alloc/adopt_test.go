@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -12,7 +13,7 @@ import (
 // branch.
 func TestAdoptChecks(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	f.allocate("T-1", "alice", "w1")
 	b := "wt/P-1"
 	f.plan(f.planned("P-1", "p1", &b), self(t).Identity())
@@ -36,7 +37,7 @@ func TestAdoptChecks(t *testing.T) {
 			t.Errorf("AdoptChecks(%s, %s, %v): %v, want %q", c.task, c.branch, c.newTask, err, c.want)
 		}
 	}
-	f.setPolicy(PolicyChange{MaxActive: ptr("1")})
+	f.setPolicy(policy.Change{MaxActive: ptr("1")})
 	var err error
 	f.write(func(tx *store.Tx) error { err = f.r.AdoptChecks(tx, "T-2", "feat", false); return nil })
 	wantCode(t, err, decision.BudgetExhausted)
@@ -48,7 +49,7 @@ func TestAdoptChecks(t *testing.T) {
 // and its branch is guarded.
 func TestWriteAdopted(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	path := f.path("mine")
 	f.git("worktree", "add", "-q", "-b", "feat", path)
 	key := keyOf(t, f.r.Git.CommonDir, path)

@@ -14,6 +14,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/ids"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/shell"
@@ -70,7 +71,7 @@ const phasePrepared = "PREPARED"
 // commit in the repository waits for the lock. The section confirms the
 // policy these were read under (pre), and the branch against the store.
 func (r *Repo) askGit(ctx context.Context, req Request, branch *string) (pre store.Policy, _ *string, commit string, exists bool, err error) {
-	if pre, err = r.Policy(); err != nil {
+	if pre, err = policy.Read(r.Store); err != nil {
 		return pre, branch, "", false, err
 	}
 	if branch == nil && req.Role != store.RoleAudit {
@@ -106,22 +107,22 @@ func (r *Repo) askGit(ctx context.Context, req Request, branch *string) (pre sto
 // path and the branch asked for (nil: the policy's default, or none for an
 // audit).
 func (r *Repo) checkRequest(ctx context.Context, req Request) (string, *string, error) {
-	if err := ValidRole(req.Role); err != nil {
+	if err := store.ValidRole(req.Role); err != nil {
 		return "", nil, err
 	}
-	if err := ValidTaskKey(req.TaskKey); err != nil {
+	if err := store.ValidTaskKey(req.TaskKey); err != nil {
 		return "", nil, err
 	}
-	if err := ValidOwner(req.Owner); err != nil {
+	if err := store.ValidOwner(req.Owner); err != nil {
 		return "", nil, err
 	}
 	if req.Path == "" {
 		return "", nil, decision.New(decision.Usage, "allocate needs a PATH").WithHint("wt-admin allocate --task KEY --owner NAME PATH")
 	}
-	if err := ValidText("path", req.Path); err != nil {
+	if err := store.ValidText("path", req.Path); err != nil {
 		return "", nil, err
 	}
-	if err := ValidText("branch", req.Branch); err != nil {
+	if err := store.ValidText("branch", req.Branch); err != nil {
 		return "", nil, err
 	}
 	path, err := proc.Canonical(req.Path)
@@ -309,7 +310,7 @@ func (r *Repo) checkTaskAndBudget(tx *store.Tx, task, role, skip string, pol sto
 	// wt-admin land's integration worktree is wt's, not an agent's: it
 	// takes no share of the budget, and needs none.
 	if pol.MaxActive != nil && len(active) >= *pol.MaxActive && role != store.RoleIntegration {
-		return decision.New(decision.BudgetExhausted, "%s of max %d: %s", Plural(len(active), "active allocation", "active allocations"), *pol.MaxActive, strings.Join(active, ", ")).
+		return decision.New(decision.BudgetExhausted, "%s of max %d: %s", decision.Plural(len(active), "active allocation", "active allocations"), *pol.MaxActive, strings.Join(active, ", ")).
 			WithFact("holders", active).
 			WithHint("retain one with wt-admin retain PATH --owner NAME, or raise the budget with wt-admin policy --max-active N")
 	}
@@ -395,7 +396,7 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 		return a, err
 	}
 	// Best effort: without its birth, the ledger begins at the gate's
-	// first approved move, with a baseline (BeginLedger).
+	// first approved move, with a baseline (ledger.Begin).
 	r.ledgerBirth(a)
 	if err := event(tx, how, &a, map[string]any{"task_key": a.TaskKey, "owner": a.Owner, "role": a.Role,
 		"worktree_path": a.WorktreePath, "worktree_key": key, "branch": a.Branch, "base_commit": a.BaseCommit,

@@ -10,6 +10,8 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/internal/gittest"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -19,7 +21,7 @@ import (
 // birth, one event, and a receipt in place of its journal.
 func TestAllocate(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	res, err := f.r.Allocate(f.ctx, Request{TaskKey: "T-1", Owner: "alice", Path: f.path("w1")})
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +35,7 @@ func TestAllocate(t *testing.T) {
 		a.Branch == nil || *a.Branch != "wt/T-1" || a.BaseCommit != f.base {
 		t.Errorf("allocation: %+v", a)
 	}
-	if got := runGit(t, f.path("w1"), "symbolic-ref", "HEAD"); got != "refs/heads/wt/T-1" {
+	if got := gittest.Git(t, f.path("w1"), "symbolic-ref", "HEAD"); got != "refs/heads/wt/T-1" {
 		t.Errorf("worktree HEAD: %s", got)
 	}
 	var b store.Allocation
@@ -91,7 +93,7 @@ func TestAllocate(t *testing.T) {
 // the default branch under the task's own ref directory.
 func TestAllocateShapes(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	f.git("commit", "-q", "--allow-empty", "-m", "two")
 	tip := f.git("rev-parse", "HEAD")
 
@@ -102,7 +104,7 @@ func TestAllocateShapes(t *testing.T) {
 	if a := audit.Allocation; a.Branch != nil || a.Role != store.RoleAudit || a.BaseCommit != tip || GateOf(a) != GateReadOnly {
 		t.Errorf("audit: %+v", a)
 	}
-	if got := runGit(t, f.path("audit"), "rev-parse", "HEAD"); got != tip {
+	if got := gittest.Git(t, f.path("audit"), "rev-parse", "HEAD"); got != tip {
 		t.Errorf("audit HEAD: %s", got)
 	}
 	if store.HasLedger(f.r.Store.Root(), audit.Allocation.AllocationID) {
@@ -117,7 +119,7 @@ func TestAllocateShapes(t *testing.T) {
 		t.Errorf("named: %+v", a)
 	}
 
-	f.setPolicy(PolicyChange{BranchLayout: ptr(store.LayoutTaskDir)})
+	f.setPolicy(policy.Change{BranchLayout: ptr(store.LayoutTaskDir)})
 	dir, err := f.r.Allocate(f.ctx, Request{TaskKey: "T-2", Owner: "bob", Path: f.path("dir")})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +134,7 @@ func TestAllocateShapes(t *testing.T) {
 // journal.
 func TestAllocateRefusals(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	first := f.allocate("T-1", "alice", "w1")
 	f.git("branch", "taken")
 	if err := os.Mkdir(f.path("exists"), 0o755); err != nil {
@@ -196,7 +198,7 @@ func TestAllocateRefusals(t *testing.T) {
 // against max-active; RETAINED ones and an integration worktree do not.
 func TestAllocateBudget(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{MaxActive: ptr("1")})
+	f := newFixture(t, policy.Change{MaxActive: ptr("1")})
 	if _, err := f.r.Allocate(f.ctx, Request{TaskKey: "I-1", Owner: "lander", Role: store.RoleIntegration, Path: f.path("int")}); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +232,7 @@ func TestAllocateBudget(t *testing.T) {
 // is still refused.
 func TestAllocateIntegrationOverBudget(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{MaxActive: ptr("1")})
+	f := newFixture(t, policy.Change{MaxActive: ptr("1")})
 	f.allocate("T-1", "alice", "w1")
 	if _, err := f.r.Allocate(f.ctx, Request{TaskKey: "I-1", Owner: "lander", Role: store.RoleIntegration, Path: f.path("int"), NewTask: true}); err != nil {
 		t.Errorf("an integration worktree with the budget full: %v", err)
@@ -243,14 +245,14 @@ func TestAllocateIntegrationOverBudget(t *testing.T) {
 // holds its task key, its branch and its share of the budget.
 func TestAllocatePending(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{MaxActive: ptr("1")})
+	f := newFixture(t, policy.Change{MaxActive: ptr("1")})
 	b := "wt/P-1"
 	f.plan(f.planned("P-1", "p1", &b), self(t).Identity())
 	_, err := f.r.Allocate(f.ctx, Request{TaskKey: "P-1", Owner: "alice", Path: f.path("x")})
 	wantCode(t, err, decision.TaskKeyInUse)
 	_, err = f.r.Allocate(f.ctx, Request{TaskKey: "T-2", Owner: "alice", Path: f.path("x")})
 	wantCode(t, err, decision.BudgetExhausted)
-	f.setPolicy(PolicyChange{MaxActive: ptr("unlimited")})
+	f.setPolicy(policy.Change{MaxActive: ptr("unlimited")})
 	_, err = f.r.Allocate(f.ctx, Request{TaskKey: "T-2", Owner: "alice", Branch: b, Path: f.path("x")})
 	wantCode(t, err, decision.BranchExists)
 	if d, _ := decision.As(err); d.Message != "branch wt/P-1 already exists: task P-1's" {
@@ -270,7 +272,7 @@ func TestAllocatePending(t *testing.T) {
 // complaint.
 func TestAllocateGitFails(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	// git cannot make the new worktree's admin dir where a file stands.
 	if err := os.WriteFile(filepath.Join(f.r.Git.CommonDir, "worktrees"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -296,7 +298,7 @@ func TestAllocateGitFails(t *testing.T) {
 // INVALID_METADATA, not the zero policy.
 func TestAllocateMissingPolicy(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	if err := os.Remove(filepath.Join(f.r.Store.Root(), "policy.json")); err != nil {
 		t.Fatal(err)
 	}

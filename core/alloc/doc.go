@@ -1,7 +1,11 @@
-// Package alloc owns allocations and their registrations: setting a
-// repository up (init, policy), allocating governed worktrees, lifecycle
-// changes (retain, resume) and what gates each role (docs/design.md, "Allocations,
-// roles and lifecycles"). The status and ps views are core/view.
+// Package alloc owns allocations and their registrations: the repository
+// handle every command opens (Repo: its git and its store, and the
+// resolution of a path to its task), allocating governed worktrees,
+// adopting them, lifecycle changes (retain, resume) and what gates each
+// role (docs/design.md, "Allocations, roles and lifecycles"). Setting a
+// repository up and its policy are core/policy; the branch ledger's
+// reading is core/ledger; the validation of what the store records is
+// core/store's; the status and ps views are core/view.
 //
 // Allocate is journaled: the plan is written to journal/ under the exclusive
 // lock, git worktree add runs outside it, and the records are written under

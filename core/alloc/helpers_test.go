@@ -6,28 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/ids"
+	"github.com/wt-tool/wt/core/internal/gittest"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 )
 
-// TestMain keeps the tests' git, and the git the package runs, away from
-// the configuration of the user and of the machine, and gives commits an
-// identity. It runs before any test, so no test races with it.
+// TestMain keeps every git away from the configuration of the user and of
+// the machine (gittest.Env), before any test runs.
 func TestMain(m *testing.M) {
-	for k, v := range map[string]string{
-		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@wt.invalid",
-		"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@wt.invalid",
-	} {
-		os.Setenv(k, v)
-	}
+	gittest.Setenv()
 	os.Exit(m.Run())
 }
 
@@ -43,17 +36,11 @@ type fixture struct {
 }
 
 // newFixture makes the repository and runs Init with change.
-func newFixture(t *testing.T, change PolicyChange) *fixture {
+func newFixture(t *testing.T, change policy.Change) *fixture {
 	t.Helper()
-	top, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{t: t, ctx: context.Background(), top: top, dir: filepath.Join(top, "repo")}
-	runGit(t, top, "init", "-q", "-b", "main", f.dir)
-	runGit(t, f.dir, "commit", "-q", "--allow-empty", "-m", "one")
-	f.base = runGit(t, f.dir, "rev-parse", "HEAD")
-	res, err := Init(f.ctx, f.dir, change)
+	top, dir, base := gittest.Repo(t)
+	f := &fixture{t: t, ctx: context.Background(), top: top, dir: dir, base: base}
+	res, err := policy.Init(f.ctx, f.dir, change)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,21 +53,10 @@ func newFixture(t *testing.T, change PolicyChange) *fixture {
 	return f
 }
 
-// runGit runs git in dir and returns its output, trimmed.
-func runGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // git runs git in the canonical checkout.
 func (f *fixture) git(args ...string) string {
 	f.t.Helper()
-	return runGit(f.t, f.dir, args...)
+	return gittest.Git(f.t, f.dir, args...)
 }
 
 // path is a path beside the canonical checkout.
@@ -105,9 +81,9 @@ func (f *fixture) write(fn func(tx *store.Tx) error) {
 }
 
 // setPolicy changes the policy, failing the test on a refusal.
-func (f *fixture) setPolicy(c PolicyChange) {
+func (f *fixture) setPolicy(c policy.Change) {
 	f.t.Helper()
-	if _, err := f.r.SetPolicy(f.ctx, c); err != nil {
+	if _, err := policy.Set(f.ctx, f.r.Git, f.r.Store, c); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -153,16 +129,6 @@ func (f *fixture) events() []store.Event {
 		out = append(out, e)
 	}
 	return out
-}
-
-// eventNames are the names of the events, oldest first.
-func (f *fixture) eventNames() []string {
-	f.t.Helper()
-	var names []string
-	for _, e := range f.events() {
-		names = append(names, e.Event)
-	}
-	return names
 }
 
 // deadActor is the identity of a process of another boot: never live.
@@ -227,12 +193,4 @@ func writeFile(p, content string) error {
 		return err
 	}
 	return os.WriteFile(p, []byte(content), 0o644)
-}
-
-// sameJSON reports whether a and b encode alike (a nil and an empty list
-// are one value in a record).
-func sameJSON(a, b any) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }

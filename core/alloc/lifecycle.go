@@ -79,7 +79,7 @@ func (r *Repo) Resume(ctx context.Context, path, owner string, expect *int) (Lif
 
 func (r *Repo) changeLifecycle(path, owner string, expect *int, from, to string) (LifecycleResult, error) {
 	var res LifecycleResult
-	if err := ValidOwner(owner); err != nil {
+	if err := store.ValidOwner(owner); err != nil {
 		return res, err
 	}
 	err := r.Store.Write(func(tx *store.Tx) error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/ids"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -18,7 +19,7 @@ import (
 // UNREGISTERED_WORKTREE.
 func TestRetainResume(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	a := f.allocate("T-1", "alice", "w1")
 	path := a.WorktreePath
 
@@ -65,7 +66,7 @@ func TestRetainResume(t *testing.T) {
 // leaving out the allocation being resumed.
 func TestResumeBudget(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{MaxActive: ptr("1")})
+	f := newFixture(t, policy.Change{MaxActive: ptr("1")})
 	a := f.allocate("T-1", "alice", "w1")
 	if _, err := f.r.Retain(f.ctx, a.WorktreePath, "alice", nil); err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func TestResumeBudget(t *testing.T) {
 // EXTERNAL_BINDING); a dead holder's lease and a dead occupant do not.
 func TestRetainLiveWriter(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	a := f.allocate("T-1", "alice", "w1")
 	me := self(t)
 	dead := proc.Holder{ClientID: "gone", PID: deadActor.PID, BootID: deadActor.BootID, StartTicks: deadActor.StartTicks}
@@ -146,7 +147,7 @@ func TestRetainLiveWriter(t *testing.T) {
 // context ends.
 func TestAwaitTask(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	a := f.allocate("T-1", "alice", "w1")
 	got, err := f.r.AwaitTask(f.ctx, "T-1")
 	if err != nil || got == nil || got.AllocationID != a.AllocationID {

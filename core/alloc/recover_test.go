@@ -9,6 +9,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -31,7 +32,7 @@ func (f *fixture) recoverOne() Recovery {
 // an empty directory removed; its task key is free again.
 func TestRecoverRolledBack(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	b := "wt/T-1"
 	j := f.plan(f.planned("T-1", "w1", &b), deadActor)
 	f.git("branch", b)
@@ -67,7 +68,7 @@ func TestRecoverRolledBack(t *testing.T) {
 // (INTERRUPTED_TRANSACTION), which keeps its task key.
 func TestRecoverKeepsWork(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	b := "wt/T-1"
 	f.plan(f.planned("T-1", "w1", &b), deadActor)
 	f.git("branch", b)
@@ -107,7 +108,7 @@ func TestRecoverKeepsWork(t *testing.T) {
 // actor died is finished: its records written, as allocate writes them.
 func TestRecoverFinished(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	b := "wt/T-1"
 	p := f.planned("T-1", "w1", &b)
 	j := f.plan(p, deadActor)
@@ -148,7 +149,7 @@ func TestRecoverFinished(t *testing.T) {
 // touched.
 func TestRecoverNotOurs(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	b := "wt/T-1"
 	f.plan(f.planned("T-1", "w1", &b), deadActor)
 	f.git("worktree", "add", "-q", "-b", "other", f.path("w1"))
@@ -193,7 +194,7 @@ func TestRecoverNotOurs(t *testing.T) {
 // list it.
 func TestRecoverInFlight(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	b := "wt/T-1"
 	j := f.plan(f.planned("T-1", "w1", &b), self(t).Identity())
 	got := f.recoverOne()
@@ -216,7 +217,7 @@ func TestRecoverInFlight(t *testing.T) {
 // finished; one whose checkout holds changes blocks.
 func TestRecoverHalfAdded(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	if err := writeFile(filepath.Join(f.dir, "a.txt"), "a\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestRecoverHalfAdded(t *testing.T) {
 // admin dir of another path is left alone.
 func TestRecoverHalfAdmin(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	p := f.planned("T-1", "w1", nil)
 	f.plan(p, deadActor)
 	admin := gitrepo.AdminDir(f.r.Git.CommonDir, "w1")

@@ -3,12 +3,8 @@ package alloc
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"unicode"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
@@ -48,89 +44,14 @@ func OpenCheckout(c gitrepo.Checkout) (*Repo, error) {
 	return &Repo{Git: &gitrepo.Repo{CommonDir: c.CommonDir, GitDir: c.GitDir, TopLevel: c.TopLevel}, Store: s}, nil
 }
 
-// LogEvent appends event name about allocation id (none when "") to
-// events.jsonl, with this process as the actor.
-func LogEvent(tx *store.Tx, name, id string, detail map[string]any) error {
-	var a *store.Allocation
-	if id != "" {
-		a = &store.Allocation{AllocationID: id}
-	}
-	return event(tx, name, a, detail)
-}
-
+// event appends event name about allocation a (none when nil) to
+// events.jsonl (store.Tx.LogEvent).
 func event(tx *store.Tx, name string, a *store.Allocation, detail map[string]any) error {
-	e := store.Event{At: store.Now(), Event: name, Actor: proc.Actor(), Detail: detail}
+	id := ""
 	if a != nil {
-		id := a.AllocationID
-		e.AllocationID = &id
+		id = a.AllocationID
 	}
-	return tx.AppendEvent(e)
-}
-
-// ValidRole refuses a role that is not in store.Roles.
-func ValidRole(role string) error {
-	for _, r := range store.Roles {
-		if r == role {
-			return nil
-		}
-	}
-	return decision.New(decision.InvalidRole, "role %q is not one of %s", role, strings.Join(store.Roles, ", ")).
-		WithHint("pass --role feature (the default) or one of %s", strings.Join(store.Roles, ", "))
-}
-
-// Task keys and owners have a character set (docs/decisions.md,
-// "Allocation"): a letter or digit, then letters, digits and . _ - (task
-// keys also /, owners also @ +), 128 bytes at most. Nothing in them can
-// break a command line, a table or a terminal.
-//
-// They are checked by hand, not with a regexp: compiling `{0,127}` at
-// package init cost every wt binary 0.6 ms at every start (a commit's gate
-// included).
-func inSet(s, extra string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || strings.IndexByte(extra, c) < 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// ValidTaskKey refuses a task key outside its character set. The default
-// branch wt/<KEY> must also be a valid ref name; Allocate checks that with
-// git.
-func ValidTaskKey(key string) error {
-	if !inSet(key, "._/-") {
-		return decision.New(decision.InvalidTaskKey, "task key %s is not a letter or digit followed by up to 127 letters, digits and . _ / -", strconv.QuoteToASCII(key)).
-			WithHint("pass --task KEY, e.g. --task T-12")
-	}
-	return nil
-}
-
-// ValidOwner refuses an owner outside its character set.
-func ValidOwner(owner string) error {
-	if !inSet(owner, "._@+-") {
-		return decision.New(decision.InvalidOwner, "owner %s is not a letter or digit followed by up to 127 letters, digits and . _ @ + -", strconv.QuoteToASCII(owner)).
-			WithHint("pass --owner NAME, e.g. --owner alice")
-	}
-	return nil
-}
-
-// ValidText refuses free text wt stores (a path, a reason) that holds a
-// control character: a newline would forge lines in wt's output and an
-// escape sequence would reach the terminal.
-func ValidText(what, s string) error {
-	for _, r := range s {
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return decision.New(decision.Usage, "%s %s holds a control character", what, strconv.QuoteToASCII(s)).
-				WithHint("give a %s of printable characters", what)
-		}
-	}
-	return nil
+	return tx.LogEvent(name, id, detail)
 }
 
 // Target is one governed worktree resolved from a path.
@@ -257,12 +178,4 @@ func requireOwner(a store.Allocation, owner string) error {
 			WithHint("pass --owner %s", shell.Word(a.Owner))
 	}
 	return nil
-}
-
-// Plural is n with the noun for it: "1 change", "3 changes".
-func Plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/internal/gittest"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -19,11 +22,11 @@ import (
 // with its hint.
 func TestResolve(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	a := f.allocate("T-1", "alice", "w1")
 	gone := f.allocate("T-2", "alice", "w2")
 	f.git("worktree", "add", "-q", "-b", "manual", f.path("manual"))
-	runGit(t, f.top, "init", "-q", f.path("other"))
+	gittest.Git(t, f.top, "init", "-q", f.path("other"))
 	if err := os.Mkdir(f.path("plain"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +76,7 @@ func TestResolve(t *testing.T) {
 // the same records.
 func TestResolveRecords(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	a := f.allocate("T-1", "alice", "w1")
 	resolve := func() error {
 		return f.r.Store.Write(func(tx *store.Tx) error { _, err := f.r.Resolve(tx, a.WorktreePath); return err })
@@ -146,7 +149,7 @@ func TestResolveRecords(t *testing.T) {
 // from the checkout's paths alone.
 func TestResolveCheckout(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	a := f.allocate("T-1", "alice", "w1")
 	main, err := gitrepo.Locate(f.dir)
 	if err != nil {
@@ -190,12 +193,12 @@ func TestResolveCheckout(t *testing.T) {
 // process as its actor.
 func TestLogEvent(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	f.write(func(tx *store.Tx) error {
-		if err := LogEvent(tx, "one", "a1", map[string]any{"k": "v"}); err != nil {
+		if err := tx.LogEvent("one", "a1", map[string]any{"k": "v"}); err != nil {
 			return err
 		}
-		return LogEvent(tx, "two", "", nil)
+		return tx.LogEvent("two", "", nil)
 	})
 	ev := f.events()
 	one, two := ev[len(ev)-2], ev[len(ev)-1]
@@ -205,4 +208,12 @@ func TestLogEvent(t *testing.T) {
 	if two.Event != "two" || two.AllocationID != nil {
 		t.Errorf("two: %+v", two)
 	}
+}
+
+// TestOpenOutsideRepository: a directory outside any repository is
+// NOT_A_GIT_REPOSITORY.
+func TestOpenOutsideRepository(t *testing.T) {
+	t.Parallel()
+	_, err := Open(context.Background(), t.TempDir())
+	wantCode(t, err, decision.NotAGitRepository)
 }

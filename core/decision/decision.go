@@ -86,3 +86,11 @@ func Codes() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Plural is n with the noun for it: "1 change", "3 changes".
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -20,6 +20,8 @@ import (
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/ids"
+	"github.com/wt-tool/wt/core/ledger"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -175,7 +177,7 @@ func Land(ctx context.Context, r *alloc.Repo, opts Options) (Result, error) {
 	if opts.Notify == nil {
 		opts.Notify = func(string) {}
 	}
-	pol, err := r.Policy()
+	pol, err := policy.Read(r.Store)
 	if err != nil {
 		return res, err
 	}
@@ -575,7 +577,7 @@ func (l *lander) clearStaleLocks() error {
 		}
 	}
 	return l.r.Store.Write(func(tx *store.Tx) error {
-		return alloc.LogEvent(tx, "land_leftovers_removed", l.iwt.AllocationID, map[string]any{"locks": locks, "operations": ops,
+		return tx.LogEvent("land_leftovers_removed", l.iwt.AllocationID, map[string]any{"locks": locks, "operations": ops,
 			"why": "left by a git killed with its lander; no process uses the integration worktree"})
 	})
 }
@@ -754,7 +756,7 @@ func (l *lander) publish(a store.Allocation, tr TaskResult) (moved bool, d *deci
 // it recorded. Best effort: a move not recorded shows as one no gate saw,
 // never the reverse.
 func (l *lander) recordMove(old, new string) {
-	l.r.BeginLedger(store.PublicationLedger, l.ref)
+	ledger.Begin(l.r.Git.CommonDir, l.r.Store.Root(), store.PublicationLedger, l.ref)
 	_ = store.AppendLedger(l.r.Store.Root(), store.PublicationLedger, store.LedgerLine{Via: store.ViaLand, Ref: l.ref, Old: old, New: new,
 		LeaseID: l.lease.LeaseID, ClientID: ClientID})
 }
@@ -772,7 +774,7 @@ func recordLanded(tx *store.Tx, id string, in intent) error {
 	if err := tx.PutLanding(&rec); err != nil {
 		return err
 	}
-	return alloc.LogEvent(tx, "task_landed", id, map[string]any{"task": in.Task, "source": in.Source, "onto": in.Onto, "result": in.Result, "strategy": in.Strategy})
+	return tx.LogEvent("task_landed", id, map[string]any{"task": in.Task, "source": in.Source, "onto": in.Onto, "result": in.Result, "strategy": in.Strategy})
 }
 
 // landed records tr (LANDED or ALREADY_LANDED) when nothing recorded it.
@@ -810,7 +812,7 @@ func (l *lander) handBack(a store.Allocation, rec store.Landing, tr TaskResult, 
 		if err := tx.PutLanding(&cur); err != nil {
 			return err
 		}
-		return alloc.LogEvent(tx, "task_handed_back", a.AllocationID, map[string]any{"task": tr.Task, "state": state, "attempt_ref": tr.AttemptRef,
+		return tx.LogEvent("task_handed_back", a.AllocationID, map[string]any{"task": tr.Task, "state": state, "attempt_ref": tr.AttemptRef,
 			"paths": tr.Paths, "test_exit": tr.TestExit, "test_log": tr.TestLog, "owner": a.Owner})
 	})
 	return tr, err

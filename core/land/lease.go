@@ -112,7 +112,7 @@ func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bo
 				name = "publication_lease_taken_over"
 				detail["from_lease_id"], detail["from_pid"], detail["proof"] = tookOver.LeaseID, tookOver.Holder.PID, deathProof(tookOver.Holder)
 			}
-			return alloc.LogEvent(tx, name, "", detail)
+			return tx.LogEvent(name, "", detail)
 		})
 		if err != nil || cur == nil {
 			return mine, tookOver, err
@@ -169,6 +169,6 @@ func release(r *alloc.Repo, mine store.PublicationLease) error {
 		if err := tx.RemovePublicationLease(); err != nil {
 			return err
 		}
-		return alloc.LogEvent(tx, "publication_lease_released", "", map[string]any{"lease_id": mine.LeaseID, "branch": mine.Branch})
+		return tx.LogEvent("publication_lease_released", "", map[string]any{"lease_id": mine.LeaseID, "branch": mine.Branch})
 	})
 }

@@ -62,7 +62,7 @@ func MarkReady(r *alloc.Repo, task, owner, repoArg string) (ReadyResult, error) 
 			if err := tx.PutLanding(&rec); err != nil {
 				return err
 			}
-			if err := alloc.LogEvent(tx, "task_ready", a.AllocationID, map[string]any{"task": task, "by": by, "seq": rec.ReadySeq}); err != nil {
+			if err := tx.LogEvent("task_ready", a.AllocationID, map[string]any{"task": task, "by": by, "seq": rec.ReadySeq}); err != nil {
 				return err
 			}
 		}

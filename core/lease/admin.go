@@ -546,7 +546,7 @@ func ReleaseDead(r *alloc.Repo, path string, expect Expect) (Ended, error) {
 // event.
 func Abandon(r *alloc.Repo, path, reason string, operator bool, caller Caller, expect Expect) (Ended, error) {
 	reason = strings.TrimSpace(reason)
-	if err := alloc.ValidText("reason", reason); err != nil {
+	if err := store.ValidText("reason", reason); err != nil {
 		return Ended{}, err
 	}
 	if reason == "" {
@@ -583,7 +583,7 @@ func Abandon(r *alloc.Repo, path, reason string, operator bool, caller Caller, e
 // and its descendants may already be in the worktree.
 func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string, expect Expect) (Ended, error) {
 	reason = strings.TrimSpace(reason)
-	if err := alloc.ValidText("reason", reason); err != nil {
+	if err := store.ValidText("reason", reason); err != nil {
 		return Ended{}, err
 	}
 	return operate(r, path, Caller{ClientID: holder.ClientID, SessionID: holder.SessionID}, expect, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
@@ -834,7 +834,7 @@ func Handoff(r *alloc.Repo, path, to string, ttl time.Duration, operator bool, e
 // holder's processes may then commit after the old holder exits.
 func Transfer(r *alloc.Repo, path string, pid int, reason string, expect Expect) (Ended, error) {
 	reason = strings.TrimSpace(reason)
-	if err := alloc.ValidText("reason", reason); err != nil {
+	if err := store.ValidText("reason", reason); err != nil {
 		return Ended{}, err
 	}
 	return operate(r, path, Caller{}, expect, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {

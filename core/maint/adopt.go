@@ -93,10 +93,10 @@ func Adopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptResult, e
 			return res, err
 		}
 	}
-	if err := alloc.ValidTaskKey(req.Task); err != nil {
+	if err := store.ValidTaskKey(req.Task); err != nil {
 		return res, err
 	}
-	if err := alloc.ValidOwner(req.Owner); err != nil {
+	if err := store.ValidOwner(req.Owner); err != nil {
 		return res, err
 	}
 	plan, err := planAdopt(ctx, r, req)

@@ -10,6 +10,8 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/ledger"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -151,7 +153,7 @@ func Audit(r *alloc.Repo, since time.Time, seen map[string]AuditMark) (AuditResu
 		return res, err
 	}
 	top := shell.Word(r.Git.TopLevel)
-	if pol, err := r.Policy(); err == nil && pol.PublicationBranch != "" {
+	if pol, err := policy.Read(r.Store); err == nil && pol.PublicationBranch != "" {
 		t, err := auditPublication(r, pol.PublicationBranch, since, seen, created)
 		if err != nil {
 			return res, err
@@ -170,7 +172,7 @@ func Audit(r *alloc.Repo, since time.Time, seen map[string]AuditMark) (AuditResu
 		b := branchAudit{commonDir: r.Git.CommonDir, t: &t, led: led, since: since, seen: seen, holder: holderAt}
 		b.run()
 		if t.Missing != nil {
-			t.Missing.Restore = alloc.RestoreBranch(a.WorktreePath, ref, t.Missing.Recorded)
+			t.Missing.Restore = ledger.RestoreBranch(a.WorktreePath, ref, t.Missing.Recorded)
 		} else if b.restoreTo != "" && len(t.Ungated) > 0 {
 			t.Ungated[len(t.Ungated)-1].Restore = restore(top, a.WorktreePath, a.TaskKey, b.restoreTo, t.Tip, len(t.Ungated))
 		}
@@ -268,7 +270,7 @@ func (b *branchAudit) run() {
 			b.baseline = baselineAt(bl.When(), bl.Entries)
 		}
 	}
-	cover := alloc.Cover(entries, b.led.Lines, skip)
+	cover := ledger.Cover(entries, b.led.Lines, skip)
 	lastApproved := -1
 	for i, e := range entries {
 		switch {
@@ -287,7 +289,7 @@ func (b *branchAudit) run() {
 	if !b.led.Exists || len(b.led.Lines) == 0 {
 		// No ledger (a branch wt recorded before ledgers): the reflog
 		// alone, and a tip it does not end at.
-		if last := alloc.LastNew(entries); tip != "" && last != "" && tip != last && !(b.seen != nil && b.seen[ref].Tip == tip && len(entries) == b.seen[ref].Entries) {
+		if last := ledger.LastNew(entries); tip != "" && last != "" && tip != last && !(b.seen != nil && b.seen[ref].Tip == tip && len(entries) == b.seen[ref].Entries) {
 			t.Ungated = append(t.Ungated, b.move(UngatedMove{Code: decision.UngatedRefMove, Old: last, New: tip,
 				Message: "moved with no reflog entry (the ref written directly)"}, time.Time{}))
 		}
@@ -307,7 +309,7 @@ func (b *branchAudit) run() {
 	// The tip is not where wt last put it: every move from the ledger's
 	// tip on went ungated. Undone at once by a restore to it.
 	b.restoreTo = b.led.Tip()
-	if n := len(t.Ungated); n > 0 && lastApproved < n && t.Ungated[n-1].New == tip && alloc.LastNew(entries) == tip {
+	if n := len(t.Ungated); n > 0 && lastApproved < n && t.Ungated[n-1].New == tip && ledger.LastNew(entries) == tip {
 		return // the reflog shows the moves
 	}
 	if shownTip {

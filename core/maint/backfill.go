@@ -109,7 +109,7 @@ func Backfill(ctx context.Context, r *alloc.Repo, apply string) (BackfillResult,
 			if err := tx.PutRegistration(&reg); err != nil {
 				return err
 			}
-			if err := alloc.LogEvent(tx, "registration_backfilled", c.AllocationID, map[string]any{
+			if err := tx.LogEvent("registration_backfilled", c.AllocationID, map[string]any{
 				"evidence": c, "registration_id": reg.RegistrationID, "plan_id": res.PlanID}); err != nil {
 				return err
 			}

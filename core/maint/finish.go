@@ -121,7 +121,7 @@ type finishJournal struct {
 // worktree was already removed by hand is finished the same way.
 func Finish(ctx context.Context, r *alloc.Repo, req FinishRequest) (FinishResult, error) {
 	var res FinishResult
-	if err := alloc.ValidOwner(req.Owner); err != nil {
+	if err := store.ValidOwner(req.Owner); err != nil {
 		return res, err
 	}
 	if (req.Path == "") == (req.Task == "") {
@@ -129,7 +129,7 @@ func Finish(ctx context.Context, r *alloc.Repo, req FinishRequest) (FinishResult
 			WithHint("wt-admin finish PATH --owner NAME")
 	}
 	if req.Task != "" {
-		if err := alloc.ValidTaskKey(req.Task); err != nil {
+		if err := store.ValidTaskKey(req.Task); err != nil {
 			return res, err
 		}
 	}
@@ -387,7 +387,7 @@ func unused(ctx context.Context, r *alloc.Repo, key, path string) error {
 		if len(changes) > len(shown) {
 			more = fmt.Sprintf(" (and %d more)", len(changes)-len(shown))
 		}
-		return decision.New(decision.WorktreeDirty, "%s has %s: %s%s", path, alloc.Plural(len(changes), "uncommitted or untracked change", "uncommitted or untracked changes"),
+		return decision.New(decision.WorktreeDirty, "%s has %s: %s%s", path, decision.Plural(len(changes), "uncommitted or untracked change", "uncommitted or untracked changes"),
 			strings.Join(quoted(shown), ", "), more).
 			WithHint("commit them on the task branch, or remove them; see them with git -C %s status", shell.Word(path)).WithFact("changes", changes)
 	}
@@ -484,7 +484,7 @@ func planArchive(ctx context.Context, r *alloc.Repo, plan *FinishPlan, refs map[
 			return decision.Wrap(decision.GitFailed, err, "count the commits of %s", tip)
 		}
 		counts[i] = n
-		what = append(what, fmt.Sprintf("%s at %s", alloc.Plural(n, "commit", "commits"), gitrepo.Short(tip)))
+		what = append(what, fmt.Sprintf("%s at %s", decision.Plural(n, "commit", "commits"), gitrepo.Short(tip)))
 	}
 	if !archive {
 		path := shell.Word(plan.TargetPath)
@@ -596,7 +596,7 @@ func applyFinish(ctx context.Context, r *alloc.Repo, target string, req FinishRe
 	receipt, _ := json.Marshal(finishReceiptPayload{Contract: FinishContract, Plan: plan, PlanID: p.PlanID,
 		ReleasedRecordVersion: plan.ExpectedRecordVersion + 1, Result: decision.TaskFinished})
 	return res, conclude(r, *j, func(tx *store.Tx) error {
-		if err := alloc.LogEvent(tx, "task_finished", plan.AllocationID, map[string]any{
+		if err := tx.LogEvent("task_finished", plan.AllocationID, map[string]any{
 			"plan_id": p.PlanID, "task_key": plan.TaskKey, "target_path": plan.TargetPath, "owner": plan.Owner,
 			"archive": plan.Archive, "branch": plan.Branch, "branch_deleted": plan.DeleteBranch, "transaction_id": j.TransactionID}); err != nil {
 			return err

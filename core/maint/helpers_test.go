@@ -11,27 +11,15 @@ import (
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/internal/gittest"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
 )
 
-// gitEnv keeps every git of the tests, theirs and wt's (which inherits the
-// process's environment), away from the user's and the system's
-// configuration, with one identity.
-var gitEnv = map[string]string{
-	"GIT_CONFIG_GLOBAL":   "/dev/null",
-	"GIT_CONFIG_NOSYSTEM": "1",
-	"GIT_AUTHOR_NAME":     "wt test",
-	"GIT_AUTHOR_EMAIL":    "test@wt.invalid",
-	"GIT_COMMITTER_NAME":  "wt test",
-	"GIT_COMMITTER_EMAIL": "test@wt.invalid",
-}
-
-// TestMain sets gitEnv once, before any test runs, so that the tests may
-// run in parallel (t.Setenv may not).
+// TestMain keeps every git away from the configuration of the user and of
+// the machine (gittest.Env), before any test runs.
 func TestMain(m *testing.M) {
-	for k, v := range gitEnv {
-		os.Setenv(k, v)
-	}
+	gittest.Setenv()
 	os.Exit(m.Run())
 }
 
@@ -47,14 +35,9 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	if p, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = p
-	}
-	f := &fixture{t: t, ctx: context.Background(), dir: dir, main: filepath.Join(dir, "repo")}
-	f.git(dir, "init", "-q", "-b", "main", f.main)
-	f.git(f.main, "commit", "-q", "--allow-empty", "-m", "init")
-	if _, err := alloc.Init(f.ctx, f.main, alloc.PolicyChange{}); err != nil {
+	dir, main, _ := gittest.Repo(t)
+	f := &fixture{t: t, ctx: context.Background(), dir: dir, main: main}
+	if _, err := policy.Init(f.ctx, f.main, policy.Change{}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := alloc.Open(f.ctx, f.main)
@@ -68,12 +51,7 @@ func newFixture(t *testing.T) *fixture {
 // git runs git in dir and returns its output, trimmed.
 func (f *fixture) git(dir string, args ...string) string {
 	f.t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		f.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return gittest.Git(f.t, dir, args...)
 }
 
 // path is where worktree name lives.

@@ -79,7 +79,7 @@ type PruneResult struct {
 // after a crash at any point, validates the journal against the live state
 // and finishes; once finished it answers GC_ALREADY_APPLIED.
 func Prune(ctx context.Context, r *alloc.Repo, path, owner, apply string) (PruneResult, error) {
-	if err := alloc.ValidOwner(owner); err != nil {
+	if err := store.ValidOwner(owner); err != nil {
 		return PruneResult{}, err
 	}
 	if apply != "" {
@@ -235,7 +235,7 @@ func applyPrune(ctx context.Context, r *alloc.Repo, target, owner, apply string)
 	receipt, _ := json.Marshal(map[string]any{"contract": PruneContract, "plan": p.Plan, "plan_id": p.PlanID,
 		"released_record_version": p.Plan.ExpectedRecordVersion + 1, "result": decision.RegistrationPruned})
 	return res, conclude(r, *j, func(tx *store.Tx) error {
-		if err := alloc.LogEvent(tx, "registration_pruned", p.Plan.AllocationID, map[string]any{
+		if err := tx.LogEvent("registration_pruned", p.Plan.AllocationID, map[string]any{
 			"plan_id": p.PlanID, "target_path": p.Plan.TargetPath, "worktree_key": p.Plan.WorktreeKey, "owner": p.Plan.Owner,
 			"preserving_ref": p.Plan.PreservingRef, "preserving_oid": p.Plan.PreservingOID, "transaction_id": j.TransactionID}); err != nil {
 			return err
@@ -722,7 +722,7 @@ func release(tx *store.Tx, by, id string, version int, owner, key string) error 
 		if err := tx.PutAllocation(&a); err != nil {
 			return err
 		}
-		if err := alloc.LogEvent(tx, "allocation_released", a.AllocationID, map[string]any{"by": by, "previous_owner": owner, "task_key": a.TaskKey}); err != nil {
+		if err := tx.LogEvent("allocation_released", a.AllocationID, map[string]any{"by": by, "previous_owner": owner, "task_key": a.TaskKey}); err != nil {
 			return err
 		}
 	}

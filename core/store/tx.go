@@ -878,3 +878,13 @@ func (s *Store) PolicyHint() (p Policy, ok bool) {
 	}
 	return p, json.Unmarshal(data, &p) == nil
 }
+
+// LogEvent appends event name about allocation id (none when "") to
+// events.jsonl, with this process as the actor.
+func (tx *Tx) LogEvent(name, id string, detail map[string]any) error {
+	e := Event{At: Now(), Event: name, Actor: proc.Actor(), Detail: detail}
+	if id != "" {
+		e.AllocationID = &id
+	}
+	return tx.AppendEvent(e)
+}

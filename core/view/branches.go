@@ -3,9 +3,9 @@ package view
 import (
 	"fmt"
 
-	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/ledger"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -38,7 +38,7 @@ func BranchProblems(commonDir, root, repoArg string, a store.Allocation) []Probl
 	if rec, gone := led.Gone(tip); gone {
 		return []Problem{{Alarm: true, Code: decision.TaskBranchMissing,
 			Message: fmt.Sprintf("task %s's branch %s is gone from git; wt's ledger records its tip %s (deleted with hooks off, or by a git gc outside wt's view): the next commit there is refused until it is restored", a.TaskKey, *a.Branch, gitrepo.Short(rec)),
-			Fix:     alloc.RestoreBranch(a.WorktreePath, ref, rec)}}
+			Fix:     ledger.RestoreBranch(a.WorktreePath, ref, rec)}}
 	}
 	if tip != "" && !led.Accounts(tip) {
 		return []Problem{{Alarm: true, Code: decision.UngatedRefMove,

@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/internal/gittest"
+	"github.com/wt-tool/wt/core/ledger"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -19,7 +21,7 @@ import (
 // tasks with no ledger are not judged.
 func TestBranchProblems(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, alloc.PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	a := f.allocate("T-1", store.RoleFeature, "w1")
 	audit := f.allocate("A-1", store.RoleAudit, "audit")
 	root, common, repo := f.r.Store.Root(), f.r.Git.CommonDir, "REPO"
@@ -56,9 +58,9 @@ func TestBranchProblems(t *testing.T) {
 	}
 
 	// Gone: the worktree is switched away and the branch deleted.
-	runGit(t, a.WorktreePath, "checkout", "-q", "--detach")
+	gittest.Git(t, a.WorktreePath, "checkout", "-q", "--detach")
 	f.git("update-ref", "-d", "refs/heads/wt/T-1")
-	want = []Problem{{Alarm: true, Code: decision.TaskBranchMissing, Fix: alloc.RestoreBranch(a.WorktreePath, "refs/heads/wt/T-1", f.base),
+	want = []Problem{{Alarm: true, Code: decision.TaskBranchMissing, Fix: ledger.RestoreBranch(a.WorktreePath, "refs/heads/wt/T-1", f.base),
 		Message: "task T-1's branch wt/T-1 is gone from git; wt's ledger records its tip " + gitrepo.Short(f.base) + " (deleted with hooks off, or by a git gc outside wt's view): the next commit there is refused until it is restored"}}
 	if got := problems(a); !reflect.DeepEqual(got, want) {
 		t.Errorf("gone:\n got %+v\nwant %+v", got, want)

@@ -3,29 +3,22 @@ package view
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/ids"
+	"github.com/wt-tool/wt/core/internal/gittest"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 )
 
-// TestMain keeps the tests' git, and the git the views run, away from the
-// configuration of the user and of the machine, and gives commits an
-// identity. It runs before any test, so no test races with it.
+// TestMain keeps every git away from the configuration of the user and of
+// the machine (gittest.Env), before any test runs.
 func TestMain(m *testing.M) {
-	for k, v := range map[string]string{
-		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@wt.invalid",
-		"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@wt.invalid",
-	} {
-		os.Setenv(k, v)
-	}
+	gittest.Setenv()
 	os.Exit(m.Run())
 }
 
@@ -40,17 +33,12 @@ type fixture struct {
 	r    *alloc.Repo
 }
 
-func newFixture(t *testing.T, change alloc.PolicyChange) *fixture {
+func newFixture(t *testing.T, change policy.Change) *fixture {
 	t.Helper()
-	top, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{t: t, ctx: context.Background(), top: top, dir: filepath.Join(top, "repo")}
-	runGit(t, top, "init", "-q", "-b", "main", f.dir)
-	runGit(t, f.dir, "commit", "-q", "--allow-empty", "-m", "one")
-	f.base = runGit(t, f.dir, "rev-parse", "HEAD")
-	if _, err := alloc.Init(f.ctx, f.dir, change); err != nil {
+	top, dir, base := gittest.Repo(t)
+	f := &fixture{t: t, ctx: context.Background(), top: top, dir: dir, base: base}
+	var err error
+	if _, err := policy.Init(f.ctx, f.dir, change); err != nil {
 		t.Fatal(err)
 	}
 	if f.r, err = alloc.Open(f.ctx, f.dir); err != nil {
@@ -59,19 +47,9 @@ func newFixture(t *testing.T, change alloc.PolicyChange) *fixture {
 	return f
 }
 
-// runGit runs git in dir and returns its output, trimmed.
-func runGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 func (f *fixture) git(args ...string) string {
 	f.t.Helper()
-	return runGit(f.t, f.dir, args...)
+	return gittest.Git(f.t, f.dir, args...)
 }
 
 func (f *fixture) path(name string) string { return filepath.Join(f.top, name) }

@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -19,7 +19,7 @@ import (
 // the processes this test binary runs (the other tests' git) while it
 // reads.
 func TestPs(t *testing.T) {
-	f := newFixture(t, alloc.PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	leased := f.allocate("T-1", store.RoleFeature, "leased")
 	idle := f.allocate("T-2", store.RoleFeature, "idle")
 	f.git("worktree", "add", "-q", "-b", "manual", f.path("manual"))

@@ -16,6 +16,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/liveness"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -26,7 +27,7 @@ import (
 // missing worktree point at finish, and an awaiting binding at backfill.
 func TestStatusRows(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, alloc.PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	feat := f.allocate("T-1", store.RoleFeature, "w1")
 	audit := f.allocate("A-1", store.RoleAudit, "audit")
 	gone := f.allocate("T-2", store.RoleFeature, "gone")
@@ -119,7 +120,7 @@ func sameSet[T comparable](a, b []T) bool {
 // but whose admin dir's gitdir names elsewhere is GIT_POINTER_MISMATCH.
 func TestStatusPrunable(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, alloc.PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	gone := f.allocate("T-1", store.RoleFeature, "gone")
 	audit := f.allocate("A-1", store.RoleAudit, "audit")
 	moved := f.allocate("T-2", store.RoleFeature, "moved")
@@ -172,7 +173,7 @@ func TestStatusPrunable(t *testing.T) {
 // task's lease.
 func TestStatusGate(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, alloc.PolicyChange{Unmanaged: ptr(store.UnmanagedRefuse)})
+	f := newFixture(t, policy.Change{Unmanaged: ptr(store.UnmanagedRefuse)})
 	off := f.allocate("T-1", store.RoleFeature, "off")
 	unknown := f.allocate("T-2", store.RoleFeature, "unknown")
 	on := f.allocate("T-3", store.RoleFeature, "on")
@@ -222,7 +223,7 @@ func TestStatusGate(t *testing.T) {
 // registered worktree, each with what ends it.
 func TestGateProblems(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, alloc.PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	a := f.allocate("T-1", store.RoleFeature, "w1")
 	retired := f.allocate("T-2", store.RoleFeature, "w2")
 	audit := f.allocate("A-1", store.RoleAudit, "audit")
@@ -300,7 +301,7 @@ func TestGateProblems(t *testing.T) {
 // reading that fails fails the view.
 func TestStatusLeases(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, alloc.PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	live := f.allocate("T-1", store.RoleFeature, "live")
 	dead := f.allocate("T-2", store.RoleFeature, "dead")
 	vanished := f.allocate("T-3", store.RoleFeature, "vanished")
@@ -357,7 +358,7 @@ func TestStatusLeases(t *testing.T) {
 // processes.
 func TestStatusNoLeaseNoScan(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, alloc.PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	f.allocate("T-1", store.RoleFeature, "w1")
 	res, err := status(f.ctx, f.r, func() (*proc.Scan, error) { return nil, errors.New("read") }, nil)
 	if err != nil || len(res.Rows) != 2 {
@@ -369,7 +370,7 @@ func TestStatusNoLeaseNoScan(t *testing.T) {
 // every writer out: RUNTIME_OCCUPIED, with its kill and ps.
 func TestStatusOccupant(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, alloc.PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	a := f.allocate("T-1", store.RoleFeature, "w1")
 	// This process holds a file open in the worktree: it uses it.
 	file, err := os.Create(filepath.Join(a.WorktreePath, "held"))
@@ -410,7 +411,7 @@ func TestStatusOccupant(t *testing.T) {
 // refs/wt/kept/<task>, is PUBLISH_CONFLICT on the task's row.
 func TestStatusKept(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, alloc.PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	a := f.allocate("T-1", store.RoleFeature, "w1")
 	f.git("update-ref", store.KeptPrefix+"T-1", f.base)
 	r := row(t, f.status(nil), a.WorktreePath)
@@ -426,7 +427,7 @@ func TestStatusKept(t *testing.T) {
 // runs; an interrupted allocate is also a warning.
 func TestStatusPending(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, alloc.PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	me := self(t).Identity()
 	dead := deadHolder.Identity()
 	put := func(op, target string, actor proc.Identity) store.Journal {
@@ -457,7 +458,7 @@ func TestStatusPending(t *testing.T) {
 // the tip that landed; a task handed back is a problem naming what to do.
 func TestStatusLandings(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, alloc.PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	ready := f.allocate("T-1", store.RoleFeature, "ready")
 	landed := f.allocate("T-2", store.RoleFeature, "landed")
 	moved := f.allocate("T-3", store.RoleFeature, "moved")
@@ -517,7 +518,7 @@ func TestStatusLandings(t *testing.T) {
 // lander runs; none when nobody holds it.
 func TestStatusPublication(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, alloc.PolicyChange{})
+	f := newFixture(t, policy.Change{})
 	me := self(t)
 	for _, c := range []struct {
 		holder proc.Holder

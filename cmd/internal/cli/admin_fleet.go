@@ -13,6 +13,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -23,7 +24,7 @@ func (e *env) fleetOf(c *ucli.Context) (*alloc.Repo, fleet.Coordinator, string, 
 	if err != nil {
 		return nil, nil, "", err
 	}
-	pol, err := r.Policy()
+	pol, err := policy.Read(r.Store)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -86,7 +87,7 @@ func (e *env) fleetCommand() *ucli.Command {
 					if err != nil {
 						return err
 					}
-					if err := alloc.ValidTaskKey(task); err != nil {
+					if err := store.ValidTaskKey(task); err != nil {
 						return err
 					}
 					r, co, remote, err := e.fleetOf(c)
@@ -102,7 +103,7 @@ func (e *env) fleetCommand() *ucli.Command {
 					}
 					if err := r.Store.Write(func(tx *store.Tx) error {
 						tx.Durable()
-						return alloc.LogEvent(tx, "fleet_lease_abandoned", "", map[string]any{"key": key, "task_key": task,
+						return tx.LogEvent("fleet_lease_abandoned", "", map[string]any{"key": key, "task_key": task,
 							"holder": x.Holder, "revision": x.Revision, "reason": c.String("reason"), "operator": true})
 					}); err != nil {
 						return err

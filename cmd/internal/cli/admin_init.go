@@ -8,10 +8,10 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
-	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/install"
 )
@@ -41,8 +41,8 @@ func policyFlags() []ucli.Flag {
 	}
 }
 
-func policyChange(c *ucli.Context) alloc.PolicyChange {
-	return alloc.PolicyChange{PublicationBranch: optString(c, "publication-branch"),
+func policyChange(c *ucli.Context) policy.Change {
+	return policy.Change{PublicationBranch: optString(c, "publication-branch"),
 		Enforcement: optString(c, "enforcement"), Unmanaged: optString(c, "unmanaged"), MaxActive: optString(c, "max-active"),
 		Coordinator: optString(c, "coordinator"), EtcdEndpoints: optString(c, "etcd-endpoints"),
 		FleetTTL: optString(c, "fleet-ttl"), FleetRemote: optString(c, "fleet-remote"),
@@ -61,7 +61,7 @@ func (e *env) initCommand() *ucli.Command {
 		Flags: append(policyFlags(), clikit.JSONFlag,
 			&ucli.BoolFlag{Name: "no-hooks", Usage: "do not install wt's git hooks (then nothing gates commits until wt-hook install)"}),
 		Action: e.Action("init", 0, func(c *ucli.Context) error {
-			res, err := alloc.Init(c.Context, repoDir(c), policyChange(c))
+			res, err := policy.Init(c.Context, repoDir(c), policyChange(c))
 			if err != nil {
 				return err
 			}
@@ -90,7 +90,7 @@ func (e *env) initCommand() *ucli.Command {
 				}
 			}
 			out := struct {
-				alloc.InitResult
+				policy.InitResult
 				Hooks string `json:"hooks"`
 			}{res, hooks}
 			return e.Success(res.Code, reason, out, warnings, func(w io.Writer) {
@@ -113,7 +113,7 @@ func (e *env) policyCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			res, err := r.SetPolicy(c.Context, policyChange(c))
+			res, err := policy.Set(c.Context, r.Git, r.Store, policyChange(c))
 			if err != nil {
 				return err
 			}
@@ -162,8 +162,8 @@ func printPolicy(w io.Writer, p store.Policy) {
 	}
 	fmt.Fprintf(tw, "confine\t%s\n", confine)
 	fmt.Fprintf(tw, "branch_layout\t%s (%s)\n", p.Layout(), p.TaskBranch("TASK"))
-	fmt.Fprintf(tw, "require_owner\t%s\n", alloc.OnOff(p.RequireOwner))
-	fmt.Fprintf(tw, "publication_lease\t%s\n", alloc.OnOff(p.PublicationLease))
+	fmt.Fprintf(tw, "require_owner\t%s\n", policy.OnOff(p.RequireOwner))
+	fmt.Fprintf(tw, "publication_lease\t%s\n", policy.OnOff(p.PublicationLease))
 	tw.Flush()
 }
 

@@ -37,7 +37,7 @@ func (e *env) leaseCommand() *ucli.Command {
 						return clikit.UsageErr("--limit takes a positive number, got %d", c.Int("limit"))
 					}
 					if role := c.String("role"); role != "" {
-						if err := alloc.ValidRole(role); err != nil {
+						if err := store.ValidRole(role); err != nil {
 							return &textout.ExitError{Code: textout.ExitUsage, Err: err}
 						}
 					}

@@ -2,10 +2,11 @@ package clikit
 
 import (
 	"bytes"
-	"github.com/wt-tool/wt/cmd/internal/textout"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wt-tool/wt/cmd/internal/textout"
 
 	ucli "github.com/urfave/cli/v2"
 )

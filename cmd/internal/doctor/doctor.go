@@ -26,6 +26,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/land"
 	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/ledger"
 	"github.com/wt-tool/wt/core/maint"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
@@ -182,7 +183,7 @@ func governedBases(r *alloc.Repo, pol store.Policy, allocs []store.Allocation) [
 	var bases []string
 	seen := map[string]bool{}
 	add := func(oid string) {
-		if gitrepo.FullObjectName(oid) && !alloc.IsZeroOID(oid) && !seen[oid] {
+		if gitrepo.FullObjectName(oid) && !ledger.IsZeroOID(oid) && !seen[oid] {
 			seen[oid] = true
 			bases = append(bases, oid)
 		}

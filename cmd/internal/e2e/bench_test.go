@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/wt-tool/wt/cmd/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wt-tool/wt/cmd/internal/cli"
 
 	"golang.org/x/sys/unix"
 

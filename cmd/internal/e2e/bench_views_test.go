@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"fmt"
-	"github.com/wt-tool/wt/cmd/internal/cli"
 	"io"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/wt-tool/wt/cmd/internal/cli"
 )
 
 // viewVariant is one program run a views benchmark times.

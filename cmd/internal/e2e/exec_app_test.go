@@ -1,10 +1,11 @@
 package e2e
 
 import (
-	"github.com/wt-tool/wt/cmd/internal/cli"
 	"io"
 	"slices"
 	"testing"
+
+	"github.com/wt-tool/wt/cmd/internal/cli"
 
 	ucli "github.com/urfave/cli/v2"
 

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/wt-tool/wt/cmd/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wt-tool/wt/cmd/internal/cli"
 
 	"github.com/creack/pty"
 

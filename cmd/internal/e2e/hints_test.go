@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"github.com/wt-tool/wt/cmd/internal/cli"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/wt-tool/wt/cmd/internal/cli"
 
 	ucli "github.com/urfave/cli/v2"
 

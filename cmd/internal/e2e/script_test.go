@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"github.com/wt-tool/wt/cmd/internal/cli"
-	"golang.org/x/sys/unix"
 	"io"
 	"net"
 	"os"
@@ -17,6 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wt-tool/wt/cmd/internal/cli"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/rogpeppe/go-internal/testscript"

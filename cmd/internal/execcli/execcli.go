@@ -25,6 +25,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/hooks"
@@ -354,7 +355,7 @@ func (r *run) explain(l *Line) error {
 	if err != nil {
 		return err
 	}
-	pol, err := repo.Policy()
+	pol, err := policy.Read(repo.Store)
 	if err != nil {
 		return err
 	}

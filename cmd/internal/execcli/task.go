@@ -31,7 +31,7 @@ func TaskPath(top, task string) string {
 // launch never leaves a worktree ungated.
 func (r *run) taskWorktree(l *Line) (string, error) {
 	task := l.String("task")
-	if err := alloc.ValidTaskKey(task); err != nil {
+	if err := store.ValidTaskKey(task); err != nil {
 		return "", err
 	}
 	dir := l.String("C")

@@ -1,4 +1,4 @@
-package alloc
+package policy
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/internal/gittest"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -19,8 +20,8 @@ import (
 // changes them.
 func TestInit(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
-	pol, err := f.r.Policy()
+	f := newFixture(t, Change{})
+	pol, err := Read(f.s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func TestInit(t *testing.T) {
 		pol.MaxActive != nil || pol.UpdatedAt == "" {
 		t.Errorf("default policy: %+v", pol)
 	}
-	led, err := store.ReadLedger(f.r.Store.Root(), store.PublicationLedger, "refs/heads/main")
+	led, err := store.ReadLedger(f.s.Root(), store.PublicationLedger, "refs/heads/main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,35 +40,35 @@ func TestInit(t *testing.T) {
 		t.Errorf("events: %v", got)
 	}
 
-	again, err := Init(f.ctx, f.dir, PolicyChange{})
+	again, err := Init(f.ctx, f.dir, Change{})
 	if err != nil || again.Code != decision.StoreAlreadyInitialized || again.Policy.PublicationBranch != "main" ||
-		again.StoreDir != f.r.Store.Root() || again.RepositoryID == "" {
+		again.StoreDir != f.s.Root() || again.RepositoryID == "" {
 		t.Fatalf("init again: %+v %v", again, err)
 	}
-	same, err := Init(f.ctx, f.dir, PolicyChange{PublicationBranch: ptr("main"), Enforcement: ptr(store.EnforcementEnforce)})
+	same, err := Init(f.ctx, f.dir, Change{PublicationBranch: ptr("main"), Enforcement: ptr(store.EnforcementEnforce)})
 	if err != nil || same.Code != decision.StoreAlreadyInitialized || same.RepositoryID != again.RepositoryID {
 		t.Fatalf("init again with the stored values: %+v %v", same, err)
 	}
-	_, err = Init(f.ctx, f.dir, PolicyChange{MaxActive: ptr("2")})
+	_, err = Init(f.ctx, f.dir, Change{MaxActive: ptr("2")})
 	wantCode(t, err, decision.PolicyConflict)
 	if d, _ := decision.As(err); d.Hint != "change the policy with wt-admin policy --max-active 2" {
 		t.Errorf("hint: %q", d.Hint)
 	}
-	_, err = Init(f.ctx, f.dir, PolicyChange{Enforcement: ptr("loud")})
+	_, err = Init(f.ctx, f.dir, Change{Enforcement: ptr("loud")})
 	wantCode(t, err, decision.InvalidPolicy)
 	if got := f.eventNames(); len(got) != 1 {
 		t.Errorf("an init that changed nothing logged %v", got)
 	}
 
 	// A store whose policy.json is gone is not taken for a new one.
-	if err := os.Remove(filepath.Join(f.r.Store.Root(), "policy.json")); err != nil {
+	if err := os.Remove(filepath.Join(f.s.Root(), "policy.json")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Init(f.ctx, f.dir, PolicyChange{})
+	_, err = Init(f.ctx, f.dir, Change{})
 	wantCode(t, err, decision.InvalidMetadata)
-	_, err = f.r.SetPolicy(f.ctx, PolicyChange{})
+	_, err = Set(f.ctx, f.g, f.s, Change{})
 	wantCode(t, err, decision.InvalidMetadata)
-	pol, err = f.r.Policy()
+	pol, err = Read(f.s)
 	if err != nil || !reflect.DeepEqual(pol, store.Policy{}) {
 		t.Errorf("a missing policy reads as the zero policy: %+v %v", pol, err)
 	}
@@ -82,19 +83,19 @@ func TestInitChoices(t *testing.T) {
 	top, _ := filepath.EvalSymlinks(t.TempDir())
 
 	detached := filepath.Join(top, "detached")
-	runGit(t, top, "init", "-q", "-b", "main", detached)
-	runGit(t, detached, "commit", "-q", "--allow-empty", "-m", "one")
-	runGit(t, detached, "checkout", "-q", "--detach")
-	_, err := Init(ctx, detached, PolicyChange{})
+	gittest.Git(t, top, "init", "-q", "-b", "main", detached)
+	gittest.Git(t, detached, "commit", "-q", "--allow-empty", "-m", "one")
+	gittest.Git(t, detached, "checkout", "-q", "--detach")
+	_, err := Init(ctx, detached, Change{})
 	wantCode(t, err, decision.PublicationUnknown)
 	if _, err := os.Stat(filepath.Join(detached, ".git", store.DirName, "repository.json")); !os.IsNotExist(err) {
 		t.Errorf("a refused init wrote repository.json: %v", err)
 	}
-	_, err = Init(ctx, detached, PolicyChange{PublicationBranch: ptr("not..valid")})
+	_, err = Init(ctx, detached, Change{PublicationBranch: ptr("not..valid")})
 	wantCode(t, err, decision.InvalidPolicy)
 	// The refused inits left a store with no repository.json: the next
 	// init finishes it.
-	res, err := Init(ctx, detached, PolicyChange{PublicationBranch: ptr("trunk"), Enforcement: ptr(store.EnforcementWarn),
+	res, err := Init(ctx, detached, Change{PublicationBranch: ptr("trunk"), Enforcement: ptr(store.EnforcementWarn),
 		Unmanaged: ptr(store.UnmanagedRefuse), MaxActive: ptr("3"), BranchLayout: ptr(store.LayoutTaskDir),
 		RequireOwner: ptr("on"), PublicationLease: ptr("on")})
 	if err != nil || res.Code != decision.StoreInitialized {
@@ -116,9 +117,7 @@ func TestInitChoices(t *testing.T) {
 	if err := os.Mkdir(plain, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Init(ctx, plain, PolicyChange{})
-	wantCode(t, err, decision.NotAGitRepository)
-	_, err = Open(ctx, plain)
+	_, err = Init(ctx, plain, Change{})
 	wantCode(t, err, decision.NotAGitRepository)
 }
 
@@ -127,21 +126,21 @@ func TestInitChoices(t *testing.T) {
 // them) and one event; a new publication branch gets its baseline.
 func TestSetPolicy(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
-	before, _ := f.r.Policy()
+	f := newFixture(t, Change{})
+	before, _ := Read(f.s)
 
-	shown, err := f.r.SetPolicy(f.ctx, PolicyChange{})
+	shown, err := Set(f.ctx, f.g, f.s, Change{})
 	if err != nil || shown.Code != decision.PolicyShown || len(shown.Changes) != 0 || shown.Changes == nil ||
 		!reflect.DeepEqual(shown.Policy, before) {
 		t.Fatalf("shown: %+v %v", shown, err)
 	}
-	unchanged, err := f.r.SetPolicy(f.ctx, PolicyChange{Enforcement: ptr(store.EnforcementEnforce), MaxActive: ptr("unlimited")})
+	unchanged, err := Set(f.ctx, f.g, f.s, Change{Enforcement: ptr(store.EnforcementEnforce), MaxActive: ptr("unlimited")})
 	if err != nil || unchanged.Code != decision.PolicyUnchanged || len(unchanged.Changes) != 0 || unchanged.Changes == nil {
 		t.Fatalf("unchanged: %+v %v", unchanged, err)
 	}
 
 	f.git("branch", "release")
-	res, err := f.r.SetPolicy(f.ctx, PolicyChange{Enforcement: ptr(store.EnforcementWarn), MaxActive: ptr("2"),
+	res, err := Set(f.ctx, f.g, f.s, Change{Enforcement: ptr(store.EnforcementWarn), MaxActive: ptr("2"),
 		PublicationBranch: ptr("release"), Confine: ptr(store.ConfineAuto)})
 	if err != nil || res.Code != decision.PolicyUpdated {
 		t.Fatalf("update: %+v %v", res, err)
@@ -155,7 +154,7 @@ func TestSetPolicy(t *testing.T) {
 	if !reflect.DeepEqual(res.Changes, want) {
 		t.Errorf("changes:\n got %+v\nwant %+v", res.Changes, want)
 	}
-	after, _ := f.r.Policy()
+	after, _ := Read(f.s)
 	if after.PublicationBranch != "release" || after.Enforcement != store.EnforcementWarn || *after.MaxActive != 2 ||
 		after.Confine != store.ConfineAuto {
 		t.Errorf("stored: %+v", after)
@@ -169,18 +168,18 @@ func TestSetPolicy(t *testing.T) {
 	if !reflect.DeepEqual(changed, []any{"publication_branch", "enforcement", "max_active", "confine"}) {
 		t.Errorf("policy_changed events: %v", changed)
 	}
-	if !store.HasLedger(f.r.Store.Root(), store.PublicationLedger) {
+	if !store.HasLedger(f.s.Root(), store.PublicationLedger) {
 		t.Fatal("no publication ledger")
 	}
-	led, err := store.ReadLedger(f.r.Store.Root(), store.PublicationLedger, "refs/heads/release")
+	led, err := store.ReadLedger(f.s.Root(), store.PublicationLedger, "refs/heads/release")
 	if err != nil || len(led.Lines) != 1 || led.Lines[0].Via != store.ViaInit || led.Lines[0].New != f.base {
 		t.Errorf("release's baseline: %+v %v", led, err)
 	}
 
 	// A refused change writes nothing.
-	_, err = f.r.SetPolicy(f.ctx, PolicyChange{Enforcement: ptr(store.EnforcementEnforce), MaxActive: ptr("0")})
+	_, err = Set(f.ctx, f.g, f.s, Change{Enforcement: ptr(store.EnforcementEnforce), MaxActive: ptr("0")})
 	wantCode(t, err, decision.InvalidPolicy)
-	if now, _ := f.r.Policy(); !reflect.DeepEqual(now, after) {
+	if now, _ := Read(f.s); !reflect.DeepEqual(now, after) {
 		t.Errorf("a refused change wrote %+v", now)
 	}
 }
@@ -189,9 +188,9 @@ func TestSetPolicy(t *testing.T) {
 // (INVALID_POLICY) and leaves the policy as it was.
 func TestApplyPolicyRefusals(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, PolicyChange{})
-	pol, _ := f.r.Policy()
-	for name, c := range map[string]PolicyChange{
+	f := newFixture(t, Change{})
+	pol, _ := Read(f.s)
+	for name, c := range map[string]Change{
 		"publication branch":   {PublicationBranch: ptr("a..b")},
 		"enforcement":          {Enforcement: ptr("strict")},
 		"unmanaged":            {Unmanaged: ptr("maybe")},
@@ -208,7 +207,7 @@ func TestApplyPolicyRefusals(t *testing.T) {
 		"confine-allow escape": {ConfineAllow: ptr("/a\x1bb")},
 		"branch layout":        {BranchLayout: ptr("nested")},
 	} {
-		next, diffs, err := f.r.applyPolicy(f.ctx, pol, c)
+		next, diffs, err := apply(f.ctx, f.g, pol, c)
 		if decision.CodeOf(err) != decision.InvalidPolicy || diffs != nil || !reflect.DeepEqual(next, pol) {
 			t.Errorf("%s: %+v %v %v", name, next, diffs, err)
 		}
@@ -221,7 +220,7 @@ func TestApplyPolicyRefusals(t *testing.T) {
 func TestApplyFleetAndConfinement(t *testing.T) {
 	t.Parallel()
 	var p store.Policy
-	err := applyFleet(&p, PolicyChange{Coordinator: ptr(store.CoordinatorEtcd), EtcdEndpoints: ptr(" http://a:2379, ,http://b:2379 "),
+	err := applyFleet(&p, Change{Coordinator: ptr(store.CoordinatorEtcd), EtcdEndpoints: ptr(" http://a:2379, ,http://b:2379 "),
 		FleetTTL: ptr("5s"), FleetRemote: ptr("up"), EtcdCert: ptr(" /c/cert "), EtcdKey: ptr("/c/key"),
 		EtcdCACert: ptr("/c/ca"), FleetServerFence: ptr("on"), FleetCaseSensitive: ptr("on")})
 	if err != nil {
@@ -242,19 +241,19 @@ func TestApplyFleetAndConfinement(t *testing.T) {
 		"fleet_case_sensitive", "etcd_cert", "etcd_key", "etcd_cacert"}) || diffs[0] != (Diff{"coordinator", "none", "etcd"}) {
 		t.Errorf("diffs: %+v", diffs)
 	}
-	if err := applyFleet(&p, PolicyChange{Coordinator: ptr(store.CoordinatorNone)}); err != nil {
+	if err := applyFleet(&p, Change{Coordinator: ptr(store.CoordinatorNone)}); err != nil {
 		t.Fatal(err)
 	}
 	want = store.Policy{Coordinator: store.CoordinatorNone, FleetServerFence: true}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("fleet off:\n got %+v\nwant %+v", p, want)
 	}
-	if err := applyFleet(&p, PolicyChange{FleetServerFence: ptr("off")}); err != nil || p.FleetServerFence {
+	if err := applyFleet(&p, Change{FleetServerFence: ptr("off")}); err != nil || p.FleetServerFence {
 		t.Errorf("fence off: %+v %v", p, err)
 	}
 
 	var c store.Policy
-	if err := applyConfinement(&c, PolicyChange{Confine: ptr(store.ConfineRequire), ConfineAllow: ptr(" /a/ , /b/../c,,"),
+	if err := applyConfinement(&c, Change{Confine: ptr(store.ConfineRequire), ConfineAllow: ptr(" /a/ , /b/../c,,"),
 		BranchLayout: ptr(store.LayoutTaskDir)}); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +261,7 @@ func TestApplyFleetAndConfinement(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("confinement:\n got %+v\nwant %+v", c, want)
 	}
-	if err := applyConfinement(&c, PolicyChange{ConfineAllow: ptr("")}); err != nil || c.ConfineAllow != nil {
+	if err := applyConfinement(&c, Change{ConfineAllow: ptr("")}); err != nil || c.ConfineAllow != nil {
 		t.Errorf("confine-allow cleared: %+v %v", c, err)
 	}
 	if got := policyDiffs(c, c); got != nil {

@@ -1,4 +1,10 @@
-package alloc
+// Package policy sets a repository up for wt (Init) and reads and changes
+// its policy (Read, Set): policy.json, validated field by field, one
+// policy_changed event per changed field, and the publication branch's
+// ledger baseline when wt begins to watch a branch. The command-line names
+// of the fields (the flags of wt-admin init and policy) are the fields'
+// JSON names with dashes, which refusals and hints use.
+package policy
 
 import (
 	"context"
@@ -12,12 +18,13 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/ids"
+	"github.com/wt-tool/wt/core/ledger"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
 
-// PolicyChange names the policy fields a command sets; nil leaves a field.
-type PolicyChange struct {
+// Change names the policy fields a command sets; nil leaves a field.
+type Change struct {
 	PublicationBranch *string
 	Enforcement       *string
 	Unmanaged         *string
@@ -43,7 +50,7 @@ type PolicyChange struct {
 	PublicationLease *string
 }
 
-func (c PolicyChange) empty() bool {
+func (c Change) empty() bool {
 	return c.PublicationBranch == nil && c.Enforcement == nil && c.Unmanaged == nil && c.MaxActive == nil &&
 		c.Coordinator == nil && c.EtcdEndpoints == nil && c.FleetTTL == nil && c.FleetRemote == nil &&
 		c.EtcdCert == nil && c.EtcdKey == nil && c.EtcdCACert == nil && c.EtcdUser == nil && c.EtcdPasswordFile == nil &&
@@ -63,7 +70,7 @@ type InitResult struct {
 // was given policy values that differ from the stored ones it refuses with
 // POLICY_CONFLICT (policy changes go through the policy command). An init that
 // was interrupted (no repository.json yet) is finished.
-func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, error) {
+func Init(ctx context.Context, dir string, change Change) (InitResult, error) {
 	g, err := gitrepo.Discover(ctx, dir)
 	if err != nil {
 		return InitResult{}, err
@@ -78,7 +85,6 @@ func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, err
 	if err != nil {
 		return InitResult{}, err
 	}
-	r := &Repo{Git: g, Store: s}
 	var res InitResult
 	res.StoreDir = s.Root()
 	err = s.Write(func(tx *store.Tx) error {
@@ -98,7 +104,7 @@ func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, err
 				return decision.New(decision.InvalidMetadata, "policy.json is missing").
 					WithHint("restore it, or remove %s and run wt-admin init again", shell.Word(filepath.Join(s.Root(), "repository.json")))
 			}
-			_, diffs, err := r.applyPolicy(ctx, pol, change)
+			_, diffs, err := apply(ctx, g, pol, change)
 			if err != nil {
 				return err
 			}
@@ -128,7 +134,7 @@ func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, err
 				change.PublicationBranch = &b
 			}
 		}
-		next, _, err := r.applyPolicy(ctx, pol, change)
+		next, _, err := apply(ctx, g, pol, change)
 		if err != nil {
 			return err
 		}
@@ -136,7 +142,7 @@ func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, err
 		if err := tx.PutPolicy(&next); err != nil {
 			return err
 		}
-		if err := r.PublicationBaseline(next.PublicationBranch); err != nil {
+		if err := PublicationBaseline(g, s, next.PublicationBranch); err != nil {
 			return err
 		}
 		now := store.Now()
@@ -145,7 +151,7 @@ func Init(ctx context.Context, dir string, change PolicyChange) (InitResult, err
 			return err
 		}
 		res = InitResult{Code: decision.StoreInitialized, StoreDir: s.Root(), RepositoryID: repo.RepositoryID, Policy: next}
-		return event(tx, "store_initialized", nil, map[string]any{"repository_id": repo.RepositoryID, "policy": next})
+		return tx.LogEvent("store_initialized", "", map[string]any{"repository_id": repo.RepositoryID, "policy": next})
 	})
 	return res, err
 }
@@ -168,12 +174,12 @@ func maxActiveText(p *int) string {
 	return strconv.Itoa(*p)
 }
 
-// applyPolicy validates change and returns pol with it applied, and the
-// fields that differ.
-func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange) (store.Policy, []Diff, error) {
+// apply validates change and returns pol with it applied, and the fields
+// that differ.
+func apply(ctx context.Context, g *gitrepo.Repo, pol store.Policy, c Change) (store.Policy, []Diff, error) {
 	next := pol
 	for _, apply := range []func(*store.Policy) error{
-		func(next *store.Policy) error { return r.applyBasics(ctx, next, c) },
+		func(next *store.Policy) error { return applyBasics(ctx, g, next, c) },
 		func(next *store.Policy) error { return applyFleet(next, c) },
 		func(next *store.Policy) error { return applyConfinement(next, c) },
 	} {
@@ -186,9 +192,9 @@ func (r *Repo) applyPolicy(ctx context.Context, pol store.Policy, c PolicyChange
 
 // applyBasics applies the publication branch, enforcement, the unmanaged
 // rule, the ACTIVE budget and --require-owner.
-func (r *Repo) applyBasics(ctx context.Context, next *store.Policy, c PolicyChange) error {
+func applyBasics(ctx context.Context, g *gitrepo.Repo, next *store.Policy, c Change) error {
 	if v := c.PublicationBranch; v != nil {
-		if !r.Git.ValidBranchName(ctx, *v) {
+		if !g.ValidBranchName(ctx, *v) {
 			return decision.New(decision.InvalidPolicy, "publication branch %q is not a valid branch name", *v).
 				WithHint("pass --publication-branch with a branch name such as main")
 		}
@@ -242,7 +248,7 @@ func (r *Repo) applyBasics(ctx context.Context, next *store.Policy, c PolicyChan
 }
 
 // applyFleet applies fleet mode's settings and checks them together.
-func applyFleet(next *store.Policy, c PolicyChange) error {
+func applyFleet(next *store.Policy, c Change) error {
 	if v := c.Coordinator; v != nil {
 		next.Coordinator = *v
 	}
@@ -306,7 +312,7 @@ func applyFleet(next *store.Policy, c PolicyChange) error {
 }
 
 // applyConfinement applies confinement and the branch layout.
-func applyConfinement(next *store.Policy, c PolicyChange) error {
+func applyConfinement(next *store.Policy, c Change) error {
 	if v := c.Confine; v != nil {
 		switch *v {
 		case store.ConfineOff, store.ConfineAuto, store.ConfineRequire:
@@ -322,7 +328,7 @@ func applyConfinement(next *store.Policy, c PolicyChange) error {
 			if p = strings.TrimSpace(p); p == "" {
 				continue
 			}
-			if !filepath.IsAbs(p) || ValidText("path", p) != nil {
+			if !filepath.IsAbs(p) || store.ValidText("path", p) != nil {
 				return decision.New(decision.InvalidPolicy, "confine-allow %q is not an absolute path", p).
 					WithHint("pass --confine-allow /ABS/DIR[,/ABS/DIR]")
 			}
@@ -378,18 +384,18 @@ func policyDiffs(pol, next store.Policy) []Diff {
 	return diffs
 }
 
-// PolicyResult is the policy after a policy command.
-type PolicyResult struct {
+// Result is the policy after a policy command.
+type Result struct {
 	Code    string       `json:"code"`
 	Policy  store.Policy `json:"policy"`
 	Changes []Diff       `json:"changes"`
 }
 
-// Policy reads the repository's policy (a missing policy.json reads as the
+// Read reads the repository's policy (a missing policy.json reads as the
 // zero policy, which wt treats as every default).
-func (r *Repo) Policy() (store.Policy, error) {
+func Read(s *store.Store) (store.Policy, error) {
 	var pol store.Policy
-	err := r.Store.Read(func(tx *store.Tx) error {
+	err := s.Read(func(tx *store.Tx) error {
 		var err error
 		pol, _, err = tx.Policy()
 		return err
@@ -397,10 +403,10 @@ func (r *Repo) Policy() (store.Policy, error) {
 	return pol, err
 }
 
-// SetPolicy shows the policy (no change given) or changes the given fields,
-// one event per changed field.
-func (r *Repo) SetPolicy(ctx context.Context, change PolicyChange) (PolicyResult, error) {
-	var res PolicyResult
+// Set shows the policy (no change given) or changes the given fields, one
+// event per changed field.
+func Set(ctx context.Context, g *gitrepo.Repo, s *store.Store, change Change) (Result, error) {
+	var res Result
 	fn := func(tx *store.Tx) error {
 		pol, ok, err := tx.Policy()
 		if err != nil {
@@ -410,20 +416,20 @@ func (r *Repo) SetPolicy(ctx context.Context, change PolicyChange) (PolicyResult
 			return decision.New(decision.InvalidMetadata, "policy.json is missing").WithHint("run wt-admin init")
 		}
 		if change.empty() {
-			res = PolicyResult{Code: decision.PolicyShown, Policy: pol, Changes: []Diff{}}
+			res = Result{Code: decision.PolicyShown, Policy: pol, Changes: []Diff{}}
 			return nil
 		}
-		next, diffs, err := r.applyPolicy(ctx, pol, change)
+		next, diffs, err := apply(ctx, g, pol, change)
 		if err != nil {
 			return err
 		}
 		if len(diffs) == 0 {
-			res = PolicyResult{Code: decision.PolicyUnchanged, Policy: pol, Changes: []Diff{}}
+			res = Result{Code: decision.PolicyUnchanged, Policy: pol, Changes: []Diff{}}
 			return nil
 		}
 		next.UpdatedAt = store.Now()
 		if next.PublicationBranch != pol.PublicationBranch {
-			if err := r.PublicationBaseline(next.PublicationBranch); err != nil {
+			if err := PublicationBaseline(g, s, next.PublicationBranch); err != nil {
 				return err
 			}
 		}
@@ -431,18 +437,18 @@ func (r *Repo) SetPolicy(ctx context.Context, change PolicyChange) (PolicyResult
 			return err
 		}
 		for _, d := range diffs {
-			if err := event(tx, "policy_changed", nil, map[string]any{"field": d.Field, "from": d.From, "to": d.To}); err != nil {
+			if err := tx.LogEvent("policy_changed", "", map[string]any{"field": d.Field, "from": d.From, "to": d.To}); err != nil {
 				return err
 			}
 		}
-		res = PolicyResult{Code: decision.PolicyUpdated, Policy: next, Changes: diffs}
+		res = Result{Code: decision.PolicyUpdated, Policy: next, Changes: diffs}
 		return nil
 	}
 	var err error
 	if change.empty() {
-		err = r.Store.Read(fn)
+		err = s.Read(fn)
 	} else {
-		err = r.Store.Write(fn)
+		err = s.Write(fn)
 	}
 	return res, err
 }
@@ -452,11 +458,11 @@ func (r *Repo) SetPolicy(ctx context.Context, change PolicyChange) (PolicyResult
 // it names one it watched before: its moves meanwhile went unrecorded):
 // its tip and how many reflog entries it has. Its history before is the
 // baseline, not a finding of audit or doctor.
-func (r *Repo) PublicationBaseline(b string) error {
+func PublicationBaseline(g *gitrepo.Repo, s *store.Store, b string) error {
 	if b == "" {
 		return nil
 	}
-	return r.appendBaseline(store.PublicationLedger, "refs/heads/"+b)
+	return ledger.Baseline(g.CommonDir, s.Root(), store.PublicationLedger, "refs/heads/"+b)
 }
 
 // OnOff is a policy switch in words.

@@ -1,4 +1,8 @@
-package alloc
+// Package ledger reads a branch's reflog against wt's ledger of the moves
+// it approved or made (store.Ledger): which entries each line covers, and
+// the baseline a ledger begins with. audit, status and doctor ask it; the
+// gate and allocate write the lines (docs/format.md).
+package ledger
 
 import (
 	"fmt"
@@ -66,24 +70,24 @@ func RestoreBranch(worktree, ref, tip string) string {
 	return fmt.Sprintf("wt-exec -C %s -- git update-ref %s %s", shell.Word(worktree), shell.Word(ref), tip)
 }
 
-// BeginLedger begins ledger name, when it has no file yet (an allocation
-// made before ledgers, a store older than them), with a baseline
-// (appendBaseline). Best effort: without it, the history before reads as
-// ungated.
-func (r *Repo) BeginLedger(name, ref string) {
-	if !store.HasLedger(r.Store.Root(), name) {
-		_ = r.appendBaseline(name, ref) // Best effort, as above.
+// Begin begins ledger name in the store at storeRoot, when it has no file
+// yet (an allocation made before ledgers, a store older than them), with a
+// baseline (Baseline). Best effort: without it, the history before reads
+// as ungated.
+func Begin(commonDir, storeRoot, name, ref string) {
+	if !store.HasLedger(storeRoot, name) {
+		_ = Baseline(commonDir, storeRoot, name, ref) // Best effort, as above.
 	}
 }
 
-// appendBaseline appends to ledger name where ref stands now and how many
+// Baseline appends to ledger name where ref stands now and how many
 // reflog entries it has: its history before is not a finding (audit leaves
 // it out), as a branch's before init is not.
-func (r *Repo) appendBaseline(name, ref string) error {
-	tip, err := gitrepo.ReadRef(r.Git.CommonDir, ref)
+func Baseline(commonDir, storeRoot, name, ref string) error {
+	tip, err := gitrepo.ReadRef(commonDir, ref)
 	if err != nil {
 		return err
 	}
-	entries, _ := gitrepo.ReadReflog(r.Git.CommonDir, ref) // unreadable: nothing before to leave out
-	return store.AppendLedger(r.Store.Root(), name, store.LedgerLine{Via: store.ViaInit, Ref: ref, New: tip, Entries: len(entries)})
+	entries, _ := gitrepo.ReadReflog(commonDir, ref) // unreadable: nothing before to leave out
+	return store.AppendLedger(storeRoot, name, store.LedgerLine{Via: store.ViaInit, Ref: ref, New: tip, Entries: len(entries)})
 }
