@@ -10,9 +10,9 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
-	"github.com/wt-tool/wt/core/internal/gittest"
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/gittest"
 )
 
 // TestAllocate: a feature allocation gets a worktree on a new branch

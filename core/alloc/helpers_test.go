@@ -11,10 +11,10 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/ids"
-	"github.com/wt-tool/wt/core/internal/gittest"
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/gittest"
 )
 
 // TestMain keeps every git away from the configuration of the user and of

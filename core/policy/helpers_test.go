@@ -11,8 +11,8 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
-	"github.com/wt-tool/wt/core/internal/gittest"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/gittest"
 )
 
 // TestMain keeps every git away from the configuration of the user and of

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/wt-tool/wt/core/decision"
-	"github.com/wt-tool/wt/core/internal/gittest"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/gittest"
 )
 
 // TestInit: a first init writes the default policy (the canonical

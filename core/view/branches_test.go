@@ -8,10 +8,10 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
-	"github.com/wt-tool/wt/core/internal/gittest"
 	"github.com/wt-tool/wt/core/ledger"
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/gittest"
 )
 
 // TestBranchProblems: a live feature task's branch is held against wt's
