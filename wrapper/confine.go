@@ -29,6 +29,10 @@ const (
 // ConfinedEnv marks a confined command's environment (confine.Env).
 const ConfinedEnv = confine.Env
 
+// landlockABI and newConfinement are confine.ABI and confine.New: the
+// kernel's Landlock ABI and the planner (unit tests substitute them).
+var landlockABI, newConfinement = confine.ABI, confine.New
+
 // ParseConfineMode reads a policy value.
 func ParseConfineMode(s string) ConfineMode {
 	switch s {
@@ -49,7 +53,7 @@ func (s *supervisor) confinement(c gitrepo.Checkout, branch string, pol store.Po
 	if mode == ConfineOff {
 		return nil, nil
 	}
-	abi := confine.ABI()
+	abi := landlockABI()
 	if abi < confine.MinABI {
 		d := confine.Refusal(abi)
 		if mode == ConfineRequire {
@@ -107,7 +111,7 @@ func Explain(opts Options, branch string, pol store.Policy) ([]string, error) {
 		return nil, err
 	}
 	mode := opts.confineMode(pol)
-	abi := confine.ABI()
+	abi := landlockABI()
 	head := []string{fmt.Sprintf("mode %s (policy %s)", [...]string{"off", "auto", "require"}[mode], pol.ConfineMode())}
 	if abi < confine.MinABI {
 		return append(head, "this kernel cannot confine: "+confine.Refusal(abi).Message), nil
@@ -138,7 +142,7 @@ func (o Options) planConfinement(c gitrepo.Checkout, branch string, pol store.Po
 	home, _ := envLookup(o.Environ, "HOME")
 	cache, _ := envLookup(o.Environ, "XDG_CACHE_HOME")
 	ssh, _ := envLookup(o.Environ, "SSH_AUTH_SOCK")
-	return confine.New(confine.Input{Checkout: c, Branch: branch, Publication: pol.PublicationBranch, Home: home, CacheHome: cache,
+	return newConfinement(confine.Input{Checkout: c, Branch: branch, Publication: pol.PublicationBranch, Home: home, CacheHome: cache,
 		SSHAuthSock: ssh, AllowSockets: o.AllowSockets, OnView: onView,
 		Agent: o.Agent, Program: program, Allow: append(slices.Clone(pol.ConfineAllow), o.AllowWrite...),
 		TempDir: tmpDir, ABI: abi, DryRun: dryRun})
