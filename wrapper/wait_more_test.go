@@ -1,0 +1,132 @@
+package wrapper
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/store"
+)
+
+func TestWaitable(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[string]bool{decision.WriterLeaseHeld: true, decision.FleetLeaseHeld: true, decision.FleetUnreachable: true,
+		decision.WriterLeaseReserved: true, decision.RuntimeOccupied: true, decision.OwnerMismatch: false, decision.Internal: false} {
+		if got := waitable(decision.New(code, "x")); got != want {
+			t.Errorf("waitable(%s) = %v", code, got)
+		}
+	}
+	if waitable(errors.New("plain")) || waitable(nil) {
+		t.Error("waitable of a plain error or none")
+	}
+}
+
+// TestWaitingPIDs reads the waiters' pids from their tickets' names.
+func TestWaitingPIDs(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir := store.WaitersDir(root, "w1")
+	os.MkdirAll(dir, 0o755)
+	for _, n := range []string{"00000000000000000001-0000000042", "00000000000000000002-0000000043", ".new-x", "junk-x"} {
+		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
+	}
+	got := waitingPIDs(root, "w1")
+	if len(got) != 2 || !got[42] || !got[43] {
+		t.Errorf("waitingPIDs: %v", got)
+	}
+	if got := waitingPIDs(root, "none"); len(got) != 0 {
+		t.Errorf("no line: %v", got)
+	}
+}
+
+// waiter is a supervisor ready for waitAndAcquire, whose signal catching
+// ends with the test.
+func waiter(t *testing.T, f fixture, timeout time.Duration) (*supervisor, *[]string, context.CancelFunc) {
+	var told []string
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &supervisor{repo: f.repo, startCtx: ctx, opts: Options{Timeout: timeout, Waiting: func(m string) { told = append(told, m) }}}
+	t.Cleanup(func() {
+		cancel()
+		if s.sigs != nil {
+			signal.Stop(s.sigs)
+			signal.Stop(s.stops)
+		}
+	})
+	return s, &told, cancel
+}
+
+// TestWaitAndAcquire: --wait tries again after each refusal it may wait
+// out (woken by a change of the leases), says once whom it waits on, and
+// ends at a grant, at a refusal it may not wait out, at its timeout
+// (WRITER_LEASE_WAIT_TIMEOUT) or at a stop signal (INTERRUPTED); its
+// ticket leaves the line with it.
+func TestWaitAndAcquire(t *testing.T) {
+	f := newFixture(t)
+	root := f.repo.Store.Root()
+	held := decision.New(decision.WriterLeaseHeld, "held by pid 1")
+	t.Run("granted after two refusals", func(t *testing.T) {
+		s, told, _ := waiter(t, f, 0)
+		tries := 0
+		err := s.waitAndAcquire(root, f.c, "claude", func() error {
+			tries++
+			if tries < 3 {
+				// The lease changes: what wakes the waiter.
+				os.WriteFile(filepath.Join(store.LeasesDir(root), "wake"), nil, 0o644)
+				return held
+			}
+			return nil
+		})
+		if err != nil || tries != 3 || len(*told) != 1 || (*told)[0] != "WRITER_LEASE_HELD: held by pid 1" {
+			t.Fatalf("err %v, tries %d, told %q", err, tries, *told)
+		}
+		if ents, _ := os.ReadDir(store.WaitersDir(root, "w1")); len(ents) != 0 {
+			t.Errorf("tickets left: %v", ents)
+		}
+	})
+	t.Run("a refusal not waited out", func(t *testing.T) {
+		s, _, _ := waiter(t, f, 0)
+		tries := 0
+		err := s.waitAndAcquire(root, f.c, "claude", func() error { tries++; return decision.New(decision.OwnerMismatch, "x") })
+		if decision.CodeOf(err) != decision.OwnerMismatch || tries != 1 {
+			t.Errorf("err %v, tries %d", err, tries)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		s, _, _ := waiter(t, f, time.Nanosecond)
+		err := s.waitAndAcquire(root, f.c, "claude", func() error { return held })
+		d := wantCode(t, err, decision.WriterLeaseWaitTimeout)
+		if !strings.Contains(d.Message, "held by pid 1") || !strings.Contains(d.Hint, "wt-admin lease inspect") {
+			t.Errorf("%+v", d)
+		}
+	})
+	t.Run("stopped", func(t *testing.T) {
+		s, _, cancel := waiter(t, f, 0)
+		s.stopSig.Store(unix.SIGTERM)
+		err := s.waitAndAcquire(root, f.c, "claude", func() error { cancel(); return held })
+		if d := wantCode(t, err, decision.Interrupted); d.Facts["signal"] != int(unix.SIGTERM) {
+			t.Errorf("%+v", d)
+		}
+	})
+	t.Run("behind an earlier waiter", func(t *testing.T) {
+		first, err := joinQueue(root, "w1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, told, _ := waiter(t, f, time.Nanosecond)
+		tries := 0
+		err = s.waitAndAcquire(root, f.c, "claude", func() error { tries++; return nil })
+		first.leave()
+		d := wantCode(t, err, decision.WriterLeaseWaitTimeout)
+		if tries != 0 || !strings.Contains(d.Message, "earlier waiters were still in line") || len(*told) != 1 || !strings.Contains((*told)[0], "1 earlier wt-exec --wait run(s)") {
+			t.Errorf("tries %d, %+v, told %q", tries, d, *told)
+		}
+	})
+}
