@@ -12,6 +12,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -54,7 +55,7 @@ func newFixture(t *testing.T) fixture {
 	hgit(t, r, "commit", "-q", "--allow-empty", "-m", "init")
 	ctx := context.Background()
 	main := "main"
-	if _, err := alloc.Init(ctx, r, alloc.PolicyChange{PublicationBranch: &main}); err != nil {
+	if _, err := policy.Init(ctx, r, policy.Change{PublicationBranch: &main}); err != nil {
 		t.Fatal(err)
 	}
 	repo, err := alloc.Open(ctx, r)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
@@ -13,7 +15,6 @@ import (
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/wrapper/confine"
-	"golang.org/x/sys/unix"
 )
 
 // preparePublisher makes the publisher of a confined run's task branch

@@ -107,6 +107,9 @@ type supervisor struct {
 	// stopSig is that signal.
 	startCtx context.Context
 	stopSig  atomic.Value
+	// now is the clock of --wait's deadline (time.Now when nil; a test's
+	// clock in tests).
+	now func() time.Time
 }
 
 // prepare readies wt-exec for a child, before the lease section starts it.

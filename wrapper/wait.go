@@ -223,9 +223,13 @@ func (s *supervisor) waitAndAcquire(root string, c gitrepo.Checkout, client stri
 		return err
 	}
 	defer q.leave()
+	now := time.Now
+	if s.now != nil {
+		now = s.now
+	}
 	var deadline time.Time
 	if s.opts.Timeout > 0 {
-		deadline = time.Now().Add(s.opts.Timeout)
+		deadline = now().Add(s.opts.Timeout)
 	}
 	told := false
 	tell := func(msg string) {
@@ -251,7 +255,7 @@ func (s *supervisor) waitAndAcquire(root string, c gitrepo.Checkout, client stri
 		if s.startCtx.Err() != nil {
 			return s.stopped()
 		}
-		if !deadline.IsZero() && !time.Now().Before(deadline) {
+		if !deadline.IsZero() && !now().Before(deadline) {
 			why := "earlier waiters were still in line"
 			if last != nil {
 				why = last.Error()

@@ -48,11 +48,21 @@ func TestWaitingPIDs(t *testing.T) {
 }
 
 // waiter is a supervisor ready for waitAndAcquire, whose signal catching
-// ends with the test.
+// ends with the test. With a timeout, its clock reads the deadline as
+// passed at its second reading: the wait times out after one try, however
+// long that try took.
 func waiter(t *testing.T, f fixture, timeout time.Duration) (*supervisor, *[]string, context.CancelFunc) {
 	var told []string
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{repo: f.repo, startCtx: ctx, opts: Options{Timeout: timeout, Waiting: func(m string) { told = append(told, m) }}}
+	start, readings := time.Unix(1_000_000, 0), 0
+	s.now = func() time.Time {
+		readings++
+		if readings == 1 {
+			return start
+		}
+		return start.Add(timeout)
+	}
 	t.Cleanup(func() {
 		cancel()
 		if s.sigs != nil {
@@ -100,7 +110,7 @@ func TestWaitAndAcquire(t *testing.T) {
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
-		s, _, _ := waiter(t, f, time.Nanosecond)
+		s, _, _ := waiter(t, f, time.Hour)
 		err := s.waitAndAcquire(root, f.c, "claude", func() error { return held })
 		d := wantCode(t, err, decision.WriterLeaseWaitTimeout)
 		if !strings.Contains(d.Message, "held by pid 1") || !strings.Contains(d.Hint, "wt-admin lease inspect") {
@@ -120,7 +130,7 @@ func TestWaitAndAcquire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, told, _ := waiter(t, f, time.Nanosecond)
+		s, told, _ := waiter(t, f, time.Hour)
 		tries := 0
 		err = s.waitAndAcquire(root, f.c, "claude", func() error { tries++; return nil })
 		first.leave()
