@@ -23,6 +23,7 @@ import (
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/wrapper/confine"
+	"github.com/wt-tool/wt/wrapper/waitline"
 )
 
 // PTYMode chooses how the child meets the terminal.
@@ -671,7 +672,7 @@ func (s *supervisor) occupants(c gitrepo.Checkout, g lease.Grant) []proc.Holder 
 		return nil
 	}
 	roots := []int{h.PID, os.Getpid()}
-	for pid := range waitingPIDs(s.repo.Store.Root(), c.Key) {
+	for pid := range waitline.PIDs(s.repo.Store.Root(), c.Key) {
 		roots = append(roots, pid) // and their fleet helpers
 	}
 	mine := kin(sc, partial, roots)

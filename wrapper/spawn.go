@@ -157,13 +157,13 @@ func (s *supervisor) forkExec(path string, argv []string, attr *syscall.ProcAttr
 	if s.cg == nil {
 		return fork()
 	}
-	attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, s.cg.fd
+	attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, s.cg.FD
 	pid, err := fork()
 	if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) {
 		return pid, err
 	}
 	if s.opts.Verbose {
-		s.opts.Notify("no cgroup for the command: the kernel refused to start it in " + s.cg.path + ": " + err.Error())
+		s.opts.Notify("no cgroup for the command: the kernel refused to start it in " + s.cg.Path + ": " + err.Error())
 	}
 	s.dropCgroup()
 	attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0

@@ -21,6 +21,7 @@ import (
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/wrapper/cgroup"
 	"github.com/wt-tool/wt/wrapper/confine"
 )
 
@@ -42,7 +43,7 @@ type supervisor struct {
 	// its push token carries it, its fleet key a hash of it.
 	fenceSecret string
 	// cg is the command's cgroup (nil where wt-exec could make none).
-	cg *leaseCgroup
+	cg *cgroup.Group
 	// conf, while a confined command starts, is its confinement; the
 	// thread that forks it enforces its ruleset (see confine.Plan.Fork), built
 	// with the command's own terminal (ownTTY, its pty when it has one).
@@ -312,7 +313,7 @@ func (s *supervisor) launch(path string, env []string, conf *confine.Plan, c git
 	}
 	child := &store.ChildGroup{PID: s.pid, StartTicks: st.StartTicks}
 	if s.cg != nil {
-		child.Cgroup = s.cg.path
+		child.Cgroup = s.cg.Path
 	}
 	return child, nil
 }

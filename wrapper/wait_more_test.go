@@ -14,6 +14,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/wrapper/waitline"
 )
 
 func TestWaitable(t *testing.T) {
@@ -26,24 +27,6 @@ func TestWaitable(t *testing.T) {
 	}
 	if waitable(errors.New("plain")) || waitable(nil) {
 		t.Error("waitable of a plain error or none")
-	}
-}
-
-// TestWaitingPIDs reads the waiters' pids from their tickets' names.
-func TestWaitingPIDs(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	dir := store.WaitersDir(root, "w1")
-	os.MkdirAll(dir, 0o755)
-	for _, n := range []string{"00000000000000000001-0000000042", "00000000000000000002-0000000043", ".new-x", "junk-x"} {
-		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
-	}
-	got := waitingPIDs(root, "w1")
-	if len(got) != 2 || !got[42] || !got[43] {
-		t.Errorf("waitingPIDs: %v", got)
-	}
-	if got := waitingPIDs(root, "none"); len(got) != 0 {
-		t.Errorf("no line: %v", got)
 	}
 }
 
@@ -126,14 +109,14 @@ func TestWaitAndAcquire(t *testing.T) {
 		}
 	})
 	t.Run("behind an earlier waiter", func(t *testing.T) {
-		first, err := joinQueue(root, "w1")
+		first, err := waitline.Join(root, "w1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		s, told, _ := waiter(t, f, time.Hour)
 		tries := 0
 		err = s.waitAndAcquire(root, f.c, "claude", func() error { tries++; return nil })
-		first.leave()
+		first.Leave()
 		d := wantCode(t, err, decision.WriterLeaseWaitTimeout)
 		if tries != 0 || !strings.Contains(d.Message, "earlier waiters were still in line") || len(*told) != 1 || !strings.Contains((*told)[0], "1 earlier wt-exec --wait run(s)") {
 			t.Errorf("tries %d, %+v, told %q", tries, d, *told)

@@ -554,7 +554,7 @@ func fleetWorktree(b *testing.B) string {
 // metric waiter-cpu-% is the CPU time the ten waiters used over the whole
 // run, per waiter, as a share of the elapsed time (utime+stime from /proc,
 // in clock ticks). Waiters sleep on inotify and wake at most once per
-// WaitRecheck on their own, so this stays near zero.
+// waitline.Recheck on their own, so this stays near zero.
 func BenchmarkWaitersIdle(b *testing.B) {
 	bin := shippedExec(b)
 	repo, wts := benchRepo(b, 1, 0)

@@ -1,10 +1,12 @@
-package wrapper
+package waitline
 
 import (
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/wt-tool/wt/core/store"
 )
 
 // TestQueueTicketsNeverLost joins many waiters at once while each looks at
@@ -17,19 +19,19 @@ func TestQueueTicketsNeverLost(t *testing.T) {
 	const n = 16
 	for round := 0; round < 20; round++ {
 		key := "w" + string(rune('a'+round))
-		qs := make([]*waitQueue, n)
+		qs := make([]*Line, n)
 		var wg sync.WaitGroup
 		for i := range qs {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				q, err := joinQueue(root, key)
+				q, err := Join(root, key)
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				qs[i] = q
-				q.ahead() // looks at the line while others are joining
+				q.Ahead() // looks at the line while others are joining
 			}()
 		}
 		wg.Wait()
@@ -42,14 +44,32 @@ func TestQueueTicketsNeverLost(t *testing.T) {
 		}
 		seen := map[int]bool{}
 		for _, q := range qs {
-			a := q.ahead()
+			a := q.Ahead()
 			if seen[a] {
 				t.Fatalf("round %d: two waiters are at place %d", round, a)
 			}
 			seen[a] = true
 		}
 		for _, q := range qs {
-			q.leave()
+			q.Leave()
 		}
+	}
+}
+
+// TestPIDs reads the waiters' pids from their tickets' names.
+func TestPIDs(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir := store.WaitersDir(root, "w1")
+	os.MkdirAll(dir, 0o755)
+	for _, n := range []string{"00000000000000000001-0000000042", "00000000000000000002-0000000043", ".new-x", "junk-x"} {
+		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
+	}
+	got := PIDs(root, "w1")
+	if len(got) != 2 || !got[42] || !got[43] {
+		t.Errorf("PIDs: %v", got)
+	}
+	if got := PIDs(root, "none"); len(got) != 0 {
+		t.Errorf("no line: %v", got)
 	}
 }
