@@ -103,11 +103,11 @@ test-newer-git:
 	@echo "test-newer-git: building or finding git 2.55 (scripts/git-newer.sh: a minute or two the first time on a machine)"
 	@gitbin=$$(bash scripts/git-newer.sh) && dir=$$(dirname "$$gitbin") && set -o pipefail && \
 	for fmt in files reftable; do \
-		echo "test-newer-git: $$("$$gitbin" version), the $$fmt ref backend: the end-to-end scripts, the gate's tests, refs and hooks (a minute or two)"; \
+		echo "test-newer-git: $$("$$gitbin" version), the $$fmt ref backend: the end-to-end scripts, the gate's tests, refs, hooks and the unit tests that make repositories (a minute or two)"; \
 		{ PATH="$$dir:$$PATH" WT_TEST_GIT_NEWER="$$gitbin" WT_TEST_REF_FORMAT=$$fmt GIT_DEFAULT_REF_FORMAT=$$fmt \
 			$(GO) test -race -timeout 30m -json -run 'TestScripts|TestGate' ./cmd/internal/e2e/ && \
 		  PATH="$$dir:$$PATH" WT_TEST_GIT_NEWER="$$gitbin" WT_TEST_REF_FORMAT=$$fmt GIT_DEFAULT_REF_FORMAT=$$fmt \
-			$(GO) test -race -timeout 30m -json ./core/gitrepo/... ./install/ ./hooks/; } | $(GO) run ./scripts/testprogress || exit 1; \
+			$(GO) test -race -timeout 30m -json ./core/gitrepo/... ./install/ ./hooks/ ./core/alloc/ ./core/view/ ./core/maint/ ./core/policy/ ./core/ledger/ ./wrapper/...; } | $(GO) run ./scripts/testprogress || exit 1; \
 	done
 
 # The reviewers' tools, at pinned versions, installed into bin/tools once:

@@ -13,7 +13,11 @@ import (
 )
 
 // hgit runs git in dir without the user's or the system's configuration
-// and returns its trimmed output.
+// and returns its trimmed output. The repositories it makes keep their refs
+// in files whatever the environment asks (GIT_DEFAULT_REF_FORMAT, set by
+// make test-newer-git): these tests lay out loose refs and compare plans
+// made for them; the planner on reftable is the end-to-end scripts'
+// (confine*.txtar under make test-newer-git).
 func hgit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	return hgitIn(t, dir, "", args...)
@@ -24,7 +28,8 @@ func hgitIn(t *testing.T, dir, stdin string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
+		"GIT_DEFAULT_REF_FORMAT=files")
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.Output()
 	if err != nil {
