@@ -76,6 +76,14 @@ func TestWriteAdopted(t *testing.T) {
 	if err != nil || len(led.Lines) != 1 || led.Lines[0].Via != store.ViaInit || led.Lines[0].New != f.base {
 		t.Errorf("ledger: %+v %v", led, err)
 	}
+	// The branch index names it: the store, not only git, guards it.
+	f.write(func(tx *store.Tx) error {
+		owner, ok, err := tx.BranchAllocation("refs/heads/feat")
+		if err != nil || !ok || owner.AllocationID != a.AllocationID {
+			t.Errorf("branch index: %+v %v %v", owner, ok, err)
+		}
+		return nil
+	})
 	_, err = f.r.Allocate(f.ctx, Request{TaskKey: "T-10", Owner: "carol", Branch: "feat", Path: f.path("x")})
 	wantCode(t, err, decision.BranchExists)
 }

@@ -30,7 +30,16 @@ func TestBeginLedger(t *testing.T) {
 	if got != want {
 		t.Errorf("baseline:\n got %+v\nwant %+v", got, want)
 	}
+	// No publication branch: nothing is written.
+	before, err := store.ReadLedger(f.r.Store.Root(), store.PublicationLedger, "refs/heads/main")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := policy.PublicationBaseline(f.r.Git, f.r.Store, ""); err != nil {
 		t.Errorf("no publication branch: %v", err)
+	}
+	after, err := store.ReadLedger(f.r.Store.Root(), store.PublicationLedger, "refs/heads/main")
+	if err != nil || len(after.Lines) != len(before.Lines) || len(before.Lines) != 1 {
+		t.Errorf("the publication ledger changed: %d lines, then %d (%v)", len(before.Lines), len(after.Lines), err)
 	}
 }

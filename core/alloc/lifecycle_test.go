@@ -144,7 +144,7 @@ func TestRetainLiveWriter(t *testing.T) {
 
 // TestAwaitTask: with no allocate of the task in flight it answers at
 // once (the allocation, or nil); with one in flight it waits, until the
-// context ends.
+// context ends or the allocate ends (then the allocation it made).
 func TestAwaitTask(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
@@ -165,5 +165,27 @@ func TestAwaitTask(t *testing.T) {
 	}
 	if got, err := f.r.AwaitTask(ctx, "T-2"); err != nil || got != nil {
 		t.Errorf("another task than the one in flight: %+v %v", got, err)
+	}
+	// The allocate ends (its record written, its journal finished): the
+	// wait answers with it.
+	p := f.planned("T-4", "w4", nil)
+	j := f.plan(p, self(t).Identity())
+	type answer struct {
+		a   *store.Allocation
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		a, err := f.r.AwaitTask(f.ctx, "T-4")
+		done <- answer{a, err}
+	}()
+	f.write(func(tx *store.Tx) error {
+		if err := tx.PutAllocation(&p); err != nil {
+			return err
+		}
+		return tx.FinishJournal(j, "completed", nil, store.Now())
+	})
+	if got := <-done; got.err != nil || got.a == nil || got.a.AllocationID != p.AllocationID {
+		t.Errorf("the wait for an allocate that ended: %+v %v", got.a, got.err)
 	}
 }

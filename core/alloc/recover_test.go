@@ -266,9 +266,10 @@ func TestRecoverHalfAdded(t *testing.T) {
 
 // TestRecoverHalfAdmin: a git worktree add that died writing its admin
 // dir (locked initializing, HEAD not written) leaves a dir git cannot list
-// worktrees with: recovery removes it, with the planned checkout's
-// orphan .git file and its empty directory, and rolls the plan back. An
-// admin dir of another path is left alone.
+// worktrees with: discardHalfAdmin, which recovery calls before it rolls
+// the plan back (TestRecoverRolledBack), removes it, with the planned
+// checkout's orphan .git file and its empty directory. An admin dir of
+// another path is left alone.
 func TestRecoverHalfAdmin(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
@@ -348,5 +349,9 @@ func TestRemoveOrphanDotGit(t *testing.T) {
 			t.Errorf("%s: removed %v, want %v", c.name, removed, c.removed)
 		}
 	}
-	removeOrphanDotGit(common, filepath.Join(common, "nowhere")) // no directory: nothing to do, no panic
+	nowhere := filepath.Join(common, "nowhere")
+	removeOrphanDotGit(common, nowhere) // no directory: nothing to do
+	if _, err := os.Lstat(nowhere); !os.IsNotExist(err) {
+		t.Errorf("a directory that was not there: %v", err)
+	}
 }

@@ -214,6 +214,6 @@ func TestLogEvent(t *testing.T) {
 // NOT_A_GIT_REPOSITORY.
 func TestOpenOutsideRepository(t *testing.T) {
 	t.Parallel()
-	_, err := Open(context.Background(), t.TempDir())
+	_, err := Open(context.Background(), gittest.Outside(t))
 	wantCode(t, err, decision.NotAGitRepository)
 }

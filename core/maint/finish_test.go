@@ -194,6 +194,17 @@ func TestFinishRefusals(t *testing.T) {
 	wantCode(t, err, decision.MissingRetainedRef)
 	f.git(f.main, "branch", "-q", "-m", "trunk", "main")
 
+	// Every refusal left the task as it was: registered, its branch at
+	// its base, its record unchanged, no journal.
+	if !f.listed(w1) || f.git(f.main, "rev-parse", "refs/heads/wt/T-1") != a.BaseCommit {
+		t.Errorf("a refusal changed the worktree or its branch")
+	}
+	if got := f.allocation(a.AllocationID); got.RecordVersion != a.RecordVersion || got.Lifecycle != a.Lifecycle {
+		t.Errorf("a refusal changed the record: %+v, was %+v", got, a)
+	}
+	if js := f.journals(); len(js) != 0 {
+		t.Errorf("a refusal left journals: %+v", js)
+	}
 	// Still finishable after all of it.
 	if _, _, err := f.finish(FinishRequest{Path: w1, Owner: "alice"}); err != nil {
 		t.Fatal(err)

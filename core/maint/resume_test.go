@@ -271,8 +271,8 @@ func (f *fixture) finishPlanned(name string) FinishResult {
 
 // TestFinishResume: a finish killed at any point is finished by the same
 // apply run again: archive refs already made are kept, a worktree already
-// removed is not removed again, the branch goes only at the planned
-// commit, and the release is made once.
+// removed is not removed again, the branch is deleted, and the release is
+// made once (a branch moved meanwhile is TestFinishResumeRefusals').
 func TestFinishResume(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

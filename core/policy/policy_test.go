@@ -113,11 +113,7 @@ func TestInitChoices(t *testing.T) {
 		t.Errorf("ledger of a branch not made yet: %+v %v", led, err)
 	}
 
-	plain := filepath.Join(top, "plain")
-	if err := os.Mkdir(plain, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Init(ctx, plain, Change{})
+	_, err = Init(ctx, gittest.Outside(t), Change{})
 	wantCode(t, err, decision.NotAGitRepository)
 }
 

@@ -1,8 +1,13 @@
 package view
 
 import (
+	"os/exec"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/policy"
@@ -11,8 +16,8 @@ import (
 )
 
 // TestPs: every governed worktree has a row, with its lease and the
-// processes in it: here the lease's holder (this process), which no other
-// relation lists twice; a path names one worktree; a path wt does not
+// processes in it: the lease's holder (this process; then a child working
+// in the worktree, which its cwd there does not list twice); a path names one worktree; a path wt does not
 // govern is UNREGISTERED_WORKTREE.
 //
 // Not parallel: it reads every process, and the holder's descendants are
@@ -25,7 +30,6 @@ func TestPs(t *testing.T) {
 	f.git("worktree", "add", "-q", "-b", "manual", f.path("manual"))
 	me := self(t)
 	l := f.lease(leased, me)
-
 	res, err := Ps(f.ctx, f.r, "")
 	if err != nil {
 		t.Fatal(err)
@@ -59,5 +63,27 @@ func TestPs(t *testing.T) {
 	one, err = Ps(f.ctx, f.r, leased.WorktreePath)
 	if err != nil || len(one.Rows) != 1 || len(one.Rows[0].Processes) != 0 {
 		t.Errorf("a dead holder's lease: %+v %v", one, err)
+	}
+	// A holder that also works in the worktree (its cwd there) is listed
+	// once, as the holder. It is left to run outside this process's tree
+	// (its shell exits), where ps looks at what processes use.
+	out, err := exec.Command("sh", "-c", `cd "$1" && sleep 600 >/dev/null 2>&1 & echo $!`, "sh", leased.WorktreePath).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Kill(pid, unix.SIGKILL)
+	id, err := proc.Describe(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.lease(leased, proc.Holder{ClientID: "sitter", PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks})
+	one, err = Ps(f.ctx, f.r, leased.WorktreePath)
+	want = []PsProcess{{PID: id.PID, Command: proc.Command(id.PID), Relation: RelHolder}}
+	if err != nil || len(one.Rows) != 1 || !reflect.DeepEqual(one.Rows[0].Processes, want) {
+		t.Errorf("a holder working in its worktree:\n got %+v %v\nwant %+v", one, err, want)
 	}
 }

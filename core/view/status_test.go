@@ -22,8 +22,8 @@ import (
 )
 
 // TestStatusRows: every worktree git lists has a row (the canonical
-// checkout, governed ones with their allocation and gate, unmanaged ones),
-// then every live allocation git no longer lists; a gone checkout and a
+// checkout first, governed ones with their allocation and gate, unmanaged
+// ones), and every live allocation git no longer lists; a gone checkout and a
 // missing worktree point at finish, and an awaiting binding at backfill.
 func TestStatusRows(t *testing.T) {
 	t.Parallel()
@@ -169,8 +169,7 @@ func TestStatusPrunable(t *testing.T) {
 // TestStatusGate: with a gate check, a governed feature worktree whose
 // commits meet no gate is an alarm with the fix; one whose gate cannot be
 // found says so; an unmanaged worktree is refused by policy when the
-// policy says so; a checkout on another task's branch is judged by that
-// task's lease.
+// policy says so (a checkout on another task's branch is TestGateProblems').
 func TestStatusGate(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{Unmanaged: ptr(store.UnmanagedRefuse)})

@@ -63,10 +63,21 @@ var Env = map[string]string{
 	"GIT_COMMITTER_EMAIL": "test@wt.invalid",
 }
 
-// Setenv sets Env for the whole test binary: a package's TestMain calls it
-// before any test runs, so that tests may run in parallel (t.Setenv may
-// not).
+// Unset are the variables of the caller's environment that would change
+// what a test's git does: a hook's repository (GIT_DIR and the like, set
+// when go test runs from a git hook), configuration given on a command
+// line (git -c), dates. Setenv removes them.
+var Unset = []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+	"GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"}
+
+// Setenv sets Env, and removes Unset, for the whole test binary: a
+// package's TestMain calls it before any test runs, so that tests may run
+// in parallel (t.Setenv may not).
 func Setenv() {
+	for _, k := range Unset {
+		os.Unsetenv(k)
+	}
 	for k, v := range Env {
 		os.Setenv(k, v)
 	}
@@ -76,9 +87,12 @@ func Setenv() {
 // when git fails.
 func Git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("git %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
 	}
 	return strings.TrimSpace(string(out))
 }
@@ -96,4 +110,17 @@ func Repo(t testing.TB) (top, dir, base string) {
 	Git(t, top, "init", "-q", "-b", "main", dir)
 	Git(t, dir, "commit", "-q", "--allow-empty", "-m", "one")
 	return top, dir, Git(t, dir, "rev-parse", "HEAD")
+}
+
+// Outside returns a new temporary directory that no git repository
+// contains, or skips the test where the machine's temporary directory is
+// inside one (a test of what happens outside any repository would act on
+// that one).
+func Outside(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if exec.Command("git", "-C", dir, "rev-parse", "--git-dir").Run() == nil {
+		t.Skipf("%s is inside a git repository", dir)
+	}
+	return dir
 }
