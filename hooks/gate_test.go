@@ -150,12 +150,11 @@ func TestRefTransactionTaskBranch(t *testing.T) {
 	}
 
 	// One refused line refuses the whole transaction, and records none of it.
-	g := f.allocate("T-2", "", "t2")
+	f.allocate("T-2", "", "t2")
 	wantCodes(t, "two tasks, one not entitled", tx(t, f.dir, me, move, f.base+" "+next+" refs/heads/wt/T-2"), decision.WriterLeaseRequired)
 	if got := gateLines(t, f, a.AllocationID, ref); len(got) != 2 {
 		t.Errorf("a refused transaction was recorded: %+v", got)
 	}
-	_ = g
 }
 
 // TestRefTransactionCommit: a commit in a feature worktree moves its HEAD
