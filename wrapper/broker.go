@@ -136,7 +136,7 @@ func brokeredArgs(c gitrepo.Checkout, task string, req brokerRequest) ([]string,
 }
 
 // runAdmin runs wt-admin with args as wt-exec's child, while the reaper
-// leaves its children alone (gitMu).
+// leaves its children alone (child.Proc.WithoutReaping).
 func (s *supervisor) runAdmin(args []string) BrokerReply {
 	bin := "wt-admin"
 	if exe, err := os.Executable(); err == nil {
@@ -149,7 +149,7 @@ func (s *supervisor) runAdmin(args []string) BrokerReply {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Env = withoutVar(withoutVar(os.Environ(), store.ConfinedEnv), store.BrokerEnv)
 	var err error
-	s.withoutReaping(func() { err = cmd.Run() })
+	s.child.WithoutReaping(func() { err = cmd.Run() })
 	code := 0
 	if err != nil {
 		var ee *exec.ExitError

@@ -60,7 +60,7 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 	if p, ok := sess.(interface{ Pid() int }); ok {
 		// The helper is wt-exec's child: not one of the command's
 		// leftovers, it lives until releaseFleet.
-		s.fleetPid = p.Pid()
+		s.child.Spare(p.Pid())
 	}
 	return &store.FleetLease{Key: key, Revision: sess.Revision(), EtcdLease: sess.LeaseID(), Endpoints: pol.EtcdEndpoints, TTL: ttl.String()}, nil
 }

@@ -3,10 +3,7 @@ package wrapper
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
@@ -35,7 +32,7 @@ func (s *supervisor) preparePublisher(c gitrepo.Checkout, g lease.Grant, conf *c
 	branch, base := *g.Allocation.Branch, s.viewBase
 	p := confine.NewPublisher(v, g.Allocation.TaskKey, branch, base, g.Policy.PublicationBranch)
 	p.Notify = s.notify
-	p.Exclusive = s.withoutReaping
+	p.Exclusive = s.child.WithoutReaping
 	id, lid := g.Allocation.AllocationID, g.Lease.LeaseID
 	h := g.Lease.Holder
 	// Recorded in the store off the publication's path: under many
@@ -175,17 +172,5 @@ func (s *supervisor) dropView() {
 	if s.view != nil {
 		_ = s.view.Remove() // Best effort: layers nothing was written in.
 		s.view = nil
-	}
-}
-
-// withoutReaping runs f (a publication's gits, a brokered wt-admin) while neither
-// reap nor terminate runs, then has the children reaped that exited
-// meanwhile: SIGCHLD to wt-exec itself wakes the loop that reaps.
-func (s *supervisor) withoutReaping(f func()) {
-	s.gitMu.Lock()
-	f()
-	s.gitMu.Unlock()
-	if s.reapLater.Swap(false) {
-		_ = unix.Kill(os.Getpid(), unix.SIGCHLD) // Best effort: the loop also polls.
 	}
 }

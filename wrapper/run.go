@@ -22,22 +22,23 @@ import (
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/wrapper/child"
 	"github.com/wt-tool/wt/wrapper/confine"
 	"github.com/wt-tool/wt/wrapper/waitline"
 )
 
-// PTYMode chooses how the child meets the terminal.
-type PTYMode int
+// PTYMode chooses how the child meets the terminal (child.PTYMode).
+type PTYMode = child.PTYMode
 
 // PTY modes.
 const (
 	// PTYAuto gives the child a pty when stdin and stdout are terminals.
-	PTYAuto PTYMode = iota
+	PTYAuto = child.PTYAuto
 	// PTYOn always gives the child a new pty.
-	PTYOn
+	PTYOn = child.PTYOn
 	// PTYOff never does: with a terminal on stdin, the child's group
 	// becomes the terminal's foreground group instead.
-	PTYOff
+	PTYOff = child.PTYOff
 )
 
 // DefaultGrace is how long leftovers get between SIGTERM and SIGKILL.
@@ -194,7 +195,8 @@ func Run(opts Options) (Result, error) {
 	if !opts.Nested && c.Key != gitrepo.MainKey {
 		s.startFleet()
 	}
-	endWatch := s.watchStart()
+	var endWatch func()
+	s.startCtx, endWatch = s.child.WatchStart()
 	if opts.Nested {
 		return s.runNested(path, endWatch)
 	}
@@ -262,12 +264,12 @@ func Run(opts Options) (Result, error) {
 		if res.Grant.Started {
 			// The child's group could not be added to the lease: the
 			// child must not go on with a lease that does not know it.
-			s.abort()
+			s.child.Abort()
 			s.stopBroker()
 			s.endView()
 		} else {
 			s.dropView()
-			s.restore()
+			s.child.Restore()
 			s.stopCatching()
 		}
 		if res.Grant.Applicable {
@@ -279,7 +281,7 @@ func Run(opts Options) (Result, error) {
 		s.releaseFleet()
 		s.holderLock.release()
 		s.removeTempDir()
-		s.dropCgroup()
+		s.child.DropCgroup()
 		return res, err
 	}
 	if opts.Started != nil {
@@ -305,7 +307,7 @@ func Run(opts Options) (Result, error) {
 	s.releaseFleet()
 	s.holderLock.release()
 	s.removeTempDir()
-	s.dropCgroup()
+	s.child.DropCgroup()
 	return res, nil
 }
 
@@ -542,14 +544,14 @@ func (s *supervisor) runNested(path string, endWatch func()) (Result, error) {
 	var res Result
 	if s.startCtx.Err() != nil {
 		endWatch()
-		s.restore()
+		s.child.Restore()
 		s.stopCatching()
 		return res, s.stopped()
 	}
 	_, err := s.launch(path, s.opts.Environ, nil, gitrepo.Checkout{}, "")
 	endWatch()
 	if err != nil {
-		s.restore()
+		s.child.Restore()
 		s.stopCatching()
 		return res, err
 	}
@@ -559,10 +561,10 @@ func (s *supervisor) runNested(path string, endWatch func()) (Result, error) {
 
 // superviseInto supervises the child to its end and records how it ended.
 func (s *supervisor) superviseInto(res *Result) {
-	res.Status = s.supervise()
-	res.Died = s.died
-	if (s.died == unix.SIGINT || s.died == unix.SIGQUIT) && s.opts.Stdin != nil && isTerminal(s.opts.Stdin) {
-		res.ToGroup = isForeground(int(s.opts.Stdin.Fd()))
+	res.Status = s.child.Supervise()
+	res.Died = s.child.Died()
+	if (res.Died == unix.SIGINT || res.Died == unix.SIGQUIT) && s.opts.Stdin != nil && child.IsTerminal(s.opts.Stdin) {
+		res.ToGroup = child.IsForeground(int(s.opts.Stdin.Fd()))
 	}
 }
 

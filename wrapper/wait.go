@@ -33,7 +33,7 @@ func waitable(err error) bool {
 // tries whatever its place in line: the reservation comes before the line.
 func (s *supervisor) waitAndAcquire(root string, c gitrepo.Checkout, client string, acquire func() error) error {
 	// Signals are caught before the run takes its place in line: one that
-	// came before watchStart's goroutine had caught them (a loaded
+	// came before WatchStart's goroutine had caught them (a loaded
 	// machine) would kill a waiter with its default action, unreported.
 	// (Outside --wait the catch stays in the background: it costs a run
 	// 0.2 ms, and a signal that early kills nothing that has started.)

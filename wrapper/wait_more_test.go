@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/wrapper/child"
 	"github.com/wt-tool/wt/wrapper/waitline"
 )
 
@@ -31,13 +29,15 @@ func TestWaitable(t *testing.T) {
 }
 
 // waiter is a supervisor ready for waitAndAcquire, whose signal catching
-// ends with the test. With a timeout, its clock reads the deadline as
+// ends with the test (the watch's end stops the stop signals', stopCatching
+// the rest). With a timeout, its clock reads the deadline as
 // passed at its second reading: the wait times out after one try, however
 // long that try took.
 func waiter(t *testing.T, f fixture, timeout time.Duration) (*supervisor, *[]string, context.CancelFunc) {
 	var told []string
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &supervisor{repo: f.repo, startCtx: ctx, opts: Options{Timeout: timeout, Waiting: func(m string) { told = append(told, m) }}}
+	s := &supervisor{repo: f.repo, startCtx: ctx, child: child.New(child.Config{}), opts: Options{Timeout: timeout, Waiting: func(m string) { told = append(told, m) }}}
+	_, endWatch := s.child.WatchStart()
 	start, readings := time.Unix(1_000_000, 0), 0
 	s.now = func() time.Time {
 		readings++
@@ -48,10 +48,8 @@ func waiter(t *testing.T, f fixture, timeout time.Duration) (*supervisor, *[]str
 	}
 	t.Cleanup(func() {
 		cancel()
-		if s.sigs != nil {
-			signal.Stop(s.sigs)
-			signal.Stop(s.stops)
-		}
+		endWatch()
+		s.stopCatching()
 	})
 	return s, &told, cancel
 }
@@ -101,12 +99,10 @@ func TestWaitAndAcquire(t *testing.T) {
 		}
 	})
 	t.Run("stopped", func(t *testing.T) {
+		// The refusal's naming of the signal: child's TestStopped.
 		s, _, cancel := waiter(t, f, 0)
-		s.stopSig.Store(unix.SIGTERM)
 		err := s.waitAndAcquire(root, f.c, "claude", func() error { cancel(); return held })
-		if d := wantCode(t, err, decision.Interrupted); d.Facts["signal"] != int(unix.SIGTERM) {
-			t.Errorf("%+v", d)
-		}
+		wantCode(t, err, decision.Interrupted)
 	})
 	t.Run("behind an earlier waiter", func(t *testing.T) {
 		first, err := waitline.Join(root, "w1")

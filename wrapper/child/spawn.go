@@ -1,4 +1,4 @@
-package wrapper
+package child
 
 import (
 	"errors"
@@ -22,23 +22,23 @@ import (
 // the leader of a new session on it, without one in a new group that takes
 // over the terminal's foreground when wt-exec has it. The returned function
 // restores the terminal.
-func (s *supervisor) start(path string, argv, env []string) (restore func(), err error) {
+func (p *Proc) start(path string, argv, env []string) (restore func(), err error) {
 	restore = func() {}
-	s.fgTTY = -1
-	in, out := s.opts.Stdin, s.opts.Stdout
-	usePTY := s.opts.PTY == PTYOn || s.opts.PTY == PTYAuto && isTerminal(in) && isTerminal(out)
-	attr := &syscall.ProcAttr{Dir: s.opts.Dir, Env: env}
+	p.fgTTY = -1
+	in, out := p.cfg.Stdin, p.cfg.Stdout
+	usePTY := p.cfg.PTY == PTYOn || p.cfg.PTY == PTYAuto && isTerminal(in) && isTerminal(out)
+	attr := &syscall.ProcAttr{Dir: p.cfg.Dir, Env: env}
 	if !usePTY {
-		attr.Files = []uintptr{in.Fd(), out.Fd(), s.opts.Stderr.Fd()}
+		attr.Files = []uintptr{in.Fd(), out.Fd(), p.cfg.Stderr.Fd()}
 		// Setpgid: the child leads a new group, so signals reach all of it
 		// with kill(-pid) and the terminal can be handed to it alone.
 		attr.Sys = &syscall.SysProcAttr{Setpgid: true}
-		pid, err := s.forkExec(path, argv, attr)
+		pid, err := p.forkExec(path, argv, attr)
 		if err != nil {
 			return restore, execError(path, err)
 		}
-		s.pid = pid
-		s.handTerminal(in)
+		p.pid = pid
+		p.handTerminal(in)
 		return restore, nil
 	}
 	ptmx, tty, err := pty.Open()
@@ -53,10 +53,10 @@ func (s *supervisor) start(path string, argv, env []string) (restore func(), err
 			// as bytes, and its line discipline turns them into signals.
 			old, err := term.MakeRaw(int(in.Fd()))
 			if err == nil {
-				s.setRaw(true)
+				p.setRaw(true)
 				restore = func() {
 					_ = term.Restore(int(in.Fd()), old) // Best effort: nothing else to do.
-					s.setRaw(false)
+					p.setRaw(false)
 				}
 			}
 		}
@@ -65,27 +65,27 @@ func (s *supervisor) start(path string, argv, env []string) (restore func(), err
 	// a pipe to a logger): a pty has one output stream, which would mix
 	// the command's errors into its screen output and leave err.log empty.
 	errFd := tty.Fd()
-	if !isTerminal(s.opts.Stderr) {
-		errFd = s.opts.Stderr.Fd()
+	if !isTerminal(p.cfg.Stderr) {
+		errFd = p.cfg.Stderr.Fd()
 	}
 	attr.Files = []uintptr{tty.Fd(), tty.Fd(), errFd}
-	s.ownTTY = tty.Name()
+	p.ownTTY = tty.Name()
 	// Setsid + Setctty: the child leads a new session whose controlling
 	// terminal is the pty (fd 0 in the child). Its group is its pid, so no
 	// Setpgid, which would conflict with Setsid.
 	attr.Sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	pid, err := s.forkExec(path, argv, attr)
+	pid, err := p.forkExec(path, argv, attr)
 	tty.Close() // Best effort: only the child needs its side now; EIO on ptmx then means every holder is gone.
 	if err != nil {
 		ptmx.Close() // Best effort: unused.
 		restore()
 		return func() {}, execError(path, err)
 	}
-	s.pid, s.ptmx = pid, ptmx
-	s.outDone = make(chan struct{})
+	p.pid, p.ptmx = pid, ptmx
+	p.outDone = make(chan struct{})
 	go func() {
 		_, _ = io.Copy(out, ptmx) // Ends with EIO when the last holder of the pty's other side is gone.
-		close(s.outDone)
+		close(p.outDone)
 	}()
 	go func() { _, _ = io.Copy(ptmx, in) }() // Best effort: ends with stdin or with the process.
 	raw := restore
@@ -96,7 +96,7 @@ func (s *supervisor) start(path string, argv, env []string) (restore func(), err
 // on stdin, if wt-exec holds it: the child can then read it and gets the
 // keyboard's signals directly. This is tcsetpgrp done by the parent, not
 // SysProcAttr.Foreground, which can hang (golang/go#37217).
-func (s *supervisor) handTerminal(in *os.File) {
+func (p *Proc) handTerminal(in *os.File) {
 	fd := int(in.Fd())
 	if !isTerminal(in) || !isForeground(fd) {
 		return
@@ -105,25 +105,32 @@ func (s *supervisor) handTerminal(in *os.File) {
 	// ignoring SIGTTOU, giving the terminal back (tcsetpgrp) or a message
 	// with TOSTOP set would stop it.
 	signal.Ignore(unix.SIGTTOU)
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, s.pid); err != nil {
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, p.pid); err != nil {
 		return
 	}
-	s.fgTTY, s.ownPgrp = fd, unix.Getpgrp()
+	p.fgTTY, p.ownPgrp = fd, unix.Getpgrp()
 	// The child may have read the terminal before it was its foreground and
 	// been stopped by SIGTTIN: continue it. A running group ignores SIGCONT.
-	_ = unix.Kill(-s.pid, unix.SIGCONT) // Best effort: ESRCH means it is gone already.
+	_ = unix.Kill(-p.pid, unix.SIGCONT) // Best effort: ESRCH means it is gone already.
 }
 
 // giveTerminalBack returns the terminal's foreground to wt-exec's group.
-func (s *supervisor) giveTerminalBack() {
-	if s.fgTTY < 0 {
+func (p *Proc) giveTerminalBack() {
+	if p.fgTTY < 0 {
 		return
 	}
-	_ = unix.IoctlSetPointerInt(s.fgTTY, unix.TIOCSPGRP, s.ownPgrp) // Best effort: the terminal may be gone (hangup).
-	s.fgTTY = -1
+	_ = unix.IoctlSetPointerInt(p.fgTTY, unix.TIOCSPGRP, p.ownPgrp) // Best effort: the terminal may be gone (hangup).
+	p.fgTTY = -1
 }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// IsTerminal reports whether f is a terminal.
+func IsTerminal(f *os.File) bool { return isTerminal(f) }
+
+// IsForeground reports whether this process's group is the terminal's
+// foreground group.
+func IsForeground(fd int) bool { return isForeground(fd) }
 
 // isForeground reports whether this process's group is the terminal's
 // foreground group.
@@ -145,27 +152,27 @@ func execError(path string, err error) error {
 // forkExec starts the child, in the command's cgroup when there is one
 // (clone3 into it: the child is never outside). A kernel that refuses the
 // cgroup gets the child without one, as before cgroups.
-func (s *supervisor) forkExec(path string, argv []string, attr *syscall.ProcAttr) (int, error) {
+func (p *Proc) forkExec(path string, argv []string, attr *syscall.ProcAttr) (int, error) {
 	fork := func() (int, error) { return syscall.ForkExec(path, argv, attr) }
-	if conf := s.conf; conf != nil {
-		terminals := s.ownTerminals(attr.Files)
+	if conf := p.conf; conf != nil {
+		terminals := p.ownTerminals(attr.Files)
 		// Each attempt forks from a new thread confined for it alone.
 		fork = func() (int, error) {
 			return conf.Fork(terminals, path, argv, attr)
 		}
 	}
-	if s.cg == nil {
+	if p.cg == nil {
 		return fork()
 	}
-	attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, s.cg.FD
+	attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, p.cg.FD
 	pid, err := fork()
 	if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) {
 		return pid, err
 	}
-	if s.opts.Verbose {
-		s.opts.Notify("no cgroup for the command: the kernel refused to start it in " + s.cg.Path + ": " + err.Error())
+	if p.cfg.Verbose {
+		p.cfg.Notify("no cgroup for the command: the kernel refused to start it in " + p.cg.Path + ": " + err.Error())
 	}
-	s.dropCgroup()
+	p.DropCgroup()
 	attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
 	return fork()
 }
@@ -173,18 +180,18 @@ func (s *supervisor) forkExec(path string, argv []string, attr *syscall.ProcAttr
 // ownTerminals are the terminals the command's standard descriptors are
 // (by their /dev/pts or /dev/tty* path), and its pty: the only ones a
 // confined command may open for writing and use ioctls on.
-func (s *supervisor) ownTerminals(fds []uintptr) []string {
+func (p *Proc) ownTerminals(fds []uintptr) []string {
 	var out []string
-	if s.ownTTY != "" {
-		out = append(out, s.ownTTY)
+	if p.ownTTY != "" {
+		out = append(out, p.ownTTY)
 	}
 	for _, fd := range fds {
 		if !term.IsTerminal(int(fd)) {
 			continue
 		}
-		p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fd)))
-		if err == nil && (strings.HasPrefix(p, "/dev/pts/") || strings.HasPrefix(p, "/dev/tty")) && !slices.Contains(out, p) {
-			out = append(out, p)
+		dev, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fd)))
+		if err == nil && (strings.HasPrefix(dev, "/dev/pts/") || strings.HasPrefix(dev, "/dev/tty")) && !slices.Contains(out, dev) {
+			out = append(out, dev)
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package wrapper
+package child
 
 import (
 	"os"
@@ -23,7 +23,7 @@ import (
 // rt_sigaction directly: SIG_DFL, no flags, no mask (the struct's layout
 // beyond the handler does not matter when it is all zero).
 //
-// With toGroup (see Result.ToGroup) the signal goes to wt-exec's whole
+// With toGroup (see wrapper.Result.ToGroup) the signal goes to wt-exec's whole
 // process group instead, which the terminal would have signalled had it
 // not been in raw mode: a shell that runs wt-exec sees the interrupt as
 // its own, and stops a loop at the first Ctrl-C as it does for any
