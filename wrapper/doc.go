@@ -11,9 +11,22 @@
 // Its concerns with no state of the run in them live in packages of their
 // own: the confinement planner and the private view (wrapper/confine), the
 // --wait line (wrapper/waitline) and the command's cgroup
-// (wrapper/cgroup). What stays here is one run's supervisor: the lease and
-// fleet orchestration (run.go, fleet.go, broker.go, publish.go,
-// ungated.go) and the child's mechanics (spawn.go, supervise.go, die.go),
-// which share the run's state (the child's pid and group, the terminal, the
-// publisher's git that reaping must leave alone).
+// (wrapper/cgroup). The child's mechanics live in wrapper/child: catching
+// and forwarding signals, starting the command in its group or pty and in
+// its cgroup (the confinement's ruleset applied on the forking thread),
+// handing it the terminal, the supervision loop that reaps every
+// descendant and stops the leftovers, the notices held while the terminal
+// is raw, and dying by the command's signal. Its child.Proc owns that
+// state (the child's pid and group, the terminal, the signal channels, the
+// cgroup, the critical section in which reaping leaves the publisher's git
+// alone) and gets what it needs of the run as a child.Config: the notices'
+// sink, the lease's renewal, whether the lease was transferred, and the
+// fleet helper to spare.
+//
+// What stays here is one run's supervisor, the lease and fleet
+// orchestration around that child: the holder, the lease section and the
+// release (run.go, supervisor.go, holderlock.go), --wait (wait.go), fleet
+// mode (fleet.go), the confinement's plan and private TMPDIR (confine.go),
+// the publisher of a confined run's branch (publish.go), the broker of its
+// lease requests (broker.go) and the report of ungated moves (ungated.go).
 package wrapper
