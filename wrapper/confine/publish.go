@@ -437,7 +437,12 @@ func (p *Publisher) Watch(ctx context.Context) {
 		return
 	case <-time.After(watchAfter):
 	}
-	if err := p.Publish(ctx); err != nil && ctx.Err() == nil {
+	// A publication once begun runs to its end: ctx ends the watch, not
+	// the gits of a move (killed half way, update-ref would leave the
+	// branch's lock in the repository, and the run's last publication
+	// would fail on it).
+	pubCtx := context.WithoutCancel(ctx)
+	if err := p.Publish(pubCtx); err != nil && ctx.Err() == nil {
 		p.Notify(err.Error())
 	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
@@ -491,7 +496,7 @@ func (p *Publisher) Watch(ctx context.Context) {
 			clear(watched) // a watch on a removed directory is gone: add them again
 			watch()
 		}
-		if err := p.Publish(ctx); err != nil && ctx.Err() == nil && !said[err.Error()] {
+		if err := p.Publish(pubCtx); err != nil && ctx.Err() == nil && !said[err.Error()] {
 			said[err.Error()] = true
 			p.Notify(err.Error())
 		}

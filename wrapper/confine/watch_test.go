@@ -172,3 +172,30 @@ func TestPlanFailures(t *testing.T) {
 		}
 	})
 }
+
+// TestWatchEndsNoPublicationHalfWay: the watch ending while it publishes
+// (wt-exec's endView cancels it once the command is done) lets the
+// publication it began finish: the branch moves, and no git is killed
+// half way through the move (a killed update-ref leaves the branch's lock
+// in the repository, and the last publication then fails on it).
+func TestWatchEndsNoPublicationHalfWay(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, "wt/T-1")
+	v := standIn(t, r, true)
+	upper := v.Upper()
+	one := commitIn(t, upper, "one", r.base)
+	hgit(t, upper, "update-ref", "refs/heads/wt/T-1", one)
+	p := NewPublisher(v, "T-1", "wt/T-1", r.base, "main")
+	ctx, cancel := context.WithCancel(context.Background())
+	// The watch ends just as the move begins.
+	p.Ledger = func(old, new string) { cancel() }
+	var notices []string
+	p.Notify = func(s string) { notices = append(notices, s) }
+	p.Watch(ctx)
+	if got := hgit(t, r.c.TopLevel, "rev-parse", "refs/heads/wt/T-1"); got != one {
+		t.Errorf("the branch is at %s, want %s (notices %q)", got, one, notices)
+	}
+	if _, err := os.Lstat(filepath.Join(r.c.CommonDir, "refs/heads/wt/T-1.lock")); !os.IsNotExist(err) {
+		t.Errorf("the branch's lock is left in the repository: %v", err)
+	}
+}
