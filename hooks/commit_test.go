@@ -13,6 +13,7 @@ import (
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/internal/gittest"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // gitProcess starts a git that waits on its stdin (a committing git
@@ -61,7 +62,7 @@ func passLine(t *testing.T, dir string) string {
 func TestPreCommitPass(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
+	a := f.Allocate("T-1", "", "t1")
 	wt := a.WorktreePath
 	g := gitProcess(t, wt)
 
@@ -71,7 +72,7 @@ func TestPreCommitPass(t *testing.T) {
 		t.Fatalf("a refused commit left a pass: %q", got)
 	}
 
-	l := f.lease(a, self(t), nil)
+	l := f.Lease(a, wttest.Self(t), nil)
 	// A parent that is not git gets no pass.
 	v, err = PreCommit(wt, me, me)
 	wantVerdict(t, v, err, decision.Entitled, true)
@@ -81,12 +82,12 @@ func TestPreCommitPass(t *testing.T) {
 	v, err = PreCommit(wt, me, g.PID)
 	wantVerdict(t, v, err, decision.Entitled, true)
 	want := fmt.Sprintf("v2 %s %d %d refs/heads/wt/T-1 %s 1 test %s", g.BootID, g.PID, g.StartTicks, l.LeaseID,
-		store.LedgerPath(f.r.Store.Root(), a.AllocationID))
+		store.LedgerPath(f.R.Store.Root(), a.AllocationID))
 	if got := passLine(t, wt); got != want {
 		t.Fatalf("pass:\n got %q\nwant %q", got, want)
 	}
 	// The next pass is written over it.
-	l2 := f.lease(a, self(t), nil)
+	l2 := f.Lease(a, wttest.Self(t), nil)
 	if _, err := PreCommit(wt, me, g.PID); err != nil {
 		t.Fatal(err)
 	}
@@ -95,9 +96,9 @@ func TestPreCommitPass(t *testing.T) {
 	}
 
 	// Allowed, but not to the task's own branch: no pass.
-	v, err = PreCommit(f.dir, me, g.PID)
+	v, err = PreCommit(f.Dir, me, g.PID)
 	wantVerdict(t, v, err, decision.Unmanaged, true)
-	if got := passLine(t, f.dir); got != "" {
+	if got := passLine(t, f.Dir); got != "" {
 		t.Errorf("the canonical checkout got a pass: %q", got)
 	}
 	if _, err := PreCommit(gittest.Outside(t), me, g.PID); decision.CodeOf(err) != decision.NotAGitRepository {
@@ -110,7 +111,7 @@ func TestPreCommitPass(t *testing.T) {
 func TestPreCommitWarnNoPass(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{Enforcement: ptr(store.EnforcementWarn)})
-	a := f.allocate("T-1", "", "t1")
+	a := f.Allocate("T-1", "", "t1")
 	g := gitProcess(t, a.WorktreePath)
 	v, err := PreCommit(a.WorktreePath, me, g.PID)
 	wantVerdict(t, v, err, decision.WriterLeaseRequired, true)
@@ -125,13 +126,13 @@ func TestPreCommitWarnNoPass(t *testing.T) {
 func TestPreCommitBranchMissing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	f.lease(a, self(t), nil)
+	a := f.Allocate("T-1", "", "t1")
+	f.Lease(a, wttest.Self(t), nil)
 	g := gitProcess(t, a.WorktreePath)
-	f.git("update-ref", "-d", "refs/heads/wt/T-1")
+	f.Git("update-ref", "-d", "refs/heads/wt/T-1")
 	v, err := PreCommit(a.WorktreePath, me, g.PID)
 	wantVerdict(t, v, err, decision.TaskBranchMissing, false)
-	if !strings.Contains(v.Reason, "wt's ledger records its tip "+f.base[:7]) || !strings.Contains(v.Refusal.Hint, f.base) {
+	if !strings.Contains(v.Reason, "wt's ledger records its tip "+f.Base[:7]) || !strings.Contains(v.Refusal.Hint, f.Base) {
 		t.Errorf("%q / %q", v.Reason, v.Refusal.Hint)
 	}
 	if got := passLine(t, a.WorktreePath); got != "" {
@@ -145,10 +146,10 @@ func TestPreCommitBranchMissing(t *testing.T) {
 func TestPostCheckout(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	r := f.allocate("R-1", store.RoleAudit, "audit")
+	a := f.Allocate("T-1", "", "t1")
+	r := f.Allocate("R-1", store.RoleAudit, "audit")
 	_, plain, _ := gittest.Repo(t)
-	for _, dir := range []string{a.WorktreePath, f.dir, r.WorktreePath, plain} {
+	for _, dir := range []string{a.WorktreePath, f.Dir, r.WorktreePath, plain} {
 		if d, warn, err := PostCheckout(dir); d != nil || warn || err != nil {
 			t.Errorf("%s: %v %v %v", dir, d, warn, err)
 		}
@@ -169,7 +170,7 @@ func TestPostCheckout(t *testing.T) {
 	if len(ev) == 0 || ev[len(ev)-1] != "head_left_task_branch" {
 		t.Errorf("events: %v", ev)
 	}
-	f.setPolicy(policy.Change{Enforcement: ptr(store.EnforcementWarn)})
+	f.SetPolicy(policy.Change{Enforcement: ptr(store.EnforcementWarn)})
 	gittest.Git(t, a.WorktreePath, "switch", "-q", "--detach")
 	if d, warn, err := PostCheckout(a.WorktreePath); err != nil || d == nil || d.Code != decision.HeadOffTaskBranch || !warn {
 		t.Errorf("detached, under warn: %v %v %v", d, warn, err)

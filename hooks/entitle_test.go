@@ -12,6 +12,7 @@ import (
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/internal/gittest"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // TestEntitledUngoverned: a repository without a wt store is not governed,
@@ -34,7 +35,7 @@ func TestEntitledUngoverned(t *testing.T) {
 func TestEntitledLease(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
+	a := f.Allocate("T-1", "", "t1")
 	wt := a.WorktreePath
 	entitled := func(pid int) (Verdict, error) { return Entitled(wt, pid) }
 
@@ -48,7 +49,7 @@ func TestEntitledLease(t *testing.T) {
 	}
 
 	// The holder is this process: it and what it starts are entitled.
-	l := f.lease(a, self(t), nil)
+	l := f.Lease(a, wttest.Self(t), nil)
 	v, err = entitled(me)
 	wantVerdict(t, v, err, decision.Entitled, true)
 	if v.Lease == nil || v.Lease.LeaseID != l.LeaseID {
@@ -62,7 +63,7 @@ func TestEntitledLease(t *testing.T) {
 	}
 
 	// A holder that is gone (another boot's) entitles nobody.
-	f.lease(a, deadHolder, nil)
+	f.Lease(a, wttest.DeadHolder, nil)
 	v, err = entitled(me)
 	wantVerdict(t, v, err, decision.WriterLeaseRequired, false)
 	if !strings.Contains(v.Reason, "has exited") || !strings.Contains(v.Refusal.Hint, "wt-admin lease adopt") {
@@ -70,21 +71,21 @@ func TestEntitledLease(t *testing.T) {
 	}
 
 	// An expired lease, even of a live holder.
-	f.lease(a, self(t), func(l *store.Lease) { l.ExpiresAt = ptr("2020-01-01T00:00:00Z") })
+	f.Lease(a, wttest.Self(t), func(l *store.Lease) { l.ExpiresAt = ptr("2020-01-01T00:00:00Z") })
 	v, err = entitled(me)
 	wantVerdict(t, v, err, decision.WriterLeaseExpired, false)
 	// An expiry in the future is no refusal.
-	f.lease(a, self(t), func(l *store.Lease) { l.ExpiresAt = ptr("2999-01-01T00:00:00Z") })
+	f.Lease(a, wttest.Self(t), func(l *store.Lease) { l.ExpiresAt = ptr("2999-01-01T00:00:00Z") })
 	v, err = entitled(me)
 	wantVerdict(t, v, err, decision.Entitled, true)
 
 	// A lease that does not match its records, field by field.
 	for name, change := range map[string]func(l *store.Lease){
 		"owner":      func(l *store.Lease) { l.Owner = "mallory" },
-		"path":       func(l *store.Lease) { l.WorktreePath = f.path("elsewhere") },
+		"path":       func(l *store.Lease) { l.WorktreePath = f.Path("elsewhere") },
 		"repository": func(l *store.Lease) { l.RepositoryID = "01ARZ3NDEKTSV4RRFFQ69G5FAV" },
 	} {
-		f.lease(a, self(t), change)
+		f.Lease(a, wttest.Self(t), change)
 		v, err = entitled(me)
 		if err != nil || v.Code != decision.WriterLeaseMismatch || v.Allowed {
 			t.Errorf("a lease of another %s: %+v %v", name, v, err)
@@ -92,8 +93,8 @@ func TestEntitledLease(t *testing.T) {
 	}
 
 	// An opaque external binding fences the writer.
-	f.lease(a, self(t), nil)
-	f.write(func(tx *store.Tx) error {
+	f.Lease(a, wttest.Self(t), nil)
+	f.Write(func(tx *store.Tx) error {
 		b := a
 		b.ExternalBindings = []string{"ci:job-42"}
 		return tx.PutAllocation(&b)
@@ -110,13 +111,13 @@ func TestEntitledLease(t *testing.T) {
 func TestEntitledWarn(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{Enforcement: ptr(store.EnforcementWarn)})
-	a := f.allocate("T-1", "", "t1")
+	a := f.Allocate("T-1", "", "t1")
 	v, err := Entitled(a.WorktreePath, me)
 	wantVerdict(t, v, err, decision.WriterLeaseRequired, true)
 	if !v.Warning || v.Refusal == nil || v.Refusal.Code != decision.WriterLeaseRequired {
 		t.Errorf("a warning: %+v", v)
 	}
-	f.lease(a, self(t), nil)
+	f.Lease(a, wttest.Self(t), nil)
 	v, err = Entitled(a.WorktreePath, me)
 	wantVerdict(t, v, err, decision.Entitled, true)
 	if v.Warning {
@@ -129,8 +130,8 @@ func TestEntitledWarn(t *testing.T) {
 func TestEntitledHeadOff(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	f.lease(a, self(t), nil)
+	a := f.Allocate("T-1", "", "t1")
+	f.Lease(a, wttest.Self(t), nil)
 	gittest.Git(t, a.WorktreePath, "switch", "-q", "-c", "side")
 	v, err := Entitled(a.WorktreePath, me)
 	wantVerdict(t, v, err, decision.HeadOffTaskBranch, false)
@@ -152,12 +153,12 @@ func TestEntitledHeadOff(t *testing.T) {
 func TestEntitledRoles(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	feat := f.allocate("T-1", "", "t1")
-	audit := f.allocate("R-1", store.RoleAudit, "audit")
-	stray := f.path("stray")
-	f.git("worktree", "add", "-q", "-b", "stray", stray)
+	feat := f.Allocate("T-1", "", "t1")
+	audit := f.Allocate("R-1", store.RoleAudit, "audit")
+	stray := f.Path("stray")
+	f.Git("worktree", "add", "-q", "-b", "stray", stray)
 
-	v, err := Entitled(f.dir, me)
+	v, err := Entitled(f.Dir, me)
 	wantVerdict(t, v, err, decision.Unmanaged, true)
 	if v.Reason != "the canonical checkout is not a governed worktree" {
 		t.Errorf("canonical: %q", v.Reason)
@@ -180,7 +181,7 @@ func TestEntitledRoles(t *testing.T) {
 	if v.AllocationID != feat.AllocationID || !strings.HasPrefix(v.Reason, stray+" has task T-1's branch wt/T-1 checked out") || v.own {
 		t.Errorf("a stray checkout of the task branch: %+v", v)
 	}
-	f.lease(feat, self(t), nil)
+	f.Lease(feat, wttest.Self(t), nil)
 	v, err = Entitled(stray, me)
 	wantVerdict(t, v, err, decision.Entitled, true)
 	if v.own {
@@ -191,13 +192,13 @@ func TestEntitledRoles(t *testing.T) {
 	gittest.Git(t, stray, "checkout", "-q", "stray")
 
 	// The canonical checkout on the task branch, too.
-	f.git("checkout", "-q", "--ignore-other-worktrees", "wt/T-1")
-	v, err = Entitled(f.dir, other)
+	f.Git("checkout", "-q", "--ignore-other-worktrees", "wt/T-1")
+	v, err = Entitled(f.Dir, other)
 	wantVerdict(t, v, err, decision.WriterLeaseHeld, false)
-	f.git("checkout", "-q", "main")
+	f.Git("checkout", "-q", "main")
 
-	f.setPolicy(policy.Change{Unmanaged: ptr(store.UnmanagedRefuse)})
-	for _, dir := range []string{f.dir, stray} {
+	f.SetPolicy(policy.Change{Unmanaged: ptr(store.UnmanagedRefuse)})
+	for _, dir := range []string{f.Dir, stray} {
 		v, err = Entitled(dir, me)
 		wantVerdict(t, v, err, decision.UnmanagedRefused, false)
 		if !strings.HasPrefix(v.Reason, dir+": ") || !strings.Contains(v.Reason, "policy unmanaged is refuse") {
@@ -206,7 +207,7 @@ func TestEntitledRoles(t *testing.T) {
 	}
 
 	// A role wt does not know is refused rather than guessed.
-	f.write(func(tx *store.Tx) error {
+	f.Write(func(tx *store.Tx) error {
 		b := audit
 		b.Role = "janitor"
 		return tx.PutAllocation(&b)
@@ -222,9 +223,9 @@ func TestEntitledRoles(t *testing.T) {
 func TestEntitledLegacyBinding(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	f.lease(a, self(t), nil)
-	f.write(func(tx *store.Tx) error { return tx.RemoveRegistration(a.WorktreeKey) })
+	a := f.Allocate("T-1", "", "t1")
+	f.Lease(a, wttest.Self(t), nil)
+	f.Write(func(tx *store.Tx) error { return tx.RemoveRegistration(a.WorktreeKey) })
 	v, err := Entitled(a.WorktreePath, me)
 	wantVerdict(t, v, err, decision.UnregisteredWorktree, false)
 	if !strings.Contains(v.Reason, "is bound to allocation "+a.AllocationID) || !strings.Contains(v.Refusal.Hint, "wt-admin backfill") {
@@ -237,10 +238,10 @@ func TestEntitledLegacyBinding(t *testing.T) {
 func TestEntitledNoPolicy(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	if err := os.Remove(filepath.Join(f.r.Store.Root(), "policy.json")); err != nil {
+	if err := os.Remove(filepath.Join(f.R.Store.Root(), "policy.json")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Entitled(f.dir, me); decision.CodeOf(err) != decision.InvalidMetadata {
+	if _, err := Entitled(f.Dir, me); decision.CodeOf(err) != decision.InvalidMetadata {
 		t.Errorf("no policy.json: %v", err)
 	}
 }

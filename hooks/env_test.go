@@ -12,6 +12,7 @@ import (
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // The tests in this file set the environment (t.Setenv): none runs in
@@ -23,36 +24,36 @@ import (
 // that git dir, without a checkout.
 func TestHookCheckoutGitDir(t *testing.T) {
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	own := filepath.Join(f.dir, ".git", "worktrees", a.WorktreeKey)
+	a := f.Allocate("T-1", "", "t1")
+	own := filepath.Join(f.Dir, ".git", "worktrees", a.WorktreeKey)
 	for name, c := range map[string]struct{ dir, gitDir, top string }{
 		"no GIT_DIR":                     {a.WorktreePath, "", a.WorktreePath},
 		"its own, absolute":              {a.WorktreePath, own, a.WorktreePath},
-		"its own, relative":              {f.dir, ".git", f.dir},
-		"its own, through another path":  {f.dir, filepath.Join(f.dir, "..", "repo", ".git"), f.dir},
-		"another repository's":           {a.WorktreePath, filepath.Join(f.dir, ".git"), ""},
-		"a repository's from outside it": {f.top, filepath.Join(f.dir, ".git"), ""},
+		"its own, relative":              {f.Dir, ".git", f.Dir},
+		"its own, through another path":  {f.Dir, filepath.Join(f.Dir, "..", "repo", ".git"), f.Dir},
+		"another repository's":           {a.WorktreePath, filepath.Join(f.Dir, ".git"), ""},
+		"a repository's from outside it": {f.Top, filepath.Join(f.Dir, ".git"), ""},
 	} {
 		t.Setenv("GIT_DIR", c.gitDir)
 		if c.gitDir == "" {
 			os.Unsetenv("GIT_DIR")
 		}
 		got, err := hookCheckout(c.dir)
-		if err != nil || got.TopLevel != c.top || !gitrepo.SameFile(got.CommonDir, filepath.Join(f.dir, ".git")) {
+		if err != nil || got.TopLevel != c.top || !gitrepo.SameFile(got.CommonDir, filepath.Join(f.Dir, ".git")) {
 			t.Errorf("%s: %+v %v", name, got, err)
 		}
 	}
-	t.Setenv("GIT_DIR", filepath.Join(f.top, "nosuch"))
-	if _, err := hookCheckout(f.dir); err == nil {
+	t.Setenv("GIT_DIR", filepath.Join(f.Top, "nosuch"))
+	if _, err := hookCheckout(f.Dir); err == nil {
 		t.Error("a GIT_DIR that is no repository was taken")
 	}
 
 	// A transaction received into the repository (no checkout) still
 	// guards the task branch.
-	t.Setenv("GIT_DIR", filepath.Join(f.dir, ".git"))
-	next := commit(t, f.dir, f.base, "next")
-	wantCodes(t, "a task branch from a git dir", tx(t, f.top, me, f.base+" "+next+" refs/heads/wt/T-1"), decision.WriterLeaseRequired)
-	wantCodes(t, "a feature worktree's HEAD from a git dir", tx(t, f.top, me, f.base+" "+next+" worktrees/"+a.WorktreeKey+"/HEAD"), decision.WriterLeaseRequired)
+	t.Setenv("GIT_DIR", filepath.Join(f.Dir, ".git"))
+	next := commit(t, f.Dir, f.Base, "next")
+	wantCodes(t, "a task branch from a git dir", tx(t, f.Top, me, f.Base+" "+next+" refs/heads/wt/T-1"), decision.WriterLeaseRequired)
+	wantCodes(t, "a feature worktree's HEAD from a git dir", tx(t, f.Top, me, f.Base+" "+next+" worktrees/"+a.WorktreeKey+"/HEAD"), decision.WriterLeaseRequired)
 }
 
 // TestLedgerFileConfined: a move approved in a private view is recorded by
@@ -61,14 +62,14 @@ func TestHookCheckoutGitDir(t *testing.T) {
 // may write.
 func TestLedgerFileConfined(t *testing.T) {
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	f.lease(a, self(t), nil)
+	a := f.Allocate("T-1", "", "t1")
+	f.Lease(a, wttest.Self(t), nil)
 	ref := "refs/heads/wt/T-1"
-	next := commit(t, f.dir, f.base, "next")
-	pending := filepath.Join(f.dir, ".git", "worktrees", a.WorktreeKey, store.PendingLedgerName)
+	next := commit(t, f.Dir, f.Base, "next")
+	pending := filepath.Join(f.Dir, ".git", "worktrees", a.WorktreeKey, store.PendingLedgerName)
 
 	t.Setenv(store.ViewEnv, "1")
-	wantCodes(t, "in a view", tx(t, a.WorktreePath, me, f.base+" "+next+" "+ref), "")
+	wantCodes(t, "in a view", tx(t, a.WorktreePath, me, f.Base+" "+next+" "+ref), "")
 	if got := gateLines(t, f, a.AllocationID, ref); len(got) != 0 {
 		t.Errorf("the gate recorded a move of a view: %+v", got)
 	}
@@ -78,7 +79,7 @@ func TestLedgerFileConfined(t *testing.T) {
 
 	t.Setenv(store.ViewEnv, "")
 	t.Setenv(confinedEnv, "1")
-	wantCodes(t, "confined", tx(t, a.WorktreePath, me, f.base+" "+next+" "+ref), "")
+	wantCodes(t, "confined", tx(t, a.WorktreePath, me, f.Base+" "+next+" "+ref), "")
 	if got := gateLines(t, f, a.AllocationID, ref); len(got) != 0 {
 		t.Errorf("a confined move went to the store: %+v", got)
 	}
@@ -102,7 +103,7 @@ func TestForeignBindings(t *testing.T) {
 	l1, l2 := ids.New(), ids.New()
 	l := store.Lease{LeaseID: l1}
 	enc := func(id string) string {
-		s, err := proc.RuntimeBinding{Holder: deadHolder, LeaseID: &id, Kind: proc.OccupantKind}.Encode()
+		s, err := proc.RuntimeBinding{Holder: wttest.DeadHolder, LeaseID: &id, Kind: proc.OccupantKind}.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}

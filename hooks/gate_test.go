@@ -12,6 +12,7 @@ import (
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/internal/gittest"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 const zeroOID = "0000000000000000000000000000000000000000"
@@ -61,7 +62,7 @@ func wantCodes(t *testing.T, what string, vs []Verdict, want string) {
 // gate wrote.
 func gateLines(t *testing.T, f *fixture, id, ref string) []store.LedgerLine {
 	t.Helper()
-	led, err := store.ReadLedger(f.r.Store.Root(), id, ref)
+	led, err := store.ReadLedger(f.R.Store.Root(), id, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,17 +80,17 @@ func gateLines(t *testing.T, f *fixture, id, ref string) []store.LedgerLine {
 func TestRefTransactionStates(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	line := f.base + " " + commit(t, f.dir, f.base, "x") + " refs/heads/wt/T-1\n"
+	a := f.Allocate("T-1", "", "t1")
+	line := f.Base + " " + commit(t, f.Dir, f.Base, "x") + " refs/heads/wt/T-1\n"
 	for _, state := range []string{"preparing", "committed", "aborted"} {
 		if vs, err := RefTransaction(a.WorktreePath, state, strings.NewReader(line), other); vs != nil || err != nil {
 			t.Errorf("%s: %+v %v", state, vs, err)
 		}
 	}
-	if vs, err := RefTransaction(f.dir, "prepared", strings.NewReader(""), other); vs != nil || err != nil {
+	if vs, err := RefTransaction(f.Dir, "prepared", strings.NewReader(""), other); vs != nil || err != nil {
 		t.Errorf("no lines: %+v %v", vs, err)
 	}
-	if _, err := RefTransaction(f.dir, "prepared", strings.NewReader("garbage\n"), other); decision.CodeOf(err) != decision.InvalidHookInput {
+	if _, err := RefTransaction(f.Dir, "prepared", strings.NewReader("garbage\n"), other); decision.CodeOf(err) != decision.InvalidHookInput {
 		t.Errorf("garbage: %v", err)
 	}
 	if _, err := RefTransaction(gittest.Outside(t), "prepared", strings.NewReader(line), other); decision.CodeOf(err) != decision.NotAGitRepository {
@@ -108,50 +109,50 @@ func TestRefTransactionStates(t *testing.T) {
 func TestRefTransactionTaskBranch(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
+	a := f.Allocate("T-1", "", "t1")
 	ref := "refs/heads/wt/T-1"
-	next := commit(t, f.dir, f.base, "next")
-	move := f.base + " " + next + " " + ref
+	next := commit(t, f.Dir, f.Base, "next")
+	move := f.Base + " " + next + " " + ref
 
 	// From the canonical checkout, with no lease.
-	vs := tx(t, f.dir, me, move)
+	vs := tx(t, f.Dir, me, move)
 	wantCodes(t, "no lease", vs, decision.WriterLeaseRequired)
 	if !strings.HasPrefix(vs[0].Reason, "this transaction moves "+ref+": "+ref+" is task T-1's branch") || vs[0].Refusal.Hint == "" {
 		t.Errorf("reason %q hint %q", vs[0].Reason, vs[0].Refusal.Hint)
 	}
 	// A deletion and a creation, too.
-	wantCodes(t, "a deletion", tx(t, f.dir, me, f.base+" "+zeroOID+" "+ref), decision.WriterLeaseRequired)
+	wantCodes(t, "a deletion", tx(t, f.Dir, me, f.Base+" "+zeroOID+" "+ref), decision.WriterLeaseRequired)
 	// Other refs pass: tags, remote-tracking refs, branches no task owns.
-	wantCodes(t, "other refs", tx(t, f.dir, me,
+	wantCodes(t, "other refs", tx(t, f.Dir, me,
 		zeroOID+" "+next+" refs/tags/v1", zeroOID+" "+next+" refs/remotes/origin/wt/T-1", zeroOID+" "+next+" refs/heads/topic", zeroOID+" "+next+" refs/stash"), "")
 	// A line that leaves the ref as it is (pack-refs) changes nothing.
-	wantCodes(t, "the value it has", tx(t, f.dir, me, f.base+" "+f.base+" "+ref), "")
+	wantCodes(t, "the value it has", tx(t, f.Dir, me, f.Base+" "+f.Base+" "+ref), "")
 	if got := gateLines(t, f, a.AllocationID, ref); len(got) != 0 {
 		t.Fatalf("refused moves were recorded: %+v", got)
 	}
 
-	l := f.lease(a, self(t), nil)
-	wantCodes(t, "the holder", tx(t, f.dir, me, move), "")
-	wantCodes(t, "not the holder", tx(t, f.dir, other, move), decision.WriterLeaseHeld)
+	l := f.Lease(a, wttest.Self(t), nil)
+	wantCodes(t, "the holder", tx(t, f.Dir, me, move), "")
+	wantCodes(t, "not the holder", tx(t, f.Dir, other, move), decision.WriterLeaseHeld)
 	got := gateLines(t, f, a.AllocationID, ref)
 	if len(got) != 1 {
 		t.Fatalf("ledger: %+v", got)
 	}
-	want := store.LedgerLine{Via: store.ViaGate, Ref: ref, Old: f.base, New: next, LeaseID: l.LeaseID, Generation: 1, ClientID: "test"}
+	want := store.LedgerLine{Via: store.ViaGate, Ref: ref, Old: f.Base, New: next, LeaseID: l.LeaseID, Generation: 1, ClientID: "test"}
 	got[0].Time = 0
 	if got[0] != want {
 		t.Errorf("ledger line:\n got %+v\nwant %+v", got[0], want)
 	}
 	// A line without its old value gets the ref's value now.
-	wantCodes(t, "no old value", tx(t, f.dir, me, zeroOID+" "+next+" "+ref), "")
+	wantCodes(t, "no old value", tx(t, f.Dir, me, zeroOID+" "+next+" "+ref), "")
 	got = gateLines(t, f, a.AllocationID, ref)
-	if len(got) != 2 || got[1].Old != f.base {
+	if len(got) != 2 || got[1].Old != f.Base {
 		t.Errorf("ledger after a line without old value: %+v", got)
 	}
 
 	// One refused line refuses the whole transaction, and records none of it.
-	f.allocate("T-2", "", "t2")
-	wantCodes(t, "two tasks, one not entitled", tx(t, f.dir, me, move, f.base+" "+next+" refs/heads/wt/T-2"), decision.WriterLeaseRequired)
+	f.Allocate("T-2", "", "t2")
+	wantCodes(t, "two tasks, one not entitled", tx(t, f.Dir, me, move, f.Base+" "+next+" refs/heads/wt/T-2"), decision.WriterLeaseRequired)
 	if got := gateLines(t, f, a.AllocationID, ref); len(got) != 2 {
 		t.Errorf("a refused transaction was recorded: %+v", got)
 	}
@@ -163,11 +164,11 @@ func TestRefTransactionTaskBranch(t *testing.T) {
 func TestRefTransactionCommit(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
+	a := f.Allocate("T-1", "", "t1")
 	wt := a.WorktreePath
-	next := commit(t, f.dir, f.base, "next")
-	branch := f.base + " " + next + " refs/heads/wt/T-1"
-	head := f.base + " " + next + " HEAD"
+	next := commit(t, f.Dir, f.Base, "next")
+	branch := f.Base + " " + next + " refs/heads/wt/T-1"
+	head := f.Base + " " + next + " HEAD"
 
 	wantCodes(t, "HEAD and branch, no lease", tx(t, wt, me, head, branch), decision.WriterLeaseRequired+" "+decision.WriterLeaseRequired)
 	vs := tx(t, wt, me, branch)
@@ -176,9 +177,9 @@ func TestRefTransactionCommit(t *testing.T) {
 		t.Errorf("the added HEAD line: %q", vs[0].Reason)
 	}
 	// HEAD alone, even to the value it has (git reset --hard).
-	wantCodes(t, "HEAD alone", tx(t, wt, me, f.base+" "+f.base+" HEAD"), decision.WriterLeaseRequired)
+	wantCodes(t, "HEAD alone", tx(t, wt, me, f.Base+" "+f.Base+" HEAD"), decision.WriterLeaseRequired)
 
-	f.lease(a, self(t), nil)
+	f.Lease(a, wttest.Self(t), nil)
 	wantCodes(t, "the holder", tx(t, wt, me, head, branch), "")
 	wantCodes(t, "not the holder", tx(t, wt, other, branch), decision.WriterLeaseHeld+" "+decision.WriterLeaseHeld)
 
@@ -188,7 +189,7 @@ func TestRefTransactionCommit(t *testing.T) {
 	// Under enforcement warn a refusal is allowed, with its warning. The
 	// ledger records only what the gate approved outright: a warned move
 	// shows in the views as one no gate approved.
-	f.setPolicy(policy.Change{Enforcement: ptr(store.EnforcementWarn)})
+	f.SetPolicy(policy.Change{Enforcement: ptr(store.EnforcementWarn)})
 	vs = tx(t, wt, other, branch)
 	wantCodes(t, "warn", vs, "+"+decision.WriterLeaseHeld+" +"+decision.WriterLeaseHeld)
 	if len(vs) == 2 && !vs[1].Warning {
@@ -204,18 +205,18 @@ func TestRefTransactionCommit(t *testing.T) {
 func TestRefTransactionHeads(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	next := commit(t, f.dir, f.base, "next")
+	a := f.Allocate("T-1", "", "t1")
+	next := commit(t, f.Dir, f.Base, "next")
 	wantCodes(t, "a feature worktree's HEAD from the canonical checkout",
-		tx(t, f.dir, me, f.base+" "+next+" worktrees/"+a.WorktreeKey+"/HEAD"), decision.WriterLeaseRequired)
-	wantCodes(t, "an unknown worktree's HEAD", tx(t, f.dir, me, f.base+" "+next+" worktrees/nosuch/HEAD"), "")
+		tx(t, f.Dir, me, f.Base+" "+next+" worktrees/"+a.WorktreeKey+"/HEAD"), decision.WriterLeaseRequired)
+	wantCodes(t, "an unknown worktree's HEAD", tx(t, f.Dir, me, f.Base+" "+next+" worktrees/nosuch/HEAD"), "")
 	wantCodes(t, "the canonical checkout's HEAD from a feature worktree",
-		tx(t, a.WorktreePath, me, f.base+" "+next+" main-worktree/HEAD"), "")
+		tx(t, a.WorktreePath, me, f.Base+" "+next+" main-worktree/HEAD"), "")
 	// An audit worktree's HEAD moves freely.
-	r := f.allocate("R-1", store.RoleAudit, "audit")
-	wantCodes(t, "an audit worktree's HEAD", tx(t, r.WorktreePath, me, f.base+" "+next+" HEAD"), "")
+	r := f.Allocate("R-1", store.RoleAudit, "audit")
+	wantCodes(t, "an audit worktree's HEAD", tx(t, r.WorktreePath, me, f.Base+" "+next+" HEAD"), "")
 	// One judgement per HEAD in a transaction.
-	wantCodes(t, "HEAD twice", tx(t, f.dir, me, f.base+" "+next+" worktrees/"+a.WorktreeKey+"/HEAD", next+" "+f.base+" worktrees/"+a.WorktreeKey+"/HEAD"), decision.WriterLeaseRequired)
+	wantCodes(t, "HEAD twice", tx(t, f.Dir, me, f.Base+" "+next+" worktrees/"+a.WorktreeKey+"/HEAD", next+" "+f.Base+" worktrees/"+a.WorktreeKey+"/HEAD"), decision.WriterLeaseRequired)
 }
 
 // TestRefTransactionRetarget: pointing a feature worktree's HEAD at
@@ -225,8 +226,8 @@ func TestRefTransactionHeads(t *testing.T) {
 func TestRefTransactionRetarget(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	f.lease(a, self(t), nil)
+	a := f.Allocate("T-1", "", "t1")
+	f.Lease(a, wttest.Self(t), nil)
 	vs := tx(t, a.WorktreePath, me, "ref:refs/heads/wt/T-1 ref:refs/heads/side HEAD")
 	wantCodes(t, "off the task branch", vs, decision.HeadOffTaskBranch)
 	if len(vs) == 1 && !strings.Contains(vs[0].Refusal.Hint, "work on wt/T-1 here") {
@@ -235,11 +236,11 @@ func TestRefTransactionRetarget(t *testing.T) {
 	wantCodes(t, "back onto the task branch", tx(t, a.WorktreePath, other, "ref:refs/heads/side ref:refs/heads/wt/T-1 HEAD"), "")
 
 	wantCodes(t, "the canonical checkout onto the task branch, not the holder",
-		tx(t, f.dir, other, "ref:refs/heads/main ref:refs/heads/wt/T-1 HEAD"), decision.WriterLeaseHeld)
+		tx(t, f.Dir, other, "ref:refs/heads/main ref:refs/heads/wt/T-1 HEAD"), decision.WriterLeaseHeld)
 	wantCodes(t, "the canonical checkout onto the task branch, the holder",
-		tx(t, f.dir, me, "ref:refs/heads/main ref:refs/heads/wt/T-1 HEAD"), "")
+		tx(t, f.Dir, me, "ref:refs/heads/main ref:refs/heads/wt/T-1 HEAD"), "")
 	wantCodes(t, "the canonical checkout onto another branch",
-		tx(t, f.dir, other, "ref:refs/heads/main ref:refs/heads/topic HEAD"), "")
+		tx(t, f.Dir, other, "ref:refs/heads/main ref:refs/heads/topic HEAD"), "")
 }
 
 // TestRefTransactionNewWorktree: while git worktree add makes a worktree
@@ -250,28 +251,28 @@ func TestRefTransactionRetarget(t *testing.T) {
 func TestRefTransactionNewWorktree(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	admin := filepath.Join(f.dir, ".git", "worktrees", "new")
+	a := f.Allocate("T-1", "", "t1")
+	admin := filepath.Join(f.Dir, ".git", "worktrees", "new")
 	if err := os.MkdirAll(admin, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	vs := tx(t, f.dir, me, zeroOID+" ref:refs/heads/wt/T-1 HEAD")
+	vs := tx(t, f.Dir, me, zeroOID+" ref:refs/heads/wt/T-1 HEAD")
 	wantCodes(t, "a new worktree on the task branch", vs, decision.WriterLeaseRequired)
 	if len(vs) == 1 && !strings.Contains(vs[0].Reason, "a new worktree checks out task T-1's branch wt/T-1") {
 		t.Errorf("reason %q", vs[0].Reason)
 	}
-	wantCodes(t, "a new worktree on another branch", tx(t, f.dir, me, zeroOID+" ref:refs/heads/topic HEAD"), "")
+	wantCodes(t, "a new worktree on another branch", tx(t, f.Dir, me, zeroOID+" ref:refs/heads/topic HEAD"), "")
 	// In the feature worktree: a detached new HEAD guards nothing, but
 	// once the worktree's own HEAD is locked the line is its own.
-	wantCodes(t, "a new detached worktree", tx(t, a.WorktreePath, me, zeroOID+" "+f.base+" HEAD"), "")
-	lock := filepath.Join(f.dir, ".git", "worktrees", a.WorktreeKey, "HEAD.lock")
+	wantCodes(t, "a new detached worktree", tx(t, a.WorktreePath, me, zeroOID+" "+f.Base+" HEAD"), "")
+	lock := filepath.Join(f.Dir, ".git", "worktrees", a.WorktreeKey, "HEAD.lock")
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wantCodes(t, "the worktree's own HEAD, locked", tx(t, a.WorktreePath, me, zeroOID+" "+f.base+" HEAD"), decision.WriterLeaseRequired)
+	wantCodes(t, "the worktree's own HEAD, locked", tx(t, a.WorktreePath, me, zeroOID+" "+f.Base+" HEAD"), decision.WriterLeaseRequired)
 }
 
 // TestRefTransactionRecreated: a task branch gone from git may be created
@@ -279,17 +280,17 @@ func TestRefTransactionNewWorktree(t *testing.T) {
 func TestRefTransactionRecreated(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	f.lease(a, self(t), nil)
+	a := f.Allocate("T-1", "", "t1")
+	f.Lease(a, wttest.Self(t), nil)
 	ref := "refs/heads/wt/T-1"
-	f.git("update-ref", "-d", ref)
-	elsewhere := commit(t, f.dir, f.base, "elsewhere")
-	vs := tx(t, f.dir, me, zeroOID+" "+elsewhere+" "+ref)
+	f.Git("update-ref", "-d", ref)
+	elsewhere := commit(t, f.Dir, f.Base, "elsewhere")
+	vs := tx(t, f.Dir, me, zeroOID+" "+elsewhere+" "+ref)
 	wantCodes(t, "created anew", vs, decision.TaskBranchMissing)
-	if len(vs) == 1 && !strings.Contains(vs[0].Refusal.Hint, f.base) {
+	if len(vs) == 1 && !strings.Contains(vs[0].Refusal.Hint, f.Base) {
 		t.Errorf("the hint does not restore the recorded tip: %q", vs[0].Refusal.Hint)
 	}
-	wantCodes(t, "restored", tx(t, f.dir, me, zeroOID+" "+f.base+" "+ref), "")
+	wantCodes(t, "restored", tx(t, f.Dir, me, zeroOID+" "+f.Base+" "+ref), "")
 }
 
 // TestRefTransactionPublication: policy publication-lease on makes the
@@ -299,10 +300,10 @@ func TestRefTransactionRecreated(t *testing.T) {
 func TestRefTransactionPublication(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	next := commit(t, f.dir, f.base, "next")
-	move := f.base + " " + next + " refs/heads/main"
+	next := commit(t, f.Dir, f.Base, "next")
+	move := f.Base + " " + next + " refs/heads/main"
 	ledger := func() int {
-		led, err := store.ReadLedger(f.r.Store.Root(), store.PublicationLedger, "refs/heads/main")
+		led, err := store.ReadLedger(f.R.Store.Root(), store.PublicationLedger, "refs/heads/main")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -314,19 +315,19 @@ func TestRefTransactionPublication(t *testing.T) {
 		}
 		return n
 	}
-	wantCodes(t, "publication-lease off", tx(t, f.dir, other, move), "")
+	wantCodes(t, "publication-lease off", tx(t, f.Dir, other, move), "")
 	if n := ledger(); n != 1 {
 		t.Errorf("publication ledger: %d gate lines, want 1", n)
 	}
 
-	f.setPolicy(policy.Change{PublicationLease: ptr("on")})
-	vs := tx(t, f.dir, me, move)
+	f.SetPolicy(policy.Change{PublicationLease: ptr("on")})
+	vs := tx(t, f.Dir, me, move)
 	wantCodes(t, "no lander", vs, decision.PublicationLeaseRequired)
-	if len(vs) == 1 && (!strings.Contains(vs[0].Reason, "no lander holds the publication lease") || !strings.Contains(vs[0].Refusal.Hint, "wt-admin --repo "+f.dir+" land")) {
+	if len(vs) == 1 && (!strings.Contains(vs[0].Reason, "no lander holds the publication lease") || !strings.Contains(vs[0].Refusal.Hint, "wt-admin --repo "+f.Dir+" land")) {
 		t.Errorf("no lander: %q / %q", vs[0].Reason, vs[0].Refusal.Hint)
 	}
 	lander := func(h proc.Holder) {
-		f.write(func(tx *store.Tx) error {
+		f.Write(func(tx *store.Tx) error {
 			repo, err := tx.Repository()
 			if err != nil {
 				return err
@@ -335,14 +336,14 @@ func TestRefTransactionPublication(t *testing.T) {
 				Branch: "main", Holder: h, AcquiredAt: store.Now(), Task: "T-9"})
 		})
 	}
-	lander(deadHolder)
-	vs = tx(t, f.dir, me, move)
+	lander(wttest.DeadHolder)
+	vs = tx(t, f.Dir, me, move)
 	wantCodes(t, "a dead lander", vs, decision.PublicationLeaseRequired)
 	if len(vs) == 1 && !strings.Contains(vs[0].Reason, "no lander holds") {
 		t.Errorf("a dead lander: %q", vs[0].Reason)
 	}
-	lander(self(t))
-	vs = tx(t, f.dir, other, move)
+	lander(wttest.Self(t))
+	vs = tx(t, f.Dir, other, move)
 	wantCodes(t, "not the lander", vs, decision.PublicationLeaseRequired)
 	if len(vs) == 1 && !strings.Contains(vs[0].Reason, "(landing task T-9)") {
 		t.Errorf("not the lander: %q", vs[0].Reason)
@@ -350,7 +351,7 @@ func TestRefTransactionPublication(t *testing.T) {
 	if n := ledger(); n != 1 {
 		t.Errorf("refused moves were recorded: %d gate lines", n)
 	}
-	wantCodes(t, "the lander", tx(t, f.dir, me, move), "")
+	wantCodes(t, "the lander", tx(t, f.Dir, me, move), "")
 	if n := ledger(); n != 2 {
 		t.Errorf("the lander's move: %d gate lines, want 2", n)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/internal/gittest"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // push runs PrePush from dir for the pre-push lines given.
@@ -34,7 +35,7 @@ func push(t *testing.T, dir string, pid int, lines ...string) Verdict {
 func TestPrePushOwn(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
+	a := f.Allocate("T-1", "", "t1")
 	wt := a.WorktreePath
 	own := "refs/heads/wt/T-1"
 	gittest.Git(t, wt, "commit", "-q", "--allow-empty", "-m", "work")
@@ -45,17 +46,17 @@ func TestPrePushOwn(t *testing.T) {
 	if v.Code != decision.WriterLeaseRequired || v.Allowed {
 		t.Fatalf("no lease: %+v", v)
 	}
-	f.lease(a, self(t), nil)
+	f.Lease(a, wttest.Self(t), nil)
 	for _, c := range []struct {
 		name, line, code string
 	}{
 		{"its tip", line(own, tip, own), decision.Entitled},
 		{"HEAD", line("HEAD", tip, own), decision.Entitled},
-		{"a commit of its history", line(f.base, f.base, own), decision.Entitled},
+		{"a commit of its history", line(f.Base, f.Base, own), decision.Entitled},
 		{"another branch on the remote", line(own, tip, "refs/heads/main"), decision.PushRefNotOwned},
 		{"a tag", line("refs/tags/v1", tip, "refs/tags/v1"), decision.PushRefNotOwned},
 		{"a deletion", "(delete) " + zeroOID + " " + own + " " + tip, decision.PushRefNotOwned},
-		{"a commit not of its history", line("x", commit(t, f.dir, f.base, "elsewhere"), own), decision.PushRefNotOwned},
+		{"a commit not of its history", line("x", commit(t, f.Dir, f.Base, "elsewhere"), own), decision.PushRefNotOwned},
 	} {
 		v := push(t, wt, me, c.line)
 		if v.Code != c.code || v.Allowed != (c.code == decision.Entitled) {
@@ -79,21 +80,21 @@ func TestPrePushOwn(t *testing.T) {
 func TestPrePushElsewhere(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	line := f.base + " " + f.base + " refs/heads/wt/T-1 " + zeroOID
-	mainLine := "refs/heads/main " + f.base + " refs/heads/main " + zeroOID
-	if v := push(t, f.dir, other, mainLine); v.Code != decision.Unmanaged || !v.Allowed {
+	a := f.Allocate("T-1", "", "t1")
+	line := f.Base + " " + f.Base + " refs/heads/wt/T-1 " + zeroOID
+	mainLine := "refs/heads/main " + f.Base + " refs/heads/main " + zeroOID
+	if v := push(t, f.Dir, other, mainLine); v.Code != decision.Unmanaged || !v.Allowed {
 		t.Errorf("main: %+v", v)
 	}
-	v := push(t, f.dir, other, mainLine, line)
+	v := push(t, f.Dir, other, mainLine, line)
 	if v.Code != decision.WriterLeaseRequired || v.Allowed || !strings.HasPrefix(v.Reason, "this push updates refs/heads/wt/T-1, task T-1's branch") {
 		t.Errorf("the task branch, no lease: %+v", v)
 	}
-	f.lease(a, self(t), nil)
-	if v := push(t, f.dir, other, line); v.Code != decision.WriterLeaseHeld || v.Allowed {
+	f.Lease(a, wttest.Self(t), nil)
+	if v := push(t, f.Dir, other, line); v.Code != decision.WriterLeaseHeld || v.Allowed {
 		t.Errorf("the task branch, not the holder: %+v", v)
 	}
-	if v := push(t, f.dir, me, mainLine, line); v.Code != decision.Unmanaged || !v.Allowed {
+	if v := push(t, f.Dir, me, mainLine, line); v.Code != decision.Unmanaged || !v.Allowed {
 		t.Errorf("the task branch, the holder: %+v", v)
 	}
 }
@@ -104,8 +105,8 @@ func TestPrePushElsewhere(t *testing.T) {
 func TestPrePushFleet(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", "", "t1")
-	f.write(func(tx *store.Tx) error {
+	a := f.Allocate("T-1", "", "t1")
+	f.Write(func(tx *store.Tx) error {
 		p, _, err := tx.Policy()
 		if err != nil {
 			return err
@@ -113,9 +114,9 @@ func TestPrePushFleet(t *testing.T) {
 		p.Coordinator, p.EtcdEndpoints = store.CoordinatorEtcd, []string{"http://127.0.0.1:2379"}
 		return tx.PutPolicy(&p)
 	})
-	f.lease(a, self(t), nil)
+	f.Lease(a, wttest.Self(t), nil)
 	own := "refs/heads/wt/T-1"
-	v := push(t, a.WorktreePath, me, own+" "+f.base+" "+own+" "+zeroOID)
+	v := push(t, a.WorktreePath, me, own+" "+f.Base+" "+own+" "+zeroOID)
 	if v.Code != decision.FleetFenced || v.Allowed || !strings.Contains(v.Reason, "holds no fleet lease") {
 		t.Errorf("no fleet lease: %+v", v)
 	}

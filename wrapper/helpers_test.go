@@ -1,11 +1,7 @@
 package wrapper
 
 import (
-	"context"
-	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,24 +10,21 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/gittest"
+	"github.com/wt-tool/wt/internal/wtfixture"
 )
 
-// hgit runs git in dir without the user's or the system's configuration
-// and returns its trimmed output.
+// TestMain keeps every git away from the configuration of the user and of
+// the machine (gittest.Env), before any test runs.
+func TestMain(m *testing.M) {
+	gittest.Setenv()
+	os.Exit(m.Run())
+}
+
+// hgit runs git in dir and returns its trimmed output.
 func hgit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("git %v: %v\n%s", args, err, ee.Stderr)
-		}
-		t.Fatalf("git %v: %v", args, err)
-	}
-	return strings.TrimSpace(string(out))
+	return gittest.Git(t, dir, args...)
 }
 
 // fixture is a repository set up for wt with one allocation: task T-1 on
@@ -46,31 +39,13 @@ type fixture struct {
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
-	top := t.TempDir()
-	if p, err := filepath.EvalSymlinks(top); err == nil {
-		top = p
-	}
-	r := filepath.Join(top, "repo")
-	hgit(t, top, "init", "-q", "-b", "main", r)
-	hgit(t, r, "commit", "-q", "--allow-empty", "-m", "init")
-	ctx := context.Background()
-	main := "main"
-	if _, err := policy.Init(ctx, r, policy.Change{PublicationBranch: &main}); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := alloc.Open(ctx, r)
+	w := wtfixture.New(t, policy.Change{})
+	a := w.Allocate("T-1", "", "w1")
+	c, err := gitrepo.Locate(w.Path("w1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := repo.Allocate(ctx, alloc.Request{TaskKey: "T-1", Owner: "alice", Path: filepath.Join(top, "w1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := gitrepo.Locate(filepath.Join(top, "w1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fixture{top: top, repo: repo, c: c, a: res.Allocation, base: hgit(t, r, "rev-parse", "HEAD")}
+	return fixture{top: w.Top, repo: w.R, c: c, a: a, base: w.Base}
 }
 
 // wantCode fails unless err is a decision with code.

@@ -6,6 +6,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // TestAdoptChecks: adopt applies allocate's rules to the task and the
@@ -16,7 +17,7 @@ func TestAdoptChecks(t *testing.T) {
 	f := newFixture(t, policy.Change{})
 	f.allocate("T-1", "alice", "w1")
 	b := "wt/P-1"
-	f.plan(f.planned("P-1", "p1", &b), self(t).Identity())
+	f.plan(f.planned("P-1", "p1", &b), wttest.Self(t).Identity())
 	for _, c := range []struct {
 		task, branch string
 		newTask      bool
@@ -40,7 +41,7 @@ func TestAdoptChecks(t *testing.T) {
 	f.setPolicy(policy.Change{MaxActive: ptr("1")})
 	var err error
 	f.write(func(tx *store.Tx) error { err = f.r.AdoptChecks(tx, "T-2", "feat", false); return nil })
-	wantCode(t, err, decision.BudgetExhausted)
+	wttest.WantCode(t, err, decision.BudgetExhausted)
 }
 
 // TestWriteAdopted: an adopted worktree gets the records allocate writes
@@ -85,5 +86,5 @@ func TestWriteAdopted(t *testing.T) {
 		return nil
 	})
 	_, err = f.r.Allocate(f.ctx, Request{TaskKey: "T-10", Owner: "carol", Branch: "feat", Path: f.path("x")})
-	wantCode(t, err, decision.BranchExists)
+	wttest.WantCode(t, err, decision.BranchExists)
 }

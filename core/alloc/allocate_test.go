@@ -13,6 +13,7 @@ import (
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/internal/gittest"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // TestAllocate: a feature allocation gets a worktree on a new branch
@@ -204,7 +205,7 @@ func TestAllocateBudget(t *testing.T) {
 	}
 	a := f.allocate("T-1", "alice", "w1")
 	_, err := f.r.Allocate(f.ctx, Request{TaskKey: "T-2", Owner: "alice", Path: f.path("w2")})
-	wantCode(t, err, decision.BudgetExhausted)
+	wttest.WantCode(t, err, decision.BudgetExhausted)
 	if got := fact(err, "holders"); !reflect.DeepEqual(got, []string{a.AllocationID + " (task T-1)"}) {
 		t.Errorf("holders: %v", got)
 	}
@@ -219,7 +220,7 @@ func TestAllocateBudget(t *testing.T) {
 	}
 	// T-1 retained still holds its key, with the resume as the way back.
 	_, err = f.r.Allocate(f.ctx, Request{TaskKey: "T-1", Owner: "alice", Path: f.path("w3")})
-	wantCode(t, err, decision.TaskKeyInUse)
+	wttest.WantCode(t, err, decision.TaskKeyInUse)
 	if d, _ := decision.As(err); !strings.HasPrefix(d.Hint, "resume it with wt-admin resume "+a.WorktreePath+" --owner alice") {
 		t.Errorf("hint: %q", d.Hint)
 	}
@@ -238,7 +239,7 @@ func TestAllocateIntegrationOverBudget(t *testing.T) {
 		t.Errorf("an integration worktree with the budget full: %v", err)
 	}
 	_, err := f.r.Allocate(f.ctx, Request{TaskKey: "T-2", Owner: "alice", Path: f.path("w2")})
-	wantCode(t, err, decision.BudgetExhausted)
+	wttest.WantCode(t, err, decision.BudgetExhausted)
 }
 
 // TestAllocatePending: an allocate in flight (its journal's actor live)
@@ -247,14 +248,14 @@ func TestAllocatePending(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{MaxActive: ptr("1")})
 	b := "wt/P-1"
-	f.plan(f.planned("P-1", "p1", &b), self(t).Identity())
+	f.plan(f.planned("P-1", "p1", &b), wttest.Self(t).Identity())
 	_, err := f.r.Allocate(f.ctx, Request{TaskKey: "P-1", Owner: "alice", Path: f.path("x")})
-	wantCode(t, err, decision.TaskKeyInUse)
+	wttest.WantCode(t, err, decision.TaskKeyInUse)
 	_, err = f.r.Allocate(f.ctx, Request{TaskKey: "T-2", Owner: "alice", Path: f.path("x")})
-	wantCode(t, err, decision.BudgetExhausted)
+	wttest.WantCode(t, err, decision.BudgetExhausted)
 	f.setPolicy(policy.Change{MaxActive: ptr("unlimited")})
 	_, err = f.r.Allocate(f.ctx, Request{TaskKey: "T-2", Owner: "alice", Branch: b, Path: f.path("x")})
-	wantCode(t, err, decision.BranchExists)
+	wttest.WantCode(t, err, decision.BranchExists)
 	if d, _ := decision.As(err); d.Message != "branch wt/P-1 already exists: task P-1's" {
 		t.Errorf("message: %q", d.Message)
 	}
@@ -278,7 +279,7 @@ func TestAllocateGitFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := f.r.Allocate(f.ctx, Request{TaskKey: "T-1", Owner: "alice", Path: f.path("w1")})
-	wantCode(t, err, decision.GitFailed)
+	wttest.WantCode(t, err, decision.GitFailed)
 	if all := f.allocations(); len(all) != 0 {
 		t.Errorf("records: %+v", all)
 	}
@@ -303,7 +304,7 @@ func TestAllocateMissingPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := f.r.Allocate(f.ctx, Request{TaskKey: "T-1", Owner: "alice", Base: "main", Path: f.path("w1")})
-	wantCode(t, err, decision.InvalidMetadata)
+	wttest.WantCode(t, err, decision.InvalidMetadata)
 }
 
 // TestPlannedOf: a journal whose payload is not a plan for its target

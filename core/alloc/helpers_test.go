@@ -131,9 +131,6 @@ func (f *fixture) events() []store.Event {
 	return out
 }
 
-// deadActor is the identity of a process of another boot: never live.
-var deadActor = proc.Identity{BootID: "00000000-0000-4000-8000-000000000000", PID: 4242, StartTicks: 1}
-
 // plan writes the journal of an allocate that planned a for its worktree
 // and was interrupted by the end of actor.
 func (f *fixture) plan(a store.Allocation, actor proc.Identity) store.Journal {
@@ -158,14 +155,6 @@ func (f *fixture) planned(task, name string, branch *string) store.Allocation {
 		ExternalBindings: []string{}, CreatedAt: now, UpdatedAt: now}
 }
 
-// wantCode fails the test unless err carries decision code.
-func wantCode(t *testing.T, err error, code string) {
-	t.Helper()
-	if got := decision.CodeOf(err); got != code {
-		t.Fatalf("got %q (%v), want %s", got, err, code)
-	}
-}
-
 // fact is the fact key of a decision error (nil when none).
 func fact(err error, key string) any {
 	var de *decision.Error
@@ -176,16 +165,6 @@ func fact(err error, key string) any {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// self is this process as a lease holder: live while the test runs.
-func self(t *testing.T) proc.Holder {
-	t.Helper()
-	id, err := proc.Self()
-	if err != nil {
-		t.Skip("this process cannot be described:", err)
-	}
-	return proc.Holder{ClientID: "test", PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks}
-}
 
 // writeFile writes content to the file at p, making its directory.
 func writeFile(p, content string) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // TestRetainResume: retain moves ACTIVE to RETAINED and resume back, each
@@ -24,21 +25,21 @@ func TestRetainResume(t *testing.T) {
 	path := a.WorktreePath
 
 	_, err := f.r.Resume(f.ctx, path, "alice", nil)
-	wantCode(t, err, decision.InvalidLifecycle)
+	wttest.WantCode(t, err, decision.InvalidLifecycle)
 	if fact(err, "lifecycle") != store.Active {
 		t.Errorf("lifecycle fact: %v", fact(err, "lifecycle"))
 	}
 	_, err = f.r.Retain(f.ctx, path, "bob", nil)
-	wantCode(t, err, decision.OwnerMismatch)
+	wttest.WantCode(t, err, decision.OwnerMismatch)
 	if d, _ := decision.As(err); d.Hint != "pass --owner alice" {
 		t.Errorf("hint: %q", d.Hint)
 	}
 	_, err = f.r.Retain(f.ctx, path, "", nil)
-	wantCode(t, err, decision.InvalidOwner)
+	wttest.WantCode(t, err, decision.InvalidOwner)
 	_, err = f.r.Retain(f.ctx, path, "alice", ptr(a.RecordVersion+1))
-	wantCode(t, err, decision.RecordVersionConflict)
+	wttest.WantCode(t, err, decision.RecordVersionConflict)
 	_, err = f.r.Retain(f.ctx, f.dir, "alice", nil)
-	wantCode(t, err, decision.UnregisteredWorktree)
+	wttest.WantCode(t, err, decision.UnregisteredWorktree)
 
 	res, err := f.r.Retain(f.ctx, path, "alice", ptr(a.RecordVersion))
 	if err != nil || res.Code != decision.Retained || res.Allocation.Lifecycle != store.Retained ||
@@ -46,7 +47,7 @@ func TestRetainResume(t *testing.T) {
 		t.Fatalf("retain: %+v %v", res, err)
 	}
 	_, err = f.r.Retain(f.ctx, path, "alice", nil)
-	wantCode(t, err, decision.InvalidLifecycle)
+	wttest.WantCode(t, err, decision.InvalidLifecycle)
 	res, err = f.r.Resume(f.ctx, path, "alice", nil)
 	if err != nil || res.Code != decision.Resumed || res.Allocation.Lifecycle != store.Active {
 		t.Fatalf("resume: %+v %v", res, err)
@@ -73,7 +74,7 @@ func TestResumeBudget(t *testing.T) {
 	}
 	b := f.allocate("T-2", "alice", "w2")
 	_, err := f.r.Resume(f.ctx, a.WorktreePath, "alice", nil)
-	wantCode(t, err, decision.BudgetExhausted)
+	wttest.WantCode(t, err, decision.BudgetExhausted)
 	if _, err := f.r.Retain(f.ctx, b.WorktreePath, "alice", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +90,8 @@ func TestRetainLiveWriter(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
 	a := f.allocate("T-1", "alice", "w1")
-	me := self(t)
-	dead := proc.Holder{ClientID: "gone", PID: deadActor.PID, BootID: deadActor.BootID, StartTicks: deadActor.StartTicks}
+	me := wttest.Self(t)
+	dead := wttest.DeadHolder
 	lease := func(h proc.Holder) *store.Lease {
 		return &store.Lease{LeaseID: ids.New(), AllocationID: a.AllocationID, WorktreePath: a.WorktreePath, Owner: "alice",
 			Holder: h, Generation: 1, AcquiredAt: store.Now(), RenewedAt: store.Now()}
@@ -104,7 +105,7 @@ func TestRetainLiveWriter(t *testing.T) {
 		t.Errorf("LiveWriter with this process holding: %+v %v", l, live)
 	}
 	_, err := f.r.Retain(f.ctx, a.WorktreePath, "alice", nil)
-	wantCode(t, err, decision.WriterLeaseHeld)
+	wttest.WantCode(t, err, decision.WriterLeaseHeld)
 
 	f.write(func(tx *store.Tx) error { return tx.PutLease(lease(dead)) })
 	f.write(func(tx *store.Tx) (err error) { _, live, err = LiveWriter(tx, a); return err })
@@ -128,7 +129,7 @@ func TestRetainLiveWriter(t *testing.T) {
 	}
 	bind(me)
 	_, err = f.r.Retain(f.ctx, a.WorktreePath, "alice", nil)
-	wantCode(t, err, decision.ExternalBinding)
+	wttest.WantCode(t, err, decision.ExternalBinding)
 	bind(dead)
 	res, err := f.r.Retain(f.ctx, a.WorktreePath, "alice", nil)
 	if err != nil || res.Code != decision.Retained {
@@ -157,7 +158,7 @@ func TestAwaitTask(t *testing.T) {
 		t.Errorf("a task nobody allocates: %+v %v", got, err)
 	}
 	b := "wt/T-3"
-	f.plan(f.planned("T-3", "w3", &b), self(t).Identity())
+	f.plan(f.planned("T-3", "w3", &b), wttest.Self(t).Identity())
 	ctx, cancel := context.WithCancel(f.ctx)
 	cancel()
 	if got, err := f.r.AwaitTask(ctx, "T-3"); err != context.Canceled || got != nil {
@@ -169,7 +170,7 @@ func TestAwaitTask(t *testing.T) {
 	// The allocate ends (its record written, its journal finished): the
 	// wait answers with it.
 	p := f.planned("T-4", "w4", nil)
-	j := f.plan(p, self(t).Identity())
+	j := f.plan(p, wttest.Self(t).Identity())
 	type answer struct {
 		a   *store.Allocation
 		err error

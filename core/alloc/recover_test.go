@@ -11,6 +11,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // recoverOne runs Recover and returns its one outcome.
@@ -34,7 +35,7 @@ func TestRecoverRolledBack(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
 	b := "wt/T-1"
-	j := f.plan(f.planned("T-1", "w1", &b), deadActor)
+	j := f.plan(f.planned("T-1", "w1", &b), wttest.DeadIdentity)
 	f.git("branch", b)
 	if err := os.Mkdir(f.path("w1"), 0o755); err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestRecoverKeepsWork(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
 	b := "wt/T-1"
-	f.plan(f.planned("T-1", "w1", &b), deadActor)
+	f.plan(f.planned("T-1", "w1", &b), wttest.DeadIdentity)
 	f.git("branch", b)
 	f.git("update-ref", "refs/heads/"+b, f.git("commit-tree", "-p", f.base, "-m", "work", f.base+"^{tree}"))
 	if got := f.recoverOne(); got.Outcome != "rolled_back" ||
@@ -81,7 +82,7 @@ func TestRecoverKeepsWork(t *testing.T) {
 		t.Error("the branch with work is gone")
 	}
 
-	j := f.plan(f.planned("T-2", "w2", nil), deadActor)
+	j := f.plan(f.planned("T-2", "w2", nil), wttest.DeadIdentity)
 	if err := writeFile(filepath.Join(f.path("w2"), "notes"), "mine"); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestRecoverKeepsWork(t *testing.T) {
 	}
 	// The next allocate reports it and holds the key.
 	res, err := f.r.Allocate(f.ctx, Request{TaskKey: "T-2", Owner: "alice", Path: f.path("w3")})
-	wantCode(t, err, decision.TaskKeyInUse)
+	wttest.WantCode(t, err, decision.TaskKeyInUse)
 	if len(res.Recovered) != 1 || res.Recovered[0].Outcome != "blocked" {
 		t.Errorf("recovered on the way: %+v", res.Recovered)
 	}
@@ -111,7 +112,7 @@ func TestRecoverFinished(t *testing.T) {
 	f := newFixture(t, policy.Change{})
 	b := "wt/T-1"
 	p := f.planned("T-1", "w1", &b)
-	j := f.plan(p, deadActor)
+	j := f.plan(p, wttest.DeadIdentity)
 	f.git("worktree", "add", "-q", "-b", b, p.WorktreePath, f.base)
 	got := f.recoverOne()
 	if got.Outcome != "finished" || got.Code != decision.AllocationRecovered || got.TaskKey != "T-1" ||
@@ -151,7 +152,7 @@ func TestRecoverNotOurs(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
 	b := "wt/T-1"
-	f.plan(f.planned("T-1", "w1", &b), deadActor)
+	f.plan(f.planned("T-1", "w1", &b), wttest.DeadIdentity)
 	f.git("worktree", "add", "-q", "-b", "other", f.path("w1"))
 	got := f.recoverOne()
 	if got.Outcome != "blocked" || !strings.HasPrefix(got.Detail, "a worktree at "+f.path("w1")+" is not the one planned (branch \"other\"") {
@@ -173,7 +174,7 @@ func TestRecoverNotOurs(t *testing.T) {
 		return nil
 	})
 
-	j := f.plan(f.planned("T-2", "w2", nil), deadActor)
+	j := f.plan(f.planned("T-2", "w2", nil), wttest.DeadIdentity)
 	j.Payload = []byte(`{"allocation_id":""}`)
 	f.write(func(tx *store.Tx) error { return tx.PutJournal(&j) })
 	got = f.recoverOne()
@@ -196,7 +197,7 @@ func TestRecoverInFlight(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
 	b := "wt/T-1"
-	j := f.plan(f.planned("T-1", "w1", &b), self(t).Identity())
+	j := f.plan(f.planned("T-1", "w1", &b), wttest.Self(t).Identity())
 	got := f.recoverOne()
 	want := Recovery{TransactionID: j.TransactionID, Path: f.path("w1"), Outcome: "in_flight", Code: decision.TransactionInFlight,
 		Detail: "wt-admin pid " + strconv.Itoa(os.Getpid()) + " still runs it"}
@@ -228,7 +229,7 @@ func TestRecoverHalfAdded(t *testing.T) {
 	half := func(task, name string) store.Allocation {
 		b := "wt/" + task
 		p := f.planned(task, name, &b)
-		f.plan(p, deadActor)
+		f.plan(p, wttest.DeadIdentity)
 		f.git("worktree", "add", "-q", "-b", b, p.WorktreePath, f.base)
 		f.git("worktree", "lock", "--reason", gitrepo.InitializingReason, p.WorktreePath)
 		if err := os.Remove(filepath.Join(p.WorktreePath, "a.txt")); err != nil {
@@ -274,7 +275,7 @@ func TestRecoverHalfAdmin(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
 	p := f.planned("T-1", "w1", nil)
-	f.plan(p, deadActor)
+	f.plan(p, wttest.DeadIdentity)
 	admin := gitrepo.AdminDir(f.r.Git.CommonDir, "w1")
 	for name, content := range map[string]string{
 		"locked": gitrepo.InitializingReason + "\n",

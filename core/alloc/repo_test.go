@@ -13,6 +13,7 @@ import (
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/internal/gittest"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // TestResolve: a governed worktree resolves to its allocation and
@@ -105,7 +106,7 @@ func TestResolveRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = resolve()
-	wantCode(t, err, decision.UnregisteredWorktree)
+	wttest.WantCode(t, err, decision.UnregisteredWorktree)
 	if !strings.Contains(err.Error(), "its registration marker does not match") {
 		t.Errorf("message: %v", err)
 	}
@@ -121,7 +122,7 @@ func TestResolveRecords(t *testing.T) {
 	if got, id, awaiting := registered(); got != nil || id != a.AllocationID || !awaiting {
 		t.Errorf("with no registration: %+v %q %v", got, id, awaiting)
 	}
-	wantCode(t, resolve(), decision.UnregisteredWorktree)
+	wttest.WantCode(t, resolve(), decision.UnregisteredWorktree)
 
 	// The binding names an allocation with no record.
 	f.write(func(tx *store.Tx) error {
@@ -131,14 +132,14 @@ func TestResolveRecords(t *testing.T) {
 	if err := os.Remove(filepath.Join(f.r.Store.Root(), "allocations", a.AllocationID+".json")); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, resolve(), decision.InvalidMetadata)
+	wttest.WantCode(t, resolve(), decision.InvalidMetadata)
 	if got, _, _ := registered(); got != nil {
 		t.Errorf("with no record: %+v", got)
 	}
 
 	// No binding at all.
 	f.write(func(tx *store.Tx) error { return tx.RemoveBinding("w1") })
-	wantCode(t, resolve(), decision.UnregisteredWorktree)
+	wttest.WantCode(t, resolve(), decision.UnregisteredWorktree)
 	if got, id, awaiting := registered(); got != nil || id != "" || awaiting {
 		t.Errorf("with no binding: %+v %q %v", got, id, awaiting)
 	}
@@ -215,5 +216,5 @@ func TestLogEvent(t *testing.T) {
 func TestOpenOutsideRepository(t *testing.T) {
 	t.Parallel()
 	_, err := Open(context.Background(), gittest.Outside(t))
-	wantCode(t, err, decision.NotAGitRepository)
+	wttest.WantCode(t, err, decision.NotAGitRepository)
 }

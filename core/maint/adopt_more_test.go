@@ -10,6 +10,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // unmanaged adds, behind wt's back, a worktree named name on a new branch
@@ -61,7 +62,7 @@ func TestAdopt(t *testing.T) {
 		t.Fatalf("bound %t, registered %t", bound, reg)
 	}
 	_, err = Adopt(f.ctx, f.r, AdoptRequest{Path: f.path("u1"), Task: "T-9", Owner: "alice"})
-	wantCode(t, err, decision.InvalidTarget)
+	wttest.WantCode(t, err, decision.InvalidTarget)
 
 	// --rename-branch: the branch takes the task layout's name.
 	tip2 := f.unmanaged("u2", "feat2")
@@ -79,7 +80,7 @@ func TestAdopt(t *testing.T) {
 	f.unmanaged("u3", "feat3")
 	f.git(f.main, "branch", "wt/T-3")
 	_, err = Adopt(f.ctx, f.r, AdoptRequest{Path: f.path("u3"), Task: "T-3", Owner: "alice", RenameBranch: true})
-	wantCode(t, err, decision.BranchExists)
+	wttest.WantCode(t, err, decision.BranchExists)
 }
 
 // TestAdoptRefusals: what adopt never takes, each with its code, and a
@@ -176,7 +177,7 @@ func TestAdoptForeignLock(t *testing.T) {
 	}
 	for _, name := range []string{"u2", "u3", "u4"} {
 		_, err := Adopt(f.ctx, f.r, AdoptRequest{Path: f.path(name), Task: "T-" + name, Owner: "alice"})
-		wantCode(t, err, decision.ForeignLock)
+		wttest.WantCode(t, err, decision.ForeignLock)
 	}
 	// The running pid named as the holder: its lock becomes its lease's.
 	self, err := proc.Self()

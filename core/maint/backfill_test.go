@@ -11,6 +11,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // unregister makes the binding of worktree key one written before
@@ -130,9 +131,9 @@ func TestBackfill(t *testing.T) {
 
 	// Apply: a malformed id, then another plan's id, write nothing.
 	_, err = Backfill(f.ctx, f.r, "abc")
-	wantCode(t, err, decision.Usage)
+	wttest.WantCode(t, err, decision.Usage)
 	_, err = Backfill(f.ctx, f.r, strings.Repeat("0", 64))
-	wantCode(t, err, decision.ResourcePlanMismatch)
+	wttest.WantCode(t, err, decision.ResourcePlanMismatch)
 	if d, _ := decision.As(err); d.Facts["plan_id"] != res.PlanID {
 		t.Errorf("the refusal does not give the plan id: %+v", d.Facts)
 	}
@@ -162,7 +163,7 @@ func TestBackfill(t *testing.T) {
 	}
 	// The same plan id again: the plan changed (no candidates), so it is refused.
 	_, err = Backfill(f.ctx, f.r, res.PlanID)
-	wantCode(t, err, decision.ResourcePlanMismatch)
+	wttest.WantCode(t, err, decision.ResourcePlanMismatch)
 	// Applying the empty plan writes nothing.
 	if none, err := Backfill(f.ctx, f.r, again.PlanID); err != nil || none.Code != decision.BackfillNothing || none.Written != 0 {
 		t.Fatalf("the empty plan: %+v %v", none, err)

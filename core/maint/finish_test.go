@@ -7,6 +7,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // finish runs a dry run and, when it plans, the apply of its plan id.
@@ -57,9 +58,9 @@ func TestFinishMerged(t *testing.T) {
 		t.Fatalf("journals left: %+v", js)
 	}
 	_, err = Finish(f.ctx, f.r, FinishRequest{Path: f.path("w1"), Owner: "alice", Apply: dry.PlanID})
-	wantCode(t, err, decision.GCAlreadyApplied)
+	wttest.WantCode(t, err, decision.GCAlreadyApplied)
 	_, err = Finish(f.ctx, f.r, FinishRequest{Task: "T-1", Owner: "alice"})
-	wantCode(t, err, decision.GCAlreadyApplied)
+	wttest.WantCode(t, err, decision.GCAlreadyApplied)
 	// The task key is free again.
 	f.allocate("T-1", "alice", "", "w1b", "")
 }
@@ -74,7 +75,7 @@ func TestFinishUnmerged(t *testing.T) {
 	f.commit(f.path("w1"), "one")
 	work := f.commit(f.path("w1"), "two")
 	_, err := Finish(f.ctx, f.r, FinishRequest{Path: f.path("w1"), Owner: "alice"})
-	wantCode(t, err, decision.UnmergedCommits)
+	wttest.WantCode(t, err, decision.UnmergedCommits)
 	if d, _ := decision.As(err); d.Facts["unmerged"] == nil {
 		t.Fatalf("no unmerged fact: %+v", d)
 	}
@@ -158,7 +159,7 @@ func TestFinishRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Finish(f.ctx, f.r, FinishRequest{Path: w1, Owner: "alice"})
-	wantCode(t, err, decision.WorktreeDirty)
+	wttest.WantCode(t, err, decision.WorktreeDirty)
 	if d, _ := decision.As(err); len(d.Facts["changes"].([]string)) != 1 {
 		t.Fatalf("changes: %+v", d.Facts)
 	}
@@ -169,13 +170,13 @@ func TestFinishRefusals(t *testing.T) {
 	// The task branch checked out elsewhere.
 	f.git(f.main, "checkout", "-q", "--ignore-other-worktrees", "wt/T-1")
 	_, err = Finish(f.ctx, f.r, FinishRequest{Path: w1, Owner: "alice"})
-	wantCode(t, err, decision.WorktreeInUse)
+	wttest.WantCode(t, err, decision.WorktreeInUse)
 	f.git(f.main, "checkout", "-q", "main")
 
 	// A lock on the worktree.
 	f.git(f.main, "worktree", "lock", "--reason", "busy", w1)
 	_, err = Finish(f.ctx, f.r, FinishRequest{Path: w1, Owner: "alice"})
-	wantCode(t, err, decision.WorktreeInUse)
+	wttest.WantCode(t, err, decision.WorktreeInUse)
 	f.git(f.main, "worktree", "unlock", w1)
 
 	// A writer lease.
@@ -184,14 +185,14 @@ func TestFinishRefusals(t *testing.T) {
 			WorktreePath: w1, Owner: "alice", AcquiredAt: store.Now(), RenewedAt: store.Now()})
 	})
 	_, err = Finish(f.ctx, f.r, FinishRequest{Path: w1, Owner: "alice"})
-	wantCode(t, err, decision.LeasePresent)
+	wttest.WantCode(t, err, decision.LeasePresent)
 	f.write(func(tx *store.Tx) error { return tx.RemoveLease(a.AllocationID) })
 
 	// No publication branch.
 	f.git(f.main, "checkout", "-q", "--detach")
 	f.git(f.main, "branch", "-q", "-m", "main", "trunk")
 	_, err = Finish(f.ctx, f.r, FinishRequest{Path: w1, Owner: "alice"})
-	wantCode(t, err, decision.MissingRetainedRef)
+	wttest.WantCode(t, err, decision.MissingRetainedRef)
 	f.git(f.main, "branch", "-q", "-m", "trunk", "main")
 
 	// Every refusal left the task as it was: registered, its branch at
@@ -222,7 +223,7 @@ func TestFinishLanded(t *testing.T) {
 	work := f.commit(f.path("w1"), "work")
 	f.git(f.main, "cherry-pick", "--allow-empty", "--keep-redundant-commits", work)
 	_, err := Finish(f.ctx, f.r, FinishRequest{Task: "T-1", Owner: "alice"})
-	wantCode(t, err, decision.UnmergedCommits)
+	wttest.WantCode(t, err, decision.UnmergedCommits)
 	landing := store.Landing{Meta: store.Meta{SchemaVersion: store.SchemaVersion}, AllocationID: a.AllocationID, TaskKey: "T-1",
 		State: store.LandingLanded, Source: work, Result: f.ref("main")}
 	f.write(func(tx *store.Tx) error { return tx.PutLanding(&landing) })

@@ -176,11 +176,3 @@ func said(err error) string {
 	}
 	return err.Error()
 }
-
-// wantCode fails unless err carries decision code.
-func wantCode(t *testing.T, err error, code string) {
-	t.Helper()
-	if got := decision.CodeOf(err); got != code {
-		t.Fatalf("got %q (%v), want %s", got, err, code)
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // prunable makes what prune is for: a retained audit (of base, "" for
@@ -94,9 +95,9 @@ func TestPrune(t *testing.T) {
 		t.Fatal("another worktree was touched")
 	}
 	_, err = Prune(f.ctx, f.r, r1, "rev", dry.PlanID)
-	wantCode(t, err, decision.GCAlreadyApplied)
+	wttest.WantCode(t, err, decision.GCAlreadyApplied)
 	_, err = Prune(f.ctx, f.r, r1, "rev", "")
-	wantCode(t, err, decision.GCAlreadyApplied)
+	wttest.WantCode(t, err, decision.GCAlreadyApplied)
 }
 
 // TestPruneRefusals: each precondition of docs/decisions.md ("Prune")
@@ -155,14 +156,14 @@ func TestPruneRefusals(t *testing.T) {
 		}
 	}
 	_, err := Prune(f.ctx, f.r, f.path("r5"), "rev", "abc")
-	wantCode(t, err, decision.Usage)
+	wttest.WantCode(t, err, decision.Usage)
 
 	// Bound under a second key.
 	f.write(func(tx *store.Tx) error {
 		return tx.PutBinding(&store.Binding{WorktreeKey: "zz", AllocationID: a9.AllocationID})
 	})
 	_, err = Prune(f.ctx, f.r, f.path("r9"), "rev", "")
-	wantCode(t, err, decision.BindingDrift)
+	wttest.WantCode(t, err, decision.BindingDrift)
 	f.write(func(tx *store.Tx) error { return tx.RemoveBinding("zz") })
 
 	// A writer lease.
@@ -171,7 +172,7 @@ func TestPruneRefusals(t *testing.T) {
 			WorktreePath: f.path("r7"), Owner: "rev", AcquiredAt: store.Now(), RenewedAt: store.Now()})
 	})
 	_, err = Prune(f.ctx, f.r, f.path("r7"), "rev", "")
-	wantCode(t, err, decision.LeasePresent)
+	wttest.WantCode(t, err, decision.LeasePresent)
 
 	// Every refused target is still registered.
 	for _, name := range []string{"r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "u1"} {
@@ -203,7 +204,7 @@ func TestPruneApplyDrift(t *testing.T) {
 	f.commit(f.main, "main moves on")
 	p3 := plan("r3")
 	_, err := Prune(f.ctx, f.r, f.path("r1"), "rev", p1)
-	wantCode(t, err, decision.GCPlanDrift)
+	wttest.WantCode(t, err, decision.GCPlanDrift)
 	if d, _ := decision.As(err); d.Facts["plan_id"] != plan("r1") {
 		t.Fatalf("the refusal does not give the new plan id: %+v", d.Facts)
 	}
@@ -212,14 +213,14 @@ func TestPruneApplyDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Prune(f.ctx, f.r, f.path("r2"), "rev", p2)
-	wantCode(t, err, decision.PathReappeared)
+	wttest.WantCode(t, err, decision.PathReappeared)
 
 	// Another operation's journal names allocation a3.
 	f.plantJournal("task-finish", "/elsewhere", PhasePrepared, map[string]string{"allocation_id": a3.AllocationID})
 	_, err = Prune(f.ctx, f.r, f.path("r3"), "rev", "")
-	wantCode(t, err, decision.InterruptedTx)
+	wttest.WantCode(t, err, decision.InterruptedTx)
 	_, err = Prune(f.ctx, f.r, f.path("r3"), "rev", p3)
-	wantCode(t, err, decision.InterruptedTx)
+	wttest.WantCode(t, err, decision.InterruptedTx)
 
 	for _, name := range []string{"r1", "r2", "r3"} {
 		if !f.listed(f.path(name)) {
@@ -238,7 +239,7 @@ func TestPruneLockedMessage(t *testing.T) {
 	f.prunable("R-1", "r1", "")
 	f.git(f.main, "worktree", "lock", "--reason", "kept", f.path("r1"))
 	_, err := Prune(f.ctx, f.r, f.path("r1"), "rev", "")
-	wantCode(t, err, decision.PrunableStateInvalid)
+	wttest.WantCode(t, err, decision.PrunableStateInvalid)
 	if !strings.Contains(said(err), "is locked (kept)") || !strings.Contains(said(err), "worktree unlock") {
 		t.Fatalf("the refusal does not name the lock: %s", said(err))
 	}

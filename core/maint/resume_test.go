@@ -10,6 +10,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // A crash is simulated by leaving what an apply killed at that point
@@ -72,7 +73,7 @@ func TestPruneResume(t *testing.T) {
 		c.crash(dry)
 
 		_, err := Prune(f.ctx, f.r, f.path(name), "rev", "")
-		wantCode(t, err, decision.InterruptedTx)
+		wttest.WantCode(t, err, decision.InterruptedTx)
 		if !strings.Contains(said(err), "--apply "+dry.PlanID) {
 			t.Errorf("%s: the dry run does not say how to finish: %s", c.name, said(err))
 		}
@@ -85,7 +86,7 @@ func TestPruneResume(t *testing.T) {
 		}
 		f.wantPruned(a, name)
 		_, err = Prune(f.ctx, f.r, f.path(name), "rev", dry.PlanID)
-		wantCode(t, err, decision.GCAlreadyApplied)
+		wttest.WantCode(t, err, decision.GCAlreadyApplied)
 	}
 }
 
@@ -198,7 +199,7 @@ func TestJournalMatching(t *testing.T) {
 		_, _, err := journalFor(tx, "/a")
 		return err
 	})
-	wantCode(t, err, decision.InterruptedTx)
+	wttest.WantCode(t, err, decision.InterruptedTx)
 }
 
 // TestResumeCommand: the command that finishes an interrupted prune or
@@ -243,7 +244,7 @@ func TestFinishTornRemoval(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(admin, "gitdir"), []byte("/gone/.git\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, finishTornRemoval("/gone", admin), decision.GCPlanDrift)
+	wttest.WantCode(t, finishTornRemoval("/gone", admin), decision.GCPlanDrift)
 	if _, err := os.Lstat(filepath.Join(admin, "gitdir")); err != nil {
 		t.Fatal("drift removed the admin dir")
 	}
@@ -321,7 +322,7 @@ func TestFinishResume(t *testing.T) {
 		c.crash(dry.Plan)
 
 		_, err := Finish(f.ctx, f.r, FinishRequest{Task: task, Owner: "alice"})
-		wantCode(t, err, decision.InterruptedTx)
+		wttest.WantCode(t, err, decision.InterruptedTx)
 		if !strings.Contains(said(err), "--apply "+dry.PlanID) {
 			t.Errorf("%s: the dry run does not say how to finish: %s", c.name, said(err))
 		}

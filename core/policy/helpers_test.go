@@ -89,14 +89,6 @@ func (f *fixture) events() []store.Event {
 	return out
 }
 
-// wantCode fails unless err carries decision code.
-func wantCode(t *testing.T, err error, code string) {
-	t.Helper()
-	if got := decision.CodeOf(err); got != code {
-		t.Fatalf("got %q (%v), want %s", got, err, code)
-	}
-}
-
 func ptr[T any](v T) *T { return &v }
 
 // sameJSON reports whether a and b encode alike (a nil and an empty list

@@ -10,6 +10,7 @@ import (
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/internal/gittest"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // TestInit: a first init writes the default policy (the canonical
@@ -50,12 +51,12 @@ func TestInit(t *testing.T) {
 		t.Fatalf("init again with the stored values: %+v %v", same, err)
 	}
 	_, err = Init(f.ctx, f.dir, Change{MaxActive: ptr("2")})
-	wantCode(t, err, decision.PolicyConflict)
+	wttest.WantCode(t, err, decision.PolicyConflict)
 	if d, _ := decision.As(err); d.Hint != "change the policy with wt-admin policy --max-active 2" {
 		t.Errorf("hint: %q", d.Hint)
 	}
 	_, err = Init(f.ctx, f.dir, Change{Enforcement: ptr("loud")})
-	wantCode(t, err, decision.InvalidPolicy)
+	wttest.WantCode(t, err, decision.InvalidPolicy)
 	if got := f.eventNames(); len(got) != 1 {
 		t.Errorf("an init that changed nothing logged %v", got)
 	}
@@ -65,9 +66,9 @@ func TestInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Init(f.ctx, f.dir, Change{})
-	wantCode(t, err, decision.InvalidMetadata)
+	wttest.WantCode(t, err, decision.InvalidMetadata)
 	_, err = Set(f.ctx, f.g, f.s, Change{})
-	wantCode(t, err, decision.InvalidMetadata)
+	wttest.WantCode(t, err, decision.InvalidMetadata)
 	pol, err = Read(f.s)
 	if err != nil || !reflect.DeepEqual(pol, store.Policy{}) {
 		t.Errorf("a missing policy reads as the zero policy: %+v %v", pol, err)
@@ -87,12 +88,12 @@ func TestInitChoices(t *testing.T) {
 	gittest.Git(t, detached, "commit", "-q", "--allow-empty", "-m", "one")
 	gittest.Git(t, detached, "checkout", "-q", "--detach")
 	_, err := Init(ctx, detached, Change{})
-	wantCode(t, err, decision.PublicationUnknown)
+	wttest.WantCode(t, err, decision.PublicationUnknown)
 	if _, err := os.Stat(filepath.Join(detached, ".git", store.DirName, "repository.json")); !os.IsNotExist(err) {
 		t.Errorf("a refused init wrote repository.json: %v", err)
 	}
 	_, err = Init(ctx, detached, Change{PublicationBranch: ptr("not..valid")})
-	wantCode(t, err, decision.InvalidPolicy)
+	wttest.WantCode(t, err, decision.InvalidPolicy)
 	// The refused inits left a store with no repository.json: the next
 	// init finishes it.
 	res, err := Init(ctx, detached, Change{PublicationBranch: ptr("trunk"), Enforcement: ptr(store.EnforcementWarn),
@@ -114,7 +115,7 @@ func TestInitChoices(t *testing.T) {
 	}
 
 	_, err = Init(ctx, gittest.Outside(t), Change{})
-	wantCode(t, err, decision.NotAGitRepository)
+	wttest.WantCode(t, err, decision.NotAGitRepository)
 }
 
 // TestSetPolicy: no change shows the policy; the stored values change
@@ -174,7 +175,7 @@ func TestSetPolicy(t *testing.T) {
 
 	// A refused change writes nothing.
 	_, err = Set(f.ctx, f.g, f.s, Change{Enforcement: ptr(store.EnforcementEnforce), MaxActive: ptr("0")})
-	wantCode(t, err, decision.InvalidPolicy)
+	wttest.WantCode(t, err, decision.InvalidPolicy)
 	if now, _ := Read(f.s); !reflect.DeepEqual(now, after) {
 		t.Errorf("a refused change wrote %+v", now)
 	}

@@ -22,9 +22,9 @@ import (
 func TestBranchProblems(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", store.RoleFeature, "w1")
-	audit := f.allocate("A-1", store.RoleAudit, "audit")
-	root, common, repo := f.r.Store.Root(), f.r.Git.CommonDir, "REPO"
+	a := f.Allocate("T-1", store.RoleFeature, "w1")
+	audit := f.Allocate("A-1", store.RoleAudit, "audit")
+	root, common, repo := f.R.Store.Root(), f.R.Git.CommonDir, "REPO"
 	problems := func(a store.Allocation) []Problem { return BranchProblems(common, root, repo, a) }
 
 	if got := problems(a); got != nil {
@@ -36,10 +36,10 @@ func TestBranchProblems(t *testing.T) {
 	released := a
 	released.Lifecycle = store.Released
 	// Moved with hooks off: a commit the ledger does not account for.
-	moved := f.git("commit-tree", "-p", f.base, "-m", "ungated", f.base+"^{tree}")
-	f.git("update-ref", "refs/heads/wt/T-1", moved)
+	moved := f.Git("commit-tree", "-p", f.Base, "-m", "ungated", f.Base+"^{tree}")
+	f.Git("update-ref", "refs/heads/wt/T-1", moved)
 	want := []Problem{{Alarm: true, Code: decision.UngatedRefMove, Fix: "wt-admin --repo REPO audit",
-		Message: "task T-1's branch wt/T-1 is at " + gitrepo.Short(moved) + ", not at " + gitrepo.Short(f.base) + " where wt last approved it: moved with no gate approval (hooks off, or the ref written directly)"}}
+		Message: "task T-1's branch wt/T-1 is at " + gitrepo.Short(moved) + ", not at " + gitrepo.Short(f.Base) + " where wt last approved it: moved with no gate approval (hooks off, or the ref written directly)"}}
 	if got := problems(a); !reflect.DeepEqual(got, want) {
 		t.Errorf("moved:\n got %+v\nwant %+v", got, want)
 	}
@@ -52,16 +52,16 @@ func TestBranchProblems(t *testing.T) {
 		t.Errorf("a retained task: %+v", got)
 	}
 	// In status, the finding comes first on the task's row.
-	if r := row(t, f.status(nil), a.WorktreePath); !reflect.DeepEqual(r.Problems, BranchProblems(common, root, f.dir, a)) ||
-		r.Problems[0].Fix != "wt-admin --repo "+f.dir+" audit" {
+	if r := row(t, f.status(nil), a.WorktreePath); !reflect.DeepEqual(r.Problems, BranchProblems(common, root, f.Dir, a)) ||
+		r.Problems[0].Fix != "wt-admin --repo "+f.Dir+" audit" {
 		t.Errorf("status row: %+v", r.Problems)
 	}
 
 	// Gone: the worktree is switched away and the branch deleted.
 	gittest.Git(t, a.WorktreePath, "checkout", "-q", "--detach")
-	f.git("update-ref", "-d", "refs/heads/wt/T-1")
-	want = []Problem{{Alarm: true, Code: decision.TaskBranchMissing, Fix: ledger.RestoreBranch(a.WorktreePath, "refs/heads/wt/T-1", f.base),
-		Message: "task T-1's branch wt/T-1 is gone from git; wt's ledger records its tip " + gitrepo.Short(f.base) + " (deleted with hooks off, or by a git gc outside wt's view): the next commit there is refused until it is restored"}}
+	f.Git("update-ref", "-d", "refs/heads/wt/T-1")
+	want = []Problem{{Alarm: true, Code: decision.TaskBranchMissing, Fix: ledger.RestoreBranch(a.WorktreePath, "refs/heads/wt/T-1", f.Base),
+		Message: "task T-1's branch wt/T-1 is gone from git; wt's ledger records its tip " + gitrepo.Short(f.Base) + " (deleted with hooks off, or by a git gc outside wt's view): the next commit there is refused until it is restored"}}
 	if got := problems(a); !reflect.DeepEqual(got, want) {
 		t.Errorf("gone:\n got %+v\nwant %+v", got, want)
 	}

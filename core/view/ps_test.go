@@ -13,6 +13,7 @@ import (
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // TestPs: every governed worktree has a row, with its lease and the
@@ -25,12 +26,12 @@ import (
 // reads.
 func TestPs(t *testing.T) {
 	f := newFixture(t, policy.Change{})
-	leased := f.allocate("T-1", store.RoleFeature, "leased")
-	idle := f.allocate("T-2", store.RoleFeature, "idle")
-	f.git("worktree", "add", "-q", "-b", "manual", f.path("manual"))
-	me := self(t)
-	l := f.lease(leased, me)
-	res, err := Ps(f.ctx, f.r, "")
+	leased := f.Allocate("T-1", store.RoleFeature, "leased")
+	idle := f.Allocate("T-2", store.RoleFeature, "idle")
+	f.Git("worktree", "add", "-q", "-b", "manual", f.Path("manual"))
+	me := wttest.Self(t)
+	l := f.Lease(leased, me, nil)
+	res, err := Ps(f.Ctx, f.R, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,17 +51,17 @@ func TestPs(t *testing.T) {
 		t.Errorf("idle: %+v", ir)
 	}
 
-	one, err := Ps(f.ctx, f.r, idle.WorktreePath)
+	one, err := Ps(f.Ctx, f.R, idle.WorktreePath)
 	if err != nil || len(one.Rows) != 1 || one.Rows[0].Path != idle.WorktreePath {
 		t.Errorf("one worktree: %+v %v", one, err)
 	}
-	for _, p := range []string{f.dir, f.path("manual"), f.path("nowhere")} {
-		_, err := Ps(f.ctx, f.r, p)
-		wantCode(t, err, decision.UnregisteredWorktree)
+	for _, p := range []string{f.Dir, f.Path("manual"), f.Path("nowhere")} {
+		_, err := Ps(f.Ctx, f.R, p)
+		wttest.WantCode(t, err, decision.UnregisteredWorktree)
 	}
 	// The holder gone, its lease lists nobody.
-	f.lease(leased, deadHolder)
-	one, err = Ps(f.ctx, f.r, leased.WorktreePath)
+	f.Lease(leased, wttest.DeadHolder, nil)
+	one, err = Ps(f.Ctx, f.R, leased.WorktreePath)
 	if err != nil || len(one.Rows) != 1 || len(one.Rows[0].Processes) != 0 {
 		t.Errorf("a dead holder's lease: %+v %v", one, err)
 	}
@@ -80,8 +81,8 @@ func TestPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.lease(leased, proc.Holder{ClientID: "sitter", PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks})
-	one, err = Ps(f.ctx, f.r, leased.WorktreePath)
+	f.Lease(leased, proc.Holder{ClientID: "sitter", PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks}, nil)
+	one, err = Ps(f.Ctx, f.R, leased.WorktreePath)
 	want = []PsProcess{{PID: id.PID, Command: proc.Command(id.PID), Relation: RelHolder}}
 	if err != nil || len(one.Rows) != 1 || !reflect.DeepEqual(one.Rows[0].Processes, want) {
 		t.Errorf("a holder working in its worktree:\n got %+v %v\nwant %+v", one, err, want)

@@ -19,6 +19,7 @@ import (
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // TestStatusRows: every worktree git lists has a row (the canonical
@@ -28,31 +29,31 @@ import (
 func TestStatusRows(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	feat := f.allocate("T-1", store.RoleFeature, "w1")
-	audit := f.allocate("A-1", store.RoleAudit, "audit")
-	gone := f.allocate("T-2", store.RoleFeature, "gone")
-	missing := f.allocate("T-3", store.RoleFeature, "missing")
-	unlisted := f.allocate("T-4", store.RoleFeature, "unlisted")
-	backfill := f.allocate("T-5", store.RoleFeature, "backfill")
-	f.git("worktree", "add", "-q", "-b", "manual", f.path("manual"))
+	feat := f.Allocate("T-1", store.RoleFeature, "w1")
+	audit := f.Allocate("A-1", store.RoleAudit, "audit")
+	gone := f.Allocate("T-2", store.RoleFeature, "gone")
+	missing := f.Allocate("T-3", store.RoleFeature, "missing")
+	unlisted := f.Allocate("T-4", store.RoleFeature, "unlisted")
+	backfill := f.Allocate("T-5", store.RoleFeature, "backfill")
+	f.Git("worktree", "add", "-q", "-b", "manual", f.Path("manual"))
 	if err := os.RemoveAll(missing.WorktreePath); err != nil {
 		t.Fatal(err)
 	}
-	f.git("worktree", "prune", "--expire=now")
+	f.Git("worktree", "prune", "--expire=now")
 	if err := os.RemoveAll(gone.WorktreePath); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(gitrepo.AdminDir(f.r.Git.CommonDir, "unlisted")); err != nil {
+	if err := os.RemoveAll(gitrepo.AdminDir(f.R.Git.CommonDir, "unlisted")); err != nil {
 		t.Fatal(err)
 	}
-	f.write(func(tx *store.Tx) error { return tx.RemoveRegistration("backfill") })
+	f.Write(func(tx *store.Tx) error { return tx.RemoveRegistration("backfill") })
 
 	res := f.status(nil)
 	if res.Code != decision.StatusShown || len(res.Pending) != 0 || len(res.ReadyQueue) != 0 || res.Publication != nil ||
 		res.Policy.PublicationBranch != "main" {
 		t.Errorf("result: %+v", res)
 	}
-	if res.Rows[0].Path != f.dir {
+	if res.Rows[0].Path != f.Dir {
 		t.Errorf("the canonical checkout is not first: %+v", res.Rows[0])
 	}
 	type short struct {
@@ -64,10 +65,10 @@ func TestStatusRows(t *testing.T) {
 		return short{r.Key, r.Registration, r.TaskKey, r.Role, r.Lifecycle, r.Branch, r.GitState, r.Gate, r.Managed, codes(r.Problems)}
 	}
 	for path, want := range map[string]short{
-		f.dir:                 {".", "canonical", "", "", "", "main", "present", alloc.GateUnmanaged, false, []string{}},
+		f.Dir:                 {".", "canonical", "", "", "", "main", "present", alloc.GateUnmanaged, false, []string{}},
 		feat.WorktreePath:     {"w1", "registered", "T-1", store.RoleFeature, store.Active, "wt/T-1", "present", alloc.GateLease, true, []string{}},
 		audit.WorktreePath:    {"audit", "registered", "A-1", store.RoleAudit, store.Active, "", "present", alloc.GateReadOnly, true, []string{}},
-		f.path("manual"):      {"manual", "none", "", "", "", "manual", "present", alloc.GateUnmanaged, false, []string{}},
+		f.Path("manual"):      {"manual", "none", "", "", "", "manual", "present", alloc.GateUnmanaged, false, []string{}},
 		gone.WorktreePath:     {"gone", "registered", "T-2", store.RoleFeature, store.Active, "wt/T-2", "prunable", alloc.GateLease, true, []string{}},
 		missing.WorktreePath:  {"missing", "unregistered", "T-3", store.RoleFeature, store.Active, "wt/T-3", "missing", alloc.GateLease, true, []string{decision.UnregisteredWorktree}},
 		unlisted.WorktreePath: {"unlisted", "unregistered", "T-4", store.RoleFeature, store.Active, "wt/T-4", "unlisted", alloc.GateLease, true, []string{decision.UnregisteredWorktree}},
@@ -80,7 +81,7 @@ func TestStatusRows(t *testing.T) {
 	if len(res.Rows) != 8 {
 		t.Errorf("%d rows", len(res.Rows))
 	}
-	repo := f.dir
+	repo := f.Dir
 	wantNext := []Next{
 		{backfill.WorktreePath, "binding written before registrations existed: backfill proves and registers it", "wt-admin --repo " + repo + " backfill"},
 		{gone.WorktreePath, "task T-2's checkout is gone: finishing it frees the task key", "wt-admin --repo " + repo + " finish --task T-2 --owner alice"},
@@ -121,10 +122,10 @@ func sameSet[T comparable](a, b []T) bool {
 func TestStatusPrunable(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	gone := f.allocate("T-1", store.RoleFeature, "gone")
-	audit := f.allocate("A-1", store.RoleAudit, "audit")
-	moved := f.allocate("T-2", store.RoleFeature, "moved")
-	if _, err := f.r.Retain(f.ctx, audit.WorktreePath, "alice", nil); err != nil {
+	gone := f.Allocate("T-1", store.RoleFeature, "gone")
+	audit := f.Allocate("A-1", store.RoleAudit, "audit")
+	moved := f.Allocate("T-2", store.RoleFeature, "moved")
+	if _, err := f.R.Retain(f.Ctx, audit.WorktreePath, "alice", nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{gone.WorktreePath, audit.WorktreePath} {
@@ -132,8 +133,8 @@ func TestStatusPrunable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	elsewhere := f.path("elsewhere")
-	if err := os.WriteFile(filepath.Join(gitrepo.AdminDir(f.r.Git.CommonDir, "moved"), "gitdir"), []byte(elsewhere+"/.git\n"), 0o644); err != nil {
+	elsewhere := f.Path("elsewhere")
+	if err := os.WriteFile(filepath.Join(gitrepo.AdminDir(f.R.Git.CommonDir, "moved"), "gitdir"), []byte(elsewhere+"/.git\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	calls := 0
@@ -142,7 +143,7 @@ func TestStatusPrunable(t *testing.T) {
 		return "wt", "", "", nil
 	}
 	res := f.status(gate)
-	repo := f.dir
+	repo := f.Dir
 	wantNext := []Next{
 		{gone.WorktreePath, "task T-1's checkout is gone: finishing it frees the task key", "wt-admin --repo " + repo + " finish --task T-1 --owner alice"},
 		{audit.WorktreePath, "retained audit whose checkout is gone: its registration can be pruned", "wt-admin --repo " + repo + " prune " + audit.WorktreePath + " --owner alice"},
@@ -173,15 +174,15 @@ func TestStatusPrunable(t *testing.T) {
 func TestStatusGate(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{Unmanaged: ptr(store.UnmanagedRefuse)})
-	off := f.allocate("T-1", store.RoleFeature, "off")
-	unknown := f.allocate("T-2", store.RoleFeature, "unknown")
-	on := f.allocate("T-3", store.RoleFeature, "on")
-	audit := f.allocate("A-1", store.RoleAudit, "audit")
-	f.git("worktree", "add", "-q", "-b", "manual", f.path("manual"))
+	off := f.Allocate("T-1", store.RoleFeature, "off")
+	unknown := f.Allocate("T-2", store.RoleFeature, "unknown")
+	on := f.Allocate("T-3", store.RoleFeature, "on")
+	audit := f.Allocate("A-1", store.RoleAudit, "audit")
+	f.Git("worktree", "add", "-q", "-b", "manual", f.Path("manual"))
 	var asked []string
 	gate := func(_ context.Context, c gitrepo.Checkout) (string, string, string, error) {
 		asked = append(asked, c.Key)
-		if c.CommonDir != f.r.Git.CommonDir || c.GitDir != gitrepo.AdminDir(f.r.Git.CommonDir, c.Key) {
+		if c.CommonDir != f.R.Git.CommonDir || c.GitDir != gitrepo.AdminDir(f.R.Git.CommonDir, c.Key) {
 			t.Errorf("checkout: %+v", c)
 		}
 		switch c.TopLevel {
@@ -212,7 +213,7 @@ func TestStatusGate(t *testing.T) {
 	if r := row(t, res, audit.WorktreePath); r.Gate != alloc.GateReadOnly {
 		t.Errorf("audit: %+v", r)
 	}
-	if r := row(t, res, f.path("manual")); r.Gate != alloc.GateUnmanaged+" (refused by policy)" {
+	if r := row(t, res, f.Path("manual")); r.Gate != alloc.GateUnmanaged+" (refused by policy)" {
 		t.Errorf("manual: %+v", r)
 	}
 }
@@ -223,18 +224,18 @@ func TestStatusGate(t *testing.T) {
 func TestGateProblems(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", store.RoleFeature, "w1")
-	retired := f.allocate("T-2", store.RoleFeature, "w2")
-	audit := f.allocate("A-1", store.RoleAudit, "audit")
-	f.write(func(tx *store.Tx) error {
+	a := f.Allocate("T-1", store.RoleFeature, "w1")
+	retired := f.Allocate("T-2", store.RoleFeature, "w2")
+	audit := f.Allocate("A-1", store.RoleAudit, "audit")
+	f.Write(func(tx *store.Tx) error {
 		r := retired
 		r.Lifecycle = store.Released
 		return tx.PutAllocation(&r)
 	})
 	repo := "REPO"
-	gitDir := gitrepo.AdminDir(f.r.Git.CommonDir, "w1")
+	gitDir := gitrepo.AdminDir(f.R.Git.CommonDir, "w1")
 	var got = map[string][]Problem{}
-	f.write(func(tx *store.Tx) error {
+	f.Write(func(tx *store.Tx) error {
 		for name, c := range map[string]struct {
 			wt gitrepo.Worktree
 			a  *store.Allocation
@@ -242,7 +243,7 @@ func TestGateProblems(t *testing.T) {
 			"on its branch":             {gitrepo.Worktree{Path: a.WorktreePath, Key: "w1", Branch: "wt/T-1"}, &a},
 			"on main":                   {gitrepo.Worktree{Path: a.WorktreePath, Key: "w1", Branch: "main"}, &a},
 			"detached":                  {gitrepo.Worktree{Path: a.WorktreePath, Key: "w1", Detached: true}, &a},
-			"canonical on T-1's branch": {gitrepo.Worktree{Path: f.dir, Key: gitrepo.MainKey, Branch: "wt/T-1"}, nil},
+			"canonical on T-1's branch": {gitrepo.Worktree{Path: f.Dir, Key: gitrepo.MainKey, Branch: "wt/T-1"}, nil},
 			"another on T-1's branch":   {gitrepo.Worktree{Path: "/else where", Key: "else", Branch: "wt/T-1"}, nil},
 			"the audit on T-1's branch": {gitrepo.Worktree{Path: audit.WorktreePath, Key: "audit", Branch: "wt/T-1"}, &audit},
 			"on a released task's":      {gitrepo.Worktree{Path: "/x", Key: "x", Branch: "wt/T-2"}, nil},
@@ -266,7 +267,7 @@ func TestGateProblems(t *testing.T) {
 			Message: "task T-1's worktree is on branch main, not its branch wt/T-1: its commits are refused and wt-exec refuses it"}},
 		"detached": {{Code: decision.HeadOffTaskBranch, Fix: "git -C " + a.WorktreePath + " switch wt/T-1",
 			Message: "task T-1's worktree is on a detached HEAD, not its branch wt/T-1: its commits are refused and wt-exec refuses it"}},
-		"canonical on T-1's branch": {leaseRequired("switch the canonical checkout back to its own branch: git -C " + f.dir + " switch BRANCH")},
+		"canonical on T-1's branch": {leaseRequired("switch the canonical checkout back to its own branch: git -C " + f.Dir + " switch BRANCH")},
 		"another on T-1's branch":   {leaseRequired("if it holds nothing you need, remove it: git -C REPO worktree remove '/else where' (git refuses if it has changes)")},
 		"the audit on T-1's branch": {leaseRequired("if it holds nothing you need, remove it: git -C REPO worktree remove " + audit.WorktreePath + " (git refuses if it has changes)")},
 		"on a released task's":      nil,
@@ -279,8 +280,8 @@ func TestGateProblems(t *testing.T) {
 	}
 
 	// T-1's own worktree, bound but not registered: backfill registers it.
-	f.write(func(tx *store.Tx) error { return tx.RemoveRegistration("w1") })
-	f.write(func(tx *store.Tx) error {
+	f.Write(func(tx *store.Tx) error { return tx.RemoveRegistration("w1") })
+	f.Write(func(tx *store.Tx) error {
 		ps, err := GateProblems(tx, repo, gitrepo.Worktree{Path: a.WorktreePath, Key: "w1", Branch: "wt/T-1"}, gitDir, nil)
 		if w := []Problem{leaseRequired("it is bound to the task but not registered: wt-admin --repo REPO backfill proves and registers it")}; !reflect.DeepEqual(ps, w) {
 			t.Errorf("awaiting backfill:\n got %+v\nwant %+v", ps, w)
@@ -301,16 +302,16 @@ func TestGateProblems(t *testing.T) {
 func TestStatusLeases(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	live := f.allocate("T-1", store.RoleFeature, "live")
-	dead := f.allocate("T-2", store.RoleFeature, "dead")
-	vanished := f.allocate("T-3", store.RoleFeature, "vanished")
-	idle := f.allocate("T-4", store.RoleFeature, "idle")
-	me := self(t)
+	live := f.Allocate("T-1", store.RoleFeature, "live")
+	dead := f.Allocate("T-2", store.RoleFeature, "dead")
+	vanished := f.Allocate("T-3", store.RoleFeature, "vanished")
+	idle := f.Allocate("T-4", store.RoleFeature, "idle")
+	me := wttest.Self(t)
 	future := "2999-01-01T00:00:00Z"
-	ll := f.lease(live, me)
-	dl := f.lease(dead, deadHolder)
-	vl := f.lease(vanished, me)
-	f.write(func(tx *store.Tx) error {
+	ll := f.Lease(live, me, nil)
+	dl := f.Lease(dead, wttest.DeadHolder, nil)
+	vl := f.Lease(vanished, me, nil)
+	f.Write(func(tx *store.Tx) error {
 		ll.ExpiresAt = &future
 		return tx.PutLease(&ll)
 	})
@@ -321,7 +322,7 @@ func TestStatusLeases(t *testing.T) {
 	getScan := sync.OnceValues(func() (*proc.Scan, error) {
 		return proc.NewScanOf(func(pid int) bool { return pid == me.PID })
 	})
-	res, err := status(f.ctx, f.r, getScan, nil)
+	res, err := status(f.Ctx, f.R, getScan, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,13 +343,13 @@ func TestStatusLeases(t *testing.T) {
 	if got := codes(r.Problems); !reflect.DeepEqual(got, []string{"!" + decision.LeasedCheckoutMissing}) {
 		t.Errorf("vanished's problems: %v", got)
 	}
-	if !reflect.DeepEqual(r.Problems[0], VanishedUnderHolder(f.dir, vl)) ||
-		r.Problems[0].Hint != "see what it runs with wt-admin --repo "+f.dir+" ps "+vanished.WorktreePath+", stop it (kill -TERM "+itoa(me.PID)+"), then finish or re-allocate the task" {
+	if !reflect.DeepEqual(r.Problems[0], VanishedUnderHolder(f.Dir, vl)) ||
+		r.Problems[0].Hint != "see what it runs with wt-admin --repo "+f.Dir+" ps "+vanished.WorktreePath+", stop it (kill -TERM "+itoa(me.PID)+"), then finish or re-allocate the task" {
 		t.Errorf("vanished's alarm: %+v", r.Problems[0])
 	}
 
 	boom := errors.New("no /proc")
-	if _, err := status(f.ctx, f.r, func() (*proc.Scan, error) { return nil, boom }, nil); !errors.Is(err, boom) {
+	if _, err := status(f.Ctx, f.R, func() (*proc.Scan, error) { return nil, boom }, nil); !errors.Is(err, boom) {
 		t.Errorf("a failed reading: %v", err)
 	}
 }
@@ -358,8 +359,8 @@ func TestStatusLeases(t *testing.T) {
 func TestStatusNoLeaseNoScan(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	f.allocate("T-1", store.RoleFeature, "w1")
-	res, err := status(f.ctx, f.r, func() (*proc.Scan, error) { return nil, errors.New("read") }, nil)
+	f.Allocate("T-1", store.RoleFeature, "w1")
+	res, err := status(f.Ctx, f.R, func() (*proc.Scan, error) { return nil, errors.New("read") }, nil)
 	if err != nil || len(res.Rows) != 2 {
 		t.Errorf("%+v %v", res, err)
 	}
@@ -370,20 +371,20 @@ func TestStatusNoLeaseNoScan(t *testing.T) {
 func TestStatusOccupant(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", store.RoleFeature, "w1")
+	a := f.Allocate("T-1", store.RoleFeature, "w1")
 	// This process holds a file open in the worktree: it uses it.
 	file, err := os.Create(filepath.Join(a.WorktreePath, "held"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	me := self(t)
+	me := wttest.Self(t)
 	leaseID := ids.New()
 	v, err := proc.RuntimeBinding{Holder: me, LeaseID: &leaseID, Kind: proc.OccupantKind}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.write(func(tx *store.Tx) error {
+	f.Write(func(tx *store.Tx) error {
 		cur, err := tx.Allocation(a.AllocationID)
 		if err != nil {
 			return err
@@ -399,9 +400,9 @@ func TestStatusOccupant(t *testing.T) {
 	if r.Gate != alloc.GateLease+" (occupied: no writer is let in)" {
 		t.Errorf("gate: %q", r.Gate)
 	}
-	want := []Problem{OccupantProblem(f.dir, a.WorktreePath, r.Occupants[0])}
+	want := []Problem{OccupantProblem(f.Dir, a.WorktreePath, r.Occupants[0])}
 	if !reflect.DeepEqual(r.Problems, want) || want[0].Code != decision.RuntimeOccupied || want[0].Fix != "kill -TERM "+itoa(me.PID) ||
-		!strings.HasPrefix(want[0].Hint, "see it first with wt-admin --repo "+f.dir+" ps "+a.WorktreePath+" (the run of client test ended with it still there)") {
+		!strings.HasPrefix(want[0].Hint, "see it first with wt-admin --repo "+f.Dir+" ps "+a.WorktreePath+" (the run of client test ended with it still there)") {
 		t.Errorf("problems:\n got %+v\nwant %+v", r.Problems, want)
 	}
 }
@@ -411,12 +412,12 @@ func TestStatusOccupant(t *testing.T) {
 func TestStatusKept(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	a := f.allocate("T-1", store.RoleFeature, "w1")
-	f.git("update-ref", store.KeptPrefix+"T-1", f.base)
+	a := f.Allocate("T-1", store.RoleFeature, "w1")
+	f.Git("update-ref", store.KeptPrefix+"T-1", f.Base)
 	r := row(t, f.status(nil), a.WorktreePath)
 	want := []Problem{{Code: decision.PublishConflict,
-		Message: "a confined run of task T-1 could not publish " + gitrepo.Short(f.base) + ": its branch moved outside the run; it is kept as refs/wt/kept/T-1",
-		Hint:    "compare them: git -C " + f.dir + " log --oneline --graph refs/heads/wt/T-1 refs/wt/kept/T-1; once it is taken or not wanted: git -C " + f.dir + " update-ref -d refs/wt/kept/T-1"}}
+		Message: "a confined run of task T-1 could not publish " + gitrepo.Short(f.Base) + ": its branch moved outside the run; it is kept as refs/wt/kept/T-1",
+		Hint:    "compare them: git -C " + f.Dir + " log --oneline --graph refs/heads/wt/T-1 refs/wt/kept/T-1; once it is taken or not wanted: git -C " + f.Dir + " update-ref -d refs/wt/kept/T-1"}}
 	if !reflect.DeepEqual(r.Problems, want) {
 		t.Errorf("problems:\n got %+v\nwant %+v", r.Problems, want)
 	}
@@ -427,12 +428,12 @@ func TestStatusKept(t *testing.T) {
 func TestStatusPending(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	me := self(t).Identity()
-	dead := deadHolder.Identity()
+	me := wttest.Self(t).Identity()
+	dead := wttest.DeadHolder.Identity()
 	put := func(op, target string, actor proc.Identity) store.Journal {
 		j := store.Journal{TransactionID: ids.New(), Operation: op, Phase: "PREPARED", Actor: actor, Target: target,
 			Payload: []byte("{}"), CreatedAt: store.Now(), UpdatedAt: store.Now()}
-		f.write(func(tx *store.Tx) error { return tx.PutJournal(&j) })
+		f.Write(func(tx *store.Tx) error { return tx.PutJournal(&j) })
 		return j
 	}
 	interrupted := put(alloc.OpAllocate, "/w/interrupted", dead)
@@ -458,13 +459,13 @@ func TestStatusPending(t *testing.T) {
 func TestStatusLandings(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	ready := f.allocate("T-1", store.RoleFeature, "ready")
-	landed := f.allocate("T-2", store.RoleFeature, "landed")
-	moved := f.allocate("T-3", store.RoleFeature, "moved")
-	conflict := f.allocate("T-4", store.RoleFeature, "conflict")
-	failed := f.allocate("T-5", store.RoleFeature, "failed")
-	released := f.allocate("T-6", store.RoleFeature, "released")
-	f.write(func(tx *store.Tx) error {
+	ready := f.Allocate("T-1", store.RoleFeature, "ready")
+	landed := f.Allocate("T-2", store.RoleFeature, "landed")
+	moved := f.Allocate("T-3", store.RoleFeature, "moved")
+	conflict := f.Allocate("T-4", store.RoleFeature, "conflict")
+	failed := f.Allocate("T-5", store.RoleFeature, "failed")
+	released := f.Allocate("T-6", store.RoleFeature, "released")
+	f.Write(func(tx *store.Tx) error {
 		r := released
 		r.Lifecycle = store.Released
 		if err := tx.PutAllocation(&r); err != nil {
@@ -473,7 +474,7 @@ func TestStatusLandings(t *testing.T) {
 		for _, l := range []store.Landing{
 			{AllocationID: ready.AllocationID, TaskKey: "T-1", State: store.LandingReady, ReadySeq: 1},
 			{AllocationID: released.AllocationID, TaskKey: "T-6", State: store.LandingReady, ReadySeq: 2},
-			{AllocationID: landed.AllocationID, TaskKey: "T-2", State: store.LandingLanded, Source: f.base},
+			{AllocationID: landed.AllocationID, TaskKey: "T-2", State: store.LandingLanded, Source: f.Base},
 			{AllocationID: moved.AllocationID, TaskKey: "T-3", State: store.LandingLanded, Source: "1111111111111111111111111111111111111111"},
 			{AllocationID: conflict.AllocationID, TaskKey: "T-4", State: store.LandingConflict, Paths: []string{"a.go", "b.go"}, AttemptRef: "refs/wt/land/T-4/1"},
 			{AllocationID: failed.AllocationID, TaskKey: "T-5", State: store.LandingTestFailed, TestExit: 2, TestLog: "/logs/1.log", AttemptRef: "refs/wt/land/T-5/1"},
@@ -494,7 +495,7 @@ func TestStatusLandings(t *testing.T) {
 			t.Errorf("%s: %q %+v", path, r.LandingState, r.Landing)
 		}
 	}
-	repo := f.dir
+	repo := f.Dir
 	hint := func(path, task string) string {
 		return "bring its branch up to date in its worktree (wt-exec -C " + path + " -- git rebase main), then mark it ready again: wt-admin --repo " + repo + " ready " + task + " --owner alice"
 	}
@@ -508,7 +509,7 @@ func TestStatusLandings(t *testing.T) {
 		Hint:    hint(failed.WorktreePath, "T-5")}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("test failed:\n got %+v\nwant %+v", got, want)
 	}
-	if r := row(t, res, f.dir); r.Landing != nil {
+	if r := row(t, res, f.Dir); r.Landing != nil {
 		t.Errorf("the canonical checkout has a landing: %+v", r.Landing)
 	}
 }
@@ -518,21 +519,21 @@ func TestStatusLandings(t *testing.T) {
 func TestStatusPublication(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policy.Change{})
-	me := self(t)
+	me := wttest.Self(t)
 	for _, c := range []struct {
 		holder proc.Holder
 		live   bool
-	}{{me, true}, {deadHolder, false}} {
+	}{{me, true}, {wttest.DeadHolder, false}} {
 		l := store.PublicationLease{LeaseID: ids.New(), Branch: "main", Holder: c.holder, AcquiredAt: store.Now(), Task: "T-1"}
-		f.write(func(tx *store.Tx) error { return tx.PutPublicationLease(&l) })
+		f.Write(func(tx *store.Tx) error { return tx.PutPublicationLease(&l) })
 		res := f.status(nil)
 		if p := res.Publication; p == nil || p.Live != c.live || p.Unknown != "" || p.LeaseID != l.LeaseID || p.Task != "T-1" {
 			t.Errorf("holder %+v: %+v", c.holder, p)
 		}
 	}
-	f.write(func(tx *store.Tx) error { return tx.RemovePublicationLease() })
+	f.Write(func(tx *store.Tx) error { return tx.RemovePublicationLease() })
 	var v *PublicationView
-	f.write(func(tx *store.Tx) (err error) { v, err = ReadPublication(tx); return err })
+	f.Write(func(tx *store.Tx) (err error) { v, err = ReadPublication(tx); return err })
 	if v != nil {
 		t.Errorf("no lease: %+v", v)
 	}
