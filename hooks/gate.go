@@ -93,9 +93,17 @@ func checkoutOfKey(commonDir, key string) (gitrepo.Checkout, bool) {
 //     the writer included (HEAD_OFF_TASK_BRANCH). Pointing it back at the
 //     task branch is always allowed: that is the remedy.
 //
+// The publication branch (docs/design.md, "The publication lease"): a line
+// that leaves it where it is passes (pack-refs, gc, a reset to the tip it
+// has); with policy publication-lease on, a move of it needs token, the
+// secret the live lander gives its own compare-and-swap and nothing else
+// (store.PublicationTokenEnv), and making it, or any branch pointing at
+// it, a symbolic ref is refused (git 2.46 and later show those; doctor
+// and audit report one made where git does not).
+//
 // Remote-tracking refs, tags, notes, refs/stash and branches no allocation
 // owns pass. The other states pass.
-func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, error) {
+func RefTransaction(dir, state string, stdin io.Reader, pid int, token string) ([]Verdict, error) {
 	if state != "prepared" {
 		return nil, nil
 	}
@@ -112,12 +120,22 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 	_, err = underGate(c, pid, func(g *gate) error {
 		judged := map[string]bool{}
 		var moves []ledgerMove
+		follows, err := g.publicationFollows(c)
+		if err != nil {
+			return err
+		}
 		for _, u := range updates {
 			v, ok, err := g.update(c, u, judged)
 			if err != nil {
 				return err
 			}
 			switch {
+			case follows != "" && u.Ref == follows:
+				// The publication branch is a symbolic ref to this one
+				// (made where git showed no hook): moving it moves the
+				// publication branch.
+				v, ok = g.verdict(c.TopLevel, c.Branch), true
+				v.refuse(followsRefusal(c, g, follows))
 			case ok && v.Refusal == nil && v.TaskKey != "" && strings.HasPrefix(u.Ref, "refs/heads/"):
 				if d := g.recreated(v, u); d != nil {
 					v.refuse(d)
@@ -126,9 +144,12 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 				}
 				moves = append(moves, ledgerMove{v.AllocationID, u, v.Lease})
 			case g.pol.PublicationBranch != "" && u.Ref == "refs/heads/"+g.pol.PublicationBranch && (!ok || v.Refusal == nil):
+				if same, err := unchanged(c.CommonDir, u); err == nil && same || follows != "" && repairsSymref(c.CommonDir, follows, u) {
+					break // a write that moves nothing is not a move
+				}
 				if g.pol.PublicationLease {
-					// Only the lander moves it (wt-admin land).
-					d, err := g.publicationMove(c)
+					// Only the lander's own compare-and-swap moves it.
+					d, err := g.publicationMove(c, u, token)
 					if err != nil {
 						return err
 					}
@@ -142,6 +163,11 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int) ([]Verdict, err
 				// moves it), but it saw this move: audit tells it from one
 				// made with hooks off.
 				moves = append(moves, ledgerMove{store.PublicationLedger, u, nil})
+			case g.pol.PublicationLease && g.pol.PublicationBranch != "" && strings.HasPrefix(u.Ref, "refs/") && u.New == "ref:refs/heads/"+g.pol.PublicationBranch:
+				// A symbolic ref to the publication branch: an update of
+				// it would move the branch under another name.
+				v, ok = g.verdict(c.TopLevel, c.Branch), true
+				v.refuse(symrefRefusal(c, g, u.Ref))
 			}
 			if !ok || v.Refusal == nil {
 				continue
@@ -605,10 +631,19 @@ func fenced(v Verdict) *decision.Error {
 }
 
 // publicationMove judges a move of the publication branch under policy
-// publication-lease on: only a process that descends from the live holder
-// of the publication lease (wt-admin land) may make it. A lander whose
-// liveness cannot be read is not taken for dead: the move is refused.
-func (g *gate) publicationMove(c gitrepo.Checkout) (*decision.Error, error) {
+// publication-lease on: only the live lander's own compare-and-swap may
+// make it. Authority is a capability, not an ancestry: the move must
+// carry token, the secret whose hash the live lease records for this one
+// move (store.PublicationLease.MoveToken), and come from a process that
+// descends from the lander. Everything else the lander starts (its
+// test, the integration's git, their hooks and filters) descends from it
+// too, but never holds the secret. A lander whose liveness cannot be read
+// is not taken for dead: the move is refused. The branch made a symbolic
+// ref is refused to everyone, the lander included.
+func (g *gate) publicationMove(c gitrepo.Checkout, u RefUpdate, token string) (*decision.Error, error) {
+	if strings.HasPrefix(u.New, "ref:") {
+		return symrefRefusal(c, g, u.Ref), nil
+	}
 	l, has, err := g.tx.PublicationLease()
 	if err != nil {
 		return nil, err
@@ -620,20 +655,79 @@ func (g *gate) publicationMove(c gitrepo.Checkout) (*decision.Error, error) {
 			return nil, err
 		}
 		if live {
-			in, err := g.procs.HasAncestor(g.pid, l.Holder.Identity())
-			if err != nil || in {
-				return nil, err
+			if l.MoveTokenMatches(token) {
+				in, err := g.procs.HasAncestor(g.pid, l.Holder.Identity())
+				if err != nil || in {
+					return nil, err
+				}
 			}
 			who = fmt.Sprintf("the lander pid %d holds the publication lease", l.Holder.PID)
 			if l.Task != "" {
 				who += " (landing task " + l.Task + ")"
 			}
+			who += ", and only its own compare-and-swap moves the branch (its test, hooks and the processes it starts may not)"
 		}
 	}
-	repo := shell.Word(c.TopLevel)
-	if c.TopLevel == "" {
-		repo = shell.Word(g.r.Git.CommonDir)
-	}
-	return decision.New(decision.PublicationLeaseRequired, "the policy makes wt-admin land the only writer of %s (publication-lease on), and %s, whose process this is not", g.pol.PublicationBranch, who).
+	repo := gateRepoArg(c, g)
+	return decision.New(decision.PublicationLeaseRequired, "the policy makes wt-admin land the only writer of %s (publication-lease on), and %s", g.pol.PublicationBranch, who).
 		WithHint("land work through it: wt-admin --repo %s land --task KEY (or switch it off: wt-admin --repo %s policy --publication-lease off)", repo, repo), nil
+}
+
+// publicationFollows is, under policy publication-lease on, the ref the
+// publication branch is a symbolic ref to ("" when it is a branch, as it
+// should be, or the policy is off): one small read per transaction.
+func (g *gate) publicationFollows(c gitrepo.Checkout) (string, error) {
+	if !g.pol.PublicationLease || g.pol.PublicationBranch == "" {
+		return "", nil
+	}
+	v, err := gitrepo.ReadRef(c.CommonDir, "refs/heads/"+g.pol.PublicationBranch)
+	if err != nil {
+		return "", err
+	}
+	target, _ := strings.CutPrefix(v, "ref:")
+	if target == v {
+		return "", nil
+	}
+	return target, nil
+}
+
+// repairsSymref reports whether u makes the publication branch, a
+// symbolic ref to target, a branch again at the commit it resolves to
+// now: what it resolves to does not change.
+func repairsSymref(commonDir, target string, u RefUpdate) bool {
+	if !isOID(u.New) || isZeroOID(u.New) || !strings.HasPrefix(target, "refs/") {
+		return false
+	}
+	v, err := gitrepo.ReadRef(commonDir, target)
+	return err == nil && v == u.New
+}
+
+// followsRefusal is PUBLICATION_BRANCH_SYMREF for a move of target, the
+// ref the publication branch is a symbolic ref to.
+func followsRefusal(c gitrepo.Checkout, g *gate, target string) *decision.Error {
+	pub := "refs/heads/" + g.pol.PublicationBranch
+	top := gateRepoArg(c, g)
+	return decision.New(decision.PublicationSymref, "the publication branch %s is a symbolic ref to %s, so moving %s moves %s past the lander", g.pol.PublicationBranch, target, target, g.pol.PublicationBranch).
+		WithHint("make %s a branch again where it points now: git -C %s update-ref --no-deref %s $(git -C %s rev-parse %s)", g.pol.PublicationBranch, top, pub, top, pub)
+}
+
+// symrefRefusal is PUBLICATION_BRANCH_SYMREF for a transaction that makes
+// ref a symbolic ref to the publication branch, or the branch one.
+func symrefRefusal(c gitrepo.Checkout, g *gate, ref string) *decision.Error {
+	repo := gateRepoArg(c, g)
+	if ref == "refs/heads/"+g.pol.PublicationBranch {
+		return decision.New(decision.PublicationSymref, "the publication branch %s would become a symbolic ref: every update of the branch it names would move %s past the lander", g.pol.PublicationBranch, g.pol.PublicationBranch).
+			WithHint("keep %s a branch; land work through wt-admin --repo %s land --task KEY", g.pol.PublicationBranch, repo)
+	}
+	return decision.New(decision.PublicationSymref, "%s would become a symbolic ref to the publication branch %s: an update of it would move %s past the lander", ref, g.pol.PublicationBranch, g.pol.PublicationBranch).
+		WithHint("name the branch itself (git rev-parse %s); land work through wt-admin --repo %s land --task KEY", g.pol.PublicationBranch, repo)
+}
+
+// gateRepoArg is how a hint names the repository of checkout c: its
+// checkout, or its common dir where the hook runs without one.
+func gateRepoArg(c gitrepo.Checkout, g *gate) string {
+	if c.TopLevel == "" {
+		return shell.Word(g.r.Git.CommonDir)
+	}
+	return shell.Word(c.TopLevel)
 }

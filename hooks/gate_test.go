@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
@@ -28,7 +29,7 @@ func commit(t *testing.T, dir, parent, msg string) string {
 // process pid.
 func tx(t *testing.T, dir string, pid int, lines ...string) []Verdict {
 	t.Helper()
-	vs, err := RefTransaction(dir, "prepared", strings.NewReader(strings.Join(lines, "\n")+"\n"), pid)
+	vs, err := RefTransaction(dir, "prepared", strings.NewReader(strings.Join(lines, "\n")+"\n"), pid, "")
 	if err != nil {
 		t.Fatalf("RefTransaction %q: %v", lines, err)
 	}
@@ -83,17 +84,17 @@ func TestRefTransactionStates(t *testing.T) {
 	a := f.Allocate("T-1", "", "t1")
 	line := f.Base + " " + commit(t, f.Dir, f.Base, "x") + " refs/heads/wt/T-1\n"
 	for _, state := range []string{"preparing", "committed", "aborted"} {
-		if vs, err := RefTransaction(a.WorktreePath, state, strings.NewReader(line), other); vs != nil || err != nil {
+		if vs, err := RefTransaction(a.WorktreePath, state, strings.NewReader(line), other, ""); vs != nil || err != nil {
 			t.Errorf("%s: %+v %v", state, vs, err)
 		}
 	}
-	if vs, err := RefTransaction(f.Dir, "prepared", strings.NewReader(""), other); vs != nil || err != nil {
+	if vs, err := RefTransaction(f.Dir, "prepared", strings.NewReader(""), other, ""); vs != nil || err != nil {
 		t.Errorf("no lines: %+v %v", vs, err)
 	}
-	if _, err := RefTransaction(f.Dir, "prepared", strings.NewReader("garbage\n"), other); decision.CodeOf(err) != decision.InvalidHookInput {
+	if _, err := RefTransaction(f.Dir, "prepared", strings.NewReader("garbage\n"), other, ""); decision.CodeOf(err) != decision.InvalidHookInput {
 		t.Errorf("garbage: %v", err)
 	}
-	if _, err := RefTransaction(gittest.Outside(t), "prepared", strings.NewReader(line), other); decision.CodeOf(err) != decision.NotAGitRepository {
+	if _, err := RefTransaction(gittest.Outside(t), "prepared", strings.NewReader(line), other, ""); decision.CodeOf(err) != decision.NotAGitRepository {
 		t.Errorf("outside a repository: %v", err)
 	}
 	// An ungoverned repository judges nothing.
@@ -326,6 +327,7 @@ func TestRefTransactionPublication(t *testing.T) {
 	if len(vs) == 1 && (!strings.Contains(vs[0].Reason, "no lander holds the publication lease") || !strings.Contains(vs[0].Refusal.Hint, "wt-admin --repo "+f.Dir+" land")) {
 		t.Errorf("no lander: %q / %q", vs[0].Reason, vs[0].Refusal.Hint)
 	}
+	const secret = "the-landers-own-secret"
 	lander := func(h proc.Holder) {
 		f.Write(func(tx *store.Tx) error {
 			repo, err := tx.Repository()
@@ -333,8 +335,16 @@ func TestRefTransactionPublication(t *testing.T) {
 				return err
 			}
 			return tx.PutPublicationLease(&store.PublicationLease{LeaseID: ids.New(), RepositoryID: repo.RepositoryID,
-				Branch: "main", Holder: h, AcquiredAt: store.Now(), Task: "T-9"})
+				Branch: "main", Holder: h, AcquiredAt: store.Now(), Task: "T-9", MoveToken: store.MoveTokenHash(secret)})
 		})
+	}
+	txTok := func(pid int, token string, lines ...string) []Verdict {
+		t.Helper()
+		vs, err := RefTransaction(f.Dir, "prepared", strings.NewReader(strings.Join(lines, "\n")+"\n"), pid, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vs
 	}
 	lander(wttest.DeadHolder)
 	vs = tx(t, f.Dir, me, move)
@@ -351,8 +361,86 @@ func TestRefTransactionPublication(t *testing.T) {
 	if n := ledger(); n != 1 {
 		t.Errorf("refused moves were recorded: %d gate lines", n)
 	}
-	wantCodes(t, "the lander", tx(t, f.Dir, me, move), "")
+	// What the lander starts descends from it, but holds no secret: its
+	// test, the integration's git, their hooks (issue: a task's test.sh
+	// moved main).
+	vs = tx(t, f.Dir, me, move)
+	wantCodes(t, "a descendant of the lander without the secret", vs, decision.PublicationLeaseRequired)
+	if len(vs) == 1 && !strings.Contains(vs[0].Reason, "only its own compare-and-swap moves the branch") {
+		t.Errorf("a descendant of the lander: %q", vs[0].Reason)
+	}
+	wantCodes(t, "a wrong secret", txTok(me, "guessed", move), decision.PublicationLeaseRequired)
+	wantCodes(t, "the secret, from a process that does not descend from the lander", txTok(other, secret, move), decision.PublicationLeaseRequired)
+	lander(wttest.DeadHolder)
+	wantCodes(t, "a dead lander's secret", txTok(me, secret, move), decision.PublicationLeaseRequired)
+	lander(wttest.Self(t))
+	if n := ledger(); n != 1 {
+		t.Errorf("refused moves were recorded: %d gate lines", n)
+	}
+	wantCodes(t, "the lander's compare-and-swap", txTok(me, secret, move), "")
 	if n := ledger(); n != 2 {
 		t.Errorf("the lander's move: %d gate lines, want 2", n)
 	}
+}
+
+// TestRefTransactionPublicationNoMove: under policy publication-lease on,
+// a transaction that leaves the publication branch where it is passes for
+// anyone (git pack-refs moves it between the loose file and packed-refs;
+// gc runs pack-refs; a reset --hard to its own tip writes the value it
+// has), and is not recorded as a move.
+func TestRefTransactionPublicationNoMove(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, policy.Change{PublicationLease: ptr("on")})
+	ref := "refs/heads/main"
+	wantCodes(t, "a reset to the tip it has", tx(t, f.Dir, other, f.Base+" "+f.Base+" "+ref), "")
+	wantCodes(t, "with HEAD beside it", tx(t, f.Dir, other, f.Base+" "+f.Base+" HEAD", f.Base+" "+f.Base+" "+ref), "")
+	if !gitrepo.Reftable(f.R.Git.CommonDir) {
+		// packed, the loose file still there: then git deletes the loose file
+		f.Git("pack-refs", "--all", "--no-prune")
+		wantCodes(t, "pack-refs pruning the loose ref", tx(t, f.Dir, other, f.Base+" "+zeroOID+" "+ref), "")
+	}
+	wantCodes(t, "a real move", tx(t, f.Dir, other, f.Base+" "+commit(t, f.Dir, f.Base, "x")+" "+ref), decision.PublicationLeaseRequired)
+	led, err := store.ReadLedger(f.R.Store.Root(), store.PublicationLedger, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range led.Lines {
+		if l.Via == store.ViaGate {
+			t.Errorf("a transaction that moves nothing was recorded: %+v", l)
+		}
+	}
+}
+
+// TestRefTransactionPublicationSymref: under policy publication-lease on,
+// making the publication branch a symbolic ref, or any ref a symbolic ref
+// to it, is refused (git 2.46 and later show such updates to the hook);
+// once the branch is one (made where no hook saw it), a move of the ref it
+// names is refused, and making it a branch again where it points passes.
+func TestRefTransactionPublicationSymref(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, policy.Change{PublicationLease: ptr("on")})
+	vs := tx(t, f.Dir, me, f.Base+" ref:refs/heads/evil refs/heads/main")
+	wantCodes(t, "main made a symref", vs, decision.PublicationSymref)
+	vs = tx(t, f.Dir, me, zeroOID+" ref:refs/heads/main refs/heads/alias")
+	wantCodes(t, "an alias of main", vs, decision.PublicationSymref)
+	if len(vs) == 1 && !strings.Contains(vs[0].Reason, "refs/heads/alias would become a symbolic ref to the publication branch main") {
+		t.Errorf("alias: %q", vs[0].Reason)
+	}
+	f.SetPolicy(policy.Change{PublicationLease: ptr("off")})
+	wantCodes(t, "policy off: the operator's", tx(t, f.Dir, me, zeroOID+" ref:refs/heads/main refs/heads/alias"), "")
+	f.SetPolicy(policy.Change{PublicationLease: ptr("on")})
+
+	// main made a symref to evil behind every hook's back (git before
+	// 2.46 shows no hook): a move of evil moves main.
+	evil := commit(t, f.Dir, f.Base, "evil")
+	gittest.Git(t, f.Dir, "-c", "core.hooksPath=/dev/null", "branch", "evil", f.Base)
+	gittest.Git(t, f.Dir, "-c", "core.hooksPath=/dev/null", "symbolic-ref", "refs/heads/main", "refs/heads/evil")
+	vs = tx(t, f.Dir, other, f.Base+" "+evil+" refs/heads/evil")
+	wantCodes(t, "a move of what main names", vs, decision.PublicationSymref)
+	if len(vs) == 1 && (!strings.Contains(vs[0].Reason, "main is a symbolic ref to refs/heads/evil") || !strings.Contains(vs[0].Refusal.Hint, "update-ref --no-deref refs/heads/main")) {
+		t.Errorf("follows: %q / %q", vs[0].Reason, vs[0].Refusal.Hint)
+	}
+	wantCodes(t, "main a branch again where it points", tx(t, f.Dir, other, zeroOID+" "+f.Base+" refs/heads/main"), "")
+	wantCodes(t, "main a branch elsewhere", tx(t, f.Dir, other, zeroOID+" "+evil+" refs/heads/main"), decision.PublicationLeaseRequired)
+	wantCodes(t, "another branch moves freely", tx(t, f.Dir, other, zeroOID+" "+evil+" refs/heads/other"), "")
 }

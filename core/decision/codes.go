@@ -274,6 +274,11 @@ const (
 	// PublicationLeaseHeld: another live lander holds the publication
 	// lease.
 	PublicationLeaseHeld = "PUBLICATION_LEASE_HELD"
+	// PublicationSymref: with policy publication-lease on, a transaction
+	// that makes the publication branch a symbolic ref, or another ref a
+	// symbolic ref to it (refused where git shows it to a hook; doctor
+	// and audit report one made where it does not).
+	PublicationSymref = "PUBLICATION_BRANCH_SYMREF"
 	// LandConflict: the task's branch does not integrate onto the
 	// publication tip; nothing moved, the task is handed back.
 	LandConflict = "LAND_CONFLICT"
@@ -283,6 +288,17 @@ const (
 	// LandPushRejected: the remote's publication branch was not where the
 	// landing integrated onto (or the remote refused): nothing moved.
 	LandPushRejected = "LAND_PUSH_REJECTED"
+	// LandTipMoved: the task's branch is not at the commit that was let
+	// go (its ready mark's, or the one the landing began with): nothing
+	// moved; ready again renews it.
+	LandTipMoved = "LAND_TIP_MOVED"
+	// LandUngated: the task's tip is not one wt's ledger approved (moved
+	// with hooks off, rewritten): nothing moved (--accept-ungated lands it).
+	LandUngated = "LAND_UNGATED"
+	// LandTestUnconfined: the kernel cannot give land's test its sandbox
+	// (a private view, no authority): nothing was tested or moved
+	// (--test-unconfined runs it without).
+	LandTestUnconfined = "LAND_TEST_UNCONFINED"
 	// LandWaitTimeout: land --wait --timeout D waited D for the
 	// publication lease or a task's writer.
 	LandWaitTimeout = "LAND_WAIT_TIMEOUT"
@@ -449,9 +465,13 @@ var codes = [...]string{
 	FleetLeaseAbandoned,
 	PublicationLeaseRequired,
 	PublicationLeaseHeld,
+	PublicationSymref,
 	LandConflict,
 	LandTestFailed,
 	LandPushRejected,
+	LandTipMoved,
+	LandUngated,
+	LandTestUnconfined,
 	LandWaitTimeout,
 	NotReady,
 	Landed,

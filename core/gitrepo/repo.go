@@ -67,6 +67,12 @@ func (r *Repo) Git(ctx context.Context, readOnly bool, args ...string) ([]byte, 
 	return run(ctx, r.TopLevel, readOnly, args...)
 }
 
+// GitEnv runs a git command as Git does, with env added to its
+// environment (and so to the hooks it runs).
+func (r *Repo) GitEnv(ctx context.Context, env []string, args ...string) ([]byte, error) {
+	return runEnv(ctx, r.TopLevel, false, env, args...)
+}
+
 // GitUnhooked runs a git command as Git does, with git's hooks off
 // (core.hooksPath=/dev/null), for the few ref updates wt makes itself while
 // it holds its store's exclusive lock (recovering an interrupted allocate):
@@ -161,6 +167,22 @@ func (r *Repo) Refs(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	return parseRefList(out), nil
+}
+
+// Symrefs returns every symbolic ref under refs/ with the ref it names
+// (git for-each-ref's %(symref)); refs/remotes/*/HEAD among them.
+func (r *Repo) Symrefs(ctx context.Context) (map[string]string, error) {
+	out, err := r.Git(ctx, true, "for-each-ref", "--format=%(symref) %(refname)")
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if target, name, ok := strings.Cut(line, " "); ok && target != "" {
+			refs[name] = target
+		}
+	}
+	return refs, nil
 }
 
 // parseRefList reads for-each-ref's "%(objectname) %(refname)" lines.

@@ -1,9 +1,12 @@
 package maint
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/wt-tool/wt/core/alloc"
@@ -49,6 +52,10 @@ type TaskAudit struct {
 	// Unseen says what audit could not read for this branch ("" when it
 	// read everything): its reflog, its ledger.
 	Unseen string `json:"unseen,omitempty"`
+	// Symref is set for the publication branch when it, or another ref
+	// naming it, is a symbolic ref (PUBLICATION_BRANCH_SYMREF): an update
+	// of one moves the other past the lander.
+	Symref *SymrefFinding `json:"symref,omitempty"`
 	// entries is how many reflog entries were read (MarkAudit).
 	entries int
 }
@@ -59,6 +66,17 @@ type MissingBranch struct {
 	Recorded string `json:"recorded_tip"`
 	Message  string `json:"message"`
 	Restore  string `json:"restore"`
+}
+
+// SymrefFinding is the publication branch made a symbolic ref (Target),
+// or other refs made symbolic refs to it (Aliases), and the commands that
+// make them plain refs again where they point now.
+type SymrefFinding struct {
+	Code    string   `json:"code"`
+	Target  string   `json:"target,omitempty"`
+	Aliases []string `json:"aliases,omitempty"`
+	Message string   `json:"message"`
+	Repair  []string `json:"repair"`
 }
 
 // UngatedMove is a move of a task branch that no gate approval covers.
@@ -262,8 +280,10 @@ func (b *branchAudit) run() {
 	}
 	t.entries = len(entries)
 	skip := func(i int, e gitrepo.ReflogEntry) bool {
-		// before --since (a reflog keeps whole seconds), shown already, or before wt watched it
-		return e.When.Before(b.since.Truncate(time.Second)) || b.seen != nil && i < b.seen[ref].Entries || b.baseline != nil && b.baseline(i, e)
+		// before --since (a reflog keeps whole seconds), shown already, or before wt watched it;
+		// or a write that moved nothing (a reset --hard to the tip it had): not a move
+		return e.When.Before(b.since.Truncate(time.Second)) || b.seen != nil && i < b.seen[ref].Entries || b.baseline != nil && b.baseline(i, e) ||
+			e.Old == e.New && !ledger.IsZeroOID(e.New)
 	}
 	if b.baseline == nil {
 		if bl, ok := b.led.Baseline(); ok {
@@ -380,7 +400,59 @@ func auditPublication(r *alloc.Repo, branch string, since time.Time, seen map[st
 			b.baseline = baselineAt(c, -1) // a store older than ledgers: from its creation
 		}
 	}
-	b.run()
+	raw, _ := gitrepo.ReadRef(r.Git.CommonDir, ref) // unreadable: run says so
+	target, symbolic := strings.CutPrefix(raw, "ref:")
+	if symbolic {
+		// A symbolic ref: its history is the ref's it names, and its tip
+		// what that ref holds.
+		t.Tip, _ = gitrepo.ReadRef(r.Git.CommonDir, target)
+	} else {
+		target = ""
+		b.run()
+	}
 	t.Missing = nil // the operator's: no restore of it is wt's to offer
+	aliases, err := symrefsTo(r, ref)
+	if err != nil {
+		t.Unseen = join(t.Unseen, "its symbolic refs: "+err.Error())
+	}
+	if target != "" || len(aliases) > 0 {
+		t.Symref = symrefFinding(r.Git.TopLevel, branch, target, aliases)
+	}
 	return t, nil
+}
+
+// symrefsTo are the refs that are symbolic refs to ref.
+func symrefsTo(r *alloc.Repo, ref string) ([]string, error) {
+	all, err := r.Git.Symrefs(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for name, target := range all {
+		if target == ref {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// symrefFinding says what is wrong with the publication branch branch
+// (a symbolic ref to target, or named by aliases) and how each is made a
+// plain ref again where it points now (git update-ref --no-deref, with
+// hooks on: the gate lets a write that moves nothing through).
+func symrefFinding(top, branch, target string, aliases []string) *SymrefFinding {
+	f := &SymrefFinding{Code: decision.PublicationSymref, Target: target, Aliases: aliases}
+	repo := shell.Word(top)
+	var what []string
+	if target != "" {
+		what = append(what, fmt.Sprintf("%s is a symbolic ref to %s: every update of %s moves %s, and no hook of git before 2.46 sees it", branch, target, target, branch))
+		f.Repair = append(f.Repair, fmt.Sprintf("git -C %s update-ref --no-deref refs/heads/%s $(git -C %s rev-parse refs/heads/%s)", repo, branch, repo, branch))
+	}
+	for _, a := range aliases {
+		what = append(what, fmt.Sprintf("%s is a symbolic ref to %s: an update of it moves %s", a, branch, branch))
+		f.Repair = append(f.Repair, fmt.Sprintf("git -C %s symbolic-ref --delete %s", repo, shell.Word(a)))
+	}
+	f.Message = strings.Join(what, "; ")
+	return f
 }

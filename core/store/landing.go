@@ -1,6 +1,9 @@
 package store
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"sort"
 
@@ -35,6 +38,34 @@ type PublicationLease struct {
 	// Fleet is the fleet lease taken with it (fleet mode: one lander per
 	// remote).
 	Fleet *FleetLease `json:"fleet,omitempty"`
+	// MoveToken is the SHA-256 (hex) of the secret the lander gives its
+	// own compare-and-swap of the publication branch, and nothing else
+	// ($WT_PUBLICATION_TOKEN in that one git's environment): set just
+	// before the move and cleared after it. The gate lets a move of the
+	// branch through only with the secret whose hash this is, so what
+	// the lander starts (its test, the integration's git, their hooks
+	// and filters) cannot move the branch by descending from it.
+	MoveToken string `json:"move_token,omitempty"`
+}
+
+// PublicationTokenEnv carries the lander's per-move secret to the gate,
+// in the environment of the one git that moves the publication branch
+// (PublicationLease.MoveToken).
+const PublicationTokenEnv = "WT_PUBLICATION_TOKEN"
+
+// MoveTokenHash is what PublicationLease.MoveToken records of secret.
+func MoveTokenHash(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
+
+// MoveTokenMatches reports whether secret is the one whose hash the lease
+// records (never for an empty secret or an empty record).
+func (l PublicationLease) MoveTokenMatches(secret string) bool {
+	if secret == "" || l.MoveToken == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(MoveTokenHash(secret)), []byte(l.MoveToken)) == 1
 }
 
 // Landing states (a landing record's State).
@@ -57,6 +88,9 @@ type Landing struct {
 	ReadyAt  string `json:"ready_at"`
 	ReadySeq int    `json:"ready_seq"`
 	ReadyBy  string `json:"ready_by"`
+	// ReadyTip is the task branch's tip the ready mark approved: what
+	// land lands (LAND_TIP_MOVED when the branch moved since).
+	ReadyTip string `json:"ready_tip,omitempty"`
 	// Attempts counts the landings tried.
 	Attempts int `json:"attempts"`
 	// Source is the task branch's tip the last attempt integrated, Onto
@@ -73,8 +107,13 @@ type Landing struct {
 	TestExit int      `json:"test_exit"`
 	TestLog  string   `json:"test_log"`
 	// Strategy is how the last attempt integrated (rebase, merge, squash).
-	Strategy  string `json:"strategy"`
-	UpdatedAt string `json:"updated_at"`
+	Strategy string `json:"strategy"`
+	// TestUnconfined is set when the last attempt's test ran outside a
+	// sandbox (land --test-unconfined); AcceptedUngated when it landed a
+	// tip wt's ledger did not approve (land --accept-ungated).
+	TestUnconfined  bool   `json:"test_unconfined,omitempty"`
+	AcceptedUngated bool   `json:"accepted_ungated,omitempty"`
+	UpdatedAt       string `json:"updated_at"`
 }
 
 // PublicationLease reads publication.json (ok false when no lander holds

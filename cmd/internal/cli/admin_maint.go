@@ -209,6 +209,12 @@ func (e *env) auditCommand() *ucli.Command {
 					if m := t.Missing; m != nil {
 						fmt.Fprintf(w, "  ALARM: %s: %s\n    restore: %s\n", m.Code, clikit.Clean(m.Message), clikit.Clean(m.Restore))
 					}
+					if s := t.Symref; s != nil {
+						fmt.Fprintf(w, "  ALARM: %s: %s\n", s.Code, clikit.Clean(s.Message))
+						for _, fix := range s.Repair {
+							fmt.Fprintf(w, "    repair: %s\n", clikit.Clean(fix))
+						}
+					}
 					for _, m := range t.Ungated {
 						when := m.Time
 						if when == "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/hookspec"
+	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/hooks"
 )
 
@@ -52,7 +53,7 @@ func Judge(hook string, args []string, stdin io.Reader) (verdict *hooks.Verdict,
 		}
 		return &v, Warnings(v), nil
 	case "reference-transaction":
-		vs, err := hooks.RefTransaction(".", args[0], stdin, os.Getpid())
+		vs, err := hooks.RefTransaction(".", args[0], stdin, os.Getpid(), os.Getenv(store.PublicationTokenEnv))
 		if err != nil {
 			return nil, nil, err
 		}
