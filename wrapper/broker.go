@@ -2,6 +2,7 @@ package wrapper
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,6 +87,15 @@ func (s *supervisor) serveBroker(c gitrepo.Checkout, task string, conn net.Conn)
 	} else if args, err := brokeredArgs(c, task, req); err != nil {
 		reply.Stderr = "wt-exec: refused: USAGE: " + err.Error() + "\n"
 	} else {
+		if len(req.Args) > 0 && req.Args[0] == "ready" && s.pub != nil {
+			// ready records the task branch's tip as the commit to land:
+			// the run's last commits leave its view first.
+			if err := s.pub.Publish(context.Background()); err != nil {
+				reply.Stderr = "wt-exec: refused: " + err.Error() + "\n"
+				_ = json.NewEncoder(conn).Encode(reply) // Best effort: the asker may be gone.
+				return
+			}
+		}
 		reply = s.runAdmin(args)
 	}
 	_ = json.NewEncoder(conn).Encode(reply) // Best effort: the asker may be gone.

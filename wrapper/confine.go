@@ -126,6 +126,9 @@ func Explain(opts Options, branch string, pol store.Policy) ([]string, error) {
 // confineMode is the run's confinement mode: --confine or --no-confine,
 // else the policy's.
 func (o Options) confineMode(pol store.Policy) ConfineMode {
+	if o.Sandbox {
+		return ConfineRequire
+	}
 	if o.Confine != nil {
 		return *o.Confine
 	}
@@ -145,7 +148,7 @@ func (o Options) planConfinement(c gitrepo.Checkout, branch string, pol store.Po
 	return newConfinement(confine.Input{Checkout: c, Branch: branch, Publication: pol.PublicationBranch, Home: home, CacheHome: cache,
 		SSHAuthSock: ssh, AllowSockets: o.AllowSockets, OnView: onView,
 		Agent: o.Agent, Program: program, Allow: append(slices.Clone(pol.ConfineAllow), o.AllowWrite...),
-		TempDir: tmpDir, ABI: abi, DryRun: dryRun})
+		TempDir: tmpDir, ABI: abi, DryRun: dryRun, Sandbox: o.Sandbox})
 }
 
 // confinedEnv is the environment of the confined command: its private

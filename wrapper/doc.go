@@ -10,7 +10,7 @@
 //
 // Its concerns with no state of the run in them live in packages of their
 // own: the confinement planner and the private view (wrapper/confine), the
-// --wait line (wrapper/waitline) and the command's cgroup
+// --wait line (core/waitline) and the command's cgroup
 // (wrapper/cgroup). The child's mechanics live in wrapper/child: catching
 // and forwarding signals, starting the command in its group or pty and in
 // its cgroup (the confinement's ruleset applied on the forking thread),

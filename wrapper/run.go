@@ -22,9 +22,9 @@ import (
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/core/waitline"
 	"github.com/wt-tool/wt/wrapper/child"
 	"github.com/wt-tool/wt/wrapper/confine"
-	"github.com/wt-tool/wt/wrapper/waitline"
 )
 
 // PTYMode chooses how the child meets the terminal (child.PTYMode).
@@ -93,6 +93,13 @@ type Options struct {
 	// Agent names the agent profile of a confined command (--agent); ""
 	// picks it by the command's program name.
 	Agent string
+	// Sandbox runs the command with no authority (--sandbox): confined in
+	// a private view that nothing leaves (no publication, its admin dir
+	// private too, its home caches private layers), no broker, every
+	// socket covered, loopback alone for a network; refused
+	// (CONFINEMENT_UNAVAILABLE) where the kernel cannot give it.
+	// wt-admin land runs its test so.
+	Sandbox bool
 	// Verbose reports, through Notify, what wt-exec does without (a cgroup
 	// it may not make).
 	Verbose bool
@@ -216,6 +223,9 @@ func Run(opts Options) (Result, error) {
 				return nil, err
 			}
 			s.onView = func(dir string) error {
+				if opts.Sandbox {
+					return confine.SandboxRecorder(repo.Store.Root(), c.Key, g.Allocation.TaskKey, c.CommonDir)(dir)
+				}
 				base, err := branchBase(c, g.Allocation)
 				if err != nil {
 					return err
@@ -229,7 +239,11 @@ func Run(opts Options) (Result, error) {
 			}
 			if conf != nil {
 				*req.Confined = *conf.Record()
-				if err := s.preparePublisher(c, g, conf); err != nil {
+				if opts.Sandbox {
+					// Nothing of a sandbox is published: its view goes.
+					s.view = conf.View()
+					s.view.Recorded(repo.Store.Root(), c.Key, g.Allocation.TaskKey)
+				} else if err := s.preparePublisher(c, g, conf); err != nil {
 					return nil, err
 				}
 			}
@@ -295,8 +309,10 @@ func Run(opts Options) (Result, error) {
 	if root := s.view.Root(); root != "" {
 		rc.CommonDir = root
 	}
-	importPending(repo, rc, res.Grant, s.branchMark)
-	reportUngated(repo, rc, res.Grant, s.branchMark, opts.ExplainUngated, opts.Notify)
+	if !opts.Sandbox {
+		importPending(repo, rc, res.Grant, s.branchMark)
+		reportUngated(repo, rc, res.Grant, s.branchMark, opts.ExplainUngated, opts.Notify)
+	}
 	s.endView()
 	res.Released, err = lease.Release(repo, res.Grant, scan, s.occupants(c, res.Grant))
 	if err != nil {

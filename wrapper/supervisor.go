@@ -118,11 +118,15 @@ func (s *supervisor) launch(path string, env []string, conf *confine.Plan, c git
 		if err := confine.CloseInherited(s.opts.KeepFDs); err != nil {
 			return nil, err
 		}
-		// A confined command runs in a linked worktree (confine.New).
-		if kv, err := s.startBroker(c, task, conf.TempDir); err == nil {
-			env = append(withoutVar(env, store.BrokerEnv), kv)
-		} else {
-			s.notify("the run's lease handoff and transfer cannot go through wt-exec: " + err.Error())
+		// A confined command runs in a linked worktree (confine.New). A
+		// sandbox has no authority to pass on: no broker.
+		env = withoutVar(env, store.BrokerEnv)
+		if !s.opts.Sandbox {
+			if kv, err := s.startBroker(c, task, conf.TempDir); err == nil {
+				env = append(env, kv)
+			} else {
+				s.notify("the run's lease handoff and transfer cannot go through wt-exec: " + err.Error())
+			}
 		}
 	}
 	if err := s.child.Start(path, argv, env, conf); err != nil {

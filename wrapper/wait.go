@@ -8,7 +8,7 @@ import (
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/shell"
-	"github.com/wt-tool/wt/wrapper/waitline"
+	"github.com/wt-tool/wt/core/waitline"
 )
 
 // waitable is a refusal that --wait waits out: the lease is held by a live

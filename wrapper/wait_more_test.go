@@ -11,8 +11,8 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/core/waitline"
 	"github.com/wt-tool/wt/wrapper/child"
-	"github.com/wt-tool/wt/wrapper/waitline"
 )
 
 func TestWaitable(t *testing.T) {

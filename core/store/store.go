@@ -43,6 +43,12 @@ const (
 // the store at root: a ticket file a waiter, held under flock.
 func WaitersDir(root, key string) string { return filepath.Join(root, waitersDir, key) }
 
+// LandersDir is the line of wt-admin land runs waiting for the
+// publication lease in the store at root: a ticket file a lander, held
+// under flock (core/waitline); they watch the store's root, where the
+// lease (publication.json) is.
+func LandersDir(root string) string { return filepath.Join(root, "landers") }
+
 // LeasesDir is the directory of the lease files in the store at root,
 // which a waiter watches.
 func LeasesDir(root string) string { return filepath.Join(root, leasesDir) }

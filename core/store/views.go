@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/safefile"
 )
 
@@ -27,6 +28,13 @@ type ViewRecord struct {
 	Branch    string `json:"branch"`
 	Published string `json:"published"`
 	Reftable  bool   `json:"reftable"`
+	// Discard marks a sandbox's view (wt-exec --sandbox): nothing of it
+	// is ever published or kept; a killed run's is only removed.
+	Discard bool `json:"discard,omitempty"`
+	// Runner is the wt-exec that made the view: while it runs, the view
+	// is in use, whatever the worktree's lease says (a role whose writes
+	// wt does not gate has none).
+	Runner *proc.Identity `json:"runner,omitempty"`
 }
 
 // ViewRecordPath is the record of worktree key's view in the store at root.

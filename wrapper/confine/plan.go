@@ -132,6 +132,14 @@ type Input struct {
 	// OnView, if set, is told the directory of the run's view before it
 	// is made (to record it: record.go).
 	OnView func(dir string) error
+	// Sandbox plans a run with no authority (wt-exec --sandbox, the test
+	// of wt-admin land): a private view is required (refused without
+	// one), its own admin dir is in the view too, nothing of it is
+	// published, the home directory's caches are private layers thrown
+	// away with it, every listening socket is covered (the SSH agent's
+	// too), no agent profile, no allowed directory, and a network
+	// namespace of its own with loopback alone.
+	Sandbox bool
 }
 
 // New works out what the command may write: beneath its worktree, its own
@@ -154,6 +162,13 @@ func New(in Input) (*Plan, error) {
 			WithHint("run the agent in a worktree of its task: wt-exec --task KEY --owner NAME -- COMMAND")
 	}
 	conf := &Plan{ABI: in.ABI, Signals: in.ABI >= scopeABI, TempDir: in.TempDir}
+	if in.Sandbox {
+		if !mountNSAllowed() && !userNSAllowed() {
+			return nil, decision.New(decision.ConfinementUnavailable, "a sandbox needs its private view of the repository, and %s", NoViewWhy()).
+				WithHint("run it as root, or allow user namespaces (sysctl -w user.max_user_namespaces=15000)")
+		}
+		in.Allow, in.Agent, in.Program, in.SSHAuthSock, in.AllowSockets = nil, "", "", "", nil
+	}
 	protected, err := protectedPlaces(c)
 	if err != nil {
 		return nil, err
@@ -184,7 +199,14 @@ func New(in Input) (*Plan, error) {
 		return nil, err
 	}
 	conf.guard, conf.Refs = guard, guard.mode
-	conf.Rules = append(conf.Rules, Rule{c.TopLevel, "the worktree"}, Rule{c.GitDir, "its git dir: index, HEAD, its reflog, its own refs"})
+	if in.Sandbox {
+		guard.view.sandbox = true
+	}
+	gitDirWhy := "its git dir: index, HEAD, its reflog, its own refs"
+	if in.Sandbox {
+		gitDirWhy = "its git dir, in the view: what it writes there is thrown away"
+	}
+	conf.Rules = append(conf.Rules, Rule{c.TopLevel, "the worktree"}, Rule{c.GitDir, gitDirWhy})
 	conf.Rules = append(conf.Rules, guard.rules(c.CommonDir)...)
 	conf.Rules = append(conf.Rules, Rule{in.TempDir, "its private TMPDIR, removed when it ends"})
 	if prof != nil {
@@ -227,9 +249,20 @@ func New(in Input) (*Plan, error) {
 			conf.Dropped = append(conf.Dropped, Rule{d, "holds " + clash})
 			continue
 		}
+		if in.Sandbox {
+			if err := sandboxLayer(guard, d, in.DryRun); err != nil {
+				_ = guard.view.Remove() // Best effort: the layers just made.
+				return nil, err
+			}
+			conf.Rules = append(conf.Rules, Rule{d, "a cache: a private layer of the run's, thrown away when it ends (the real one is unchanged)"})
+			continue
+		}
 		conf.Rules = append(conf.Rules, Rule{d, "an agent's state or cache"})
 	}
 	conf.Rules = append(conf.Rules, allowed...)
+	if in.Sandbox {
+		conf.agent = guard.agent
+	}
 	if guard.mode == GuardView {
 		var allow []string
 		for _, p := range append([]string{in.SSHAuthSock}, in.AllowSockets...) {
@@ -245,6 +278,34 @@ func New(in Input) (*Plan, error) {
 		guard.hide = hide
 	}
 	return conf, nil
+}
+
+// sandboxProfile names the layers of a sandbox's home caches, kept as an
+// agent profile's own layers are (no profile applies to a sandbox).
+const sandboxProfile = "(sandbox)"
+
+// sandboxLayer gives a sandboxed run a private layer over the home
+// directory's cache d (an overlay mounted in its namespace: the real d
+// below, read-only, the layer in the view's directory, removed with it),
+// so that what the run writes there reaches no later program: a build
+// cache, a module cache, a package cache each run code others run.
+func sandboxLayer(g *refGuard, d string, dryRun bool) error {
+	if g.agent == nil {
+		g.agent = &agentPlan{name: sandboxProfile}
+	}
+	layer := filepath.Join(g.view.Dir, "home", strconv.Itoa(len(g.agent.overlays)))
+	o := agentOverlay{path: d, upper: filepath.Join(layer, "upper"), work: filepath.Join(layer, "work")}
+	g.agent.overlays = append(g.agent.overlays, o)
+	g.view.workDirs = append(g.view.workDirs, o.work)
+	if dryRun {
+		return nil
+	}
+	for _, sub := range []string{o.upper, o.work} {
+		if err := os.MkdirAll(sub, 0o700); err != nil {
+			return decision.Wrap(decision.ConfinementUnavailable, err, "make the sandbox's layer over %s", d)
+		}
+	}
+	return nil
 }
 
 // protectedPlaces are what a confined command must not be able to write,

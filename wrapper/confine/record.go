@@ -10,6 +10,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -39,7 +40,21 @@ func Recover(ctx context.Context, common, root, key string, notify func(string),
 	if _, err := os.Stat(r.Dir); errors.Is(err, os.ErrNotExist) {
 		return store.RemoveViewRecord(root, key) // nothing left to recover
 	}
+	if r.Runner != nil && r.Runner.PID != os.Getpid() {
+		if live, err := proc.IsLive(proc.NewReader(), *r.Runner); err != nil || live {
+			// Never a view still in use, nor one whose runner cannot be read.
+			return fmt.Errorf("the view %s of a run of task %s is still in use by wt-exec pid %d (or whether it runs cannot be read)", r.Dir, r.Task, r.Runner.PID)
+		}
+	}
 	v := &View{Common: common, Dir: r.Dir, Branch: r.Branch, fd: -1}
+	if r.Discard {
+		// A sandbox's: it has no authority, and nothing of it is kept.
+		if err := v.Remove(); err != nil {
+			return err
+		}
+		notify(fmt.Sprintf("the sandbox view %s of an earlier run that ended without wt-exec (killed) was removed: nothing of a sandbox is kept", r.Dir))
+		return store.RemoveViewRecord(root, key)
+	}
 	if r.Branch != "" {
 		p := NewPublisher(v, r.Task, r.Branch, r.Published, "")
 		p.Notify = notify
@@ -98,7 +113,25 @@ func upperTip(v *View, ref string, reftable bool) (string, error) {
 // before the view is made.
 func Recorder(root, key, task, branch, base, common string) func(dir string) error {
 	return func(dir string) error {
-		return store.WriteViewRecord(root, key, store.ViewRecord{Dir: dir, Task: task, Branch: branch, Published: base, Reftable: gitrepo.Reftable(common)})
+		return store.WriteViewRecord(root, key, store.ViewRecord{Dir: dir, Task: task, Branch: branch, Published: base, Reftable: gitrepo.Reftable(common), Runner: runner()})
+	}
+}
+
+// runner is this wt-exec's identity, for its view's record (nil when it
+// cannot be read: the record then goes by the worktree's lease alone).
+func runner() *proc.Identity {
+	self, err := proc.Self()
+	if err != nil {
+		return nil
+	}
+	return &self
+}
+
+// SandboxRecorder records the view of a sandboxed run on worktree key
+// (store.ViewRecord.Discard): a killed run's is removed, never published.
+func SandboxRecorder(root, key, task, common string) func(dir string) error {
+	return func(dir string) error {
+		return store.WriteViewRecord(root, key, store.ViewRecord{Dir: dir, Task: task, Reftable: gitrepo.Reftable(common), Discard: true, Runner: runner()})
 	}
 }
 

@@ -3,13 +3,16 @@ package confine
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // standIn is a stand-in for a confined run's view of r's common dir: its
@@ -46,8 +49,11 @@ func TestRecorder(t *testing.T) {
 	}
 	got, ok, err := store.ReadViewRecord(root, "w1")
 	want := store.ViewRecord{Dir: v.Dir, Task: "T-1", Branch: "wt/T-1", Published: r.base}
-	if err != nil || !ok || got != want {
-		t.Fatalf("record: %+v %v %v, want %+v", got, ok, err, want)
+	if err != nil || !ok || got.Runner == nil || got.Runner.PID != os.Getpid() {
+		t.Fatalf("record: %+v %v %v, want this process as its runner", got, ok, err)
+	}
+	if got.Runner = nil; got != want {
+		t.Fatalf("record: %+v, want %+v", got, want)
 	}
 	v.Recorded(root, "w1", "T-1")
 	if err := v.record("1234"); err != nil {
@@ -132,6 +138,52 @@ func TestRecover(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a sandbox's, its runner gone: removed, nothing published", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t, "wt/T-1")
+		root := t.TempDir()
+		v := standIn(t, r, false)
+		upper := v.Upper()
+		hgit(t, upper, "update-ref", "refs/heads/wt/T-1", commitIn(t, upper, "the sandbox's", r.base))
+		loose := commitIn(t, upper, "only in the sandbox", "")
+		gone := wttest.DeadHolder.Identity()
+		if err := store.WriteViewRecord(root, "w1", store.ViewRecord{Dir: v.Dir, Task: "T-1", Discard: true, Runner: &gone}); err != nil {
+			t.Fatal(err)
+		}
+		var notes []string
+		if err := Recover(ctx, r.c.CommonDir, root, "w1", func(s string) { notes = append(notes, s) }, nil); err != nil {
+			t.Fatal(err)
+		}
+		if branch := hgit(t, r.c.TopLevel, "rev-parse", "refs/heads/wt/T-1"); branch != r.base {
+			t.Errorf("a sandbox's branch was published: %s", branch)
+		}
+		if out, err := exec.Command("git", "-C", r.c.TopLevel, "cat-file", "-e", loose).CombinedOutput(); err == nil {
+			t.Errorf("a sandbox's object was copied in: %s", out)
+		}
+		if _, ok, _ := store.ReadViewRecord(root, "w1"); ok || exists(v.Dir) || len(notes) != 1 {
+			t.Errorf("the record (%v) or the layers (%v) stay; notices %q", ok, exists(v.Dir), notes)
+		}
+	})
+	t.Run("its runner still runs: left alone", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t, "wt/T-1")
+		root := t.TempDir()
+		v := standIn(t, r, false)
+		parent, err := proc.Describe(os.Getppid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.WriteViewRecord(root, "w1", store.ViewRecord{Dir: v.Dir, Task: "T-1", Branch: "wt/T-1", Published: r.base, Runner: &parent}); err != nil {
+			t.Fatal(err)
+		}
+		err = Recover(ctx, r.c.CommonDir, root, "w1", func(s string) { t.Errorf("notice %q", s) }, nil)
+		if err == nil || !strings.Contains(err.Error(), "still in use by wt-exec pid") {
+			t.Fatalf("Recover of a view in use: %v", err)
+		}
+		if _, ok, _ := store.ReadViewRecord(root, "w1"); !ok || !exists(v.Dir) {
+			t.Errorf("a view in use lost its record (%v) or layers (%v)", ok, exists(v.Dir))
+		}
+	})
 	t.Run("unreadable view", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t, "wt/T-1")

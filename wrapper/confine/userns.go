@@ -51,6 +51,7 @@ type helperRequest struct {
 	Hide     []string    `json:"hide"`
 	Overlays [][3]string `json:"overlays"`
 	Signals  bool        `json:"signals"`
+	Sandbox  bool        `json:"sandbox"`
 	ABI      int         `json:"abi"`
 	Path     string      `json:"path"`
 	Argv     []string    `json:"argv"`
@@ -90,7 +91,7 @@ func (c *Plan) forkUserNS(terminals []string, path string, argv []string, attr *
 	v := c.guard.view
 	v.Close()
 	req := helperRequest{Common: v.Common, GitDir: v.GitDir, Dir: v.Dir, Devices: append(append([]string(nil), devices...), terminals...),
-		Signals: c.Signals, ABI: c.ABI, Path: path, Argv: argv, Hide: c.guard.hide}
+		Signals: c.Signals, ABI: c.ABI, Path: path, Argv: argv, Hide: c.guard.hide, Sandbox: v.sandbox}
 	for _, r := range c.Rules {
 		req.Write = append(req.Write, r.Path)
 	}
@@ -135,6 +136,12 @@ func (c *Plan) forkUserNS(terminals []string, path string, argv []string, attr *
 	// namespace alone, and all are dropped before the command runs.
 	sys.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH, unix.CAP_FOWNER,
 		unix.CAP_FSETID, unix.CAP_CHOWN, unix.CAP_MKNOD}
+	if v.sandbox {
+		// A network namespace of its own, owned by the new user
+		// namespace: bringing its loopback up needs CAP_NET_ADMIN there.
+		sys.Cloneflags |= unix.CLONE_NEWNET
+		sys.AmbientCaps = append(sys.AmbientCaps, unix.CAP_NET_ADMIN)
+	}
 	a.Env = append(append([]string(nil), attr.Env...), helperEnv+"="+strconv.Itoa(fds[1]), requestEnv+"="+string(b))
 	syscall.ForkLock.Unlock()
 	exe, err := os.Executable()
@@ -208,7 +215,12 @@ func Helper() {
 			env = append(env, kv)
 		}
 	}
-	g := &refGuard{mode: GuardView, view: &View{Common: req.Common, GitDir: req.GitDir, Dir: req.Dir, userNS: true, fd: -1}, hide: req.Hide}
+	g := &refGuard{mode: GuardView, view: &View{Common: req.Common, GitDir: req.GitDir, Dir: req.Dir, userNS: true, sandbox: req.Sandbox, fd: -1}, hide: req.Hide}
+	if req.Sandbox {
+		if err := loopbackUp(); err != nil {
+			fail("error:" + err.Error())
+		}
+	}
 	if len(req.Protect) > 0 || len(req.Copies) > 0 || len(req.Overlays) > 0 {
 		g.agent = &agentPlan{protect: req.Protect}
 		for _, o := range req.Overlays {

@@ -60,6 +60,11 @@ type View struct {
 	// userNS is set when the view is made in a user namespace of the
 	// run's own (wt-exec is not root: userns.go).
 	userNS bool
+	// sandbox is set for a run with no authority (Input.Sandbox): its own
+	// admin dir is in the view too (nothing of git's it writes outlives
+	// the run), it gets a network namespace of its own with loopback
+	// alone, and nothing of the view is ever published.
+	sandbox bool
 	// record and unrecord keep the view's record in the store (Record),
 	// nil when it has none.
 	record   func(published string) error
@@ -108,13 +113,16 @@ func (v *View) Remove() error {
 	}
 	v.Close()
 	// overlayfs makes the directories of its work dir with no
-	// permissions: only root gets in without giving them back.
+	// permissions: only root gets in without giving them back. (A
+	// sandbox's work dirs of its home's layers are inside v.Dir.)
 	openTree(filepath.Join(v.Dir, "work"))
+	for _, w := range v.workDirs {
+		openTree(w)
+	}
 	if err := os.RemoveAll(v.Dir); err != nil {
 		return err
 	}
 	for _, w := range v.workDirs {
-		openTree(w)
 		if err := os.RemoveAll(w); err != nil {
 			return err
 		}
@@ -273,6 +281,9 @@ func planGuard(c gitrepo.Checkout, branch, publication string, dryRun bool, onVi
 // rules are what the guard makes writable beneath the common dir.
 func (g *refGuard) rules(common string) []Rule {
 	if g.mode == GuardView {
+		if g.view.sandbox {
+			return []Rule{{common, "the run's private view of the common dir: every write lands in " + g.view.Upper() + ", thrown away when it ends"}}
+		}
 		return []Rule{{common, "the run's private view of the common dir: every write lands in " + g.view.Upper() + ", wt-exec publishes its branch"}}
 	}
 	out := []Rule{{filepath.Join(common, "objects"), "objects a commit or fetch adds"}}
@@ -301,10 +312,42 @@ func (g *refGuard) enterMountNS() error {
 		return nil
 	}
 	g.view.Close() // a view of an earlier attempt to start the command
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+	flags := unix.CLONE_NEWNS
+	if g.view.sandbox {
+		flags |= unix.CLONE_NEWNET
+	}
+	if err := unix.Unshare(flags); err != nil {
 		return fmt.Errorf("unshare the mount namespace: %w", err)
 	}
+	if g.view.sandbox {
+		if err := loopbackUp(); err != nil {
+			return err
+		}
+	}
 	return g.mountView()
+}
+
+// loopbackUp brings up the loopback interface of the network namespace the
+// calling thread is in (a new one: it starts down), so that a sandboxed
+// run reaches what it serves itself on 127.0.0.1 and ::1, and nothing else.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open a socket to bring the loopback interface up: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("read the loopback interface's flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring the loopback interface up: %w", err)
+	}
+	return nil
 }
 
 // mountView makes the guard's mounts in the mount namespace the caller is
@@ -342,7 +385,7 @@ func (g *refGuard) mountView() error {
 		return fmt.Errorf("open the run's view of %s: %w", v.Common, err)
 	}
 	v.fd = fd
-	if rel, err := filepath.Rel(v.Common, v.GitDir); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
+	if rel, err := filepath.Rel(v.Common, v.GitDir); err == nil && !strings.HasPrefix(rel, "..") && rel != "." && !v.sandbox {
 		if err := unix.MoveMount(admin, "", unix.AT_FDCWD, v.GitDir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 			return fmt.Errorf("mount %s in the view: %w", v.GitDir, err)
 		}
@@ -440,6 +483,13 @@ func (g *refGuard) explain() []string {
 	if g.mode == GuardView {
 		if g.view.userNS {
 			out = append(out, "  view     made in a user namespace of the run's own (wt-exec is not root)")
+		}
+		if g.view.sandbox {
+			return append(out,
+				"  view     "+g.view.Common+" is an overlay: every ref, reflog, object, config, hook and record the command writes, deletes or packs stays in "+g.view.Upper()+", thrown away when it ends",
+				"  view     its own admin dir ("+g.view.GitDir+") is in the view too: its HEAD, index and config.worktree stay as they were",
+				"  publish  nothing: no ref, object or record of the run leaves it (a sandbox has no authority)",
+				"  network  loopback only: a network namespace of its own (no remote, no other machine, no server of the host's)")
 		}
 		return append(out,
 			"  view     "+g.view.Common+" is an overlay: every ref, reflog, object, config, hook and record the command writes, deletes or packs stays in "+g.view.Upper(),

@@ -140,6 +140,11 @@ func (rep *Report) checkAudit(r *alloc.Repo, repo string) {
 				Problem: fmt.Sprintf("ALARM: %s: task %s's %s", t.Missing.Code, t.TaskKey, t.Missing.Message),
 				Fix:     t.Missing.Restore})
 		}
+		if s := t.Symref; s != nil {
+			rep.Findings = append(rep.Findings, Finding{Check: "audit", Subject: t.Branch,
+				Problem: fmt.Sprintf("ALARM: %s: %s", s.Code, s.Message),
+				Fix:     strings.Join(s.Repair, " && ")})
+		}
 		if t.Unseen != "" {
 			rep.Findings = append(rep.Findings, Finding{Check: "audit", Subject: cmp.Or(t.TaskKey, t.Branch),
 				Problem: "branch " + t.Branch + " is not audited: what cannot be read: " + t.Unseen,
@@ -533,6 +538,11 @@ func (rep *Report) checkViews(tx *store.Tx, allocs []store.Allocation, root stri
 			rep.Findings = append(rep.Findings, Finding{Check: "leases", Subject: key, Problem: err.Error(), Hint: "look at it: cat " + shell.Word(store.ViewRecordPath(root, key))})
 			continue
 		}
+		if rec.Runner != nil {
+			if live, err := proc.IsLive(proc.NewReader(), *rec.Runner); err != nil || live {
+				continue // its wt-exec runs (or cannot be told from one that does)
+			}
+		}
 		var a *store.Allocation
 		for i := range allocs {
 			if allocs[i].WorktreeKey == key {
@@ -546,6 +556,9 @@ func (rep *Report) checkViews(tx *store.Tx, allocs []store.Allocation, root stri
 		}
 		f := Finding{Check: "leases", Subject: rec.Dir,
 			Problem: fmt.Sprintf("%s: a confined run of task %s ended without wt-exec (killed): its private view %s holds what it did not publish", decision.ViewLeft, rec.Task, rec.Dir)}
+		if rec.Discard {
+			f.Problem = fmt.Sprintf("%s: a sandboxed run of task %s ended without wt-exec (killed): its private view %s is left, with nothing in it to keep", decision.ViewLeft, rec.Task, rec.Dir)
+		}
 		if a != nil {
 			f.Fix = fmt.Sprintf("wt-exec -C %s --no-confine -- true", shell.Word(a.WorktreePath))
 		} else {

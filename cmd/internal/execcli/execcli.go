@@ -229,6 +229,10 @@ func (r *run) options(l *Line) (wrapper.Options, error) {
 	if l.Bool("confine") && l.Bool("no-confine") {
 		return opts, usageErr("--confine and --no-confine exclude each other")
 	}
+	if err := sandboxFlags(l); err != nil {
+		return opts, err
+	}
+	opts.Sandbox = l.Bool("sandbox")
 	opts.Confine = confineFlag(l)
 	opts.AllowWrite = l.Strings("allow-write")
 	opts.AllowSockets = l.Strings("allow-socket")
@@ -345,8 +349,11 @@ func nestedEntitled(dir string) error {
 
 // explain prints the confinement a run would have, and runs nothing.
 func (r *run) explain(l *Line) error {
+	if err := sandboxFlags(l); err != nil {
+		return err
+	}
 	opts := wrapper.Options{Dir: l.String("C"), Environ: os.Environ(), AllowWrite: l.Strings("allow-write"), AllowSockets: l.Strings("allow-socket"), Confine: confineFlag(l),
-		Agent: l.String("agent"), Args: l.Command}
+		Agent: l.String("agent"), Args: l.Command, Sandbox: l.Bool("sandbox")}
 	dir := opts.Dir
 	if dir == "" {
 		dir = "."
@@ -376,6 +383,20 @@ func (r *run) explain(l *Line) error {
 	}
 	for _, s := range lines {
 		fmt.Fprintf(r.stdout, "%s\n", textout.Clean(s))
+	}
+	return nil
+}
+
+// sandboxFlags refuses what --sandbox excludes: a sandbox is confined by
+// definition and grants nothing beyond its worktree and TMPDIR.
+func sandboxFlags(l *Line) error {
+	if !l.Bool("sandbox") {
+		return nil
+	}
+	for _, f := range []string{"no-confine", "allow-write", "allow-socket", "agent"} {
+		if l.IsSet(f) {
+			return usageErr("--sandbox and --%s exclude each other: a sandbox has no authority beyond its worktree and TMPDIR", f)
+		}
 	}
 	return nil
 }

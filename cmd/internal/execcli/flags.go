@@ -68,6 +68,7 @@ var Flags = []Flag{
 	{Name: "allow-socket", Kind: StringSlice, Usage: "with confinement, also let the command reach the listening Unix socket at `PATH` (repeatable); every other one but the SSH agent's is covered"},
 	{Name: "keep-fd", Kind: StringSlice, Usage: "with confinement, pass the inherited descriptor `N` on to the command (repeatable); every other one above 2 is closed for it"},
 	{Name: "agent", Kind: String, Usage: "with confinement, apply agent profile `NAME` (claude, codex, gemini, copilot, qwen, amp, crush, opencode, aider): the state it writes, its command-defining files kept read-only or private to the run (default: the command's program name picks it)"},
+	{Name: "sandbox", Kind: Bool, Usage: "run with no authority (what wt-admin land's test gets): confined in a private view of the repository that nothing leaves (no publication; its admin dir and home caches private too), no broker, every socket covered, loopback alone for a network; refused where the kernel cannot"},
 	{Name: "explain", Kind: Bool, Usage: "print the confinement rules this run would have, and run nothing"},
 	{Name: "json", Kind: String, Usage: "write the grant (once the command runs) or the refusal as one JSON object to `DEST`: a path, or fd:N for an open file descriptor"},
 	{Name: "wait", Kind: Bool, Usage: "when a live writer holds the lease, wait for it (in line with other waiters) instead of exiting 125"},

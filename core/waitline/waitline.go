@@ -47,7 +47,15 @@ type Line struct {
 // Join takes a ticket in the line of the worktree with key under the
 // store at root, and watches the line and the leases for changes.
 func Join(root, key string) (*Line, error) {
-	q := &Line{dir: store.WaitersDir(root, key), leases: store.LeasesDir(root), inotify: -1, wake: [2]int{-1, -1}}
+	return JoinAt(store.WaitersDir(root, key), store.LeasesDir(root))
+}
+
+// JoinAt takes a ticket in the line kept in dir, and watches the line and
+// the directory watch (where what is waited for is recorded) for changes:
+// the landers' line in front of the publication lease
+// (store.LandersDir).
+func JoinAt(dir, watch string) (*Line, error) {
+	q := &Line{dir: dir, leases: watch, inotify: -1, wake: [2]int{-1, -1}}
 	if err := os.MkdirAll(q.dir, 0o755); err != nil {
 		return nil, decision.Wrap(decision.StoreNotWritable, err, "create the wait queue %s", q.dir)
 	}
@@ -172,6 +180,49 @@ func PIDs(root, key string) map[int]bool {
 		}
 	}
 	return out
+}
+
+// Waiter is one live ticket of a line: its waiter's pid and when it
+// joined (the boot clock's nanoseconds, as the ticket's name has it).
+type Waiter struct {
+	PID   int
+	Since time.Duration
+}
+
+// Waiters are the live tickets of the line kept in dir, in arrival
+// order. A ticket whose waiter is gone (nobody holds its lock) is left
+// out; one that cannot be examined is listed.
+func Waiters(dir string) ([]Waiter, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Waiter
+	for _, e := range ents {
+		boot, pid, ok := strings.Cut(e.Name(), "-")
+		if !ok || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		n, err1 := strconv.Atoi(pid)
+		ns, err2 := strconv.ParseInt(boot, 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if f, err := os.OpenFile(filepath.Join(dir, e.Name()), os.O_RDONLY|unix.O_NOFOLLOW, 0); err == nil {
+			free := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+			f.Close() // closing drops the lock taken just now, if any
+			if free {
+				continue
+			}
+		} else if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		out = append(out, Waiter{PID: n, Since: time.Duration(ns)})
+	}
+	return out, nil // os.ReadDir sorts by name: arrival order
 }
 
 // Leave gives the ticket back.
