@@ -2,6 +2,7 @@ package land
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,15 +43,25 @@ type Options struct {
 	// Recover only takes a dead lander's lease over and concludes its
 	// landings: nothing is landed.
 	Recover bool
-	// Test is run in the integration worktree, under wt-exec (ExecBin),
-	// on each integrated result: a non-zero exit keeps it off the
-	// publication branch.
-	Test     string
-	ExecBin  string
-	Strategy string
-	// Wait waits for the publication lease and for each task's writer,
+	// Test is run in the integration worktree, under wt-exec (ExecBin)
+	// --sandbox, on each integrated result: a non-zero exit keeps it off
+	// the publication branch. It runs with no authority: where the kernel
+	// cannot give it a sandbox, land refuses (LAND_TEST_UNCONFINED)
+	// unless TestUnconfined says to run it unconfined.
+	Test           string
+	ExecBin        string
+	TestUnconfined bool
+	Strategy       string
+	// AcceptUngated lands a task whose tip wt's ledger did not approve
+	// (moved with hooks off, rewritten), recorded as such; without it
+	// such a task is refused (LAND_UNGATED).
+	AcceptUngated bool
+	// Wait waits for each task's writer to let go (else
+	// WRITER_LEASE_HELD); NoWait refuses when another lander holds the
+	// publication lease (else the lander waits its turn in line).
 	// Timeout bounds each wait (0: none).
 	Wait    bool
+	NoWait  bool
 	Timeout time.Duration
 	// Push publishes each landing to this remote with the same
 	// compare-and-swap (--force-with-lease), before it moves the local
@@ -84,6 +95,11 @@ type TaskResult struct {
 	Paths      []string `json:"paths,omitempty"`
 	TestExit   int      `json:"test_exit,omitempty"`
 	TestLog    string   `json:"test_log,omitempty"`
+	// TestUnconfined is set when the test ran outside a sandbox
+	// (--test-unconfined); AcceptedUngated when the tip landed although
+	// wt's ledger did not approve it (--accept-ungated).
+	TestUnconfined  bool `json:"test_unconfined,omitempty"`
+	AcceptedUngated bool `json:"accepted_ungated,omitempty"`
 	// Retries counts integrations done again because the publication
 	// branch moved under the landing.
 	Retries int `json:"retries,omitempty"`
@@ -135,6 +151,9 @@ type intent struct {
 	Result       string `json:"result"`
 	Attempt      int    `json:"attempt"`
 	Strategy     string `json:"strategy"`
+	// TestUnconfined and AcceptedUngated: see TaskResult.
+	TestUnconfined  bool `json:"test_unconfined,omitempty"`
+	AcceptedUngated bool `json:"accepted_ungated,omitempty"`
 }
 
 // lander is one run of wt-admin land.
@@ -183,7 +202,7 @@ func Land(ctx context.Context, r *alloc.Repo, opts Options) (Result, error) {
 	}
 	l := &lander{ctx: ctx, r: r, opts: opts, pol: pol, ref: "refs/heads/" + pol.PublicationBranch, notify: opts.Notify}
 	res.Branch = pol.PublicationBranch
-	if l.lease, res.TookOver, err = acquire(ctx, r, pol.PublicationBranch, opts.RepoArg, opts.Wait, opts.Timeout, opts.Poll); err != nil {
+	if l.lease, res.TookOver, err = acquire(ctx, r, pol.PublicationBranch, opts.RepoArg, !opts.NoWait, opts.Timeout, opts.Notify); err != nil {
 		return res, err
 	}
 	defer release(r, l.lease)
@@ -191,7 +210,7 @@ func Land(ctx context.Context, r *alloc.Repo, opts Options) (Result, error) {
 		if opts.Stderr == nil {
 			opts.Stderr = io.Discard
 		}
-		if l.fleet, err = fleetLease(ctx, r, pol, &l.lease, opts.Stderr, opts.RepoArg, opts.Wait, opts.Timeout, opts.Poll); err != nil {
+		if l.fleet, err = fleetLease(ctx, r, pol, &l.lease, opts.Stderr, opts.RepoArg, !opts.NoWait, opts.Timeout, opts.Poll); err != nil {
 			return res, err
 		}
 		defer l.fleet.Release(context.WithoutCancel(ctx))
@@ -341,53 +360,129 @@ func asDecision(err error) *decision.Error {
 	return decision.Wrap(decision.Internal, err, "land")
 }
 
-// writer reports a live writer of allocation a ("" when none).
-func (l *lander) writer(a store.Allocation) (string, error) {
+// writerState is what a task's writer lease record said when the lander
+// found the writer gone: a writer that starts later changes it (a new
+// lease id or generation), which the intent's section checks.
+type writerState struct {
+	leaseID    string
+	generation int
+}
+
+// writer reports a live writer of allocation a ("" when none), and the
+// state of its lease record.
+func (l *lander) writer(a store.Allocation) (string, writerState, error) {
 	var desc string
+	var st writerState
 	err := l.r.Store.Read(func(tx *store.Tx) error {
 		le, live, err := alloc.LiveWriter(tx, a)
 		if live {
 			desc = fmt.Sprintf("client %s, pid %d, since %s", le.Holder.ClientID, le.Holder.PID, le.AcquiredAt)
 		}
+		st = writerState{le.LeaseID, le.Generation}
 		return err
 	})
-	return desc, err
+	return desc, st, err
 }
 
 // quiescent waits (with --wait) until task's writer has ended, or refuses
-// WRITER_LEASE_HELD.
-func (l *lander) quiescent(a store.Allocation) *decision.Error {
+// WRITER_LEASE_HELD. It is asked before every attempt: a writer that
+// started during a landing is let go of before the next.
+func (l *lander) quiescent(a store.Allocation) (writerState, *decision.Error) {
 	var deadline time.Time
 	if l.opts.Timeout > 0 {
 		deadline = time.Now().Add(l.opts.Timeout)
 	}
 	for waiting := false; ; waiting = true {
-		who, err := l.writer(a)
+		who, st, err := l.writer(a)
 		if err != nil {
-			return asDecision(err)
+			return st, asDecision(err)
 		}
 		if who == "" {
-			return nil
+			return st, nil
 		}
 		d := decision.New(decision.WriterLeaseHeld, "task %s's writer still runs (%s): a task lands once its writer has let go", a.TaskKey, who).
 			WithHint("wait for it: wt-admin --repo %s land --wait --task %s", l.opts.RepoArg, shell.Word(a.TaskKey))
 		if !l.opts.Wait {
-			return d
+			return st, d
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
-			return decision.New(decision.LandWaitTimeout, "waited %s: %s", l.opts.Timeout, d.Message).WithHint("%s", d.Hint)
+			return st, decision.New(decision.LandWaitTimeout, "waited %s: %s", l.opts.Timeout, d.Message).WithHint("%s", d.Hint)
 		}
 		if !waiting {
 			l.notify(fmt.Sprintf("%s: waiting for task %s's writer (%s) to let go", a.TaskKey, a.TaskKey, who))
 		}
 		if err := pause(l.ctx, l.opts.Poll, "waiting for task "+a.TaskKey+"'s writer"); err != nil {
-			return err
+			return st, err
 		}
 	}
 }
 
+// sameTask refuses (TASK_NOT_READY) a task whose allocation is no longer
+// what the landing began with: finished, retained or released, moved to
+// another path or branch meanwhile. Read inside a store section.
+func sameTask(tx *store.Tx, a store.Allocation, repoArg string) error {
+	now, err := tx.Allocation(a.AllocationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return decision.New(decision.NotReady, "task %s's allocation is gone: it was finished while it was being landed; not landed", a.TaskKey).
+			WithHint("see the tasks: wt-admin --repo %s status", repoArg)
+	}
+	if err != nil {
+		return err
+	}
+	if now.Lifecycle != a.Lifecycle || now.WorktreePath != a.WorktreePath || branchName(now) != branchName(a) {
+		return decision.New(decision.NotReady, "task %s changed while it was being landed (now %s at %s on %s): not landed", a.TaskKey, now.Lifecycle, now.WorktreePath, branchName(now)).
+			WithHint("land it again if it is to land: wt-admin --repo %s ready %s --owner %s", repoArg, shell.Word(a.TaskKey), shell.Word(a.Owner))
+	}
+	return nil
+}
+
+func branchName(a store.Allocation) string {
+	if a.Branch == nil {
+		return ""
+	}
+	return *a.Branch
+}
+
+// tipMoved is LAND_TIP_MOVED: task's branch is at now, not at the commit
+// let go (pinned), which its ready mark (or the landing's start) named.
+func (l *lander) tipMoved(a store.Allocation, pinned, now, by string) *decision.Error {
+	return decision.New(decision.LandTipMoved, "task %s's branch %s is at %s, not at %s, the commit %s: what lands is what was let go",
+		a.TaskKey, branchName(a), gitrepo.Short(now), gitrepo.Short(pinned), by).
+		WithHint("mark the new tip ready to land it: wt-admin --repo %s ready %s --owner %s", l.opts.RepoArg, shell.Word(a.TaskKey), shell.Word(a.Owner))
+}
+
+// approved refuses (LAND_UNGATED) a tip of task a's branch that wt's
+// ledger did not approve: moved with hooks off or rewritten behind the
+// gate (what audit reports as UNGATED_REF_MOVE), unless the lander was
+// told --accept-ungated (accepted is then true). A branch with no ledger
+// (allocated before ledgers) has nothing to hold it against.
+func (l *lander) approved(a store.Allocation, tip string) (accepted bool, d *decision.Error) {
+	ref := "refs/heads/" + branchName(a)
+	led, err := store.ReadLedgerTail(l.r.Store.Root(), a.AllocationID, ref)
+	if err != nil {
+		return false, decision.Wrap(decision.InvalidMetadata, err, "read the ledger of %s", ref)
+	}
+	if !led.Exists || len(led.Lines) == 0 || led.Accounts(tip) {
+		return false, nil
+	}
+	if l.opts.AcceptUngated {
+		l.notify(fmt.Sprintf("%s: its tip %s is not one wt's ledger approved (it records %s); landed as told (--accept-ungated)", a.TaskKey, gitrepo.Short(tip), gitrepo.Short(led.Tip())))
+		return true, nil
+	}
+	return false, decision.New(decision.LandUngated, "task %s's branch %s is at %s, which no gate approved (wt's ledger records %s): moved with hooks off or rewritten, and not what its writer let go",
+		a.TaskKey, branchName(a), gitrepo.Short(tip), gitrepo.Short(led.Tip())).
+		WithHint("see the moves: wt-admin --repo %s audit (it prints the restore command); to land the tip as it is: wt-admin --repo %s land --accept-ungated --task %s", l.opts.RepoArg, l.opts.RepoArg, shell.Word(a.TaskKey))
+}
+
 // landOne lands one task; an error is one that ends the whole run (the
 // lease lost, the store unreadable), a task's own failure is its result.
+//
+// What lands is the commit that was let go: the tip its ready mark
+// recorded, or, for a task named with --task that is not marked ready,
+// its tip once its writer has let go, read once. Before every attempt
+// (the first and each retry after the publication branch moved) the
+// writer must have let go, the task must be as the landing found it, and
+// its branch at that commit, approved by wt's ledger.
 func (l *lander) landOne(task string) (TaskResult, error) {
 	tr := TaskResult{Task: task}
 	fail := func(d *decision.Error) (TaskResult, error) {
@@ -399,10 +494,38 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		return fail(d)
 	}
 	tr.Owner = a.Owner
-	if d := l.quiescent(a); d != nil {
-		return fail(d)
+	pinned, by := "", "its writer let go"
+	if rec.State == store.LandingReady && rec.ReadyTip != "" {
+		pinned, by = rec.ReadyTip, "marked ready by "+rec.ReadyBy
 	}
+	attempt := rec.Attempts
 	for ; ; tr.Retries++ {
+		ws, d := l.quiescent(a)
+		if d != nil {
+			return fail(d)
+		}
+		if err := l.r.Store.Read(func(tx *store.Tx) error { return sameTask(tx, a, l.opts.RepoArg) }); err != nil {
+			if d, ok := decision.As(err); ok {
+				return fail(d)
+			}
+			return tr, err
+		}
+		source, ok, err := l.r.Git.ResolveCommit(l.ctx, "refs/heads/"+*a.Branch)
+		if err != nil || !ok {
+			return fail(decision.New(decision.GitFailed, "task %s's branch %s names no commit (%v)", task, *a.Branch, err).
+				WithHint("see it: wt-admin --repo %s status", l.opts.RepoArg))
+		}
+		if pinned == "" {
+			pinned = source
+		}
+		if source != pinned {
+			return fail(l.tipMoved(a, pinned, source, by))
+		}
+		accepted, d := l.approved(a, source)
+		if d != nil {
+			return fail(d)
+		}
+		tr.AcceptedUngated = accepted
 		if l.opts.Push != "" {
 			if d, err := l.catchUp(); err != nil || d != nil {
 				if d != nil {
@@ -410,11 +533,6 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 				}
 				return tr, err
 			}
-		}
-		source, ok, err := l.r.Git.ResolveCommit(l.ctx, "refs/heads/"+*a.Branch)
-		if err != nil || !ok {
-			return fail(decision.New(decision.GitFailed, "task %s's branch %s names no commit (%v)", task, *a.Branch, err).
-				WithHint("see it: wt-admin --repo %s status", l.opts.RepoArg))
 		}
 		onto, ok, err := l.r.Git.ResolveCommit(l.ctx, l.ref)
 		if err != nil || !ok {
@@ -436,7 +554,9 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 				return tr, nil
 			}
 		}
-		attempt := rec.Attempts + 1
+		if attempt, err = l.nextAttempt(task, attempt+1); err != nil {
+			return tr, err
+		}
 		tr.Attempt = attempt
 		l.notify(fmt.Sprintf("%s: integrating %.12s onto %s (%.12s), %s, attempt %d", task, source, l.pol.PublicationBranch, onto, l.opts.Strategy, attempt))
 		result, paths, err := l.integrate(task, source, onto)
@@ -458,6 +578,7 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 			if err != nil {
 				return tr, err
 			}
+			tr.TestUnconfined = l.opts.TestUnconfined
 			crashpoint.Here("land:tested")
 			if exit != 0 {
 				tr.TestExit, tr.TestLog = exit, logPath
@@ -465,7 +586,18 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 					decision.New(decision.LandTestFailed, "task %s integrated onto %s fails the test (exit %d; its output: %s)", task, l.pol.PublicationBranch, exit, logPath))
 			}
 		}
-		moved, d, err := l.publish(a, tr)
+		// The test took time: the writer, the task and its tip once more,
+		// the writer's lease record again in the intent's own section.
+		if ws, d = l.quiescent(a); d != nil {
+			return fail(d)
+		}
+		if now, err := gitrepo.ReadRef(l.r.Git.CommonDir, "refs/heads/"+*a.Branch); err != nil || now != pinned {
+			if err != nil {
+				return tr, decision.Wrap(decision.GitFailed, err, "read task %s's branch", task)
+			}
+			return fail(l.tipMoved(a, pinned, now, by))
+		}
+		moved, d, err := l.publish(a, tr, ws)
 		if err != nil {
 			return tr, err
 		}
@@ -482,6 +614,37 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		l.notify(fmt.Sprintf("%s: %s moved meanwhile; integrating again", task, l.pol.PublicationBranch))
 	}
 }
+
+// nextAttempt is the first attempt number from n on that no earlier
+// attempt of task used: no log of it (an attempt a killed lander began
+// but never recorded), no kept attempt ref. Each attempt has its own log.
+func (l *lander) nextAttempt(task string, n int) (int, error) {
+	for ; ; n++ {
+		if _, err := os.Lstat(l.logPath(task, n)); err == nil {
+			continue
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return n, decision.Wrap(decision.Internal, err, "look for attempt %d's log", n)
+		}
+		if _, ok, err := l.r.Git.ResolveCommit(l.ctx, attemptRef(task, n)); err != nil {
+			return n, decision.Wrap(decision.GitFailed, err, "look for attempt %d's ref", n)
+		} else if ok {
+			continue
+		}
+		return n, nil
+	}
+}
+
+// logPath is where attempt n of task's test writes its output.
+func (l *lander) logPath(task string, n int) string {
+	return filepath.Join(l.r.Store.Root(), store.LandLogsDir, task, strconv.Itoa(n)+".log")
+}
+
+// attemptRef keeps attempt n of task when it fails.
+func attemptRef(task string, n int) string { return fmt.Sprintf("%s%s/%d", AttemptRefPrefix, task, n) }
+
+// AttemptRefPrefix is where failed attempts are kept:
+// refs/wt/land/<task>/<n>; finish of the task removes them.
+const AttemptRefPrefix = "refs/wt/land/"
 
 // catchUp brings the local publication branch to the remote's (--push):
 // the remote's tip is the one to integrate onto, and another machine's
@@ -508,7 +671,7 @@ func (l *lander) catchUp() (*decision.Error, error) {
 			WithHint("see them: git -C %s log %s..%s", l.opts.RepoArg, remote, l.ref), nil
 	}
 	l.recordMove(local, remote)
-	if _, err := l.r.Git.Git(l.ctx, false, "update-ref", "-m", "wt-admin land: fast-forward to "+l.opts.Push, l.ref, remote, local); err != nil {
+	if err := l.cas("wt-admin land: fast-forward to "+l.opts.Push, local, remote); err != nil {
 		return nil, decision.Wrap(decision.GitFailed, err, "fast-forward %s to %s's %.12s", l.ref, l.opts.Push, remote).
 			WithHint("if git names a lock file, doctor says whether a dead git left it and how to remove it: wt-admin --repo %s doctor", l.opts.RepoArg)
 	}
@@ -633,25 +796,59 @@ func (l *lander) integrate(task, source, onto string) (string, []string, error) 
 	return head, nil, nil
 }
 
-// test runs --test in the integration worktree under wt-exec, its output
-// to the attempt's log file, with the task in $WT_LAND_TASK and the commit
-// under test (the integration worktree's HEAD) in $WT_LAND_RESULT; it
-// returns the exit status.
+// test runs --test in the integration worktree under wt-exec
+// --sandbox, its output to the attempt's own log file, with the task in
+// $WT_LAND_TASK and the commit under test (the integration worktree's
+// HEAD) in $WT_LAND_RESULT; it returns the exit status.
+//
+// The test decides nothing with the lander's authority: in its sandbox
+// (a private view of the repository that nothing leaves, no broker, its
+// home caches private, loopback alone for a network) it cannot move a
+// ref, write wt's store or reach a remote, hooks on or off; and it never
+// holds the secret of the lander's compare-and-swap. Where the kernel
+// cannot give it a sandbox, the run stops (LAND_TEST_UNCONFINED, with
+// what is missing) before anything is tested, unless --test-unconfined.
 func (l *lander) test(task string, attempt int, result string) (int, string, error) {
-	logPath := filepath.Join(l.r.Store.Root(), store.LandLogsDir, task, strconv.Itoa(attempt)+".log")
+	logPath := l.logPath(task, attempt)
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return 0, "", decision.Wrap(decision.Internal, err, "make %s", filepath.Dir(logPath))
 	}
-	f, err := os.Create(logPath)
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return 0, "", decision.Wrap(decision.Internal, err, "create %s", logPath)
 	}
 	defer f.Close()
-	l.notify(fmt.Sprintf("%s: testing: %s (output: %s)", task, l.opts.Test, logPath))
-	cmd := exec.CommandContext(l.ctx, l.opts.ExecBin, "-C", l.iwt.WorktreePath, "--", "sh", "-c", l.opts.Test)
+	how := "in a sandbox"
+	args := []string{"-C", l.iwt.WorktreePath, "--json", "fd:3", "--sandbox", "--", "sh", "-c", l.opts.Test}
+	if l.opts.TestUnconfined {
+		how = "UNCONFINED (--test-unconfined): it runs with the lander's authority"
+		args = []string{"-C", l.iwt.WorktreePath, "--json", "fd:3", "--no-confine", "--", "sh", "-c", l.opts.Test}
+	}
+	l.notify(fmt.Sprintf("%s: testing %s: %s (output: %s)", task, how, l.opts.Test, logPath))
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, logPath, decision.Wrap(decision.Internal, err, "make a pipe for wt-exec's decision")
+	}
+	defer pr.Close()
+	cmd := exec.CommandContext(l.ctx, l.opts.ExecBin, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = l.iwt.WorktreePath, f, f
-	cmd.Env = append(os.Environ(), "WT_LAND_TASK="+task, "WT_LAND_RESULT="+result)
-	err = cmd.Run()
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.Env = append(testEnv(os.Environ()), "WT_LAND_TASK="+task, "WT_LAND_RESULT="+result)
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return 0, logPath, decision.Wrap(decision.CommandNotFound, err, "run the test under %s", l.opts.ExecBin)
+	}
+	pw.Close()
+	verdict, _ := io.ReadAll(io.LimitReader(pr, 1<<20)) // wt-exec's one JSON object; EOF once it ends
+	err = cmd.Wait()
+	if d := execRefusal(verdict); d != nil {
+		// wt-exec refused before the test ran: nothing was tested.
+		if d.Code == decision.ConfinementUnavailable {
+			return 0, logPath, decision.New(decision.LandTestUnconfined, "land's test runs with no authority, in a sandbox, and the kernel cannot give it one here: %s", d.Message).
+				WithHint("give wt-exec what it needs (%s), or run the test unconfined, with the lander's authority: wt-admin --repo %s land --test-unconfined ...", d.Hint, l.opts.RepoArg)
+		}
+		return 0, logPath, decision.New(d.Code, "the test of task %s could not start: %s", task, d.Message).WithHint("%s", d.Hint)
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -665,13 +862,51 @@ func (l *lander) test(task string, attempt int, result string) (int, string, err
 	return 0, logPath, nil
 }
 
+// testEnv is the lander's environment as its test gets it: without the
+// variables of wt's own that carry authority or name a run (a lease, a
+// broker, a lander's secret), should the lander's caller have any.
+func testEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case store.PublicationTokenEnv, store.BrokerEnv, "WT_LEASE_ID", "WT_ALLOCATION_ID", "WT_HOLDER_PID", "WT_CLIENT_ID", "WT_SESSION_ID", "WT_RUN_ID":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// execRefusal is wt-exec's refusal in its --json output ({"ok": false,
+// "error": {...}}), nil when it ran the command (or said nothing).
+func execRefusal(b []byte) *decision.Error {
+	var v struct {
+		OK    bool `json:"ok"`
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Hint    string `json:"hint"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &v) != nil || v.OK || v.Error == nil || v.Error.Code == "" {
+		return nil
+	}
+	return decision.New(v.Error.Code, "%s", v.Error.Message).WithHint("%s", v.Error.Hint)
+}
+
 // publish moves the publication branch from tr.Onto to tr.Result: the
 // integration intent first (a journal), then the remote (--push, with the
 // same compare-and-swap), then the local branch by compare-and-swap. moved
 // is false when the branch was no longer at tr.Onto (integrate again); d
 // is a refusal that keeps the task from landing.
-func (l *lander) publish(a store.Allocation, tr TaskResult) (moved bool, d *decision.Error, err error) {
-	payload, _ := json.Marshal(intent{AllocationID: a.AllocationID, Task: tr.Task, Source: tr.Source, Onto: tr.Onto, Result: tr.Result, Attempt: tr.Attempt, Strategy: l.opts.Strategy})
+//
+// ws is the task's writer lease record as the lander found it let go: the
+// intent's section refuses (WRITER_LEASE_HELD) when a writer took the
+// lease since, and (TASK_NOT_READY) a task finished or changed since.
+func (l *lander) publish(a store.Allocation, tr TaskResult, ws writerState) (moved bool, d *decision.Error, err error) {
+	in := l.intentOf(a, tr)
+	payload, _ := json.Marshal(in)
 	self, err := proc.Self()
 	if err != nil {
 		return false, nil, err
@@ -686,8 +921,22 @@ func (l *lander) publish(a store.Allocation, tr TaskResult) (moved bool, d *deci
 		if !ok || cur.LeaseID != l.lease.LeaseID {
 			return lost(&l.lease)
 		}
+		if err := sameTask(tx, a, l.opts.RepoArg); err != nil {
+			return err
+		}
+		le, _, err := tx.Lease(a.AllocationID)
+		if err != nil {
+			return err
+		}
+		if (writerState{le.LeaseID, le.Generation}) != ws {
+			return decision.New(decision.WriterLeaseHeld, "a writer of task %s (client %s, pid %d) took its lease while it was being landed: not landed", a.TaskKey, le.Holder.ClientID, le.Holder.PID).
+				WithHint("land it once its writer has let go: wt-admin --repo %s land --wait --task %s", l.opts.RepoArg, shell.Word(a.TaskKey))
+		}
 		return tx.PutJournal(&j)
 	}); err != nil {
+		if d, ok := decision.As(err); ok && (d.Code == decision.WriterLeaseHeld || d.Code == decision.NotReady) {
+			return false, d, nil
+		}
 		return false, nil, err
 	}
 	crashpoint.Here("land:intent")
@@ -725,7 +974,7 @@ func (l *lander) publish(a store.Allocation, tr TaskResult) (moved bool, d *deci
 	// The compare-and-swap, with hooks on: the gate sees the lander move
 	// the branch (and refuses anyone else, under --publication-lease on).
 	l.recordMove(tr.Onto, tr.Result)
-	_, err = l.r.Git.Git(l.ctx, false, "update-ref", "-m", "wt-admin land: task "+tr.Task, l.ref, tr.Result, tr.Onto)
+	err = l.cas("wt-admin land: task "+tr.Task, tr.Onto, tr.Result)
 	if err != nil {
 		now, _, _ := l.r.Git.ResolveCommit(l.ctx, l.ref)
 		if now == tr.Result {
@@ -746,7 +995,50 @@ func (l *lander) publish(a store.Allocation, tr TaskResult) (moved bool, d *deci
 		if err := tx.FinishJournal(j, "landed", payload, store.Now()); err != nil {
 			return err
 		}
-		return recordLanded(tx, a.AllocationID, intent{AllocationID: a.AllocationID, Task: tr.Task, Source: tr.Source, Onto: tr.Onto, Result: tr.Result, Attempt: tr.Attempt, Strategy: l.opts.Strategy})
+		return recordLanded(tx, a.AllocationID, in)
+	})
+}
+
+// intentOf is the integration intent of tr, a landing of allocation a.
+func (l *lander) intentOf(a store.Allocation, tr TaskResult) intent {
+	return intent{AllocationID: a.AllocationID, Task: tr.Task, Source: tr.Source, Onto: tr.Onto, Result: tr.Result, Attempt: tr.Attempt, Strategy: l.opts.Strategy,
+		TestUnconfined: tr.TestUnconfined, AcceptedUngated: tr.AcceptedUngated}
+}
+
+// cas moves the publication branch from old to new by git's
+// compare-and-swap, with hooks on (the gate records the move), carrying a
+// secret made for this one move: its hash is written into the lease
+// just before (store.PublicationLease.MoveToken) and cleared just after,
+// and only this git's environment holds it. Under publication-lease on
+// the gate lets the branch move for that secret alone, so nothing the
+// lander started (its test, the integration's git, their hooks) can move
+// it by descending from the lander.
+func (l *lander) cas(msg, old, new string) error {
+	secret := rand.Text()
+	if err := l.setMoveToken(store.MoveTokenHash(secret)); err != nil {
+		return err
+	}
+	defer l.setMoveToken("") // Best effort: the lease ends with the run anyway.
+	_, err := l.r.Git.GitEnv(l.ctx, []string{store.PublicationTokenEnv + "=" + secret}, "update-ref", "-m", msg, l.ref, new, old)
+	return err
+}
+
+// setMoveToken records hash as the lease's move token ("" clears it).
+func (l *lander) setMoveToken(hash string) error {
+	return l.r.Store.Write(func(tx *store.Tx) error {
+		cur, ok, err := tx.PublicationLease()
+		if err != nil {
+			return err
+		}
+		if !ok || cur.LeaseID != l.lease.LeaseID {
+			return lost(&l.lease)
+		}
+		cur.MoveToken = hash
+		if err := tx.PutPublicationLease(&cur); err != nil {
+			return err
+		}
+		l.lease = cur
+		return nil
 	})
 }
 
@@ -769,12 +1061,20 @@ func recordLanded(tx *store.Tx, id string, in intent) error {
 	}
 	rec.State, rec.Source, rec.Onto, rec.Result, rec.Strategy = store.LandingLanded, in.Source, in.Onto, in.Result, in.Strategy
 	rec.Paths, rec.TestExit, rec.TestLog, rec.AttemptRef = nil, 0, "", ""
+	rec.TestUnconfined, rec.AcceptedUngated = in.TestUnconfined, in.AcceptedUngated
 	rec.Attempts = max(rec.Attempts, in.Attempt)
 	rec.UpdatedAt = store.Now()
 	if err := tx.PutLanding(&rec); err != nil {
 		return err
 	}
-	return tx.LogEvent("task_landed", id, map[string]any{"task": in.Task, "source": in.Source, "onto": in.Onto, "result": in.Result, "strategy": in.Strategy})
+	detail := map[string]any{"task": in.Task, "source": in.Source, "onto": in.Onto, "result": in.Result, "strategy": in.Strategy}
+	if in.TestUnconfined {
+		detail["test_unconfined"] = true
+	}
+	if in.AcceptedUngated {
+		detail["accepted_ungated"] = true
+	}
+	return tx.LogEvent("task_landed", id, detail)
 }
 
 // landed records tr (LANDED or ALREADY_LANDED) when nothing recorded it.
@@ -797,7 +1097,7 @@ func (l *lander) landed(a store.Allocation, rec store.Landing, tr TaskResult, co
 // landing record says why (state), what, and where the attempt is.
 func (l *lander) handBack(a store.Allocation, rec store.Landing, tr TaskResult, state, kept string, d *decision.Error) (TaskResult, error) {
 	tr.Code, tr.Message = d.Code, d.Message
-	tr.AttemptRef = fmt.Sprintf("refs/wt/land/%s/%d", tr.Task, tr.Attempt)
+	tr.AttemptRef = attemptRef(tr.Task, tr.Attempt)
 	if _, err := l.r.Git.GitUnhooked(l.ctx, "update-ref", "-m", "wt-admin land: attempt kept", tr.AttemptRef, kept); err != nil {
 		return tr, decision.Wrap(decision.GitFailed, err, "keep the attempt as %s", tr.AttemptRef)
 	}
@@ -808,6 +1108,7 @@ func (l *lander) handBack(a store.Allocation, rec store.Landing, tr TaskResult, 
 		}
 		cur.State, cur.Attempts, cur.Source, cur.Onto, cur.Result = state, tr.Attempt, tr.Source, tr.Onto, tr.Result
 		cur.AttemptRef, cur.Paths, cur.TestExit, cur.TestLog, cur.Strategy = tr.AttemptRef, tr.Paths, tr.TestExit, tr.TestLog, l.opts.Strategy
+		cur.TestUnconfined, cur.AcceptedUngated = tr.TestUnconfined, tr.AcceptedUngated
 		cur.UpdatedAt = store.Now()
 		if err := tx.PutLanding(&cur); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/core/waitline"
 )
 
 // ClientID is the client id the lander's publication lease names.
@@ -56,16 +57,18 @@ func held(l store.PublicationLease, repoArg string) *decision.Error {
 		task = ", landing task " + l.Task
 	}
 	return decision.New(decision.PublicationLeaseHeld, "the publication lease of %s is held by a live lander: pid %d, since %s%s", l.Branch, l.Holder.PID, l.AcquiredAt, task).
-		WithHint("wait for it: wt-admin --repo %s land --wait ...; see it with wt-admin --repo %s status", repoArg, repoArg).
+		WithHint("land waits its turn unless told --no-wait: wt-admin --repo %s land ...; see it with wt-admin --repo %s status", repoArg, repoArg).
 		WithFact("holder_pid", l.Holder.PID)
 }
 
 // acquire takes the publication lease of branch for this process: fresh,
 // or taken over from a dead holder (with the proof, in the event and in
-// tookOver). A live holder's is PUBLICATION_LEASE_HELD, waited for when
-// wait is set (until timeout, 0 for none: LAND_WAIT_TIMEOUT). A holder
+// tookOver). A live holder's is PUBLICATION_LEASE_HELD, or, when wait is
+// set, waited for in the landers' line (store.LandersDir: arrival order,
+// woken when the lease changes; until timeout, 0 for none:
+// LAND_WAIT_TIMEOUT); waiting says once whom it waits for. A holder
 // whose liveness cannot be read is held, never dead.
-func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bool, timeout, poll time.Duration) (mine store.PublicationLease, tookOver *store.PublicationLease, err error) {
+func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bool, timeout time.Duration, waiting func(string)) (mine store.PublicationLease, tookOver *store.PublicationLease, err error) {
 	self, err := proc.Self()
 	if err != nil {
 		return mine, nil, err
@@ -74,7 +77,32 @@ func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bo
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
+	var line *waitline.Line
+	if wait {
+		// In line from the start: a lander that comes later never goes
+		// before one that waits.
+		if line, err = waitline.JoinAt(store.LandersDir(r.Store.Root()), r.Store.Root()); err != nil {
+			return mine, nil, err
+		}
+		defer line.Leave()
+	}
+	told := false
 	for {
+		if line != nil && line.Ahead() > 0 {
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				return mine, nil, decision.New(decision.LandWaitTimeout, "waited %s for the publication lease of %s: other landers are ahead in line", timeout, branch).
+					WithHint("wait longer: wt-admin --repo %s land --timeout 30m ...; see who waits: wt-admin --repo %s status", repoArg, repoArg)
+			}
+			if !told {
+				waiting(fmt.Sprintf("waiting in line for the publication lease of %s (%d lander(s) ahead)", branch, line.Ahead()))
+				told = true
+			}
+			line.Sleep(ctx, deadline)
+			if ctx.Err() != nil {
+				return mine, nil, decision.Wrap(decision.Interrupted, ctx.Err(), "waiting for the publication lease")
+			}
+			continue
+		}
 		var cur *store.PublicationLease
 		err := r.Store.Write(func(tx *store.Tx) error {
 			l, ok, err := tx.PublicationLease()
@@ -118,15 +146,24 @@ func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bo
 			return mine, tookOver, err
 		}
 		refusal := held(*cur, repoArg)
-		if !wait {
+		if line == nil {
 			return mine, nil, refusal
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			return mine, nil, decision.New(decision.LandWaitTimeout, "waited %s for the publication lease: %s", timeout, refusal.Message).
-				WithHint("wait longer: wt-admin --repo %s land --wait --timeout 30m ...", repoArg)
+				WithHint("wait longer: wt-admin --repo %s land --timeout 30m ...", repoArg)
 		}
-		if err := pause(ctx, poll, "waiting for the publication lease"); err != nil {
-			return mine, nil, err
+		if !told {
+			what := fmt.Sprintf("waiting for the publication lease of %s: lander pid %d holds it", branch, cur.Holder.PID)
+			if cur.Task != "" {
+				what += ", landing task " + cur.Task
+			}
+			waiting(what)
+			told = true
+		}
+		line.Sleep(ctx, deadline)
+		if ctx.Err() != nil {
+			return mine, nil, decision.Wrap(decision.Interrupted, ctx.Err(), "waiting for the publication lease")
 		}
 	}
 }

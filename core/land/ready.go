@@ -1,6 +1,7 @@
 package land
 
 import (
+	"context"
 	"os"
 
 	"github.com/wt-tool/wt/core/alloc"
@@ -23,9 +24,28 @@ type ReadyResult struct {
 // writer, from inside its run (owner ""; this process descends from the
 // live holder of the task's writer lease). A task already ready keeps its
 // place; a task landed or handed back goes to the end of the queue.
+//
+// The mark records the task branch's tip (ReadyTip): what land lands. A
+// mark made again records the tip anew (its place in the queue kept).
 func MarkReady(r *alloc.Repo, task, owner, repoArg string) (ReadyResult, error) {
 	var res ReadyResult
-	err := r.Store.Write(func(tx *store.Tx) error {
+	pre, err := r.TaskAllocation(task)
+	if err != nil {
+		return res, err
+	}
+	tip := ""
+	if pre != nil && pre.Branch != nil {
+		t, ok, err := r.Git.ResolveCommit(context.Background(), "refs/heads/"+*pre.Branch)
+		if err != nil {
+			return res, decision.Wrap(decision.GitFailed, err, "read task %s's branch", task)
+		}
+		if !ok {
+			return res, decision.New(decision.NotReady, "task %s's branch %s names no commit: nothing of it can land", task, *pre.Branch).
+				WithHint("see the tasks: wt-admin --repo %s status", repoArg)
+		}
+		tip = t
+	}
+	err = r.Store.Write(func(tx *store.Tx) error {
 		all, err := tx.Allocations()
 		if err != nil {
 			return err
@@ -52,17 +72,24 @@ func MarkReady(r *alloc.Repo, task, owner, repoArg string) (ReadyResult, error) 
 		if err != nil {
 			return err
 		}
-		if rec.State != store.LandingReady {
-			last := 0
-			for _, l := range ls {
-				last = max(last, l.ReadySeq)
+		if pre == nil || pre.AllocationID != a.AllocationID || a.Branch == nil || tip == "" || branchName(*pre) != *a.Branch {
+			return decision.New(decision.NotReady, "task %s's branch changed while it was being marked ready", task).
+				WithHint("mark it again: wt-admin --repo %s ready %s", repoArg, shell.Word(task))
+		}
+		if rec.State != store.LandingReady || rec.ReadyTip != tip {
+			if rec.State != store.LandingReady {
+				last := 0
+				for _, l := range ls {
+					last = max(last, l.ReadySeq)
+				}
+				rec.State, rec.ReadySeq = store.LandingReady, last+1
 			}
-			rec.State, rec.ReadySeq, rec.ReadyAt, rec.ReadyBy = store.LandingReady, last+1, store.Now(), by
+			rec.ReadyAt, rec.ReadyBy, rec.ReadyTip = store.Now(), by, tip
 			rec.UpdatedAt = rec.ReadyAt
 			if err := tx.PutLanding(&rec); err != nil {
 				return err
 			}
-			if err := tx.LogEvent("task_ready", a.AllocationID, map[string]any{"task": task, "by": by, "seq": rec.ReadySeq}); err != nil {
+			if err := tx.LogEvent("task_ready", a.AllocationID, map[string]any{"task": task, "by": by, "seq": rec.ReadySeq, "tip": tip}); err != nil {
 				return err
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
+	"github.com/wt-tool/wt/core/waitline"
 )
 
 // Row is one worktree in the status view.
@@ -159,6 +160,9 @@ type PublicationView struct {
 	store.PublicationLease
 	Live    bool   `json:"live"`
 	Unknown string `json:"unknown,omitempty"`
+	// Waiting are the pids of the landers in line for it (status only),
+	// first come first.
+	Waiting []int `json:"waiting,omitempty"`
 }
 
 // ReadPublication is the publication lease of the store tx reads, as a
@@ -277,6 +281,16 @@ func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, erro
 		}
 		if res.Publication, err = ReadPublication(tx); err != nil {
 			return err
+		}
+		if res.Publication != nil {
+			// The landers in line for it, in arrival order.
+			ws, err := waitline.Waiters(store.LandersDir(r.Store.Root()))
+			if err != nil {
+				res.Warnings = append(res.Warnings, "the landers waiting for the publication lease cannot be listed: "+err.Error())
+			}
+			for _, w := range ws {
+				res.Publication.Waiting = append(res.Publication.Waiting, w.PID)
+			}
 		}
 		return p.pending()
 	})

@@ -27,10 +27,13 @@ func (e *env) landCommand() *ucli.Command {
 			&ucli.StringSliceFlag{Name: "task", Usage: "a task to land (repeat it: they land in this order)"},
 			&ucli.BoolFlag{Name: "ready", Usage: "land every task of the ready queue (wt-admin ready), in the order they became ready"},
 			&ucli.BoolFlag{Name: "recover", Usage: "land nothing: take a dead lander's publication lease over and conclude its landings (what doctor names)"},
-			&ucli.StringFlag{Name: "test", Usage: "a shell `COMMAND` each integrated result must pass, run in the integration worktree under wt-exec"},
+			&ucli.StringFlag{Name: "test", Usage: "a shell `COMMAND` each integrated result must pass, run in the integration worktree with no authority (wt-exec --sandbox)"},
+			&ucli.BoolFlag{Name: "test-unconfined", Usage: "where the kernel cannot give the test its sandbox, run it unconfined, with the lander's authority (said, and recorded), instead of refusing (LAND_TEST_UNCONFINED)"},
+			&ucli.BoolFlag{Name: "accept-ungated", Usage: "land a task whose tip no gate approved (moved with hooks off, rewritten), recorded as such, instead of refusing (LAND_UNGATED)"},
 			&ucli.StringFlag{Name: "strategy", Value: land.Rebase, Usage: "rebase (the task's commits replayed), merge (a merge commit) or squash (one commit)"},
-			&ucli.BoolFlag{Name: "wait", Usage: "wait for the publication lease and for each task's writer to let go, instead of refusing"},
-			&ucli.DurationFlag{Name: "timeout", Usage: "with --wait: the longest each wait lasts (LAND_WAIT_TIMEOUT)"},
+			&ucli.BoolFlag{Name: "wait", Usage: "wait for each task's writer to let go, instead of refusing (WRITER_LEASE_HELD)"},
+			&ucli.BoolFlag{Name: "no-wait", Usage: "refuse (PUBLICATION_LEASE_HELD) when another lander holds the publication lease, instead of waiting in line"},
+			&ucli.DurationFlag{Name: "timeout", Usage: "the longest each wait lasts, in line for the publication lease or (--wait) for a writer (LAND_WAIT_TIMEOUT)"},
 			&ucli.StringFlag{Name: "push", Usage: "publish each landing to `REMOTE` too, by the same compare-and-swap (--force-with-lease), before the local branch moves"},
 		},
 		Action: e.Action("land", 0, func(c *ucli.Context) error {
@@ -43,7 +46,8 @@ func (e *env) landCommand() *ucli.Command {
 				return err
 			}
 			opts := land.Options{Tasks: c.StringSlice("task"), Ready: c.Bool("ready"), Recover: c.Bool("recover"), Test: c.String("test"), ExecBin: execBin,
-				Strategy: c.String("strategy"), Wait: c.Bool("wait"), Timeout: c.Duration("timeout"), Push: c.String("push"),
+				Strategy: c.String("strategy"), Wait: c.Bool("wait"), NoWait: c.Bool("no-wait"), Timeout: c.Duration("timeout"), Push: c.String("push"),
+				TestUnconfined: c.Bool("test-unconfined"), AcceptUngated: c.Bool("accept-ungated"),
 				RepoArg: shell.Word(r.Git.TopLevel), Stderr: e.Stderr}
 			if !e.JSON {
 				opts.Notify = func(line string) { fmt.Fprintf(e.Stderr, "%s: land: %s\n", e.Bin, clikit.Clean(line)) }
@@ -106,6 +110,10 @@ func landHint(top string, t land.TaskResult) string {
 		return fmt.Sprintf("land it again, onto the remote's tip: wt-admin --repo %s land --task %s --push REMOTE", repo, shell.Word(t.Task))
 	case decision.WriterLeaseHeld:
 		return fmt.Sprintf("wait for its writer: wt-admin --repo %s land --wait --task %s", repo, shell.Word(t.Task))
+	case decision.LandTipMoved:
+		return fmt.Sprintf("what lands is the commit marked ready; mark the new tip: wt-admin --repo %s ready %s --owner %s", repo, shell.Word(t.Task), shell.Word(t.Owner))
+	case decision.LandUngated:
+		return fmt.Sprintf("see how its branch moved: wt-admin --repo %s audit (its restore command puts it back); to land it as it is: wt-admin --repo %s land --accept-ungated --task %s", repo, repo, shell.Word(t.Task))
 	}
 	return fmt.Sprintf("see the tasks: wt-admin --repo %s status", repo)
 }
@@ -124,6 +132,12 @@ func printLanding(w io.Writer, res land.Result) {
 			detail = "conflicts: " + strings.Join(r.Paths, ", ") + "; attempt " + r.AttemptRef
 		case r.TestLog != "":
 			detail = fmt.Sprintf("test exit %d, output %s; attempt %s", r.TestExit, r.TestLog, r.AttemptRef)
+		}
+		if r.TestUnconfined {
+			detail += " (tested unconfined)"
+		}
+		if r.AcceptedUngated {
+			detail += " (an ungated tip, accepted)"
 		}
 		fmt.Fprintf(t, "%s\t%s\t%s\t%s\n", clikit.Clean(r.Task), r.Code, clikit.Dash(gitrepo.Short(r.Result)), clikit.Clean(detail))
 	}

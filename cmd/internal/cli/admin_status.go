@@ -177,11 +177,21 @@ func publicationLine(p *view.PublicationView) string {
 	if p.Task != "" {
 		task = ", landing task " + clikit.Clean(p.Task)
 	}
+	line := ""
 	switch {
 	case p.Unknown != "":
-		return fmt.Sprintf("publication lease: lander pid %d%s, since %s; whether it runs cannot be read (%s)", p.Holder.PID, task, p.AcquiredAt, clikit.Clean(p.Unknown))
+		line = fmt.Sprintf("publication lease: lander pid %d%s, since %s; whether it runs cannot be read (%s)", p.Holder.PID, task, p.AcquiredAt, clikit.Clean(p.Unknown))
 	case p.Live:
-		return fmt.Sprintf("publication lease: held by lander pid %d%s, since %s", p.Holder.PID, task, p.AcquiredAt)
+		line = fmt.Sprintf("publication lease: held by lander pid %d%s, since %s", p.Holder.PID, task, p.AcquiredAt)
+	default:
+		line = fmt.Sprintf("publication lease: left by dead lander pid %d%s (the next wt-admin land takes it over)", p.Holder.PID, task)
 	}
-	return fmt.Sprintf("publication lease: left by dead lander pid %d%s (the next wt-admin land takes it over)", p.Holder.PID, task)
+	if len(p.Waiting) > 0 {
+		var pids []string
+		for _, pid := range p.Waiting {
+			pids = append(pids, fmt.Sprintf("pid %d", pid))
+		}
+		line += fmt.Sprintf("; %d lander(s) in line for it: %s (first come, first served)", len(p.Waiting), strings.Join(pids, ", "))
+	}
+	return line
 }

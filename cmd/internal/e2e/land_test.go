@@ -29,15 +29,15 @@ func runIdent(t *testing.T, dir, name string, args ...string) result {
 
 // landFixture is a governed repository whose main has a check (check.sh:
 // every task file says "ok", and shared.txt's first line is one word)
-// that land's --test runs, recording each commit it passed in tested.
+// that land's --test runs, saying each commit it passed in its log.
 type landFixture struct {
-	top, repo, tested string
+	top, repo string
 }
 
 func newLandFixture(t *testing.T) landFixture {
 	t.Helper()
 	top, repo, _ := governed(t, 0)
-	f := landFixture{top: top, repo: repo, tested: filepath.Join(top, "tested")}
+	f := landFixture{top: top, repo: repo}
 	os.WriteFile(filepath.Join(repo, "check.sh"), []byte("for f in t*.txt; do [ -e \"$f\" ] || continue; [ \"$(cat \"$f\")\" = ok ] || exit 1; done\n[ \"$(head -1 shared.txt | wc -w)\" = 1 ]\n"), 0o644)
 	os.WriteFile(filepath.Join(repo, "shared.txt"), []byte("base\nsecond\n"), 0o644)
 	git(t, repo, "add", "check.sh", "shared.txt")
@@ -45,15 +45,28 @@ func newLandFixture(t *testing.T) landFixture {
 	return f
 }
 
-// test is land's --test: the check, and the commit it passed recorded.
+// test is land's --test: the check, and the commit it passed said in
+// its output (the test runs in a sandbox: its log is what it leaves).
 func (f landFixture) test() string {
-	return "sh check.sh && echo $WT_LAND_RESULT >> " + f.tested
+	return "sh check.sh && echo tested=$WT_LAND_RESULT"
 }
 
-// passed are the commits the check passed.
+// passed are the commits the check passed, from the tests' logs.
 func (f landFixture) passed() []string {
-	b, _ := os.ReadFile(f.tested)
-	return strings.Fields(string(b))
+	var out []string
+	filepath.WalkDir(filepath.Join(f.repo, ".git", "wt", "land-logs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".log") {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		for _, line := range strings.Split(string(b), "\n") {
+			if c, ok := strings.CutPrefix(line, "tested="); ok {
+				out = append(out, c)
+			}
+		}
+		return nil
+	})
+	return out
 }
 
 // firstParents is main's first-parent history after base, newest first.
