@@ -117,6 +117,10 @@ type Result struct {
 	// concluded (landed, or not).
 	Recovered []string     `json:"recovered"`
 	Tasks     []TaskResult `json:"tasks"`
+	// Checkouts are the checkouts of the publication branch after the
+	// landings: brought to its new tip, or left behind with the command
+	// that brings them.
+	Checkouts []CheckoutNote `json:"checkouts,omitempty"`
 }
 
 // Failed is the first task that did not land, nil when all did.
@@ -168,6 +172,9 @@ type lander struct {
 	fleet  fleet.Session
 	iwt    store.Allocation // the integration worktree
 	notify func(string)
+	// checkouts are the checkouts of the branch after the last landing
+	// (followCheckouts).
+	checkouts []CheckoutNote
 }
 
 // Land lands opts.Tasks (or the ready queue) onto the publication branch,
@@ -260,6 +267,7 @@ func Land(ctx context.Context, r *alloc.Repo, opts Options) (Result, error) {
 	if f := res.Failed(); f != nil {
 		res.Code = f.Code
 	}
+	res.Checkouts = l.checkouts
 	res.Tip, _, _ = r.Git.ResolveCommit(ctx, l.ref)
 	return res, nil
 }
@@ -429,6 +437,10 @@ func sameTask(tx *store.Tx, a store.Allocation, repoArg string) error {
 	if err != nil {
 		return err
 	}
+	if now.Lifecycle == store.Released && a.Lifecycle != store.Released {
+		return decision.New(decision.NotReady, "task %s was finished while it was being landed: not landed", a.TaskKey).
+			WithHint("see the tasks: wt-admin --repo %s status", repoArg)
+	}
 	if now.Lifecycle != a.Lifecycle || now.WorktreePath != a.WorktreePath || branchName(now) != branchName(a) {
 		return decision.New(decision.NotReady, "task %s changed while it was being landed (now %s at %s on %s): not landed", a.TaskKey, now.Lifecycle, now.WorktreePath, branchName(now)).
 			WithHint("land it again if it is to land: wt-admin --repo %s ready %s --owner %s", repoArg, shell.Word(a.TaskKey), shell.Word(a.Owner))
@@ -538,6 +550,9 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		if err != nil || !ok {
 			return tr, decision.New(decision.PublicationUnknown, "the publication branch %s names no commit (%v)", l.ref, err)
 		}
+		if err := l.ontoApproved(onto); err != nil {
+			return tr, err
+		}
 		tr.Source, tr.Onto = source, onto
 		if in, err := l.r.Git.IsAncestor(l.ctx, source, onto); err != nil {
 			return tr, decision.Wrap(decision.GitFailed, err, "is %s in %s", source, l.ref)
@@ -591,6 +606,12 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		if ws, d = l.quiescent(a); d != nil {
 			return fail(d)
 		}
+		if err := l.r.Store.Read(func(tx *store.Tx) error { return sameTask(tx, a, l.opts.RepoArg) }); err != nil {
+			if d, ok := decision.As(err); ok {
+				return fail(d)
+			}
+			return tr, err
+		}
 		if now, err := gitrepo.ReadRef(l.r.Git.CommonDir, "refs/heads/"+*a.Branch); err != nil || now != pinned {
 			if err != nil {
 				return tr, decision.Wrap(decision.GitFailed, err, "read task %s's branch", task)
@@ -605,6 +626,7 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 			return fail(d)
 		}
 		if moved {
+			l.checkouts = l.followCheckouts(onto, result)
 			return l.landed(a, rec, tr, decision.Landed, fmt.Sprintf("%s moved %.12s -> %.12s", l.pol.PublicationBranch, onto, result))
 		}
 		if tr.Retries >= maxRetries {
@@ -613,6 +635,30 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		}
 		l.notify(fmt.Sprintf("%s: %s moved meanwhile; integrating again", task, l.pol.PublicationBranch))
 	}
+}
+
+// ontoApproved refuses, under policy publication-lease on, to build on a
+// publication tip that no lander put there: wt's ledger of the branch
+// records every move the gate let through (the lander's own, by its
+// secret) and every move the lander made, so a tip it does not account
+// for was made with hooks off (by a test run unconfined, say): landing on
+// it would publish it under the task. --accept-ungated builds on it, as
+// told.
+func (l *lander) ontoApproved(onto string) error {
+	if !l.pol.PublicationLease || l.opts.AcceptUngated {
+		return nil
+	}
+	led, err := store.ReadLedgerTail(l.r.Store.Root(), store.PublicationLedger, l.ref)
+	if err != nil {
+		return decision.Wrap(decision.InvalidMetadata, err, "read the ledger of %s", l.ref)
+	}
+	if !led.Exists || len(led.Lines) == 0 || led.Accounts(onto) {
+		return nil
+	}
+	return decision.New(decision.LandUngated, "%s is at %s, which no lander put there (wt's ledger records %s): it moved with every hook off, and the policy makes the lander its only writer; nothing lands on it",
+		l.pol.PublicationBranch, gitrepo.Short(onto), gitrepo.Short(led.Tip())).
+		WithHint("see the move: wt-admin --repo %s audit; then land on it as it is (wt-admin --repo %s land --accept-ungated ...) or put it back with the policy off for that one move: wt-admin --repo %s policy --publication-lease off && git -C %s update-ref %s %s %s && wt-admin --repo %s policy --publication-lease on",
+			l.opts.RepoArg, l.opts.RepoArg, l.opts.RepoArg, l.opts.RepoArg, l.ref, led.Tip(), onto, l.opts.RepoArg)
 }
 
 // nextAttempt is the first attempt number from n on that no earlier
@@ -676,6 +722,7 @@ func (l *lander) catchUp() (*decision.Error, error) {
 			WithHint("if git names a lock file, doctor says whether a dead git left it and how to remove it: wt-admin --repo %s doctor", l.opts.RepoArg)
 	}
 	l.notify(fmt.Sprintf("%s fast-forwarded to %s's %.12s", l.pol.PublicationBranch, l.opts.Push, remote))
+	l.checkouts = l.followCheckouts(local, remote)
 	return nil, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/land"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/proc"
@@ -150,7 +152,10 @@ type StatusResult struct {
 	// ReadyQueue the tasks wt-admin land --ready lands next, in order.
 	Publication *PublicationView `json:"publication_lease"`
 	ReadyQueue  []string         `json:"ready_queue"`
-	Warnings    []string         `json:"-"`
+	// Behind are the checkouts of the publication branch a landing left
+	// behind (their own changes kept them from following it).
+	Behind   []BehindCheckout `json:"checkouts_behind,omitempty"`
+	Warnings []string         `json:"-"`
 }
 
 // PublicationView is the publication lease as status and doctor show it:
@@ -294,7 +299,37 @@ func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, erro
 		}
 		return p.pending()
 	})
+	if err == nil && res.Policy.PublicationBranch != "" {
+		// Outside the store's lock: a git per checkout a landing left
+		// behind (as a rule none).
+		res.Behind = behindCheckouts(ctx, r, inv, res.Policy.PublicationBranch)
+	}
 	return res, err
+}
+
+// BehindCheckout is a checkout of the publication branch that a landing
+// moved the branch under and left as it was (it had changes of its own):
+// its files are those of From, its HEAD is the branch's tip; git status
+// shows the landings as a staged reversal. Fix brings it forward.
+type BehindCheckout struct {
+	Path string `json:"path"`
+	From string `json:"from"`
+	Fix  string `json:"fix"`
+}
+
+// behindCheckouts are the checkouts a landing recorded as left behind
+// that still are (their index still has the recorded tip's files).
+func behindCheckouts(ctx context.Context, r *alloc.Repo, inv []gitrepo.Worktree, branch string) []BehindCheckout {
+	var out []BehindCheckout
+	for path, from := range land.Behind(r.Store.Root()) {
+		if !land.StillBehind(ctx, inv, path, branch, from) {
+			continue
+		}
+		out = append(out, BehindCheckout{Path: path, From: from,
+			Fix: fmt.Sprintf("git -C %s read-tree -u -m %s %s", shell.Word(path), from, "refs/heads/"+branch)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
 }
 
 // statusPass is one status reading, inside one shared section.

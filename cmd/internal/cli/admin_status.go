@@ -11,6 +11,7 @@ import (
 	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/core/view"
 	"github.com/wt-tool/wt/install"
@@ -97,6 +98,10 @@ func (e *env) statusCommand() *ucli.Command {
 				}
 				if len(res.ReadyQueue) > 0 {
 					fmt.Fprintf(w, "ready to land, in order: %s (wt-admin land --ready)\n", clikit.Clean(strings.Join(res.ReadyQueue, ", ")))
+				}
+				for _, b := range res.Behind {
+					fmt.Fprintf(w, "behind: %s has %s checked out with changes of its own, and its files are still %s's of %s (landings moved the branch under it; git status shows them as a staged reversal)\n  bring it forward, keeping its changes: %s\n",
+						clikit.Clean(b.Path), clikit.Clean(res.Policy.PublicationBranch), clikit.Clean(res.Policy.PublicationBranch), gitrepo.Short(b.From), clikit.Clean(b.Fix))
 				}
 			})
 		}),

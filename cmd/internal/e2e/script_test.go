@@ -77,6 +77,9 @@ func TestMain(m *testing.M) {
 		// what a confined agent connecting to it gets (confine-sockets.txtar).
 		"sockserve": sockServe,
 		"sockprobe": sockProbe,
+		// tcpprobe HOST:PORT: what a sandboxed test connecting there gets
+		// ("connected" or "refused: ERROR").
+		"tcpprobe": tcpProbe,
 		// wt-exec-confine is wt-exec's confinement helper, run by wt-exec
 		// without root (wrapper/confine/userns.go).
 		"wt-exec-confine": confine.Helper,
@@ -172,6 +175,19 @@ func sockServe() {
 		c.Write([]byte("hello"))
 		c.Close()
 	}
+}
+
+func tcpProbe() {
+	if len(os.Args) != 2 {
+		os.Exit(2)
+	}
+	c, err := net.DialTimeout("tcp", os.Args[1], 5*time.Second)
+	if err != nil {
+		fmt.Println("refused:", err)
+		return
+	}
+	c.Close()
+	fmt.Println("connected")
 }
 
 func sockProbe() {
