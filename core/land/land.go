@@ -657,8 +657,8 @@ func (l *lander) ontoApproved(onto string) error {
 	}
 	return decision.New(decision.LandUngated, "%s is at %s, which no lander put there (wt's ledger records %s): it moved with every hook off, and the policy makes the lander its only writer; nothing lands on it",
 		l.pol.PublicationBranch, gitrepo.Short(onto), gitrepo.Short(led.Tip())).
-		WithHint("see the move: wt-admin --repo %s audit; then land on it as it is (wt-admin --repo %s land --accept-ungated ...) or put it back with the policy off for that one move: wt-admin --repo %s policy --publication-lease off && git -C %s update-ref %s %s %s && wt-admin --repo %s policy --publication-lease on",
-			l.opts.RepoArg, l.opts.RepoArg, l.opts.RepoArg, l.opts.RepoArg, l.ref, led.Tip(), onto, l.opts.RepoArg)
+		WithHint("see the move: wt-admin --repo %s audit; land on it as it is only if it is right: wt-admin --repo %s land --accept-ungated ...",
+			l.opts.RepoArg, l.opts.RepoArg)
 }
 
 // nextAttempt is the first attempt number from n on that no earlier

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -72,7 +74,20 @@ type FinishPlan struct {
 	Archive               []ArchivedRef `json:"archive"`
 	DeleteBranch          bool          `json:"delete_branch"`
 	ExpectedRecordVersion int           `json:"expected_record_version"`
+	// Leftovers are wt's refs of the task that go with it: its failed
+	// landing attempts (refs/wt/land/<task>/<n>, the lander's integrations)
+	// and the tips audit's restore kept aside (refs/wt/ungated/<task>/<n>)
+	// that the publication branch or an archive of the task contains.
+	// UngatedKept are those it does not: they stay, and finish says so.
+	Leftovers   []ArchivedRef `json:"leftovers,omitempty"`
+	UngatedKept []ArchivedRef `json:"ungated_kept,omitempty"`
 }
+
+// Prefixes of wt's refs of a task that finish removes with it (Leftovers).
+const (
+	LandAttemptPrefix = "refs/wt/land/"
+	UngatedPrefix     = "refs/wt/ungated/"
+)
 
 // FinishRequest names the task to finish: by its worktree's path or by its
 // task key (one of the two), on its owner's word.
@@ -92,6 +107,9 @@ type FinishResult struct {
 	DryRun        bool       `json:"dry_run"`
 	TransactionID string     `json:"transaction_id,omitempty"`
 	ResumedFrom   string     `json:"resumed_from,omitempty"`
+	// Remotes is what became of the task branch on each remote, once the
+	// task is finished (DeleteRemoteBranches).
+	Remotes []RemoteDeletion `json:"remotes,omitempty"`
 }
 
 // finishReceiptPayload is what a finished finish's receipt holds.
@@ -289,7 +307,50 @@ func planFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, a store.Alloca
 	if err := planArchive(ctx, r, &plan, refs, archive); err != nil {
 		return FinishPlan{}, err
 	}
+	planLeftovers(ctx, r, &plan, refs)
 	return plan, nil
+}
+
+// planLeftovers lists the task's landing attempts and kept ungated tips
+// (FinishPlan.Leftovers), in ref order.
+func planLeftovers(ctx context.Context, r *alloc.Repo, plan *FinishPlan, refs map[string]string) {
+	names := slices.Sorted(maps.Keys(refs))
+	for _, ref := range names {
+		for _, prefix := range []string{LandAttemptPrefix, UngatedPrefix} {
+			rest, ok := strings.CutPrefix(ref, prefix+plan.TaskKey+"/")
+			if _, err := strconv.Atoi(rest); !ok || err != nil {
+				continue // another task's (a key that begins with this one and a slash)
+			}
+			x := ArchivedRef{Ref: ref, OID: refs[ref]}
+			if prefix == UngatedPrefix && !containedIn(ctx, r, x.OID, plan) {
+				plan.UngatedKept = append(plan.UngatedKept, x)
+				continue
+			}
+			plan.Leftovers = append(plan.Leftovers, x)
+		}
+	}
+}
+
+// containedIn reports whether commit oid is in the publication tip, the
+// task branch (merged or archived by then) or an archive of the plan.
+func containedIn(ctx context.Context, r *alloc.Repo, oid string, plan *FinishPlan) bool {
+	for _, k := range append([]string{plan.PublicationOID, plan.BranchOID}, archiveOIDs(plan)...) {
+		if k == "" {
+			continue
+		}
+		if in, err := r.Git.IsAncestor(ctx, oid, k); err == nil && in {
+			return true
+		}
+	}
+	return false
+}
+
+func archiveOIDs(plan *FinishPlan) []string {
+	var out []string
+	for _, a := range plan.Archive {
+		out = append(out, a.OID)
+	}
+	return out
 }
 
 // finishRecords refuses a finish the store's records rule out: another
@@ -717,8 +778,22 @@ func removeCheckout(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
 }
 
 // deleteBranch deletes the task branch at the commit the plan proved kept
-// (merged or archived); gone already is fine, moved is drift.
+// (merged or archived), and then its leftovers (each at the commit
+// planned: one gone or moved since stays); gone already is fine, moved is
+// drift.
 func deleteBranch(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
+	if err := deleteTaskBranch(ctx, r, plan); err != nil {
+		return err
+	}
+	for _, x := range plan.Leftovers {
+		// Best effort: a leftover is wt's own ref, and one that moved is
+		// someone's again.
+		_, _ = r.Git.GitUnhooked(ctx, "update-ref", "-d", x.Ref, x.OID)
+	}
+	return nil
+}
+
+func deleteTaskBranch(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
 	if !plan.DeleteBranch {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
+	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/maint"
 	"github.com/wt-tool/wt/core/shell"
@@ -111,6 +112,15 @@ func (e *env) finishCommand() *ucli.Command {
 			}
 			res, err := maint.Finish(c.Context, r, maint.FinishRequest{Path: c.Args().First(), Task: c.String("task"),
 				Owner: c.String("owner"), Archive: c.Bool("archive"), Apply: c.String("apply")})
+			if decision.CodeOf(err) == decision.GCAlreadyApplied && c.String("apply") != "" {
+				// Finished already: its branch on the remotes goes now if
+				// it could not then.
+				if plan, ok, perr := maint.FinishedPlan(r, c.Args().First(), c.String("task")); perr == nil && ok {
+					for _, d := range maint.DeleteRemoteBranches(c.Context, r, plan, e.Stderr) {
+						fmt.Fprintf(e.Stderr, "%s: finish: %s\n", e.Bin, clikit.Clean(d.Message))
+					}
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -122,9 +132,15 @@ func (e *env) finishCommand() *ucli.Command {
 				if res.ResumedFrom != "" {
 					reason += "; resumed from phase " + res.ResumedFrom
 				}
+				res.Remotes = maint.DeleteRemoteBranches(c.Context, r, p, e.Stderr)
 			}
 			return e.Success(res.Code, reason, res, nil, func(w io.Writer) {
 				fmt.Fprintf(w, "%s: %s: %s\n", e.Bin, res.Code, clikit.Clean(reason))
+				for _, d := range res.Remotes {
+					if d.Outcome != maint.RemoteAbsent {
+						fmt.Fprintf(w, "remote %s: %s: %s\n", clikit.Clean(d.Remote), d.Outcome, clikit.Clean(d.Message))
+					}
+				}
 				if res.DryRun {
 					args := []string{"wt-admin", "--repo", r.Git.TopLevel, "finish", p.TargetPath, "--owner", p.Owner}
 					// Whether it archives is in the plan id: apply needs no --archive.
@@ -157,7 +173,21 @@ func finishSteps(p maint.FinishPlan) []string {
 	case p.Branch != "":
 		steps = append(steps, fmt.Sprintf("branch %s is already gone", p.Branch))
 	}
-	return append(steps, "release allocation "+p.AllocationID)
+	if len(p.Leftovers) > 0 {
+		var refs []string
+		for _, x := range p.Leftovers {
+			refs = append(refs, x.Ref)
+		}
+		steps = append(steps, "remove wt's refs of the task: "+strings.Join(refs, ", "))
+	}
+	for _, x := range p.UngatedKept {
+		steps = append(steps, fmt.Sprintf("keep %s (an ungated tip, at %s, that nothing else holds: look at it, then git update-ref -d %s %s)", x.Ref, gitrepo.Short(x.OID), x.Ref, x.OID))
+	}
+	steps = append(steps, "release allocation "+p.AllocationID)
+	if p.Branch != "" {
+		steps = append(steps, "then delete "+p.Branch+" on each remote that holds it at a commit kept (through the remote's fence)")
+	}
+	return steps
 }
 
 func (e *env) auditCommand() *ucli.Command {
