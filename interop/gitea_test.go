@@ -248,6 +248,98 @@ func TestGiteaFence(t *testing.T) {
 	}
 }
 
+// TestGiteaOpenPullRequest: with policy --forge gitea, finish that would
+// archive a task's work, and lease abandon of another's lease, refuse
+// while the task's branch has an open pull request on the real Gitea
+// (OPEN_PULL_REQUEST, naming it); once it is closed, finish goes on, and
+// deletes the branch on Gitea too. A token Gitea refuses is never taken
+// for "nothing open" (FORGE_UNREACHABLE).
+func TestGiteaOpenPullRequest(t *testing.T) {
+	env, run := wtTools(t)
+	top := t.TempDir()
+	g := startGitea(t, env)
+	if code, body := g.api("POST", "/user/repos", map[string]any{"name": "app", "default_branch": "main"}); code != 201 {
+		t.Fatalf("create repository: %d %s", code, body)
+	}
+	code, body := g.api("POST", "/users/"+g.user+"/tokens", map[string]any{"name": "wt", "scopes": []string{"read:repository"}})
+	var tok struct {
+		Sha1 string `json:"sha1"`
+	}
+	if code != 201 || json.Unmarshal([]byte(body), &tok) != nil || tok.Sha1 == "" {
+		t.Fatalf("make a token: %d %s", code, body)
+	}
+	tokenFile := filepath.Join(top, "gitea-token")
+	os.WriteFile(tokenFile, []byte(tok.Sha1+"\n"), 0o600)
+
+	repo := filepath.Join(top, "repo")
+	run(top, true, "git", "init", "-q", "-b", "main", repo)
+	run(repo, true, "git", "commit", "-q", "--allow-empty", "-m", "init")
+	run(repo, true, "git", "remote", "add", "origin", g.cloneURL("app"))
+	run(repo, true, "git", "push", "-q", "origin", "main")
+	run(repo, true, "wt-admin", "init")
+	run(repo, true, "wt-admin", "policy", "--forge", "gitea", "--forge-token-file", tokenFile)
+	w := filepath.Join(top, "w1")
+	run(repo, true, "wt-admin", "allocate", "--task", "T-1", "--owner", "alice", w)
+	run(w, true, "wt-exec", "--", "sh", "-c", "echo 1 > one && git add one && git commit -qm one && git push -q origin HEAD:refs/heads/wt/T-1")
+	// Gitea takes a pushed branch into its database in the background.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if code, _ := g.api("GET", "/repos/"+g.user+"/app/branches/wt%2FT-1", nil); code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Gitea does not show the pushed wt/T-1 after a minute")
+		}
+	}
+	code, body = g.api("POST", "/repos/"+g.user+"/app/pulls", map[string]any{"head": "wt/T-1", "base": "main", "title": "task T-1"})
+	var pr struct {
+		Number  int    `json:"number"`
+		HTMLURL string `json:"html_url"`
+	}
+	if code != 201 || json.Unmarshal([]byte(body), &pr) != nil || pr.Number == 0 {
+		t.Fatalf("open a pull request: %d %s", code, body)
+	}
+
+	out := run(repo, false, "wt-admin", "finish", "--task", "T-1", "--owner", "alice", "--archive")
+	if !strings.Contains(out, "OPEN_PULL_REQUEST: finish would archive task T-1's work and delete its branch: branch wt/T-1 has an open pull request on the forge: #"+fmt.Sprint(pr.Number)+" "+pr.HTMLURL) {
+		t.Fatalf("finish --archive with a pull request open:\n%s", out)
+	}
+	// A token Gitea refuses: not taken for "nothing open".
+	os.WriteFile(tokenFile, []byte("not-a-token\n"), 0o600)
+	if out := run(repo, false, "wt-admin", "finish", "--task", "T-1", "--owner", "alice", "--archive"); !strings.Contains(out, "FORGE_UNREACHABLE") {
+		t.Fatalf("finish with a refused token:\n%s", out)
+	}
+	os.WriteFile(tokenFile, []byte(tok.Sha1+"\n"), 0o600)
+	// A lease left by a dead holder of another client: its abandon, not
+	// the operator's, needs the proof too.
+	run(w, false, "wt-exec", "--client-id", "agent-1", "--", "sh", "-c", "kill -9 $PPID")
+	out = run(repo, false, "wt-admin", "lease", "abandon", w, "--client-id", "someone-else", "--reason", "its agent is gone")
+	if !strings.Contains(out, "OPEN_PULL_REQUEST: lease abandon would end the lease of") {
+		t.Fatalf("lease abandon with a pull request open:\n%s", out)
+	}
+
+	if code, body := g.api("PATCH", fmt.Sprintf("/repos/%s/app/pulls/%d", g.user, pr.Number), map[string]any{"state": "closed"}); code != 201 {
+		t.Fatalf("close the pull request: %d %s", code, body)
+	}
+	if out := run(repo, false, "wt-admin", "lease", "abandon", w, "--client-id", "someone-else", "--reason", "its agent is gone"); strings.Contains(out, "OPEN_PULL_REQUEST") {
+		t.Fatalf("lease abandon after the pull request was closed:\n%s", out)
+	}
+	run(repo, true, "wt-admin", "lease", "abandon", w, "--operator", "--reason", "its agent was killed")
+	out = run(repo, true, "wt-admin", "finish", "--task", "T-1", "--owner", "alice", "--archive")
+	plan := ""
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "plan_id "); ok {
+			plan = v
+		}
+	}
+	out = run(repo, true, "wt-admin", "finish", "--task", "T-1", "--owner", "alice", "--apply", plan)
+	if !strings.Contains(out, "remote origin: deleted: deleted wt/T-1 on origin") {
+		t.Fatalf("finish did not delete wt/T-1 on Gitea:\n%s", out)
+	}
+	if code, body := g.api("GET", "/repos/"+g.user+"/app/branches/wt%2FT-1", nil); code != 404 {
+		t.Fatalf("Gitea still has wt/T-1: %d %s", code, body)
+	}
+}
+
 // TestGiteaServerRoot: wt-hook install --server --server-root on Gitea's
 // repository root fences the repositories Gitea has, and, with the
 // template it writes set as init.templateDir in the git configuration

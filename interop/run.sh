@@ -15,8 +15,12 @@
 #           (interop/gitea_test.go): install --server beside Gitea's hooks,
 #           its branch protection kept, the fence refusing a tokenless
 #           push, the holder's and a nested wt-exec's pushes landing, the
-#           fence kept across gitea admin regenerate hooks; and the figure,
-#           a fenced push against a plain one (BenchmarkGiteaPush).
+#           fence kept across gitea admin regenerate hooks; policy --forge
+#           gitea: finish --archive and lease abandon refused while the
+#           task's branch has an open pull request (OPEN_PULL_REQUEST), a
+#           refused token not taken for none, and finish deleting the branch
+#           on Gitea once it is closed; and the figure, a fenced push
+#           against a plain one (BenchmarkGiteaPush).
 #   gitolite: Debian's gitolite3 behind a local sshd (interop/gitolite_test.go),
 #           fenced by docs/forges.md's recipe: a tokenless push refused, the
 #           holder's, a nested wt-exec's and a confined agent's landing,

@@ -299,6 +299,13 @@ const (
 	// (a private view, no authority): nothing was tested or moved
 	// (--test-unconfined runs it without).
 	LandTestUnconfined = "LAND_TEST_UNCONFINED"
+	// OpenPullRequest: the task's branch has an open pull request on the
+	// forge (policy --forge): its work is not archived, pruned or taken
+	// over while someone may be reviewing it.
+	OpenPullRequest = "OPEN_PULL_REQUEST"
+	// ForgeUnreachable: the forge cannot be asked whether the task's
+	// branch has an open pull request: not taken for none.
+	ForgeUnreachable = "FORGE_UNREACHABLE"
 	// LandWaitTimeout: land --wait --timeout D waited D for the
 	// publication lease or a task's writer.
 	LandWaitTimeout = "LAND_WAIT_TIMEOUT"
@@ -472,6 +479,8 @@ var codes = [...]string{
 	LandTipMoved,
 	LandUngated,
 	LandTestUnconfined,
+	OpenPullRequest,
+	ForgeUnreachable,
 	LandWaitTimeout,
 	NotReady,
 	Landed,

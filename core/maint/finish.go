@@ -192,7 +192,17 @@ func Finish(ctx context.Context, r *alloc.Repo, req FinishRequest) (FinishResult
 		res = FinishResult{Code: decision.FinishReady, Plan: plan, PlanID: id, DryRun: true}
 		return err
 	})
+	if err == nil && len(res.Plan.Archive) > 0 {
+		err = archivesOpenPR(ctx, r, res.Plan)
+	}
 	return res, err
+}
+
+// archivesOpenPR refuses a finish that archives a task's work while its
+// branch has an open pull request on the forge: someone may be reviewing
+// it (OPEN_PULL_REQUEST). Work that landed has nothing to review.
+func archivesOpenPR(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
+	return RefuseOpenPRFor(ctx, r, plan.Branch, fmt.Sprintf("finish would archive task %s's work and delete its branch", plan.TaskKey))
 }
 
 // liveAllocation is the ACTIVE or RETAINED allocation at target (a
@@ -619,6 +629,12 @@ func applyFinish(ctx context.Context, r *alloc.Repo, target string, req FinishRe
 		return res, err
 	}
 	plan := p.Plan
+	if seen == nil && len(plan.Archive) > 0 {
+		// Not begun yet: the forge is asked once more (outside the lock).
+		if err := archivesOpenPR(ctx, r, plan); err != nil {
+			return res, err
+		}
+	}
 	payload, err := json.Marshal(p)
 	if err != nil {
 		return res, err

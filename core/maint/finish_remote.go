@@ -11,6 +11,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/fleet"
+	"github.com/wt-tool/wt/core/forge"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
@@ -220,4 +221,56 @@ func finishToken(ctx context.Context, r *alloc.Repo, pol store.Policy, plan Fini
 		_ = sess.Release(context.WithoutCancel(ctx)) // Best effort: the key expires with its TTL.
 	}
 	return []string{token, fleet.SpaceOption + "=" + space}, release, nil
+}
+
+// refuseOpenPR refuses (OPEN_PULL_REQUEST, or FORGE_UNREACHABLE) when the
+// branch of allocation id has an open pull request on the forge the
+// policy names; what says what would have been done. Outside the store's
+// lock: it asks the forge.
+func refuseOpenPR(ctx context.Context, r *alloc.Repo, id, what string) error {
+	var branch string
+	err := r.Store.Read(func(tx *store.Tx) error {
+		a, err := tx.Allocation(id)
+		if err == nil && a.Branch != nil {
+			branch = *a.Branch
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return RefuseOpenPRFor(ctx, r, branch, what)
+}
+
+// RefuseOpenPRFor refuses (OPEN_PULL_REQUEST, or FORGE_UNREACHABLE) when
+// branch has an open pull request on the forge the policy names.
+func RefuseOpenPRFor(ctx context.Context, r *alloc.Repo, branch, what string) error {
+	pol, err := policy.Read(r.Store)
+	if err != nil {
+		return err
+	}
+	return forge.Refuse(ctx, r.Git, pol, branch, what)
+}
+
+// RefuseOpenPRAt is RefuseOpenPRFor for the branch of the live allocation
+// of the worktree at path (none: nothing to refuse).
+func RefuseOpenPRAt(ctx context.Context, r *alloc.Repo, path, what string) error {
+	target, err := proc.Canonical(path)
+	if err != nil {
+		return nil // the command itself says what is wrong with the path
+	}
+	var branch string
+	err = r.Store.Read(func(tx *store.Tx) error {
+		all, err := tx.Allocations()
+		for _, a := range all {
+			if a.Lifecycle != store.Released && a.Branch != nil && gitrepo.SameFile(a.WorktreePath, target) {
+				branch = *a.Branch
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return RefuseOpenPRFor(ctx, r, branch, what)
 }

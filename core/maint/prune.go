@@ -97,6 +97,12 @@ func Prune(ctx context.Context, r *alloc.Repo, path, owner, apply string) (Prune
 			res, err = planPrune(ctx, r, tx, target, owner)
 			return err
 		})
+		if err == nil {
+			err = refuseOpenPR(ctx, r, res.Plan.AllocationID, fmt.Sprintf("prune would release task %s's registration", res.Plan.TaskKey))
+		}
+		return res, err
+	}
+	if err := RefuseOpenPRAt(ctx, r, target, "prune would release the registration of "+target); err != nil {
 		return res, err
 	}
 	err = r.Store.WithGitAdmin(ctx, func() error {

@@ -48,13 +48,18 @@ type Change struct {
 	RequireOwner *string
 	// PublicationLease is on or off.
 	PublicationLease *string
+	// Forge is none, gitea or github; ForgeURL the forge's base URL ("":
+	// the remote's scheme and host); ForgeTokenFile an absolute path;
+	// ForgeRemote a git remote name.
+	Forge, ForgeURL, ForgeTokenFile, ForgeRemote *string
 }
 
 func (c Change) empty() bool {
 	return c.PublicationBranch == nil && c.Enforcement == nil && c.Unmanaged == nil && c.MaxActive == nil &&
 		c.Coordinator == nil && c.EtcdEndpoints == nil && c.FleetTTL == nil && c.FleetRemote == nil &&
 		c.EtcdCert == nil && c.EtcdKey == nil && c.EtcdCACert == nil && c.EtcdUser == nil && c.EtcdPasswordFile == nil &&
-		c.Confine == nil && c.ConfineAllow == nil && c.FleetServerFence == nil && c.FleetCaseSensitive == nil && c.BranchLayout == nil && c.RequireOwner == nil && c.PublicationLease == nil
+		c.Confine == nil && c.ConfineAllow == nil && c.FleetServerFence == nil && c.FleetCaseSensitive == nil && c.BranchLayout == nil && c.RequireOwner == nil && c.PublicationLease == nil &&
+		c.Forge == nil && c.ForgeURL == nil && c.ForgeTokenFile == nil && c.ForgeRemote == nil
 }
 
 // InitResult is what init did.
@@ -244,6 +249,48 @@ func applyBasics(ctx context.Context, g *gitrepo.Repo, next *store.Policy, c Cha
 				WithHint("pass --publication-lease on (only wt-admin land moves the publication branch) or --publication-lease off")
 		}
 	}
+	return applyForge(next, c)
+}
+
+// applyForge applies the forge's settings and checks them together.
+func applyForge(next *store.Policy, c Change) error {
+	if v := c.Forge; v != nil {
+		switch *v {
+		case "none", "":
+			next.Forge = ""
+		case store.ForgeGitea, store.ForgeGitHub:
+			next.Forge = *v
+		default:
+			return decision.New(decision.InvalidPolicy, "forge %q is not none, gitea or github", *v).
+				WithHint("pass --forge gitea --forge-token-file /ABS/FILE (Gitea or Forgejo), --forge github (through gh), or --forge none")
+		}
+	}
+	if v := c.ForgeURL; v != nil {
+		u := strings.TrimRight(strings.TrimSpace(*v), "/")
+		if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return decision.New(decision.InvalidPolicy, "forge-url %q is not an http(s) URL", *v).
+				WithHint("pass --forge-url https://HOST[:PORT] (the forge's base URL), or \"\" to take the remote's")
+		}
+		next.ForgeURL = u
+	}
+	if v := c.ForgeTokenFile; v != nil {
+		p := strings.TrimSpace(*v)
+		if p != "" && !filepath.IsAbs(p) {
+			return decision.New(decision.InvalidPolicy, "forge-token-file %q is not an absolute path", p).
+				WithHint("pass --forge-token-file /ABS/FILE (a file that holds the forge's API token)")
+		}
+		next.ForgeTokenFile = p
+	}
+	if v := c.ForgeRemote; v != nil {
+		next.ForgeRemote = strings.TrimSpace(*v)
+	}
+	if next.Forge == store.ForgeGitea && next.ForgeTokenFile == "" {
+		return decision.New(decision.InvalidPolicy, "forge gitea needs the file that holds its API token").
+			WithHint("pass --forge gitea --forge-token-file /ABS/FILE")
+	}
+	if next.Forge == "" {
+		next.ForgeURL, next.ForgeTokenFile, next.ForgeRemote = "", "", ""
+	}
 	return nil
 }
 
@@ -381,6 +428,10 @@ func policyDiffs(pol, next store.Policy) []Diff {
 	add("branch_layout", pol.Layout(), next.Layout())
 	add("require_owner", OnOff(pol.RequireOwner), OnOff(next.RequireOwner))
 	add("publication_lease", OnOff(pol.PublicationLease), OnOff(next.PublicationLease))
+	add("forge", forgeText(pol.Forge), forgeText(next.Forge))
+	add("forge_url", pol.ForgeURL, next.ForgeURL)
+	add("forge_token_file", pol.ForgeTokenFile, next.ForgeTokenFile)
+	add("forge_remote", pol.ForgeRemote, next.ForgeRemote)
 	return diffs
 }
 
@@ -463,6 +514,13 @@ func PublicationBaseline(g *gitrepo.Repo, s *store.Store, b string) error {
 		return nil
 	}
 	return ledger.Baseline(g.CommonDir, s.Root(), store.PublicationLedger, "refs/heads/"+b)
+}
+
+func forgeText(f string) string {
+	if f == "" {
+		return "none"
+	}
+	return f
 }
 
 // OnOff is a policy switch in words.

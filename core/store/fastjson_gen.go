@@ -261,6 +261,34 @@ func (x *Policy) DecodeFastJSON(d *strictjson.Dec) {
 			}
 			seen |= 0x400000
 			x.PublicationLease = d.Bool()
+		case "forge":
+			if seen&0x800000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x800000
+			x.Forge = d.String()
+		case "forge_url":
+			if seen&0x1000000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x1000000
+			x.ForgeURL = d.String()
+		case "forge_token_file":
+			if seen&0x2000000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x2000000
+			x.ForgeTokenFile = d.String()
+		case "forge_remote":
+			if seen&0x4000000 != 0 {
+				d.GiveUp()
+				return
+			}
+			seen |= 0x4000000
+			x.ForgeRemote = d.String()
 		default:
 			d.GiveUp()
 			return
@@ -378,6 +406,26 @@ func (x Policy) AppendFastJSON(e *strictjson.Enc, depth int) {
 	if x.PublicationLease {
 		e.Key(n, "\"publication_lease\"", depth)
 		e.Bool(x.PublicationLease)
+		n++
+	}
+	if len(x.Forge) != 0 {
+		e.Key(n, "\"forge\"", depth)
+		e.String(x.Forge)
+		n++
+	}
+	if len(x.ForgeURL) != 0 {
+		e.Key(n, "\"forge_url\"", depth)
+		e.String(x.ForgeURL)
+		n++
+	}
+	if len(x.ForgeTokenFile) != 0 {
+		e.Key(n, "\"forge_token_file\"", depth)
+		e.String(x.ForgeTokenFile)
+		n++
+	}
+	if len(x.ForgeRemote) != 0 {
+		e.Key(n, "\"forge_remote\"", depth)
+		e.String(x.ForgeRemote)
 		n++
 	}
 	e.Close(n, depth)

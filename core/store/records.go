@@ -111,7 +111,23 @@ type Policy struct {
 	// publication lease) the only writer of the publication branch: the
 	// gate refuses every other move of it (PUBLICATION_LEASE_REQUIRED).
 	PublicationLease bool `json:"publication_lease,omitempty"`
+	// Forge names the forge the repository's remote is on, whose open
+	// pull requests keep a task's work from being archived, pruned or its
+	// lease taken over (core/forge): gitea (Gitea or Forgejo, through its
+	// API, with the token in ForgeTokenFile, at ForgeURL or the remote's
+	// scheme and host), github (through the gh command), or absent (none).
+	// ForgeRemote is the remote it is (default origin).
+	Forge          string `json:"forge,omitempty"`
+	ForgeURL       string `json:"forge_url,omitempty"`
+	ForgeTokenFile string `json:"forge_token_file,omitempty"`
+	ForgeRemote    string `json:"forge_remote,omitempty"`
 }
+
+// Forges wt knows (Policy.Forge).
+const (
+	ForgeGitea  = "gitea"
+	ForgeGitHub = "github"
+)
 
 // EtcdAuth is how a client proves itself to etcd: files on the machine
 // that connects (never their contents), and a user name.

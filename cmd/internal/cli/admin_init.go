@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -38,6 +39,10 @@ func policyFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "branch-layout", Usage: "a new allocation's default branch: flat (wt/TASK) or task-dir (wt/TASK/work, a ref directory per task, so confinement keeps other tasks' branches out of reach)"},
 		&ucli.StringFlag{Name: "require-owner", Usage: "on: wt-exec in a governed worktree must name the task's owner (--owner) or consume a handoff reserved for its client; off (the default)"},
 		&ucli.StringFlag{Name: "publication-lease", Usage: "on: only wt-admin land, holding the publication lease, moves the publication branch (the gate refuses every other move: PUBLICATION_LEASE_REQUIRED); off (the default)"},
+		&ucli.StringFlag{Name: "forge", Usage: "the forge the remote is on, whose open pull requests keep a task from being archived, pruned or taken over (OPEN_PULL_REQUEST): gitea (Gitea or Forgejo, its API), github (through gh) or none"},
+		&ucli.StringFlag{Name: "forge-url", Usage: "the forge's base URL, e.g. https://git.example.com (default: the remote's scheme and host)"},
+		&ucli.StringFlag{Name: "forge-token-file", Usage: "gitea: the file that holds an API token with read access to the repository (an absolute path)"},
+		&ucli.StringFlag{Name: "forge-remote", Usage: "the git remote on the forge (default origin)"},
 	}
 }
 
@@ -50,7 +55,8 @@ func policyChange(c *ucli.Context) policy.Change {
 		EtcdUser: optString(c, "etcd-user"), EtcdPasswordFile: optString(c, "etcd-password-file"),
 		Confine: optString(c, "confine"), ConfineAllow: optString(c, "confine-allow"), FleetServerFence: optString(c, "fleet-server-fence"), FleetCaseSensitive: optString(c, "fleet-case-sensitive"),
 		BranchLayout: optString(c, "branch-layout"), RequireOwner: optString(c, "require-owner"),
-		PublicationLease: optString(c, "publication-lease")}
+		PublicationLease: optString(c, "publication-lease"),
+		Forge:            optString(c, "forge"), ForgeURL: optString(c, "forge-url"), ForgeTokenFile: optString(c, "forge-token-file"), ForgeRemote: optString(c, "forge-remote")}
 }
 
 func (e *env) initCommand() *ucli.Command {
@@ -164,6 +170,14 @@ func printPolicy(w io.Writer, p store.Policy) {
 	fmt.Fprintf(tw, "branch_layout\t%s (%s)\n", p.Layout(), p.TaskBranch("TASK"))
 	fmt.Fprintf(tw, "require_owner\t%s\n", policy.OnOff(p.RequireOwner))
 	fmt.Fprintf(tw, "publication_lease\t%s\n", policy.OnOff(p.PublicationLease))
+	switch p.Forge {
+	case store.ForgeGitea:
+		fmt.Fprintf(tw, "forge\tgitea at %s (remote %s; token in %s)\n", cmp.Or(p.ForgeURL, "the remote's host"), cmp.Or(p.ForgeRemote, "origin"), p.ForgeTokenFile)
+	case store.ForgeGitHub:
+		fmt.Fprintf(tw, "forge\tgithub through gh (remote %s)\n", cmp.Or(p.ForgeRemote, "origin"))
+	default:
+		fmt.Fprintf(tw, "forge\tnone\n")
+	}
 	tw.Flush()
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/lease"
+	"github.com/wt-tool/wt/core/maint"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -360,6 +361,13 @@ func (e *env) leaseAbandonCommand() *ucli.Command {
 			expect, err := expectOf(c)
 			if err != nil {
 				return err
+			}
+			if !c.Bool("operator") {
+				// Taking over another's task needs proof that nobody
+				// reviews its work (the operator decides past it).
+				if err := maint.RefuseOpenPRAt(c.Context, r, path, "lease abandon would end the lease of "+path); err != nil {
+					return err
+				}
 			}
 			res, err := lease.Abandon(r, path, c.String("reason"), c.Bool("operator"), caller, expect)
 			if err != nil {

@@ -343,8 +343,11 @@ const refLockSettle = 2 * time.Second
 // its config's, its HEAD's and loose refs', and each linked worktree's own
 // table stack's and HEAD's.
 func refLocks(common string) []string {
+	// The canonical checkout's index's (wt-admin land brings a clean
+	// checkout of the publication branch along with git read-tree -u -m:
+	// one killed meanwhile leaves it).
 	out := []string{filepath.Join(common, "reftable", "tables.list.lock"), filepath.Join(common, "packed-refs.lock"),
-		filepath.Join(common, "config.lock"), filepath.Join(common, "HEAD.lock")}
+		filepath.Join(common, "config.lock"), filepath.Join(common, "HEAD.lock"), filepath.Join(common, "index.lock")}
 	ents, _ := os.ReadDir(filepath.Join(common, "worktrees")) // none: no linked worktree to look in
 	for _, e := range ents {
 		out = append(out, filepath.Join(gitrepo.AdminDir(common, e.Name()), "reftable", "tables.list.lock"),

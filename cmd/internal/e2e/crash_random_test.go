@@ -29,6 +29,19 @@ func TestAllocateKilledAnywhere(t *testing.T) {
 	top, repo, _ := governed(t, 0)
 	t.Parallel() // after governed: wt-admin ran in this process there
 	run(t, repo, "wt-hook", "install").ok(t)
+	// A remote with wt's fence (local mode), and main under the
+	// publication lease: the landings move it by the lander's secret, and
+	// finish deletes a task's branch there through the fence.
+	remote := filepath.Join(top, "remote.git")
+	git(t, top, "init", "-q", "--bare", "-b", "main", remote)
+	run(t, remote, "wt-hook", "install", "--server").ok(t)
+	git(t, repo, "remote", "add", "origin", remote)
+	git(t, repo, "push", "-q", "origin", "main")
+	run(t, repo, "wt-admin", "policy", "--publication-lease", "on", "--fleet-server-fence", "on").ok(t)
+	testFlags := []string{"--test", "sleep 0.01"}
+	if !confineViews() {
+		testFlags = append(testFlags, "--test-unconfined")
+	}
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewSource(seed))
 	t.Logf("seed %d", seed)
@@ -127,8 +140,11 @@ func converge(t *testing.T, repo, path, task string) string {
 // TestCommandsKilledAnywhere runs state-changing commands one after another
 // (allocate, wt-exec grant and release, with --expect-generation and
 // --expect-head, retain, resume, lease abandon, handoff and transfer, prune
-// apply, backfill apply, land, hook install and uninstall) and kills each at a random moment, alone or with its process
-// group. After every kill, doctor's printed fixes, run as printed, reach
+// apply, backfill apply, land (its test in a sandbox, main under the
+// publication lease, the canonical checkout brought along) and land
+// --ready, finish apply of a landed task pushed to a fenced remote, hook
+// install and uninstall) and kills each at a random moment, alone or with
+// its process group. After every kill, doctor's printed fixes, run as printed, reach
 // DOCTOR_OK within a few rounds; and then every allocation has its
 // worktree, no git lock of a worktree is empty, and the user's own hook is
 // still there, as the hook or as the chained one.
@@ -142,6 +158,19 @@ func TestCommandsKilledAnywhere(t *testing.T) {
 	foreign := "#!/bin/sh\necho the user's own hook >/dev/null\n"
 	os.WriteFile(filepath.Join(hooksDir, "pre-commit"), []byte(foreign), 0o755)
 	run(t, repo, "wt-hook", "install").ok(t)
+	// A remote with wt's fence (local mode), and main under the
+	// publication lease: the landings move it by the lander's secret, and
+	// finish deletes a task's branch there through the fence.
+	remote := filepath.Join(top, "remote.git")
+	git(t, top, "init", "-q", "--bare", "-b", "main", remote)
+	run(t, remote, "wt-hook", "install", "--server").ok(t)
+	git(t, repo, "remote", "add", "origin", remote)
+	git(t, repo, "push", "-q", "origin", "main")
+	run(t, repo, "wt-admin", "policy", "--publication-lease", "on", "--fleet-server-fence", "on").ok(t)
+	testFlags := []string{"--test", "sleep 0.01"}
+	if !confineViews() {
+		testFlags = append(testFlags, "--test-unconfined")
+	}
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewSource(seed))
 	t.Logf("seed %d", seed)
@@ -217,7 +246,35 @@ func TestCommandsKilledAnywhere(t *testing.T) {
 			w := filepath.Join(top, fmt.Sprintf("l%d", i))
 			run(t, repo, "wt-admin", "allocate", "--task", fmt.Sprintf("L-%d", i), "--owner", "alice", w).ok(t)
 			runIdent(t, w, "wt-exec", "--", "sh", "-c", fmt.Sprintf("echo %d > l%d && git add l%d && git commit --no-verify -qm l%d", i, i, i, i)).ok(t)
-			return repo, []string{"wt-admin", "land", "--task", fmt.Sprintf("L-%d", i), "--test", "sleep 0.01"}
+			return repo, append([]string{"wt-admin", "land", "--task", fmt.Sprintf("L-%d", i)}, testFlags...)
+		},
+		func(i int) (string, []string) {
+			// A task marked ready (its tip recorded), then land --ready.
+			w := filepath.Join(top, fmt.Sprintf("q%d", i))
+			task := fmt.Sprintf("Q-%d", i)
+			run(t, repo, "wt-admin", "allocate", "--task", task, "--owner", "alice", w).ok(t)
+			runIdent(t, w, "wt-exec", "--", "sh", "-c", fmt.Sprintf("echo %d > q%d && git add q%d && git commit --no-verify -qm q%d", i, i, i, i)).ok(t)
+			run(t, repo, "wt-admin", "ready", task, "--owner", "alice").ok(t)
+			return repo, append([]string{"wt-admin", "land", "--ready"}, testFlags...)
+		},
+		func(i int) (string, []string) {
+			// A task pushed to the fenced remote, one failed attempt kept,
+			// then landed; then its finish's apply (the one killed): its
+			// attempt ref and its branch on the remote go with it.
+			w := filepath.Join(top, fmt.Sprintf("f%d", i))
+			task := fmt.Sprintf("F-%d", i)
+			run(t, repo, "wt-admin", "allocate", "--task", task, "--owner", "alice", w).ok(t)
+			runIdent(t, w, "wt-exec", "--", "sh", "-c", fmt.Sprintf("echo %d > f%d && git add f%d && git commit --no-verify -qm f%d && git push -q origin HEAD:refs/heads/wt/%s", i, i, i, i, task)).ok(t)
+			runIdent(t, repo, "wt-admin", append([]string{"land", "--task", task, "--test", "exit 1"}, testFlags[2:]...)...)
+			runIdent(t, repo, "wt-admin", "land", "--task", task).ok(t)
+			dry := run(t, repo, "wt-admin", "finish", "--task", task, "--owner", "alice", "--json").ok(t)
+			var env struct {
+				Decision struct {
+					PlanID string `json:"plan_id"`
+				} `json:"decision"`
+			}
+			json.Unmarshal([]byte(dry.stdout), &env)
+			return repo, []string{"wt-admin", "finish", "--task", task, "--owner", "alice", "--apply", env.Decision.PlanID}
 		},
 		func(int) (string, []string) { return repo, []string{"wt-hook", "uninstall"} },
 		func(int) (string, []string) { return repo, []string{"wt-hook", "install"} },
