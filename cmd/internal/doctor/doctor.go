@@ -14,8 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -77,6 +80,7 @@ func Run(ctx context.Context, dir string) (Report, error) {
 	rep.Repository = r.Git.TopLevel
 	var pol store.Policy
 	var tips, bases []string
+	live := map[string]bool{} // the task keys with a live allocation
 	repo := shell.Word(r.Git.TopLevel)
 	inv, invErr := r.Git.Inventory(ctx)
 	if invErr != nil {
@@ -112,12 +116,18 @@ func Run(ctx context.Context, dir string) (Report, error) {
 			rep.checkGates(tx, r, inv, allocs, repo)
 		}
 		tips = governedTips(pol, allocs)
+		for _, a := range allocs {
+			if a.Lifecycle != store.Released {
+				live[a.TaskKey] = true
+			}
+		}
 		bases = governedBases(r, pol, allocs)
 		return nil
 	})
 	if err == nil {
 		// Outside the store's lock: the walk reads every reachable object.
 		rep.checkObjects(ctx, r, tips, bases, repo)
+		rep.checkLeftovers(ctx, r, pol, live, repo)
 		rep.checkAudit(r, repo)
 	}
 	if err == nil && pol.FleetOn() {
@@ -331,6 +341,45 @@ func (rep *Report) checkRefLocks(r *alloc.Repo) {
 		rep.Findings = append(rep.Findings, Finding{Check: "refs", Subject: p,
 			Problem: fmt.Sprintf("%s: %s is held by no process (a git that died holding it): every update behind it fails until it is gone", decision.RefLockStale, p),
 			Fix:     "rm -f -- " + shell.Word(p)})
+	}
+}
+
+// checkLeftovers: wt's refs of a task that has ended (finished before
+// finish took them along, or released otherwise): its landing attempts,
+// which only the lander made, go; a kept ungated tip goes once the
+// publication branch holds it, else it is a note (someone's work that
+// nothing else holds: look before deleting it).
+func (rep *Report) checkLeftovers(ctx context.Context, r *alloc.Repo, pol store.Policy, live map[string]bool, repo string) {
+	refs, err := r.Git.Refs(ctx)
+	if err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "refs", Subject: "refs/wt/", Problem: "wt's refs cannot be listed: " + err.Error(), Hint: fmt.Sprintf("run git -C %s for-each-ref refs/wt/", repo)})
+		return
+	}
+	pub := refs["refs/heads/"+pol.PublicationBranch]
+	for _, ref := range slices.Sorted(maps.Keys(refs)) {
+		oid := refs[ref]
+		for _, prefix := range []string{maint.LandAttemptPrefix, maint.UngatedPrefix} {
+			rest, ok := strings.CutPrefix(ref, prefix)
+			i := strings.LastIndexByte(rest, '/')
+			if !ok || i <= 0 {
+				continue
+			}
+			if _, err := strconv.Atoi(rest[i+1:]); err != nil || live[rest[:i]] {
+				continue
+			}
+			task := rest[:i]
+			fix := fmt.Sprintf("git -C %s update-ref -d %s %s", repo, shell.Word(ref), oid)
+			if prefix == maint.UngatedPrefix {
+				if in, err := r.Git.IsAncestor(ctx, oid, pub); pub == "" || err != nil || !in {
+					rep.Notes = append(rep.Notes, Finding{Check: "refs", Subject: ref,
+						Problem: fmt.Sprintf("task %s has ended, and %s keeps an ungated tip (%s) that %s does not hold: look at it (git -C %s log %s), then delete it: %s", task, ref, gitrepo.Short(oid), pol.PublicationBranch, repo, oid, fix)})
+					continue
+				}
+			}
+			rep.Findings = append(rep.Findings, Finding{Check: "refs", Subject: ref,
+				Problem: fmt.Sprintf("task %s has ended, and %s is left of it (%s): nothing needs it", task, ref, map[bool]string{true: "a landing attempt", false: "an ungated tip the publication branch holds"}[prefix == maint.LandAttemptPrefix]),
+				Fix:     fix})
+		}
 	}
 }
 
