@@ -142,6 +142,9 @@ func (e *env) finishCommand() *ucli.Command {
 					}
 				}
 				if res.DryRun {
+					if out, err := r.Git.Git(c.Context, true, "remote"); err == nil && p.Branch != "" && len(strings.Fields(string(out))) > 0 {
+						fmt.Fprintf(w, "then: delete %s on each remote that holds it at a commit kept (%s; through the remote's fence)\n", p.Branch, strings.Join(strings.Fields(string(out)), ", "))
+					}
 					args := []string{"wt-admin", "--repo", r.Git.TopLevel, "finish", p.TargetPath, "--owner", p.Owner}
 					// Whether it archives is in the plan id: apply needs no --archive.
 					fmt.Fprintf(w, "plan_id %s\nnext: %s --apply %s\n", res.PlanID, shell.Words(args...), res.PlanID)
@@ -183,11 +186,7 @@ func finishSteps(p maint.FinishPlan) []string {
 	for _, x := range p.UngatedKept {
 		steps = append(steps, fmt.Sprintf("keep %s (an ungated tip, at %s, that nothing else holds: look at it, then git update-ref -d %s %s)", x.Ref, gitrepo.Short(x.OID), x.Ref, x.OID))
 	}
-	steps = append(steps, "release allocation "+p.AllocationID)
-	if p.Branch != "" {
-		steps = append(steps, "then delete "+p.Branch+" on each remote that holds it at a commit kept (through the remote's fence)")
-	}
-	return steps
+	return append(steps, "release allocation "+p.AllocationID)
 }
 
 func (e *env) auditCommand() *ucli.Command {
