@@ -512,8 +512,7 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 	}
 	attempt := rec.Attempts
 	for ; ; tr.Retries++ {
-		ws, d := l.quiescent(a)
-		if d != nil {
+		if _, d := l.quiescent(a); d != nil {
 			return fail(d)
 		}
 		if err := l.r.Store.Read(func(tx *store.Tx) error { return sameTask(tx, a, l.opts.RepoArg) }); err != nil {
@@ -603,7 +602,8 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		}
 		// The test took time: the writer, the task and its tip once more,
 		// the writer's lease record again in the intent's own section.
-		if ws, d = l.quiescent(a); d != nil {
+		ws, d := l.quiescent(a)
+		if d != nil {
 			return fail(d)
 		}
 		if err := l.r.Store.Read(func(tx *store.Tx) error { return sameTask(tx, a, l.opts.RepoArg) }); err != nil {

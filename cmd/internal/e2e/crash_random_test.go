@@ -29,19 +29,6 @@ func TestAllocateKilledAnywhere(t *testing.T) {
 	top, repo, _ := governed(t, 0)
 	t.Parallel() // after governed: wt-admin ran in this process there
 	run(t, repo, "wt-hook", "install").ok(t)
-	// A remote with wt's fence (local mode), and main under the
-	// publication lease: the landings move it by the lander's secret, and
-	// finish deletes a task's branch there through the fence.
-	remote := filepath.Join(top, "remote.git")
-	git(t, top, "init", "-q", "--bare", "-b", "main", remote)
-	run(t, remote, "wt-hook", "install", "--server").ok(t)
-	git(t, repo, "remote", "add", "origin", remote)
-	git(t, repo, "push", "-q", "origin", "main")
-	run(t, repo, "wt-admin", "policy", "--publication-lease", "on", "--fleet-server-fence", "on").ok(t)
-	testFlags := []string{"--test", "sleep 0.01"}
-	if !confineViews() {
-		testFlags = append(testFlags, "--test-unconfined")
-	}
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewSource(seed))
 	t.Logf("seed %d", seed)
