@@ -706,10 +706,11 @@ func BenchmarkFencedPush(b *testing.B) {
 
 // BenchmarkExecFloor runs `X /bin/true` for the wrapper floor (a static Go
 // program that runs its arguments in a new process group and waits) and
-// wt-exec on a governed worktree, unconfined and confined, interleaved in
-// one run; the per-run times (medians of the run's) are ns/run-*, and what each adds to
-// /bin/true is compared with what the floor adds (wt-added/floor-added,
-// confine-added/floor-added).
+// wt-exec on a governed worktree, unconfined, confined and sandboxed (land's
+// test), interleaved in one run; the per-run times (medians of the run's) are
+// ns/run-*, and what each adds to /bin/true is compared with what the floor
+// adds (wt-added/floor-added, confine-added/floor-added,
+// sandbox-added/floor-added).
 func BenchmarkExecFloor(b *testing.B) {
 	wtexec, wrapper := shippedExec(b), floor(b, "wrapper")
 	_, wts := benchRepo(b, 1, 9)
@@ -722,6 +723,9 @@ func BenchmarkExecFloor(b *testing.B) {
 		{"floor", []string{wrapper, "/bin/true"}},
 		{"wt-exec", []string{wtexec, "-C", wts[0], "--", "/bin/true"}},
 		{"wt-exec-confine", []string{wtexec, "-C", wts[0], "--confine", "--", "/bin/true"}},
+		// What wt-admin land's test runs in: a sandbox (its admin dir in
+		// the view, home caches private layers, a network namespace).
+		{"wt-exec-sandbox", []string{wtexec, "-C", wts[0], "--sandbox", "--", "/bin/true"}},
 	}
 	// WT_BENCH_BEFORE (see BenchmarkCommitHooks): an earlier build's
 	// wt-exec on a worktree of its own, for a before/after from one run.
@@ -745,6 +749,7 @@ func BenchmarkExecFloor(b *testing.B) {
 	if floorAdded > 0 {
 		b.ReportMetric((per["wt-exec"]-per["true"])/floorAdded, "wt-added/floor-added")
 		b.ReportMetric((per["wt-exec-confine"]-per["true"])/floorAdded, "confine-added/floor-added")
+		b.ReportMetric((per["wt-exec-sandbox"]-per["true"])/floorAdded, "sandbox-added/floor-added")
 		if _, ok := per["wt-exec-before"]; ok {
 			b.ReportMetric((per["wt-exec-before"]-per["true"])/floorAdded, "before-added/floor-added")
 			b.ReportMetric((per["wt-exec-confine-before"]-per["true"])/floorAdded, "confine-before-added/floor-added")
