@@ -12,8 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -82,6 +87,19 @@ func (s *supervisor) serveBroker(c gitrepo.Checkout, task string, conn net.Conn)
 	defer conn.Close()
 	var req brokerRequest
 	reply := BrokerReply{Code: 2}
+	peer, why := s.peerOfRun(conn)
+	if why != "" {
+		// Not this run's: whatever it asks is refused, and recorded. The
+		// request is read (bounded) only to say what was asked.
+		_ = conn.SetReadDeadline(time.Now().Add(time.Second)) // Best effort: a silent peer.
+		_ = json.NewDecoder(io.LimitReader(conn, 64<<10)).Decode(&req)
+		d := decision.New(decision.BrokerPeerRefused, "this wt-exec passes on requests of its own run only, and %s", why).
+			WithHint("run wt-admin from inside the run whose worktree it is, or from outside any run")
+		s.recordRefusal(task, peer, req.Args, d.Message)
+		reply = BrokerReply{Code: 125, Stderr: "wt-exec: refused: " + d.Error() + "\n"}
+		_ = json.NewEncoder(conn).Encode(reply) // Best effort: the asker may be gone.
+		return
+	}
 	if err := json.NewDecoder(io.LimitReader(conn, 64<<10)).Decode(&req); err != nil {
 		reply.Stderr = "wt-exec: refused: USAGE: not a request: " + err.Error() + "\n"
 	} else if args, err := brokeredArgs(c, task, req); err != nil {
@@ -99,6 +117,64 @@ func (s *supervisor) serveBroker(c gitrepo.Checkout, task string, conn net.Conn)
 		reply = s.runAdmin(args)
 	}
 	_ = json.NewEncoder(conn).Encode(reply) // Best effort: the asker may be gone.
+}
+
+// peerOfRun reads who connected (SO_PEERCRED: the kernel's word, not the
+// peer's) and says why it is not a process of this run ("" when it is):
+// another user, or a process that does not descend from this wt-exec (the
+// command and all it started descend from it: wt-exec is their
+// subreaper). A run's broker socket can be found by any run that looks for
+// it (a socket made after a run started is not covered in its view), so
+// the socket's name is no proof of anything.
+func (s *supervisor) peerOfRun(conn net.Conn) (*unix.Ucred, string) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return nil, "the connection is not a Unix socket's"
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return nil, "its peer cannot be read: " + err.Error()
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil || cerr != nil {
+		return nil, fmt.Sprintf("its peer cannot be read: %v", errors.Join(err, cerr))
+	}
+	if int(cred.Uid) != os.Getuid() {
+		return cred, fmt.Sprintf("the connecting process (pid %d) is another user's (uid %d)", cred.Pid, cred.Uid)
+	}
+	self, err := proc.Self()
+	if err != nil {
+		return cred, "this wt-exec's own identity cannot be read: " + err.Error()
+	}
+	in, err := proc.NewReader().HasAncestor(int(cred.Pid), self)
+	if err != nil {
+		return cred, fmt.Sprintf("whether the connecting process (pid %d) is of this run cannot be read: %v", cred.Pid, err)
+	}
+	if !in {
+		return cred, fmt.Sprintf("the connecting process (pid %d) is not: it does not descend from this wt-exec (pid %d)", cred.Pid, self.PID)
+	}
+	return cred, ""
+}
+
+// recordRefusal records a refused broker request in the store (event
+// broker_request_refused): who asked (the kernel's word), what, and why.
+// Best effort: the refusal stands without it.
+func (s *supervisor) recordRefusal(task string, peer *unix.Ucred, args []string, why string) {
+	if s.repo == nil {
+		return
+	}
+	detail := map[string]any{"task": task, "args": args, "why": why}
+	if peer != nil {
+		detail["peer_pid"], detail["peer_uid"] = peer.Pid, peer.Uid
+	}
+	id := ""
+	if s.grant != nil {
+		id = s.grant.Allocation.AllocationID
+	}
+	if err := s.repo.Store.Write(func(tx *store.Tx) error { return tx.LogEvent("broker_request_refused", id, detail) }); err != nil {
+		s.notify("a refused broker request could not be recorded: " + err.Error())
+	}
 }
 
 // brokeredArgs checks a request and returns the wt-admin arguments that

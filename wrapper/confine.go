@@ -120,7 +120,11 @@ func Explain(opts Options, branch string, pol store.Policy) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(head, conf.Explain(c.TopLevel)...), nil
+	broker := "  broker   wt-admin ready, lease handoff and lease transfer of its own task and worktree pass through this wt-exec's socket ($WT_EXEC_BROKER); it answers processes of this run only (the kernel's SO_PEERCRED: this user, descending from this wt-exec), and refuses (BROKER_PEER_REFUSED) and records every other"
+	if opts.Sandbox {
+		broker = "  broker   none: a sandbox passes nothing on"
+	}
+	return append(append(head, conf.Explain(c.TopLevel)...), broker), nil
 }
 
 // confineMode is the run's confinement mode: --confine or --no-confine,

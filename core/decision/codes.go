@@ -108,7 +108,11 @@ const (
 	ViewLeft = "VIEW_LEFT"
 	// RefsUnpublished: a confined run moved refs other than its task
 	// branch in its private view; they are listed and not published.
-	RefsUnpublished    = "REFS_UNPUBLISHED"
+	RefsUnpublished = "REFS_UNPUBLISHED"
+	// BrokerPeerRefused: a request to a wt-exec's broker from a process
+	// that is not of its run (another run, another user): refused, and
+	// recorded (event broker_request_refused).
+	BrokerPeerRefused  = "BROKER_PEER_REFUSED"
 	CommandNotFound    = "COMMAND_NOT_FOUND"
 	CommandNotRunnable = "COMMAND_NOT_EXECUTABLE"
 
@@ -387,6 +391,7 @@ var codes = [...]string{
 	PublishConflict,
 	PublishFailed,
 	RefsUnpublished,
+	BrokerPeerRefused,
 	ViewLeft,
 	PushLocalRemoteConfined,
 	CommandNotFound,

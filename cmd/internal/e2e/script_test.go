@@ -80,6 +80,9 @@ func TestMain(m *testing.M) {
 		// tcpprobe HOST:PORT: what a sandboxed test connecting there gets
 		// ("connected" or "refused: ERROR").
 		"tcpprobe": tcpProbe,
+		// brokerask SOCKET JSON: sends JSON to a wt-exec's broker and
+		// prints the reply (a request wt-admin would never make).
+		"brokerask": brokerAsk,
 		// wt-exec-confine is wt-exec's confinement helper, run by wt-exec
 		// without root (wrapper/confine/userns.go).
 		"wt-exec-confine": confine.Helper,
@@ -175,6 +178,21 @@ func sockServe() {
 		c.Write([]byte("hello"))
 		c.Close()
 	}
+}
+
+func brokerAsk() {
+	if len(os.Args) != 3 {
+		os.Exit(2)
+	}
+	c, err := net.Dial("unix", os.Args[1])
+	if err != nil {
+		fmt.Println("refused:", err)
+		return
+	}
+	defer c.Close()
+	c.Write([]byte(os.Args[2] + "\n"))
+	b, _ := io.ReadAll(c)
+	fmt.Print(string(b))
 }
 
 func tcpProbe() {
@@ -476,7 +494,7 @@ func TestScripts(t *testing.T) {
 				ts.Check(err)
 				first := filepath.Join(bin, "wt-exec")
 				ts.Check(os.WriteFile(first, b, 0o755))
-				for _, name := range []string{"wt-admin", "wt-hook", "wt-gate", "wt-exec-confine", "sockprobe"} {
+				for _, name := range []string{"wt-admin", "wt-hook", "wt-gate", "wt-exec-confine", "sockprobe", "agentloop", "brokerask"} {
 					ts.Check(os.Link(first, filepath.Join(bin, name)))
 				}
 				ts.Check(filepath.WalkDir(work, func(p string, d os.DirEntry, err error) error {
