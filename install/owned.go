@@ -25,7 +25,7 @@ import (
 // wt-hook uninstall puts core.hooksPath back as it was.
 
 // OwnDirName is wt's own hooks dir, in the common dir.
-const OwnDirName = "wt-hooks"
+const OwnDirName = gitrepo.OwnHooksDirName
 
 // chainFile, in wt's own hooks dir, holds the hooks path wt took over (as
 // configured, relative or not) and whether it was the repository's own

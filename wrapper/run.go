@@ -187,6 +187,15 @@ func Run(opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if !opts.Nested && c.Key != gitrepo.MainKey && os.Getenv(ConfinedEnv) == "" {
+		// Before any git runs there: what an earlier run left in the
+		// worktree's admin dir that git, or a program after it, would trip
+		// on or run (a FIFO as HEAD, a planted core.hooksPath) is put
+		// aside.
+		if err := quarantineAdmin(repo, c, opts.Notify); err != nil {
+			return res, err
+		}
+	}
 	if opts.CheckGate != nil && !opts.Nested && c.Key != gitrepo.MainKey {
 		if err := opts.CheckGate(c); err != nil {
 			return res, err
@@ -303,6 +312,13 @@ func Run(opts Options) (Result, error) {
 	}
 	s.superviseInto(&res)
 	s.stopBroker()
+	if s.tmpDir != "" {
+		// A confined run's real admin dir is its own to write: what it
+		// left there is judged before anyone else's git runs there.
+		if err := quarantineAdmin(repo, c, s.notify); err != nil {
+			s.notify("the run's admin dir could not be checked: " + err.Error())
+		}
+	}
 	// A confined run's moves of its branch are in its view: the gate's
 	// approvals are judged against the view's reflog, before it goes.
 	rc := c
@@ -325,6 +341,16 @@ func Run(opts Options) (Result, error) {
 	s.removeTempDir()
 	s.child.DropCgroup()
 	return res, nil
+}
+
+// quarantineAdmin puts aside what worktree c's admin dir holds that git
+// would trip on or run (alloc.QuarantineAdmin), and says what it did.
+func quarantineAdmin(repo *alloc.Repo, c gitrepo.Checkout, notify func(string)) error {
+	q, err := repo.QuarantineAdmin(context.Background(), c.Key)
+	if len(q) > 0 {
+		notify(decision.AdminDirUnsafe + ": " + alloc.DescribeQuarantine(c.TopLevel, q))
+	}
+	return err
 }
 
 func scan() (lease.Evidence, error) {

@@ -49,6 +49,11 @@ const (
 
 // Successes and informational outcomes (exit 0).
 const (
+	// AdminDirQuarantined: wt-admin quarantine put aside what a
+	// worktree's admin dir held (kept under wt's store, each with the
+	// command that puts it back); AdminDirClean: it held nothing to.
+	AdminDirQuarantined     = "ADMIN_DIR_QUARANTINED"
+	AdminDirClean           = "ADMIN_DIR_CLEAN"
 	StoreInitialized        = "STORE_INITIALIZED"
 	StoreAlreadyInitialized = "STORE_ALREADY_INITIALIZED"
 	PolicyShown             = "POLICY_SHOWN"
@@ -109,6 +114,11 @@ const (
 	// RefsUnpublished: a confined run moved refs other than its task
 	// branch in its private view; they are listed and not published.
 	RefsUnpublished = "REFS_UNPUBLISHED"
+	// AdminDirUnsafe: a governed worktree's admin dir holds what git, or
+	// a program after it, would trip on or run (a FIFO or symlink as
+	// HEAD, a planted core.hooksPath, an executable): wt-admin quarantine
+	// puts it aside.
+	AdminDirUnsafe = "ADMIN_DIR_UNSAFE"
 	// BrokerPeerRefused: a request to a wt-exec's broker from a process
 	// that is not of its run (another run, another user): refused, and
 	// recorded (event broker_request_refused).
@@ -362,6 +372,8 @@ var codes = [...]string{
 	GitFailed,
 	Internal,
 	Usage,
+	AdminDirQuarantined,
+	AdminDirClean,
 	StoreInitialized,
 	StoreAlreadyInitialized,
 	PolicyShown,
@@ -391,6 +403,7 @@ var codes = [...]string{
 	PublishConflict,
 	PublishFailed,
 	RefsUnpublished,
+	AdminDirUnsafe,
 	BrokerPeerRefused,
 	ViewLeft,
 	PushLocalRemoteConfined,

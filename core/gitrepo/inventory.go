@@ -210,7 +210,7 @@ func checkAdminFiles(commonDir string) error {
 			fi, err := os.Stat(p)
 			if err == nil && !fi.Mode().IsRegular() && bad == nil {
 				bad = decision.New(decision.InvalidMetadata, "%s is not a regular file (%s): git would block reading it", p, fi.Mode().Type()).
-					WithHint("look at it and remove it by hand (git worktree repair can rewrite gitdir; a lock is only a file): ls -l %s", shell.Word(p)).
+					WithHint("see what to put aside, and the command that does: wt-admin --repo %s doctor", shell.Word(canonicalOf(commonDir))).
 					WithFact("file", p)
 			}
 		}

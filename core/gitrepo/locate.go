@@ -113,7 +113,13 @@ func checkoutAt(top, dotgit string, isDir bool) (Checkout, error) {
 	}
 	head, err := ReadHead(c.GitDir, c.CommonDir)
 	if err != nil {
-		return c, decision.Wrap(decision.InvalidTarget, err, "read HEAD of %s", top)
+		d := decision.Wrap(decision.InvalidTarget, err, "read HEAD of %s", top)
+		if c.Key != MainKey {
+			// Planted (a FIFO, a symlink): put aside from the canonical
+			// checkout, where no git reads this worktree's HEAD.
+			d = d.WithHint("put it aside: wt-admin --repo %s quarantine %s", shell.Word(canonicalOf(c.CommonDir)), shell.Word(top))
+		}
+		return c, d
 	}
 	c.Branch = head.Branch()
 	c.Detached = c.Branch == ""
@@ -332,4 +338,13 @@ func DiagnoseCheckout(dir string) *decision.Error {
 func PointsBack(commonDir, key, path string) bool {
 	gd, err := gitdirOf(filepath.Join(path, ".git"))
 	return err == nil && same(gd, AdminDir(commonDir, key))
+}
+
+// canonicalOf is the canonical checkout of the repository with common dir
+// commonDir (its parent, for a .git common dir), else the common dir.
+func canonicalOf(commonDir string) string {
+	if filepath.Base(commonDir) == ".git" {
+		return filepath.Dir(commonDir)
+	}
+	return commonDir
 }

@@ -24,8 +24,9 @@ import (
 // worktreeConfigAllowed are the only keys a governed worktree's
 // config.worktree may set (lower case, as git compares them): sparse
 // checkout and identity, and core.hooksPath (where git older than 2.54
-// finds wt's gate for that worktree: every git wt runs on a governed
-// worktree has it set to /dev/null on its command line, HooksOff), nothing
+// finds wt's gate for that worktree, and only wt's own hooks dir: every
+// git wt runs on a governed worktree has it set to /dev/null on its
+// command line, HooksOff, but the operator's own git does not), nothing
 // that names a program wt's git would run; and the inert data keys worktree
 // managers keep there (ccmanager's parent branch), which git never reads.
 var worktreeConfigAllowed = map[string]bool{
@@ -33,6 +34,14 @@ var worktreeConfigAllowed = map[string]bool{
 	"user.name": true, "user.email": true, "core.hookspath": true,
 	"ccmanager.parentbranch": true,
 }
+
+// OwnHooksDirName is wt's own hooks dir in the common dir (install's): the
+// only core.hooksPath a governed worktree's config.worktree may name.
+const OwnHooksDirName = "wt-hooks"
+
+// OwnHooksDir is wt's own hooks dir of the repository with common dir
+// commonDir.
+func OwnHooksDir(commonDir string) string { return filepath.Join(commonDir, OwnHooksDirName) }
 
 // VerifyMetadata checks that the linked worktree key of commonDir, whose
 // checkout wt records at path, is what git's files say: path/.git is a
@@ -71,6 +80,10 @@ func VerifyMetadata(commonDir, key, path string) error {
 	}
 	if back, err := CheckoutOf(commonDir, key); err != nil || !same(back, path) {
 		return untrusted("its admin dir's gitdir names %s, not %s", filepath.Join(back, ".git"), dotgit)
+	}
+	if hp, ok := worktreeHooksPath(filepath.Join(admin, "config.worktree")); ok && !same(hp, OwnHooksDir(commonDir)) {
+		return decision.New(decision.GitMetadataUntrusted, "worktree %s: its config.worktree sets core.hooksPath to %s, not wt's own hooks dir %s: a commit there would run whatever that directory holds", path, hp, OwnHooksDir(commonDir)).
+			WithHint("git config --file %s core.hooksPath %s", shell.Word(filepath.Join(admin, "config.worktree")), shell.Word(OwnHooksDir(commonDir)))
 	}
 	if bad, err := worktreeConfigKeys(filepath.Join(admin, "config.worktree")); err != nil {
 		return untrusted("its config.worktree cannot be read safely: %v", err)

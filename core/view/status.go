@@ -284,6 +284,7 @@ func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, erro
 		if err := p.landings(); err != nil {
 			return err
 		}
+		p.adminDirs(all)
 		if res.Publication, err = ReadPublication(tx); err != nil {
 			return err
 		}
@@ -330,6 +331,32 @@ func behindCheckouts(ctx context.Context, r *alloc.Repo, inv []gitrepo.Worktree,
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// adminDirs raises an alarm on each row whose worktree's admin dir holds
+// what git, or a program after it, would trip on or run
+// (gitrepo.CheckAdmin, which runs no git).
+func (p *statusPass) adminDirs(all []store.Allocation) {
+	for _, a := range all {
+		if a.Lifecycle == store.Released || a.WorktreeKey == "" || a.WorktreeKey == gitrepo.MainKey {
+			continue
+		}
+		ps := gitrepo.CheckAdmin(p.r.Git.CommonDir, a.WorktreeKey, p.r.AdminExpect(a))
+		if len(ps) == 0 {
+			continue
+		}
+		var what []string
+		for _, x := range ps {
+			what = append(what, x.Rel+" "+x.Why)
+		}
+		for i := range p.res.Rows {
+			if p.res.Rows[i].AllocationID == a.AllocationID {
+				p.res.Rows[i].Problems = append([]Problem{{Alarm: true, Code: decision.AdminDirUnsafe,
+					Message: "its admin dir holds what git, or a program after it, would trip on or run: " + strings.Join(what, "; "),
+					Fix:     fmt.Sprintf("wt-admin --repo %s quarantine %s", p.repoArg, shell.Word(a.WorktreePath))}}, p.res.Rows[i].Problems...)
+			}
+		}
+	}
 }
 
 // statusPass is one status reading, inside one shared section.

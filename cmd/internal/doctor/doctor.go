@@ -66,7 +66,7 @@ type Report struct {
 // at all is a finding, not an error: doctor is what a person runs when
 // something is wrong.
 func Run(ctx context.Context, dir string) (Report, error) {
-	rep := Report{Checked: []string{"store", "hooks", "leases", "registrations", "prune", "journals", "gates", "objects", "audit", "publication"}, Findings: []Finding{}, Notes: []Finding{}}
+	rep := Report{Checked: []string{"store", "admin", "hooks", "leases", "registrations", "prune", "journals", "gates", "objects", "audit", "publication"}, Findings: []Finding{}, Notes: []Finding{}}
 	r, err := alloc.Open(ctx, dir)
 	switch decision.CodeOf(err) {
 	case "":
@@ -82,9 +82,16 @@ func Run(ctx context.Context, dir string) (Report, error) {
 	var tips, bases []string
 	live := map[string]bool{} // the task keys with a live allocation
 	repo := shell.Word(r.Git.TopLevel)
+	// The admin dirs first, without git: a FIFO as a worktree's HEAD would
+	// hang the git worktree list below, and its fix must not.
+	adminFix := rep.checkAdminDirs(r, repo)
 	inv, invErr := r.Git.Inventory(ctx)
 	if invErr != nil {
-		rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: "git worktree list", Problem: invErr.Error(), Hint: "run git worktree list in the repository"})
+		f := Finding{Check: "gates", Subject: "git worktree list", Problem: invErr.Error(), Hint: fmt.Sprintf("run git -C %s worktree list", repo)}
+		if adminFix != "" {
+			f.Hint, f.Fix = "", adminFix
+		}
+		rep.Findings = append(rep.Findings, f)
 	}
 	rep.checkHooks(ctx, r)
 	rep.checkRefLocks(r)
@@ -381,6 +388,33 @@ func (rep *Report) checkLeftovers(ctx context.Context, r *alloc.Repo, pol store.
 				Fix:     fix})
 		}
 	}
+}
+
+// checkAdminDirs: what a governed worktree's admin dir holds that git, or
+// a program after it, would trip on or run (alloc.CheckAdminDirs: a FIFO
+// or symlink as HEAD, a planted core.hooksPath, an executable); its fix
+// puts it aside. It returns the first fix ("" for none).
+func (rep *Report) checkAdminDirs(r *alloc.Repo, repo string) string {
+	checks, err := r.CheckAdminDirs("")
+	if err != nil {
+		rep.store(err)
+		return ""
+	}
+	first := ""
+	for _, c := range checks {
+		var what []string
+		for _, p := range c.Problems {
+			what = append(what, p.Rel+" "+p.Why)
+		}
+		fix := fmt.Sprintf("wt-admin --repo %s quarantine %s", repo, shell.Word(c.Allocation.WorktreePath))
+		rep.Findings = append(rep.Findings, Finding{Check: "admin", Subject: c.Allocation.WorktreePath,
+			Problem: fmt.Sprintf("%s: task %s's admin dir holds what git, or a program after it, would trip on or run: %s", decision.AdminDirUnsafe, c.Allocation.TaskKey, strings.Join(what, "; ")),
+			Fix:     fix})
+		if first == "" {
+			first = fix
+		}
+	}
+	return first
 }
 
 // refLockSettle is how old a lock file must be before doctor asks who
