@@ -334,9 +334,6 @@ func (a *agentPlan) explain() []string {
 	if a == nil {
 		return nil
 	}
-	if a.name == sandboxProfile {
-		return nil // its layers are in the rules' words
-	}
 	out := []string{"  agent    profile " + a.name}
 	for _, o := range a.overlays {
 		out = append(out, "  agent    its own: "+o.path+" (what its runs write there is kept in "+filepath.Dir(o.upper)+"; the real directory is unchanged)")

@@ -44,7 +44,14 @@ const Env = store.ConfinedEnv
 // defaultWritable are the directories under $HOME that agents keep their
 // own state and caches in, writable by a confined command when they exist
 // (docs/decisions.md, "Confinement"). $XDG_CACHE_HOME replaces ~/.cache.
+// With a private view each is a layer of the run's own (homeLayer): a
+// build cache, a module cache, a package cache each hold code that later
+// programs run, so what a run writes there reaches none of them.
 var defaultWritable = []string{".cache", ".npm", "go/pkg/mod"}
+
+// viewCaches are more caches a run with a view writes in a layer of its
+// own (with Landlock's rules alone they stay read-only).
+var viewCaches = []string{".cargo", ".m2"}
 
 // devices are the device files a confined command may open for writing
 // (and use ioctls on): the null devices, its controlling terminal
@@ -231,7 +238,11 @@ func New(in Input) (*Plan, error) {
 	}
 	var defaults []string
 	if in.Home != "" && filepath.IsAbs(in.Home) {
-		for _, d := range defaultWritable {
+		dirs := defaultWritable
+		if guard.mode == GuardView {
+			dirs = append(slices.Clone(dirs), viewCaches...)
+		}
+		for _, d := range dirs {
 			if d == ".cache" && in.CacheHome != "" {
 				continue
 			}
@@ -249,20 +260,17 @@ func New(in Input) (*Plan, error) {
 			conf.Dropped = append(conf.Dropped, Rule{d, "holds " + clash})
 			continue
 		}
-		if in.Sandbox {
-			if err := sandboxLayer(guard, d, in.DryRun); err != nil {
+		if guard.mode == GuardView {
+			if err := homeLayer(guard, d, in.DryRun); err != nil {
 				_ = guard.view.Remove() // Best effort: the layers just made.
 				return nil, err
 			}
-			conf.Rules = append(conf.Rules, Rule{d, "a cache: a private layer of the run's, thrown away when it ends (the real one is unchanged)"})
+			conf.Rules = append(conf.Rules, Rule{d, "a cache: a layer of the run's own over it, thrown away when it ends (the real one is read, never written)"})
 			continue
 		}
-		conf.Rules = append(conf.Rules, Rule{d, "an agent's state or cache"})
+		conf.Rules = append(conf.Rules, Rule{d, "an agent's state or cache (no private view: the real one)"})
 	}
 	conf.Rules = append(conf.Rules, allowed...)
-	if in.Sandbox {
-		conf.agent = guard.agent
-	}
 	if guard.mode == GuardView {
 		var allow []string
 		for _, p := range append([]string{in.SSHAuthSock}, in.AllowSockets...) {
@@ -280,22 +288,17 @@ func New(in Input) (*Plan, error) {
 	return conf, nil
 }
 
-// sandboxProfile names the layers of a sandbox's home caches, kept as an
-// agent profile's own layers are (no profile applies to a sandbox).
-const sandboxProfile = "(sandbox)"
-
-// sandboxLayer gives a sandboxed run a private layer over the home
-// directory's cache d (an overlay mounted in its namespace: the real d
-// below, read-only, the layer in the view's directory, removed with it),
-// so that what the run writes there reaches no later program: a build
-// cache, a module cache, a package cache each run code others run.
-func sandboxLayer(g *refGuard, d string, dryRun bool) error {
-	if g.agent == nil {
-		g.agent = &agentPlan{name: sandboxProfile}
-	}
-	layer := filepath.Join(g.view.Dir, "home", strconv.Itoa(len(g.agent.overlays)))
+// homeLayer gives a run with a private view a layer of its own over the
+// home directory's cache d (an overlay mounted in its namespace: the real
+// d below, read-only, so a warm cache still serves; the layer in the
+// view's directory, removed with it), so that what the run writes there
+// reaches no later program, unconfined or another agent: a build cache, a
+// module cache, a package cache each hold code others run. Mounting it
+// costs the same whatever the cache holds.
+func homeLayer(g *refGuard, d string, dryRun bool) error {
+	layer := filepath.Join(g.view.Dir, "home", strconv.Itoa(len(g.home)))
 	o := agentOverlay{path: d, upper: filepath.Join(layer, "upper"), work: filepath.Join(layer, "work")}
-	g.agent.overlays = append(g.agent.overlays, o)
+	g.home = append(g.home, o)
 	g.view.workDirs = append(g.view.workDirs, o.work)
 	if dryRun {
 		return nil

@@ -346,6 +346,7 @@ func (p *Publisher) Unpublished(ctx context.Context) ([]string, error) {
 func upperRefs(v *View) (map[string]bool, error) {
 	up := v.Upper()
 	moved := map[string]bool{}
+	seen := map[string]bool{}
 	err := filepath.WalkDir(filepath.Join(up, "refs"), func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			if os.IsNotExist(err) {
@@ -361,6 +362,7 @@ func upperRefs(v *View) (map[string]bool, error) {
 			return err
 		}
 		name := filepath.ToSlash(rel)
+		seen[name] = true
 		if seed, ok := v.seeded[name]; ok && d.Type().IsRegular() {
 			if b, err := os.ReadFile(p); err == nil && string(b) == seed {
 				return nil // the copy seed made, untouched
@@ -371,6 +373,15 @@ func upperRefs(v *View) (map[string]bool, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	// A copy seed made that is gone was deleted in the view: its
+	// directory is opaque there, so a deletion leaves no whiteout, only
+	// the copy's absence (another task's branch beside this one's, in the
+	// flat layout).
+	for name := range v.seeded {
+		if !seen[name] {
+			moved[name] = true
+		}
 	}
 	mine, err := packedRefs(filepath.Join(up, "packed-refs"))
 	if err != nil || mine == nil {

@@ -50,11 +50,14 @@ type helperRequest struct {
 	Copies   [][2]string `json:"copies"`
 	Hide     []string    `json:"hide"`
 	Overlays [][3]string `json:"overlays"`
-	Signals  bool        `json:"signals"`
-	Sandbox  bool        `json:"sandbox"`
-	ABI      int         `json:"abi"`
-	Path     string      `json:"path"`
-	Argv     []string    `json:"argv"`
+	// Home is how many of Overlays, first, are the run's layers over the
+	// home caches (the rest are the profile's).
+	Home    int      `json:"home"`
+	Signals bool     `json:"signals"`
+	Sandbox bool     `json:"sandbox"`
+	ABI     int      `json:"abi"`
+	Path    string   `json:"path"`
+	Argv    []string `json:"argv"`
 }
 
 // canUserNS reports whether this kernel lets an ordinary user make a user
@@ -95,6 +98,10 @@ func (c *Plan) forkUserNS(terminals []string, path string, argv []string, attr *
 	for _, r := range c.Rules {
 		req.Write = append(req.Write, r.Path)
 	}
+	for _, o := range c.guard.home {
+		req.Overlays = append(req.Overlays, [3]string{o.path, o.upper, o.work})
+	}
+	req.Home = len(c.guard.home)
 	if c.agent != nil {
 		req.Protect = c.agent.protect
 		for _, p := range c.agent.private {
@@ -221,9 +228,12 @@ func Helper() {
 			fail("error:" + err.Error())
 		}
 	}
-	if len(req.Protect) > 0 || len(req.Copies) > 0 || len(req.Overlays) > 0 {
+	for _, o := range req.Overlays[:min(req.Home, len(req.Overlays))] {
+		g.home = append(g.home, agentOverlay{path: o[0], upper: o[1], work: o[2]})
+	}
+	if rest := req.Overlays[min(req.Home, len(req.Overlays)):]; len(req.Protect) > 0 || len(req.Copies) > 0 || len(rest) > 0 {
 		g.agent = &agentPlan{protect: req.Protect}
-		for _, o := range req.Overlays {
+		for _, o := range rest {
 			g.agent.overlays = append(g.agent.overlays, agentOverlay{path: o[0], upper: o[1], work: o[2]})
 		}
 		for _, c := range req.Copies {

@@ -163,6 +163,9 @@ type refGuard struct {
 	// agent is the agent profile's plan, whose protected and private
 	// files are mounts of the namespace.
 	agent *agentPlan
+	// home are the run's private layers over the home directory's caches
+	// (homeLayer), mounted before the profile's own layers.
+	home []agentOverlay
 	// hide are the sockets covered in the namespace (sockets.go).
 	hide []string
 }
@@ -396,6 +399,22 @@ func (g *refGuard) mountView() error {
 	return g.coverSockets()
 }
 
+// overlay mounts layer o over its directory in the run's namespace; a
+// volatile one (thrown away with the run) is never synced to disk, which
+// an overlay otherwise does when its namespace goes.
+func (g *refGuard) overlay(source string, o agentOverlay, volatile bool) error {
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", overlayEscape(o.path), overlayEscape(o.upper), overlayEscape(o.work))
+	if volatile {
+		opts += ",volatile"
+	}
+	if g.view.userNS {
+		opts += ",userxattr"
+	} else {
+		opts += ",index=off,redirect_dir=off,metacopy=off,xino=off"
+	}
+	return unix.Mount(source, o.path, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts)
+}
+
 // coverSockets binds the view's empty file, read-only, over each socket
 // the run may not reach. One gone meanwhile needs no cover.
 func (g *refGuard) coverSockets() error {
@@ -428,19 +447,20 @@ func (g *refGuard) coverSockets() error {
 // agentMounts makes the agent profile's mounts: each protected file or
 // directory read-only over itself, each private copy over its file.
 func (g *refGuard) agentMounts() error {
+	// The run's own layers over the home caches first: a profile's own
+	// layer over a directory inside one (~/.cache/opencode) goes on top.
+	for _, o := range g.home {
+		if err := g.overlay("wt-home", o, true); err != nil {
+			return fmt.Errorf("mount the run's own layer over %s: %w", o.path, err)
+		}
+	}
 	if g.agent == nil {
 		return nil
 	}
 	// The profile's own layers first: protect's read-only binds go on
 	// top of them.
 	for _, o := range g.agent.overlays {
-		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", overlayEscape(o.path), overlayEscape(o.upper), overlayEscape(o.work))
-		if g.view.userNS {
-			opts += ",userxattr"
-		} else {
-			opts += ",index=off,redirect_dir=off,metacopy=off,xino=off"
-		}
-		if err := unix.Mount("wt-agent", o.path, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		if err := g.overlay("wt-agent", o, false); err != nil {
 			return fmt.Errorf("mount the profile's own %s: %w", o.path, err)
 		}
 	}
