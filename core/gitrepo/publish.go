@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/wt-tool/wt/core/safefile"
 )
 
 // What wt-exec runs to publish a confined run's branch from its private
@@ -224,7 +226,11 @@ func ImportAll(ctx context.Context, common, from string) (int, error) {
 	}
 	idx, _ := filepath.Glob(filepath.Join(from, "pack", "pack-*.idx"))
 	for _, f := range idx {
-		b, err := os.ReadFile(f)
+		// A confined run's file: never a blocking read of what it planted.
+		b, err := safefile.Read(f, 1<<32, safefile.NoFollow)
+		if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrSymlink) {
+			continue // not a pack's index (a FIFO planted there): nothing of git's
+		}
 		if err != nil {
 			return 0, err
 		}

@@ -2,7 +2,9 @@ package confine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -274,7 +277,9 @@ func (p *Publisher) Unpublished(ctx context.Context) ([]string, error) {
 	var moved map[string]bool
 	if table {
 		// Nothing moved while the stack is the one the run started with.
-		now, err := os.ReadFile(filepath.Join(p.view.Upper(), "reftable", "tables.list"))
+		// The run's own file: read so that nothing planted there (a FIFO)
+		// can hang the end of the run.
+		now, err := safefile.Read(filepath.Join(p.view.Upper(), "reftable", "tables.list"), 1<<20, safefile.NoFollow)
 		if err != nil {
 			return nil, err
 		}
@@ -404,10 +409,11 @@ func upperRefs(v *View) (map[string]bool, error) {
 	return moved, nil
 }
 
-// packedRefs reads a packed-refs file (nil when there is none).
+// packedRefs reads a packed-refs file (nil when there is none): one the
+// run wrote in its view too, so never blocking on what it planted there.
 func packedRefs(file string) (map[string]string, error) {
-	b, err := os.ReadFile(file)
-	if os.IsNotExist(err) {
+	b, err := safefile.Read(file, 1<<30, safefile.NoFollow)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
