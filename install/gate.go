@@ -543,6 +543,120 @@ func copyManagerDir(ctx context.Context, g *gitrepo.Repo, path string) (string, 
 	return fmt.Sprintf("%s: copied %s from the main checkout (the hook manager's generated hooks dir, core.hooksPath %s)", path, rel, raw), nil
 }
 
+// RefreshManagerDir puts worktree c's copy of the hook manager's
+// generated hooks dir (the in-tree dir wt's own hooks chain to, husky's
+// .husky/_: untracked, one per worktree) back to the main checkout's when
+// they differ: a run that changed it there (a confined agent may write its
+// worktree) would have its code run by the next commit made in the
+// worktree, the operator's included. The changed copy is kept aside under
+// wt's store (quarantine/<key>/), and what was done is said ("" when
+// nothing was). It runs no git: the chain is read from wt's own hooks dir.
+func RefreshManagerDir(c gitrepo.Checkout) (string, error) {
+	src, dst, rel, differ, err := ManagerDirDrift(c)
+	if err != nil || len(differ) == 0 {
+		return "", err
+	}
+	keep := filepath.Join(store.Root(c.CommonDir), "quarantine", c.Key, time.Now().UTC().Format("20060102T150405.000000000Z"), "worktree", rel)
+	if err := os.MkdirAll(filepath.Dir(keep), 0o700); err != nil {
+		return "", err
+	}
+	if err := os.Rename(dst, keep); err != nil {
+		return "", err
+	}
+	if err := copyRegular(src, dst); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s: the hooks %s that wt's hooks run there differed from the main checkout's (%s): put back from it; the changed copy is kept in %s",
+		c.TopLevel, rel, strings.Join(differ, ", "), keep), nil
+}
+
+// ManagerDirDrift compares worktree c's copy of the hook manager's
+// generated hooks dir (rel, in the worktree at dst) with the main
+// checkout's (src): differ lists what is not as the main checkout has it
+// (RefreshManagerDir). Nothing when there is no such dir.
+func ManagerDirDrift(c gitrepo.Checkout) (src, dst, rel string, differ []string, err error) {
+	if c.Key == gitrepo.MainKey || c.TopLevel == "" {
+		return "", "", "", nil, nil
+	}
+	raw, _, err := readChain(OwnDir(c.CommonDir))
+	if err != nil || raw == "" {
+		// wt did not take core.hooksPath (git 2.54 and later run wt's
+		// gate from configuration): git runs the manager's dir itself.
+		raw = repoHooksPath(c.CommonDir)
+	}
+	if raw == "" || filepath.IsAbs(raw) || strings.HasPrefix(raw, "~") {
+		return "", "", "", nil, nil // no chain, or one outside the worktrees: nothing of the run's
+	}
+	rel = filepath.Clean(raw)
+	if rel == "." || strings.HasPrefix(rel, "..") || filepath.Base(c.CommonDir) != ".git" {
+		return "", "", "", nil, nil
+	}
+	src, dst = filepath.Join(filepath.Dir(c.CommonDir), rel), filepath.Join(c.TopLevel, rel)
+	if fi, err := os.Stat(src); err != nil || !fi.IsDir() || gitrepo.SameFile(src, dst) {
+		return "", "", "", nil, nil
+	}
+	differ, err = treeDrift(src, dst)
+	return src, dst, rel, differ, err
+}
+
+// repoHooksPath is core.hooksPath as the repository's own config (the
+// common dir's config file) sets it, read without git ("" when unset or
+// unreadable): only a relative one matters here, one in each worktree.
+func repoHooksPath(common string) string {
+	b, err := safefile.Read(filepath.Join(common, "config"), 1<<20, safefile.Follows)
+	if err != nil {
+		return ""
+	}
+	section, value := "", ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				continue
+			}
+			section = strings.ToLower(strings.TrimSpace(line[1:end]))
+			line = strings.TrimSpace(line[end+1:])
+		}
+		name, v, ok := strings.Cut(line, "=")
+		if ok && section == "core" && strings.EqualFold(strings.TrimSpace(name), "hookspath") {
+			value = strings.Trim(strings.TrimSpace(v), "\"")
+		}
+	}
+	return value
+}
+
+// treeDrift lists the files of dst that are not as src has them: another
+// content or mode, not a regular file, or not in src at all.
+func treeDrift(src, dst string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == dst {
+				return filepath.SkipAll
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(dst, p)
+		if d.IsDir() {
+			return nil
+		}
+		sfi, serr := os.Lstat(filepath.Join(src, rel))
+		dfi, derr := d.Info()
+		if serr != nil || derr != nil || !d.Type().IsRegular() || !sfi.Mode().IsRegular() || sfi.Mode().Perm() != dfi.Mode().Perm() {
+			out = append(out, rel)
+			return nil
+		}
+		a, err1 := safefile.Read(filepath.Join(src, rel), 16<<20, safefile.NoFollow)
+		b, err2 := safefile.Read(p, 16<<20, safefile.NoFollow)
+		if err1 != nil || err2 != nil || string(a) != string(b) {
+			out = append(out, rel)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // copyRegular copies the regular files and directories under src to dst
 // (which must not exist), with their modes; anything else is skipped.
 func copyRegular(src, dst string) error {

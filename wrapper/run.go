@@ -124,6 +124,11 @@ type Options struct {
 	// whether commits in the linked worktree c meet wt's gate; an error
 	// refuses the run (it may put the gate back and say so instead).
 	CheckGate func(c gitrepo.Checkout) error
+	// AfterConfined, when set, is called once a confined command and
+	// everything it started have ended, with the lease still held: what
+	// it could write in its worktree that a later commit there runs (a
+	// hook manager's generated hooks dir) is checked there.
+	AfterConfined func(c gitrepo.Checkout)
 	// ExplainUngated, when set, says why moves of the task branch during
 	// the run met no gate, from what a commit in c meets now ("" when it
 	// cannot tell).
@@ -317,6 +322,9 @@ func Run(opts Options) (Result, error) {
 		// left there is judged before anyone else's git runs there.
 		if err := quarantineAdmin(repo, c, s.notify); err != nil {
 			s.notify("the run's admin dir could not be checked: " + err.Error())
+		}
+		if opts.AfterConfined != nil {
+			opts.AfterConfined(c)
 		}
 	}
 	// A confined run's moves of its branch are in its view: the gate's

@@ -401,6 +401,26 @@ func (rep *Report) checkAdminDirs(r *alloc.Repo, repo string) string {
 		return ""
 	}
 	first := ""
+	// The hooks wt's hooks run from each worktree's own copy of a hook
+	// manager's generated dir (husky's .husky/_): a run may have changed
+	// them; the next wt-exec there puts them back.
+	var allocs []store.Allocation
+	_ = r.Store.Read(func(tx *store.Tx) error { // Best effort: the store's own check says what it cannot read.
+		var err error
+		allocs, err = tx.Allocations()
+		return err
+	})
+	for _, a := range allocs {
+		if a.Lifecycle == store.Released || a.WorktreeKey == "" || a.WorktreeKey == gitrepo.MainKey {
+			continue
+		}
+		c := gitrepo.Checkout{CommonDir: r.Git.CommonDir, Key: a.WorktreeKey, TopLevel: a.WorktreePath}
+		if _, _, rel, differ, err := install.ManagerDirDrift(c); err == nil && len(differ) > 0 {
+			rep.Findings = append(rep.Findings, Finding{Check: "admin", Subject: a.WorktreePath,
+				Problem: fmt.Sprintf("the hooks %s that wt's hooks run in task %s's worktree differ from the main checkout's (%s): the next commit there would run them", rel, a.TaskKey, strings.Join(differ, ", ")),
+				Fix:     fmt.Sprintf("wt-exec -C %s --no-confine -- true", shell.Word(a.WorktreePath))})
+		}
+	}
 	for _, c := range checks {
 		var what []string
 		for _, p := range c.Problems {

@@ -138,6 +138,7 @@ func (r *run) main(args []string) (*wrapper.Result, error) {
 	verbose := l.Bool("verbose")
 	opts.Granted = func(g lease.Grant) { r.tellGrant(g, verbose) }
 	opts.CheckGate = r.checkGate
+	opts.AfterConfined = r.refreshHooks
 	opts.ExplainUngated = explainUngated
 	res, err := wrapper.Run(opts)
 	switch code := decision.CodeOf(err); {

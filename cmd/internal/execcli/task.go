@@ -135,6 +135,7 @@ func ensureHooks(ctx context.Context, g *gitrepo.Repo) error {
 // meet wt's gate (install.CheckWorktree): it puts the gate back, and says
 // so before the command starts, or refuses the launch.
 func (r *run) checkGate(c gitrepo.Checkout) error {
+	r.refreshHooks(c)
 	gc, err := install.CheckWorktree(context.Background(), c, install.HookBinaryBeside)
 	if err != nil {
 		return err
@@ -151,6 +152,19 @@ func (r *run) checkGate(c gitrepo.Checkout) error {
 			decision.HooksInstalled, textout.Clean(c.TopLevel), textout.Clean(gc.Repaired), textout.Clean(gc.By))
 	}
 	return nil
+}
+
+// refreshHooks puts the hook manager's generated hooks dir of worktree c
+// back to the main checkout's when a run changed it
+// (install.RefreshManagerDir), and says so.
+func (r *run) refreshHooks(c gitrepo.Checkout) {
+	did, err := install.RefreshManagerDir(c)
+	switch {
+	case err != nil:
+		fmt.Fprintf(r.stderr, "wt-exec: warning: the hooks wt's hooks run in %s cannot be checked against the main checkout's: %s\n", textout.Clean(c.TopLevel), textout.Clean(err.Error()))
+	case did != "":
+		fmt.Fprintf(r.stderr, "wt-exec: warning: %s\n", textout.Clean(did))
+	}
 }
 
 // explainUngated says why a move of the task branch met no gate, from what
