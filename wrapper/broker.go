@@ -95,7 +95,7 @@ func (s *supervisor) serveBroker(c gitrepo.Checkout, task string, conn net.Conn)
 		_ = json.NewDecoder(io.LimitReader(conn, 64<<10)).Decode(&req)
 		d := decision.New(decision.BrokerPeerRefused, "this wt-exec passes on requests of its own run only, and %s", why).
 			WithHint("run wt-admin from inside the run whose worktree it is, or from outside any run")
-		s.recordRefusal(task, peer, req.Args, d.Message)
+		s.recordRefusal(c, task, peer, req.Args, d.Message)
 		reply = BrokerReply{Code: 125, Stderr: "wt-exec: refused: " + d.Error() + "\n"}
 		_ = json.NewEncoder(conn).Encode(reply) // Best effort: the asker may be gone.
 		return
@@ -160,19 +160,27 @@ func (s *supervisor) peerOfRun(conn net.Conn) (*unix.Ucred, string) {
 // recordRefusal records a refused broker request in the store (event
 // broker_request_refused): who asked (the kernel's word), what, and why.
 // Best effort: the refusal stands without it.
-func (s *supervisor) recordRefusal(task string, peer *unix.Ucred, args []string, why string) {
-	if s.repo == nil {
+//
+// It runs beside the run (the broker's goroutine): it opens the store of
+// its own, and names the run by its worktree, not by what the run's
+// goroutine is writing.
+func (s *supervisor) recordRefusal(c gitrepo.Checkout, task string, peer *unix.Ucred, args []string, why string) {
+	st, err := store.Open(c.CommonDir)
+	if err != nil {
+		s.notify("a refused broker request could not be recorded: " + err.Error())
 		return
 	}
-	detail := map[string]any{"task": task, "args": args, "why": why}
+	detail := map[string]any{"task": task, "worktree": c.TopLevel, "args": args, "why": why}
 	if peer != nil {
 		detail["peer_pid"], detail["peer_uid"] = peer.Pid, peer.Uid
 	}
-	id := ""
-	if s.grant != nil {
-		id = s.grant.Allocation.AllocationID
-	}
-	if err := s.repo.Store.Write(func(tx *store.Tx) error { return tx.LogEvent("broker_request_refused", id, detail) }); err != nil {
+	if err := st.Write(func(tx *store.Tx) error {
+		id := ""
+		if b, ok, err := tx.Binding(c.Key); err == nil && ok {
+			id = b.AllocationID
+		}
+		return tx.LogEvent("broker_request_refused", id, detail)
+	}); err != nil {
 		s.notify("a refused broker request could not be recorded: " + err.Error())
 	}
 }
