@@ -118,3 +118,37 @@ func TestCheckAdmin(t *testing.T) {
 		}
 	})
 }
+
+// TestWorktreeConfigKeys pins what a worktree's config.worktree may say:
+// wt's own hook switches run nothing and pass; any other subsection, and
+// a wt hook section that names a program, does not.
+func TestWorktreeConfigKeys(t *testing.T) {
+	cases := []struct {
+		text string
+		bad  bool
+	}{
+		{"[core]\n\thooksPath = /dev/null\n", false},
+		{"[hook \"wt-reference-transaction\"]\n\tenabled = false\n", false},
+		{"[hook \"wt-pre-commit\"]\n\tEnabled = false\n[hook \"wt-pre-push\"]\n\tenabled = false\n", false},
+		{"[hook \"wt-pre-commit\"]\n\tcommand = /tmp/evil\n", true},
+		{"[hook \"wt-pre-commit\"]\n\tevent = pre-commit\n", true},
+		{"[hook \"mine\"]\n\tenabled = true\n", true},
+		{"[hook \"wt-\"]\n\tenabled = false\n", true},
+		{"[filter \"lfs\"]\n\tclean = /tmp/evil\n", true},
+		{"[include]\n\tpath = /tmp/x\n", true},
+		{"[hook \"wt-pre-commit\"]\n\tenabled = fal\\\nse\n", true},
+	}
+	for _, c := range cases {
+		p := filepath.Join(t.TempDir(), "config.worktree")
+		if err := os.WriteFile(p, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		bad, err := worktreeConfigKeys(p)
+		if err != nil {
+			t.Fatalf("%q: %v", c.text, err)
+		}
+		if (bad != "") != c.bad {
+			t.Errorf("%q: got bad=%q, want bad=%v", c.text, bad, c.bad)
+		}
+	}
+}

@@ -43,6 +43,14 @@ const OwnHooksDirName = "wt-hooks"
 // commonDir.
 func OwnHooksDir(commonDir string) string { return filepath.Join(commonDir, OwnHooksDirName) }
 
+// hooksPathAllowed reports whether a governed worktree's own
+// core.hooksPath may be hp: wt's own hooks dir (own), or /dev/null, which
+// runs nothing (it switches the gate off there, which the gate's check
+// reports and wt-exec puts back; no program of anyone's runs from it).
+func hooksPathAllowed(hp, own string) bool {
+	return hp == "/dev/null" || same(hp, own)
+}
+
 // VerifyMetadata checks that the linked worktree key of commonDir, whose
 // checkout wt records at path, is what git's files say: path/.git is a
 // file naming the admin dir commonDir/worktrees/key, the admin dir's
@@ -81,7 +89,7 @@ func VerifyMetadata(commonDir, key, path string) error {
 	if back, err := CheckoutOf(commonDir, key); err != nil || !same(back, path) {
 		return untrusted("its admin dir's gitdir names %s, not %s", filepath.Join(back, ".git"), dotgit)
 	}
-	if hp, ok := worktreeHooksPath(filepath.Join(admin, "config.worktree")); ok && !same(hp, OwnHooksDir(commonDir)) {
+	if hp, ok := worktreeHooksPath(filepath.Join(admin, "config.worktree")); ok && !hooksPathAllowed(hp, OwnHooksDir(commonDir)) {
 		return decision.New(decision.GitMetadataUntrusted, "worktree %s: its config.worktree sets core.hooksPath to %s, not wt's own hooks dir %s: a commit there would run whatever that directory holds", path, hp, OwnHooksDir(commonDir)).
 			WithHint("git config --file %s core.hooksPath %s", shell.Word(filepath.Join(admin, "config.worktree")), shell.Word(OwnHooksDir(commonDir)))
 	}
@@ -136,10 +144,18 @@ func worktreeConfigKeys(p string) (string, error) {
 		}
 		if line[0] == '[' {
 			end := strings.IndexByte(line, ']')
-			if end < 0 || strings.ContainsAny(line[1:end], "\" ") {
-				return line, nil // a subsection ("filter \"x\"", "includeIf ..."): never allowed
+			if end < 0 {
+				return line, nil
 			}
-			section = strings.ToLower(line[1:end])
+			if strings.ContainsAny(line[1:end], "\" ") {
+				sec, ok := sectionName(line)
+				if !ok || !wtHookSwitch(sec) {
+					return line, nil // a subsection ("filter \"x\"", "includeIf ..."): never allowed
+				}
+				section = sec // [hook "wt-..."]: only its enabled switch is allowed, below
+			} else {
+				section = strings.ToLower(line[1:end])
+			}
 			if rest := strings.TrimSpace(line[end+1:]); rest == "" {
 				continue
 			} else {
@@ -148,9 +164,19 @@ func worktreeConfigKeys(p string) (string, error) {
 		}
 		name, _, _ := strings.Cut(line, "=")
 		key := section + "." + strings.ToLower(strings.TrimSpace(name))
-		if !worktreeConfigAllowed[key] || strings.HasSuffix(strings.TrimSpace(line), "\\") {
+		allowed := worktreeConfigAllowed[key] || (wtHookSwitch(section) && strings.EqualFold(strings.TrimSpace(name), "enabled"))
+		if !allowed || strings.HasSuffix(strings.TrimSpace(line), "\\") {
 			return key, nil
 		}
 	}
 	return "", sc.Err()
+}
+
+// wtHookSwitch reports whether sec (as sectionName gives it) is one of
+// wt's own hook sections, hook.wt-<hook>. Its enabled key only switches
+// a hook of wt's on or off and runs nothing; whether the gate is on is
+// the gate check's business (HOOKS_INSTALLED), not the admin dir's.
+func wtHookSwitch(sec string) bool {
+	name, ok := strings.CutPrefix(sec, "hook.wt-")
+	return ok && name != "" && !strings.ContainsAny(name, ". \t")
 }
