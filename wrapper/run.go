@@ -192,20 +192,6 @@ func Run(opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if !opts.Nested && c.Key != gitrepo.MainKey && os.Getenv(ConfinedEnv) == "" {
-		// Before any git runs there: what an earlier run left in the
-		// worktree's admin dir that git, or a program after it, would trip
-		// on or run (a FIFO as HEAD, a planted core.hooksPath) is put
-		// aside.
-		if err := quarantineAdmin(repo, c, opts.Notify); err != nil {
-			return res, err
-		}
-	}
-	if opts.CheckGate != nil && !opts.Nested && c.Key != gitrepo.MainKey {
-		if err := opts.CheckGate(c); err != nil {
-			return res, err
-		}
-	}
 	s := &supervisor{opts: opts, repo: repo, grant: &res.Grant}
 	if s.fenceSecret, err = fleet.NewFenceSecret(); err != nil {
 		return res, decision.Wrap(decision.Internal, err, "make the run's fencing secret")
@@ -213,11 +199,30 @@ func Run(opts Options) (Result, error) {
 	if err := s.prepare(); err != nil {
 		return res, err
 	}
+	// From here a stop signal ends every wait for the store's lock, and
+	// the command never starts.
+	var endWatch func()
+	s.startCtx, endWatch = s.child.WatchStart()
+	if !opts.Nested && c.Key != gitrepo.MainKey && os.Getenv(ConfinedEnv) == "" {
+		// Before any git runs there: what an earlier run left in the
+		// worktree's admin dir that git, or a program after it, would trip
+		// on or run (a FIFO as HEAD, a planted core.hooksPath) is put
+		// aside.
+		interruptible := &alloc.Repo{Git: repo.Git, Store: repo.Store.WithContext(s.startCtx)}
+		if err := quarantineAdmin(interruptible, c, opts.Notify); err != nil {
+			endWatch()
+			return res, err
+		}
+	}
+	if opts.CheckGate != nil && !opts.Nested && c.Key != gitrepo.MainKey {
+		if err := opts.CheckGate(c); err != nil {
+			endWatch()
+			return res, err
+		}
+	}
 	if !opts.Nested && c.Key != gitrepo.MainKey {
 		s.startFleet()
 	}
-	var endWatch func()
-	s.startCtx, endWatch = s.child.WatchStart()
 	if opts.Nested {
 		return s.runNested(path, endWatch)
 	}
