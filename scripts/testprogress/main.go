@@ -73,6 +73,15 @@ func run(in io.Reader, out io.Writer) int {
 				if e.Action == "fail" {
 					failed = append(failed, e.Package)
 					fmt.Fprint(out, indent(lines))
+					// Tests that never ended (a hang the timeout broke, a
+					// crash): their output is what says where they stood.
+					for _, t := range unfinished(output, e.Package) {
+						fmt.Fprintf(out, "  ---- %s %s never ended; its output:\n", path.Base(e.Package), t)
+						fmt.Fprint(out, indent(output[key{e.Package, t}]))
+						failed = append(failed, e.Package+" "+t+" (never ended)")
+						failedTests++
+						delete(output, key{e.Package, t})
+					}
 				}
 				continue
 			}
@@ -138,4 +147,17 @@ func indent(lines []string) string {
 		}
 	}
 	return b.String()
+}
+
+// unfinished lists, sorted, the tests of pkg that have output but never
+// ended.
+func unfinished(output map[key][]string, pkg string) []string {
+	var ts []string
+	for k := range output {
+		if k.pkg == pkg && k.test != "" {
+			ts = append(ts, k.test)
+		}
+	}
+	sort.Strings(ts)
+	return ts
 }

@@ -47,3 +47,29 @@ func TestRun(t *testing.T) {
 		t.Errorf("build failure: exit %d, want 1", code)
 	}
 }
+
+// TestRunHang: a test the timeout broke never ends; the package's
+// failure carries its output (where it stood), and it counts as failed.
+func TestRunHang(t *testing.T) {
+	stream := strings.Join([]string{
+		`{"Action":"run","Package":"p","Test":"TestA"}`,
+		`{"Action":"pass","Package":"p","Test":"TestA","Elapsed":1}`,
+		`{"Action":"run","Package":"p","Test":"TestStuck"}`,
+		`{"Action":"output","Package":"p","Test":"TestStuck","Output":"=== RUN   TestStuck\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestStuck","Output":"goroutine 7 [chan receive, 29 minutes]:\n"}`,
+		`{"Action":"output","Package":"p","Output":"panic: test timed out after 30m0s\n"}`,
+		`{"Action":"fail","Package":"p","Elapsed":1800}`,
+	}, "\n")
+	var out strings.Builder
+	if code := run(strings.NewReader(stream), &out); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, want := range []string{"panic: test timed out", "p TestStuck never ended", "    | goroutine 7 [chan receive, 29 minutes]:", "  p TestStuck (never ended)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); lines[len(lines)-1] != "1 passed, 1 failed, 0 skipped" {
+		t.Errorf("the last line is %q", lines[len(lines)-1])
+	}
+}
