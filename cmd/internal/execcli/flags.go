@@ -5,12 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/wrapper"
 )
 
@@ -155,7 +157,61 @@ func Parse(args []string) (*Line, error) {
 		return nil, parseError(err)
 	}
 	l.Command = fs.Args()
+	if err := valueAsCommand(args, l.Command); err != nil {
+		return nil, err
+	}
 	return l, nil
+}
+
+// valueAsCommand refuses a command line where what reads as an on/off
+// flag's value was taken for the command: `--confine require` would run
+// a program named require. With "--" before it, the command is what the
+// user said.
+func valueAsCommand(args, command []string) error {
+	start := len(args) - len(command)
+	if len(command) == 0 || start == 0 || args[start-1] == "--" {
+		return nil
+	}
+	prev := strings.TrimLeft(args[start-1], "-")
+	f := flagNamed(prev)
+	if f == nil || f.Kind != Bool || strings.Contains(prev, "=") {
+		return nil
+	}
+	switch command[0] {
+	case "auto", "require", "on", "off", "true", "false", "yes", "no":
+	default:
+		return nil
+	}
+	d := decision.New(decision.Usage, "--%s takes no value: %q would run as the command", prev, command[0])
+	exec, repo := "wt-exec", "REPO"
+	if dir := dirOf(args[:start]); dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err == nil {
+			dir = abs
+		}
+		exec += " -C " + shell.Word(dir)
+		repo = shell.Word(dir)
+	}
+	if prev == "confine" || prev == "no-confine" {
+		d = d.WithHint("%s --%s -- COMMAND for this run; wt-admin --repo %s policy --confine require for every run", exec, prev, repo)
+	} else {
+		d = d.WithHint("%s --%s -- COMMAND; to run a program named %s, put -- before it", exec, prev, command[0])
+	}
+	return &textout.ExitError{Code: textout.ExitUsage, Err: d}
+}
+
+// dirOf is the last -C value in flags ("" for none).
+func dirOf(flags []string) string {
+	dir := ""
+	for i, a := range flags {
+		switch {
+		case (a == "-C" || a == "--C") && i+1 < len(flags):
+			dir = flags[i+1]
+		case strings.HasPrefix(a, "-C="), strings.HasPrefix(a, "--C="):
+			_, dir, _ = strings.Cut(a, "=")
+		}
+	}
+	return dir
 }
 
 // lineValue is a flag.Value that records one of Flags into a Line.

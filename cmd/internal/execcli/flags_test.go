@@ -92,11 +92,31 @@ func TestParseRefuses(t *testing.T) {
 		{[]string{"--pty=maybe", "x"}, `--pty "maybe": a flag that is on or off takes true or false`},
 		{[]string{"---x", "y"}, "bad flag syntax: ---x"},
 		{[]string{"-=x", "y"}, "bad flag syntax: -=x"},
+		// An on/off flag's would-be value is not taken for the command.
+		{[]string{"--confine", "require"}, `--confine takes no value: "require" would run as the command`},
+		{[]string{"-C", "w", "--no-confine", "off", "x"}, `--no-confine takes no value: "off"`},
+		{[]string{"--wait", "true", "x"}, `--wait takes no value`},
 	} {
 		_, err := Parse(c.args)
 		var xe *textout.ExitError
 		if !errors.As(err, &xe) || xe.Code != textout.ExitUsage || decision.CodeOf(err) != decision.Usage || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("Parse(%q) = %v, want a USAGE refusal saying %q", c.args, err, c.msg)
+		}
+	}
+}
+
+// TestParseCommandAfterDashes: with "--", a program named require is
+// the command the user said; a word after a flag that takes a value is
+// that value.
+func TestParseCommandAfterDashes(t *testing.T) {
+	for _, args := range [][]string{{"--confine", "--", "require"}, {"--agent", "auto", "x"}, {"--confine=true", "require"}, {"require"}} {
+		l, err := Parse(args)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", args, err)
+			continue
+		}
+		if len(l.Command) == 0 {
+			t.Errorf("Parse(%q): no command", args)
 		}
 	}
 }
