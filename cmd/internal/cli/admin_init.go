@@ -151,17 +151,20 @@ func printPolicy(w io.Writer, p store.Policy) {
 	fmt.Fprintf(tw, "max_active\t%s\n", max)
 	if p.FleetOn() {
 		ttl, _ := p.FleetTTLDuration()
-		fence := ""
-		if p.FleetServerFence {
-			fence = "; the remote checks fencing tokens"
-		}
-		fmt.Fprintf(tw, "coordinator\tetcd at %s (fleet lease TTL %s, key space from remote %s%s)\n", strings.Join(p.EtcdEndpoints, ","), ttl, p.FleetRemoteName(), fence)
+		fmt.Fprintf(tw, "coordinator\tetcd at %s (fleet lease TTL %s, key space from remote %s)\n", strings.Join(p.EtcdEndpoints, ","), ttl, p.FleetRemoteName())
 		if a := p.EtcdAuth(); !a.IsZero() {
 			fmt.Fprintf(tw, "etcd_auth\t%s\n", fleet.DescribeAuth(a))
 		}
 	} else {
 		fmt.Fprintf(tw, "coordinator\tnone\n")
 	}
+	// Every field a change can name has its row, on or off.
+	fence := "off"
+	if p.FleetServerFence {
+		fence = "on (every push of a wt-exec command carries its fencing token; the remote checks fencing tokens)"
+	}
+	fmt.Fprintf(tw, "fleet_server_fence\t%s\n", fence)
+	fmt.Fprintf(tw, "fleet_case_sensitive\t%s\n", policy.OnOff(p.FleetCaseSensitive))
 	confine := p.ConfineMode()
 	if len(p.ConfineAllow) > 0 {
 		confine += " (also writable: " + strings.Join(p.ConfineAllow, ", ") + ")"
