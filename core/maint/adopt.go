@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -164,6 +165,13 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 	repoArg := shell.Word(r.Git.TopLevel)
 	c, err := gitrepo.Locate(req.Path)
 	if err != nil {
+		if d, ok := decision.As(err); ok && d.Code == decision.NotAGitRepository {
+			// adopt's PATH is the worktree to take, from the current
+			// directory (not from --repo): say so, and where to find it.
+			abs, _ := filepath.Abs(req.Path)
+			return AdoptPlan{}, decision.New(decision.NotAGitRepository, "adopt %s: %s (a relative PATH is taken from the current directory, not from --repo: %s)", req.Path, d.Message, abs).
+				WithHint("git -C %s worktree list", repoArg)
+		}
 		return AdoptPlan{}, err
 	}
 	if !gitrepo.SameFile(c.CommonDir, r.Git.CommonDir) {

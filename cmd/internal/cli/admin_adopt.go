@@ -17,7 +17,7 @@ func (e *env) adoptCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "adopt",
 		Usage:     "bring an existing linked worktree (git worktree add, an agent CLI's, a worktree manager's) under wt as a task's, its branch kept (dry run unless --apply PLAN_ID)",
-		ArgsUsage: "PATH",
+		ArgsUsage: "PATH (the worktree; a relative PATH is from the current directory, not from --repo)",
 		Flags: []ucli.Flag{clikit.JSONFlag, applyFlag,
 			&ucli.StringFlag{Name: "task", Usage: "the task `KEY` the worktree becomes"},
 			&ucli.StringFlag{Name: "owner", Usage: "the task's owner"},
