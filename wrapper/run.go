@@ -322,6 +322,11 @@ func Run(opts Options) (Result, error) {
 	}
 	s.superviseInto(&res)
 	s.stopBroker()
+	if res.Status != 0 && s.boundary != "" {
+		// The kernel's refusals are the command's to print; where they
+		// come from, and the way through, is wt's to say.
+		s.notify(s.boundary)
+	}
 	if s.tmpDir != "" {
 		// A confined run's real admin dir is its own to write: what it
 		// left there is judged before anyone else's git runs there.

@@ -24,6 +24,9 @@ type supervisor struct {
 	grant *lease.Grant
 	// tmpDir is a confined command's private TMPDIR ("" when unconfined).
 	tmpDir string
+	// boundary is what a confined run's failure is told of its
+	// confinement (confine.Plan.Boundary; "" when unconfined).
+	boundary string
 	// holderLock is held while the lease is (holderlock.go).
 	holderLock *holderLock
 	// branchMark is where the task branch stood at the grant.
@@ -111,6 +114,7 @@ func (s *supervisor) launch(path string, env []string, conf *confine.Plan, c git
 		env = withoutVar(env, store.ViewEnv)
 	}
 	if conf != nil {
+		s.boundary = conf.Boundary(c.TopLevel)
 		env = confinedEnv(env, conf.TempDir)
 		if conf.View() != nil {
 			env = append(env, store.ViewEnv+"=1")

@@ -351,6 +351,24 @@ func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
 
+// Boundary says, for the end of a run that failed, where the run's
+// confinement stopped it and the way through: wt does not see the
+// kernel's refusals (a Permission denied, a socket that refuses), so it
+// says where they come from and what lets a task through.
+func (c *Plan) Boundary(worktree string) string {
+	others := 0
+	for _, r := range c.Rules {
+		if r.Path != worktree && r.Path != c.TempDir {
+			others++
+		}
+	}
+	b := fmt.Sprintf("this run was confined: it could write only in its worktree %s, its own TMPDIR %s (not /tmp) and %d other place(s)", worktree, c.TempDir, others)
+	if len(c.Hidden) > 0 {
+		b += fmt.Sprintf(", and %d listening socket(s) were covered", len(c.Hidden))
+	}
+	return b + "; a \"Permission denied\" (or a socket that refuses) above is that boundary. The way through: write temporary files under $TMPDIR, not /tmp; wt-exec --allow-write DIR or --allow-socket PATH for a place the task needs (wt-admin policy --confine-allow DIR for every run); the whole list: wt-exec -C " + shell.Word(worktree) + " --confine --explain -- true"
+}
+
 // Explain is the confinement in words, one rule a line.
 func (c *Plan) Explain(worktree string) []string {
 	out := []string{fmt.Sprintf("confinement of %s (Landlock ABI %d)", worktree, c.ABI), "  read     everywhere"}
