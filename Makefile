@@ -27,7 +27,7 @@ TAGS    ?= urfave_cli_no_docs,grpcnotrace
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/wt-tool/wt/cmd/internal/textout.stamped=$(VERSION)
 
-.PHONY: all build docs install package demo test test-newer-git lint bench fuzz interop clean
+.PHONY: all build docs install package demo test test-newer-git lint bench fuzz interop tutorial clean
 
 all: build
 
@@ -159,6 +159,12 @@ bench:
 	done; \
 	PATH="$$dir:$$PATH" WT_TEST_GIT_NEWER="$$gitbin" $(GO) test -run '^$$' -bench 'BenchmarkReadBranch' -count $(BENCHCOUNT) ./core/gitrepo/ | tee bench-refs.out && \
 	bin/tools/benchstat bench-refs.out
+
+# docs/tutorial.md, run as written on a scratch home (scripts/tutorial.sh):
+# husky from npm, so it needs the network and is not part of make test;
+# .ci/run runs it. About 45 s on 2 cores with warm caches.
+tutorial:
+	bash scripts/tutorial.sh
 
 # wt with the real agent CLIs (npm) and hook managers (npm, apt, the Go
 # proxy), installed into bin/tools: needs the network, so never part of
