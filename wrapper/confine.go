@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/wrapper/confine"
 )
@@ -170,4 +172,49 @@ func withoutVar(env []string, name string) []string {
 		out = append(out, kv)
 	}
 	return out
+}
+
+// makeRefusals makes the empty file in a confined run's TMPDIR where wt's
+// hooks note each refusal they make in the run (store.RefusalsEnv).
+func makeRefusals(tmp string) (string, error) {
+	p := filepath.Join(tmp, store.RefusalsName)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	return p, f.Close()
+}
+
+// refusalsSaid is the run's end line for the refusals wt's hooks noted in
+// p: each code with its count, in the order first met ("" for none, or
+// when p cannot be read: the refusals were printed where they happened).
+func refusalsSaid(p string) string {
+	if p == "" {
+		return ""
+	}
+	b, err := safefile.Read(p, 64<<10, safefile.NoFollow)
+	if err != nil {
+		return ""
+	}
+	counts := map[string]int{}
+	var order []string
+	for _, code := range strings.Fields(string(b)) {
+		if !slices.Contains(decision.Codes(), code) {
+			continue // not a code wt makes: the run wrote there itself
+		}
+		if counts[code] == 0 {
+			order = append(order, code)
+		}
+		counts[code]++
+	}
+	if len(order) == 0 {
+		return ""
+	}
+	var parts []string
+	total := 0
+	for _, c := range order {
+		parts = append(parts, fmt.Sprintf("%s x%d", c, counts[c]))
+		total += counts[c]
+	}
+	return fmt.Sprintf("wt's hooks refused %d thing(s) the run tried: %s (each said why, and the way through, where it happened)", total, strings.Join(parts, ", "))
 }

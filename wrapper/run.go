@@ -322,6 +322,9 @@ func Run(opts Options) (Result, error) {
 	}
 	s.superviseInto(&res)
 	s.stopBroker()
+	if said := refusalsSaid(s.refusals); said != "" {
+		s.notify(said)
+	}
 	if res.Status != 0 && s.boundary != "" {
 		// The kernel's refusals are the command's to print; where they
 		// come from, and the way through, is wt's to say.

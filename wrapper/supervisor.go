@@ -27,6 +27,9 @@ type supervisor struct {
 	// boundary is what a confined run's failure is told of its
 	// confinement (confine.Plan.Boundary; "" when unconfined).
 	boundary string
+	// refusals is the file wt's hooks note their refusals of the run in
+	// (store.RefusalsEnv; "" when unconfined).
+	refusals string
 	// holderLock is held while the lease is (holderlock.go).
 	holderLock *holderLock
 	// branchMark is where the task branch stood at the grant.
@@ -116,6 +119,11 @@ func (s *supervisor) launch(path string, env []string, conf *confine.Plan, c git
 	if conf != nil {
 		s.boundary = conf.Boundary(c.TopLevel)
 		env = confinedEnv(env, conf.TempDir)
+		env = withoutVar(env, store.RefusalsEnv)
+		if p, err := makeRefusals(conf.TempDir); err == nil {
+			s.refusals = p
+			env = append(env, store.RefusalsEnv+"="+p)
+		}
 		if conf.View() != nil {
 			env = append(env, store.ViewEnv+"=1")
 		}

@@ -200,6 +200,16 @@ const ConfinedEnv = "WT_CONFINED"
 // wt-exec that runs it, which makes those changes on its behalf.
 const BrokerEnv = "WT_EXEC_BROKER"
 
+// RefusalsEnv names, in a confined command's environment, the file in its
+// private TMPDIR (RefusalsName, made empty by wt-exec) where wt's hooks
+// note the code of each refusal they make in the run, so that the run's
+// end can say what was refused, with counts. Only an existing regular
+// file of that name, the caller's own, is written.
+const RefusalsEnv = "WT_RUN_REFUSALS"
+
+// RefusalsName is the base name of the file RefusalsEnv names.
+const RefusalsName = ".wt-refusals"
+
 func (s *Store) with(exclusive bool, fn func(*Tx) error) error {
 	if exclusive && os.Getenv(ConfinedEnv) != "" {
 		top := s.commonDir

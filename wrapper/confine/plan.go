@@ -366,7 +366,7 @@ func (c *Plan) Boundary(worktree string) string {
 	if len(c.Hidden) > 0 {
 		b += fmt.Sprintf(", and %d listening socket(s) were covered", len(c.Hidden))
 	}
-	return b + "; a \"Permission denied\" (or a socket that refuses) above is that boundary. The way through: write temporary files under $TMPDIR, not /tmp; wt-exec --allow-write DIR or --allow-socket PATH for a place the task needs (wt-admin policy --confine-allow DIR for every run); the whole list: wt-exec -C " + shell.Word(worktree) + " --confine --explain -- true"
+	return b + fmt.Sprintf("; a \"Permission denied\" (or a socket that refuses) above is that boundary. The way through: write temporary files under $TMPDIR, not /tmp; wt-exec --allow-write DIR or --allow-socket PATH for a place the task needs (wt-admin policy --confine-allow DIR for every run); the whole list: wt-exec -C %s --confine --explain -- true", shell.Word(worktree))
 }
 
 // Explain is the confinement in words, one rule a line.

@@ -16,6 +16,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/decision"
@@ -34,6 +37,36 @@ const Bin = "wt-hook"
 // print, and the refusal or failure (a USAGE error for a call git would not
 // make). Warnings come before a refusal, as the verdicts did.
 func Judge(hook string, args []string, stdin io.Reader) (verdict *hooks.Verdict, warnings []string, err error) {
+	verdict, warnings, err = judge(hook, args, stdin)
+	if err != nil {
+		noteRefusal(err)
+	}
+	return verdict, warnings, err
+}
+
+// noteRefusal appends the code of a refusal to the file a confined run's
+// wt-exec reads at the run's end (store.RefusalsEnv), when there is one:
+// an existing regular file of that name, this user's, never followed,
+// never made here. Best effort: the refusal stands and is printed anyway.
+func noteRefusal(err error) {
+	p := os.Getenv(store.RefusalsEnv)
+	d, ok := decision.As(err)
+	if p == "" || !ok || d.Code == decision.Usage || filepath.Base(p) != store.RefusalsName {
+		return
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Getuid() || st.Size > 64<<10 {
+		return
+	}
+	_, _ = f.WriteString(d.Code + "\n") // Best effort, as above.
+}
+
+func judge(hook string, args []string, stdin io.Reader) (verdict *hooks.Verdict, warnings []string, err error) {
 	form, ok := hookspec.FormOf(hook)
 	if !ok {
 		return nil, nil, decision.New(decision.Usage, "run: unknown hook %q", hook).
