@@ -81,6 +81,9 @@ type Options struct {
 type TaskResult struct {
 	Task  string `json:"task"`
 	Owner string `json:"owner,omitempty"`
+	// Worktree is the task's worktree, where a task handed back is
+	// brought up to date (HandBackHint).
+	Worktree string `json:"worktree,omitempty"`
 	// Code is LANDED, ALREADY_LANDED, LAND_CONFLICT, LAND_TEST_FAILED, or
 	// the refusal that kept the task from landing (WRITER_LEASE_HELD,
 	// TASK_NOT_READY, LAND_PUSH_REJECTED, ...).
@@ -131,6 +134,25 @@ func (r Result) Failed() *TaskResult {
 		}
 	}
 	return nil
+}
+
+// HandBackHint is what comes next for a task wt-admin land handed back
+// (state LAND_CONFLICT or LAND_TEST_FAILED), as land and status say it,
+// in repository repoArg (a shell word) whose publication branch is branch.
+// A conflict is rebased in a run of the task's worktree (path): git stops
+// on the conflict, and the rebase is finished there in a next run, as a
+// rule by the task's agent. A failed test is fixed from its output
+// (testLog) and the attempt it tested. Either way the task is then marked
+// ready again. The hint has no semicolon: land joins several with one.
+func HandBackHint(repoArg, branch, path, task, owner, state, attemptRef, testLog string) string {
+	ready := fmt.Sprintf("then mark it ready again: wt-admin --repo %s ready %s --owner %s", repoArg, shell.Word(task), shell.Word(owner))
+	if state == store.LandingTestFailed {
+		return fmt.Sprintf("read the test's output (cat %s) and the attempt it tested (git -C %s log %s), fix the task's branch in its worktree %s, as a rule by its agent in a run, %s",
+			shell.Word(testLog), repoArg, attemptRef, shell.Word(path), ready)
+	}
+	wt := shell.Word(path)
+	return fmt.Sprintf("rebase it in a run of its worktree: wt-exec -C %s -- git rebase %s stops on the conflict, and the rebase must be finished in a next run, as a rule by the task's agent (resolve the files, git add them, git rebase --continue, from outside a run wt-exec -C %s -- git rebase --continue), %s",
+		wt, shell.Word(branch), wt, ready)
 }
 
 // IntegrationTask is the task key of wt's integration worktree, where land
@@ -505,7 +527,7 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 	if d != nil {
 		return fail(d)
 	}
-	tr.Owner = a.Owner
+	tr.Owner, tr.Worktree = a.Owner, a.WorktreePath
 	pinned, by := "", "its writer let go"
 	if rec.State == store.LandingReady && rec.ReadyTip != "" {
 		pinned, by = rec.ReadyTip, "marked ready by "+rec.ReadyBy

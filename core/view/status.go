@@ -219,8 +219,7 @@ func (p *statusPass) landings() error {
 			}
 			row.Problems = append(row.Problems, Problem{Code: l.State,
 				Message: fmt.Sprintf("wt-admin land handed task %s back to its owner: %s; the attempt is kept as %s", row.TaskKey, what, l.AttemptRef),
-				Hint: fmt.Sprintf("bring its branch up to date in its worktree (wt-exec -C %s -- git rebase %s), then mark it ready again: wt-admin --repo %s ready %s --owner %s",
-					shell.Word(row.Path), shell.Word(p.pol.PublicationBranch), p.repoArg, shell.Word(row.TaskKey), shell.Word(row.Owner))})
+				Hint:    land.HandBackHint(p.repoArg, p.pol.PublicationBranch, row.Path, row.TaskKey, row.Owner, l.State, l.AttemptRef, l.TestLog)})
 		}
 	}
 	return nil

@@ -496,17 +496,19 @@ func TestStatusLandings(t *testing.T) {
 		}
 	}
 	repo := f.Dir
-	hint := func(path, task string) string {
-		return "bring its branch up to date in its worktree (wt-exec -C " + path + " -- git rebase main), then mark it ready again: wt-admin --repo " + repo + " ready " + task + " --owner alice"
-	}
+	// A conflict is a rebase that stops on it, finished in a next run; a
+	// failed test its output and a fix.
 	if got, want := row(t, res, conflict.WorktreePath).Problems, []Problem{{Code: store.LandingConflict,
 		Message: "wt-admin land handed task T-4 back to its owner: conflicts in a.go, b.go; the attempt is kept as refs/wt/land/T-4/1",
-		Hint:    hint(conflict.WorktreePath, "T-4")}}; !reflect.DeepEqual(got, want) {
+		Hint: "rebase it in a run of its worktree: wt-exec -C " + conflict.WorktreePath + " -- git rebase main stops on the conflict, and the rebase must be finished in a next run, " +
+			"as a rule by the task's agent (resolve the files, git add them, git rebase --continue, from outside a run wt-exec -C " + conflict.WorktreePath + " -- git rebase --continue), " +
+			"then mark it ready again: wt-admin --repo " + repo + " ready T-4 --owner alice"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("conflict:\n got %+v\nwant %+v", got, want)
 	}
 	if got, want := row(t, res, failed.WorktreePath).Problems, []Problem{{Code: store.LandingTestFailed,
 		Message: "wt-admin land handed task T-5 back to its owner: its test failed (exit 2, output /logs/1.log); the attempt is kept as refs/wt/land/T-5/1",
-		Hint:    hint(failed.WorktreePath, "T-5")}}; !reflect.DeepEqual(got, want) {
+		Hint: "read the test's output (cat /logs/1.log) and the attempt it tested (git -C " + repo + " log refs/wt/land/T-5/1), fix the task's branch in its worktree " + failed.WorktreePath +
+			", as a rule by its agent in a run, then mark it ready again: wt-admin --repo " + repo + " ready T-5 --owner alice"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("test failed:\n got %+v\nwant %+v", got, want)
 	}
 	if r := row(t, res, f.Dir); r.Landing != nil {

@@ -61,7 +61,7 @@ func (e *env) landCommand() *ucli.Command {
 					printLanding(e.Stdout, res)
 				}
 				return decision.New(f.Code, "%s", landSummary(res)).
-					WithHint("%s", landHint(r.Git.TopLevel, *f)).
+					WithHint("%s", landHints(r.Git.TopLevel, res)).
 					WithFact("tasks", res.Tasks).WithFact("tip", res.Tip)
 			}
 			return e.Success(res.Code, landSummary(res), res, nil, func(w io.Writer) {
@@ -100,12 +100,35 @@ func landSummary(res land.Result) string {
 	return s
 }
 
-// landHint is the next step for the first task that did not land.
-func landHint(top string, t land.TaskResult) string {
+// landHints is the next step for each task that did not land: the one's
+// alone, or each after its task and code.
+func landHints(top string, res land.Result) string {
+	var failed []land.TaskResult
+	for _, t := range res.Tasks {
+		if t.Code != decision.Landed && t.Code != decision.AlreadyLanded {
+			failed = append(failed, t)
+		}
+	}
+	if len(failed) == 1 {
+		return landHint(top, res.Branch, failed[0])
+	}
+	hints := make([]string, len(failed))
+	for i, t := range failed {
+		hints[i] = fmt.Sprintf("%s (%s): %s", t.Task, t.Code, landHint(top, res.Branch, t))
+	}
+	return strings.Join(hints, "; ")
+}
+
+// landHint is the next step for a task that did not land, whose
+// publication branch is branch.
+func landHint(top, branch string, t land.TaskResult) string {
 	repo := shell.Word(top)
 	switch t.Code {
 	case decision.LandConflict, decision.LandTestFailed:
-		return fmt.Sprintf("the task is handed back to its owner (its attempt: git -C %s log %s); once its branch is fixed: wt-admin --repo %s ready %s --owner %s", repo, t.AttemptRef, repo, shell.Word(t.Task), shell.Word(t.Owner))
+		if t.AttemptRef == "" { // the branch moved under it at every try
+			return fmt.Sprintf("land it again when the branch is quiet: wt-admin --repo %s land --task %s", repo, shell.Word(t.Task))
+		}
+		return land.HandBackHint(repo, branch, t.Worktree, t.Task, t.Owner, t.Code, t.AttemptRef, t.TestLog)
 	case decision.LandPushRejected:
 		return fmt.Sprintf("land it again, onto the remote's tip: wt-admin --repo %s land --task %s --push REMOTE", repo, shell.Word(t.Task))
 	case decision.WriterLeaseHeld:
