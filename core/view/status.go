@@ -54,6 +54,26 @@ type Row struct {
 	// is still the tip that landed), LAND_CONFLICT or LAND_TEST_FAILED.
 	Landing      *store.Landing `json:"landing,omitempty"`
 	LandingState string         `json:"landing_state,omitempty"`
+	// DisplayLifecycle is what the status table's LIFECYCLE column says:
+	// an ACTIVE task's LandingState, if any, else its Lifecycle; for a
+	// worktree wt does not manage, "canonical checkout", "unregistered"
+	// or "unmanaged". (The table adds GitState when it is not present.)
+	DisplayLifecycle string `json:"display_lifecycle"`
+}
+
+// displayLifecycle is row's DisplayLifecycle.
+func (row *Row) displayLifecycle() string {
+	switch {
+	case !row.Managed && row.Registration == "canonical":
+		return "canonical checkout"
+	case !row.Managed && row.Registration == "unregistered":
+		return "unregistered"
+	case !row.Managed:
+		return "unmanaged"
+	case row.LandingState != "" && row.Lifecycle == store.Active:
+		return row.LandingState // wt-admin ready and land
+	}
+	return row.Lifecycle
 }
 
 // Problem is something about a worktree that weakens or blocks its gate.
@@ -282,6 +302,9 @@ func status(ctx context.Context, r *alloc.Repo, getScan func() (*proc.Scan, erro
 		}
 		if err := p.landings(); err != nil {
 			return err
+		}
+		for i := range res.Rows {
+			res.Rows[i].DisplayLifecycle = res.Rows[i].displayLifecycle()
 		}
 		p.adminDirs(all)
 		if res.Publication, err = ReadPublication(tx); err != nil {

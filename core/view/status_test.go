@@ -1,6 +1,7 @@
 package view
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -493,6 +494,11 @@ func TestStatusLandings(t *testing.T) {
 		moved.WorktreePath: "", conflict.WorktreePath: store.LandingConflict, failed.WorktreePath: store.LandingTestFailed} {
 		if r := row(t, res, path); r.Landing == nil || r.LandingState != want {
 			t.Errorf("%s: %q %+v", path, r.LandingState, r.Landing)
+		}
+		// What the table shows, in --json too: the landing state of an
+		// ACTIVE task over its lifecycle.
+		if r := row(t, res, path); r.DisplayLifecycle != cmp.Or(want, store.Active) || r.Lifecycle != store.Active {
+			t.Errorf("%s: display_lifecycle %q, lifecycle %q", path, r.DisplayLifecycle, r.Lifecycle)
 		}
 	}
 	repo := f.Dir

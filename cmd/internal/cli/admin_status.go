@@ -36,16 +36,7 @@ func (e *env) statusCommand() *ucli.Command {
 				tw := clikit.Table(w)
 				fmt.Fprintln(tw, "PATH\tKEY\tTASK\tROLE\tOWNER\tLIFECYCLE\tBRANCH\tLEASE HOLDER\tFRESHNESS\tGATE")
 				for _, row := range res.Rows {
-					lifecycle := row.Lifecycle
-					if !row.Managed {
-						lifecycle = map[string]string{"canonical": "canonical checkout", "unregistered": "unregistered"}[row.Registration]
-						if lifecycle == "" {
-							lifecycle = "unmanaged"
-						}
-					}
-					if row.LandingState != "" && row.Lifecycle == store.Active {
-						lifecycle = row.LandingState // wt-admin ready and land
-					}
+					lifecycle := row.DisplayLifecycle
 					if row.GitState != "present" {
 						lifecycle += " (" + row.GitState + ")"
 					}
