@@ -514,38 +514,9 @@ func landedSource(ctx context.Context, r *alloc.Repo, plan *FinishPlan) (string,
 // contains the other) and, with archive, names a new ref for each under
 // refs/wt/archive/<task>/; without archive, such commits refuse.
 func planArchive(ctx context.Context, r *alloc.Repo, plan *FinishPlan, refs map[string]string, archive bool) error {
-	landed, err := landedSource(ctx, r, plan)
-	if err != nil {
+	tips, err := unmergedTips(ctx, r, plan)
+	if err != nil || len(tips) == 0 {
 		return err
-	}
-	var tips []string
-	for _, oid := range []string{plan.BranchOID, plan.Head} {
-		if oid == "" || (len(tips) > 0 && tips[0] == oid) {
-			continue
-		}
-		merged, err := r.Git.IsAncestor(ctx, oid, plan.PublicationOID)
-		if err == nil && !merged && landed != "" {
-			// Landed by wt-admin land (rebased or squashed: not an
-			// ancestor, but in the publication branch all the same).
-			merged, err = r.Git.IsAncestor(ctx, oid, landed)
-		}
-		if err != nil {
-			return decision.Wrap(decision.GitFailed, err, "compare %s with %s", oid, plan.PublicationRef)
-		}
-		if !merged {
-			tips = append(tips, oid)
-		}
-	}
-	if len(tips) == 2 {
-		// HEAD behind the branch tip (or the other way round) needs one ref.
-		if in, err := r.Git.IsAncestor(ctx, tips[1], tips[0]); err == nil && in {
-			tips = tips[:1]
-		} else if in, err := r.Git.IsAncestor(ctx, tips[0], tips[1]); err == nil && in {
-			tips = tips[1:]
-		}
-	}
-	if len(tips) == 0 {
-		return nil
 	}
 	counts := make([]int, len(tips))
 	var what []string
@@ -579,6 +550,63 @@ func planArchive(ctx context.Context, r *alloc.Repo, plan *FinishPlan, refs map[
 		plan.Archive = append(plan.Archive, ArchivedRef{Ref: base + strconv.Itoa(next+i), OID: tip, Commits: counts[i]})
 	}
 	return nil
+}
+
+// unmergedTips are the tips of the plan's task (its branch's and its
+// HEAD's, one of them when it contains the other) holding commits the
+// publication branch lacks.
+func unmergedTips(ctx context.Context, r *alloc.Repo, plan *FinishPlan) ([]string, error) {
+	landed, err := landedSource(ctx, r, plan)
+	if err != nil {
+		return nil, err
+	}
+	var tips []string
+	for _, oid := range []string{plan.BranchOID, plan.Head} {
+		if oid == "" || (len(tips) > 0 && tips[0] == oid) {
+			continue
+		}
+		merged, err := r.Git.IsAncestor(ctx, oid, plan.PublicationOID)
+		if err == nil && !merged && landed != "" {
+			// Landed by wt-admin land (rebased or squashed: not an
+			// ancestor, but in the publication branch all the same).
+			merged, err = r.Git.IsAncestor(ctx, oid, landed)
+		}
+		if err != nil {
+			return nil, decision.Wrap(decision.GitFailed, err, "compare %s with %s", oid, plan.PublicationRef)
+		}
+		if !merged {
+			tips = append(tips, oid)
+		}
+	}
+	if len(tips) == 2 {
+		// HEAD behind the branch tip (or the other way round) needs one ref.
+		if in, err := r.Git.IsAncestor(ctx, tips[1], tips[0]); err == nil && in {
+			tips = tips[:1]
+		} else if in, err := r.Git.IsAncestor(ctx, tips[0], tips[1]); err == nil && in {
+			tips = tips[1:]
+		}
+	}
+	return tips, nil
+}
+
+// FinishNeedsArchive reports whether finishing allocation a needs
+// --archive: its branch, or head (its checkout's HEAD; "" when git no
+// longer has it), holds commits the publication branch lacks, which
+// finish without --archive refuses (UNMERGED_COMMITS). When that cannot
+// be read, it reports false: finish itself says why.
+func FinishNeedsArchive(ctx context.Context, r *alloc.Repo, publicationBranch string, a store.Allocation, head string) bool {
+	plan := FinishPlan{AllocationID: a.AllocationID, Head: head, PublicationRef: preservingPrefix + publicationBranch}
+	var err error
+	if plan.PublicationOID, err = gitrepo.ReadRef(r.Git.CommonDir, plan.PublicationRef); err != nil || plan.PublicationOID == "" {
+		return false
+	}
+	if a.Branch != nil {
+		if plan.BranchOID, err = gitrepo.ReadRef(r.Git.CommonDir, preservingPrefix+*a.Branch); err != nil {
+			return false
+		}
+	}
+	tips, err := unmergedTips(ctx, r, &plan)
+	return err == nil && len(tips) > 0
 }
 
 // applyFinish applies plan req.Apply in the turns of a journaled apply

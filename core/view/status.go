@@ -19,6 +19,7 @@ import (
 	"github.com/wt-tool/wt/core/land"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/liveness"
+	"github.com/wt-tool/wt/core/maint"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
@@ -493,7 +494,7 @@ func (p *statusPass) registration(wt gitrepo.Worktree, row *Row) (*store.Allocat
 	}
 	if a.Role != store.RoleAudit && wt.Prunable {
 		p.res.Next = append(p.res.Next, Next{Path: wt.Path, Why: "task " + a.TaskKey + "'s checkout is gone: finishing it frees the task key",
-			Command: FinishCommand(p.repoArg, a)})
+			Command: FinishCommand(p.repoArg, a, maint.FinishNeedsArchive(p.ctx, p.r, p.pol.PublicationBranch, a, wt.Head))})
 	}
 	if a.Role == store.RoleAudit && a.Lifecycle == store.Retained && wt.Prunable {
 		p.res.Next = append(p.res.Next, Next{Path: wt.Path, Why: "retained audit whose checkout is gone: its registration can be pruned",
@@ -510,7 +511,7 @@ func (p *statusPass) missing(a store.Allocation) {
 		row.GitState = "unlisted"
 	}
 	row.fill(a)
-	finish := FinishCommand(p.repoArg, a)
+	finish := FinishCommand(p.repoArg, a, maint.FinishNeedsArchive(p.ctx, p.r, p.pol.PublicationBranch, a, ""))
 	row.Problems = append(row.Problems, Problem{Code: decision.UnregisteredWorktree,
 		Message: fmt.Sprintf("task %s is %s but wt has no registered worktree for it at %s (removed, or re-created by git): nobody can take its lease, and its branch stays guarded", a.TaskKey, a.Lifecycle, a.WorktreePath),
 		Hint:    "finish the task (its dry run shows what it keeps): " + finish})
@@ -626,9 +627,14 @@ func VanishedUnderHolder(repoArg string, l store.Lease) Problem {
 }
 
 // FinishCommand is the dry run of finishing allocation a, in repository
-// repoArg (a shell word).
-func FinishCommand(repoArg string, a store.Allocation) string {
-	return fmt.Sprintf("wt-admin --repo %s finish --task %s --owner %s", repoArg, shell.Word(a.TaskKey), shell.Word(a.Owner))
+// repoArg (a shell word), with --archive when its work needs it
+// (maint.FinishNeedsArchive): the form finish takes.
+func FinishCommand(repoArg string, a store.Allocation, archive bool) string {
+	cmd := fmt.Sprintf("wt-admin --repo %s finish --task %s --owner %s", repoArg, shell.Word(a.TaskKey), shell.Word(a.Owner))
+	if archive {
+		cmd += " --archive"
+	}
+	return cmd
 }
 
 func (row *Row) fill(a store.Allocation) {

@@ -547,12 +547,17 @@ func TestStatusPublication(t *testing.T) {
 	}
 }
 
-// TestFinishCommand: the dry run of finish, its words quoted for a shell.
+// TestFinishCommand: the dry run of finish, its words quoted for a shell,
+// with --archive when the task's work needs it.
 func TestFinishCommand(t *testing.T) {
 	t.Parallel()
-	got := FinishCommand("'/my repo'", store.Allocation{TaskKey: "T-1", Owner: "a b"})
+	got := FinishCommand("'/my repo'", store.Allocation{TaskKey: "T-1", Owner: "a b"}, false)
 	if got != "wt-admin --repo '/my repo' finish --task T-1 --owner 'a b'" {
 		t.Errorf("FinishCommand: %q", got)
+	}
+	got = FinishCommand("'/my repo'", store.Allocation{TaskKey: "T-1", Owner: "a b"}, true)
+	if got != "wt-admin --repo '/my repo' finish --task T-1 --owner 'a b' --archive" {
+		t.Errorf("FinishCommand, archive: %q", got)
 	}
 }
 

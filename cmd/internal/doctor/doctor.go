@@ -120,7 +120,7 @@ func Run(ctx context.Context, dir string) (Report, error) {
 		rep.checkJournals(tx, repo, r.Git.TopLevel)
 		rep.checkPublication(tx, repo)
 		if invErr == nil {
-			rep.checkGates(tx, r, inv, allocs, repo)
+			rep.checkGates(ctx, tx, r, pol, inv, allocs, repo)
 		}
 		tips = governedTips(pol, allocs)
 		for _, a := range allocs {
@@ -472,7 +472,7 @@ func refLocks(common string) []string {
 // task branch, a task branch checked out elsewhere), every live allocation
 // without a registered worktree, and a note for each worktree of a role
 // that wt leaves ungated.
-func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktree, allocs []store.Allocation, repo string) {
+func (rep *Report) checkGates(ctx context.Context, tx *store.Tx, r *alloc.Repo, pol store.Policy, inv []gitrepo.Worktree, allocs []store.Allocation, repo string) {
 	seen := map[string]bool{}
 	for _, wt := range inv {
 		var a *store.Allocation
@@ -537,7 +537,7 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 		if wt.Prunable && a.Role != store.RoleAudit && a.Lifecycle != store.Released {
 			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
 				Problem: fmt.Sprintf("%s: the checkout of task %s (%s) was deleted; its task key is stuck until the task is finished", decision.CheckoutMissing, a.TaskKey, a.Lifecycle),
-				Fix:     view.FinishCommand(repo, *a),
+				Fix:     view.FinishCommand(repo, *a, maint.FinishNeedsArchive(ctx, r, pol.PublicationBranch, *a, wt.Head)),
 				Hint:    "the dry run shows what finishing keeps; --archive keeps unmerged commits under refs/wt/archive/"})
 		}
 		if _, ungated := alloc.RoleGate[a.Role]; ungated && a.Lifecycle != store.Released {
@@ -555,7 +555,7 @@ func (rep *Report) checkGates(tx *store.Tx, r *alloc.Repo, inv []gitrepo.Worktre
 		}
 		rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: a.WorktreePath,
 			Problem: fmt.Sprintf("%s: task %s is %s but has no registered worktree at %s (removed, or re-created by git): nobody can take its lease, its branch stays guarded, and its task key is stuck until it is finished", decision.UnregisteredWorktree, a.TaskKey, a.Lifecycle, a.WorktreePath),
-			Fix:     view.FinishCommand(repo, a),
+			Fix:     view.FinishCommand(repo, a, maint.FinishNeedsArchive(ctx, r, pol.PublicationBranch, a, "")),
 			Hint:    "the dry run shows what finishing keeps; --archive keeps unmerged commits under refs/wt/archive/"})
 	}
 }
