@@ -61,7 +61,8 @@ type Options struct {
 	// naming a live ancestor), else self.
 	Holder string
 	Owner  string
-	// ExpectGeneration and ExpectHead: see lease.Request.
+	// Allocation, ExpectGeneration and ExpectHead: see lease.Request.
+	Allocation       string
 	ExpectGeneration *int
 	ExpectHead       string
 	Kind             string
@@ -228,7 +229,7 @@ func Run(opts Options) (Result, error) {
 	}
 	repo.Store = repo.Store.WithContext(s.startCtx)
 	req := lease.Request{Holder: holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind, Fence: s.fence, Confined: &store.Confinement{},
-		ExpectGeneration: opts.ExpectGeneration, ExpectHead: opts.ExpectHead}
+		Allocation: opts.Allocation, ExpectGeneration: opts.ExpectGeneration, ExpectHead: opts.ExpectHead}
 	acquire := func() error {
 		var err error
 		res.Grant, err = lease.Acquire(repo, c, req, scan, func(g lease.Grant) (*store.ChildGroup, error) {

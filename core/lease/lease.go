@@ -48,6 +48,10 @@ type Request struct {
 	Holder proc.Holder
 	// Owner, when not empty, must be the allocation's owner.
 	Owner string
+	// Allocation, when not empty, must be the allocation of the worktree
+	// (UNREGISTERED_WORKTREE otherwise): wt-exec --task runs in its task's
+	// worktree, never in another that took its place meanwhile.
+	Allocation string
 	// TTL is how long the lease stays unexpired without renewal; 0 means
 	// no expiry.
 	TTL time.Duration
@@ -448,6 +452,10 @@ type checked struct {
 // notApplicable: they run without a lease.
 func checkGrant(tx Records, commonDir string, c gitrepo.Checkout, a store.Allocation, req Request, scan func() (Evidence, error)) (checked, error) {
 	var ck checked
+	if req.Allocation != "" && req.Allocation != a.AllocationID {
+		return ck, decision.New(decision.UnregisteredWorktree, "the worktree at %s is no longer allocation %s's (removed, and another put in its place)", c.TopLevel, req.Allocation).
+			WithHint("see what became of it: wt-admin --repo %s status", shell.Word(c.TopLevel))
+	}
 	if a.Role == store.RoleAudit {
 		return ck, decision.New(decision.AuditReadOnly, "%s is an audit worktree of task %s: it is read-only and takes no writer", c.TopLevel, a.TaskKey).
 			WithHint("review it without wt-exec; allocate a feature worktree to write: wt-admin allocate --task KEY --owner NAME PATH")

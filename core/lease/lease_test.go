@@ -408,6 +408,19 @@ func TestAcquireTargets(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("allocation", func(t *testing.T) {
+		// wt-exec --task names its task's allocation: a worktree that
+		// another allocation now holds at the same path is refused.
+		f := newFixture(t)
+		_, err := f.acquire(Request{Allocation: ids.New()})
+		wantCode(t, err, decision.UnregisteredWorktree)
+		if f.recs.writes != 0 || len(f.recs.events) != 0 {
+			t.Fatal("a refusal wrote")
+		}
+		if _, err := f.acquire(Request{Allocation: f.a.AllocationID}); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("not applicable", func(t *testing.T) {
 		f := newFixture(t)
 		a := f.recs.allocs[f.a.AllocationID]

@@ -128,9 +128,11 @@ func (r *run) main(args []string) (*wrapper.Result, error) {
 				return nil, commandErr(err)
 			}
 		}
-		if opts.Dir, err = r.taskWorktree(l); err != nil {
+		a, err := r.taskWorktree(l)
+		if err != nil {
 			return nil, err
 		}
+		opts.Dir, opts.Allocation = a.WorktreePath, a.AllocationID
 		r.dir, _ = filepath.Abs(opts.Dir)
 	} else if l.IsSet("base") || l.IsSet("path") || l.IsSet("new-task") {
 		return nil, usageErr("--base, --path and --new-task go with --task")

@@ -29,10 +29,10 @@ func TaskPath(top, task string) string {
 // does), or a new feature allocation by allocate's rules. Either way the
 // repository's hooks are in place before the command runs: a one-step
 // launch never leaves a worktree ungated.
-func (r *run) taskWorktree(l *Line) (string, error) {
+func (r *run) taskWorktree(l *Line) (store.Allocation, error) {
 	task := l.String("task")
 	if err := store.ValidTaskKey(task); err != nil {
-		return "", err
+		return store.Allocation{}, err
 	}
 	dir := l.String("C")
 	if dir == "" {
@@ -41,20 +41,20 @@ func (r *run) taskWorktree(l *Line) (string, error) {
 	ctx := context.Background()
 	repo, err := alloc.Open(ctx, dir)
 	if err != nil {
-		return "", err
+		return store.Allocation{}, err
 	}
 	if err := ensureHooks(ctx, repo.Git); err != nil {
-		return "", err
+		return store.Allocation{}, err
 	}
 	a, err := repo.TaskAllocation(task)
 	if err != nil {
-		return "", err
+		return store.Allocation{}, err
 	}
 	if a != nil {
-		return a.WorktreePath, nil
+		return *a, stillTasks(repo, *a)
 	}
 	if !l.IsSet("owner") {
-		return "", usageErr("task %s has no worktree yet: allocating it needs --owner NAME", task)
+		return store.Allocation{}, usageErr("task %s has no worktree yet: allocating it needs --owner NAME", task)
 	}
 	path := l.String("path")
 	if path == "" {
@@ -68,22 +68,22 @@ func (r *run) taskWorktree(l *Line) (string, error) {
 		a, err2 := repo.AwaitTask(actx, task)
 		cancel()
 		if err2 == nil && a != nil {
-			return a.WorktreePath, nil
+			return *a, nil
 		}
 	}
 	if decision.CodeOf(err) == decision.PathExists && !l.IsSet("path") {
 		// Whatever sits at the task's path (another task's worktree, a
 		// checkout another tool made) is not this task's: never run there.
-		return "", decision.New(decision.PathExists, "task %s has no worktree, and the path wt-exec --task would give it, %s, is taken%s", task, path, takenBy(repo, path)).
+		return store.Allocation{}, decision.New(decision.PathExists, "task %s has no worktree, and the path wt-exec --task would give it, %s, is taken%s", task, path, takenBy(repo, path)).
 			WithHint("give task %s a path of its own: wt-exec --task %s --owner %s --path PATH -- COMMAND", task, shell.Word(task), shell.Word(l.String("owner")))
 	}
 	if err != nil {
-		return "", err
+		return store.Allocation{}, err
 	}
 	a = &res.Allocation
 	did, err := install.PrepareWorktree(ctx, repo.Git, *a)
 	if err != nil {
-		return "", err
+		return store.Allocation{}, err
 	}
 	for _, d := range did {
 		fmt.Fprintf(r.stderr, "wt-exec: %s\n", textout.Clean(d))
@@ -93,7 +93,35 @@ func (r *run) taskWorktree(l *Line) (string, error) {
 		branch = *a.Branch
 	}
 	fmt.Fprintf(r.stderr, "wt-exec: %s: task %s allocated at %s (branch %s, owner %s)\n", res.Code, textout.Clean(a.TaskKey), textout.Clean(a.WorktreePath), textout.Clean(branch), textout.Clean(a.Owner))
-	return a.WorktreePath, nil
+	return *a, nil
+}
+
+// stillTasks refuses to run task a's command at the path its allocation
+// records unless the worktree there is still the one wt registered for a:
+// after git worktree remove, another allocation may be given the same path
+// (and git the same admin dir name), and that worktree, its branch and its
+// lease are another task's.
+func stillTasks(repo *alloc.Repo, a store.Allocation) error {
+	var t alloc.Target
+	err := repo.Store.Read(func(tx *store.Tx) error {
+		var err error
+		t, err = repo.Resolve(tx, a.WorktreePath)
+		if decision.CodeOf(err) == decision.UnregisteredWorktree {
+			return nil // nobody's worktree, or none at all: not a's either
+		}
+		return err
+	})
+	if err != nil || t.Allocation.AllocationID == a.AllocationID {
+		return err
+	}
+	there := ""
+	if t.Allocation.TaskKey != "" {
+		there = fmt.Sprintf(": the worktree there now is task %s's", t.Allocation.TaskKey)
+	}
+	return decision.New(decision.UnregisteredWorktree, "task %s is %s but wt has no registered worktree for it at %s (removed, or re-created by git)%s; wt-exec --task %s runs in no other worktree",
+		a.TaskKey, a.Lifecycle, a.WorktreePath, there, a.TaskKey).
+		WithHint("finish the task (its dry run shows what it keeps): wt-admin --repo %s finish --task %s --owner %s",
+			shell.Word(repo.Git.TopLevel), shell.Word(a.TaskKey), shell.Word(a.Owner))
 }
 
 // takenBy says whose a taken path is: the task whose worktree it is, or
