@@ -37,6 +37,9 @@ type Entry struct {
 	// "adopted by <lease id>"); both are empty for a current one.
 	To    string `json:"to,omitempty"`
 	Ended string `json:"ended,omitempty"`
+	// ExpiresAt is when the lease expires (or expired) as last granted or
+	// renewed, "" for no expiry: past it, its holder has no entitlement.
+	ExpiresAt string `json:"expires_at,omitempty"`
 	// Freshness is that of a current lease (docs/design.md, "Writer leases").
 	Freshness string `json:"freshness,omitempty"`
 	// Fleet is a current lease's fleet side (fleet mode).
@@ -121,9 +124,13 @@ func List(r *alloc.Repo, all bool) ([]Entry, error) {
 			if err != nil {
 				return decision.Wrap(decision.Internal, err, "read /proc")
 			}
-			out = append(out, Entry{LeaseID: l.LeaseID, AllocationID: l.AllocationID, TaskKey: a.TaskKey, Role: a.Role,
+			e := Entry{LeaseID: l.LeaseID, AllocationID: l.AllocationID, TaskKey: a.TaskKey, Role: a.Role,
 				WorktreePath: l.WorktreePath, Holder: l.Holder, Generation: l.Generation, From: l.AcquiredAt,
-				Freshness: liveness.Freshness(s, l, now), Fleet: l.Fleet})
+				Freshness: liveness.Freshness(s, l, now), Fleet: l.Fleet}
+			if l.ExpiresAt != nil {
+				e.ExpiresAt = *l.ExpiresAt
+			}
+			out = append(out, e)
 		}
 		return nil
 	})
@@ -186,6 +193,7 @@ func endedLeases(path string, current []Entry) ([]Entry, error) {
 				if g, ok := ev.Detail["generation"].(float64); ok {
 					e.Generation = int(g)
 				}
+				e.ExpiresAt, _ = ev.Detail["expires_at"].(string)
 				began[id] = e
 				order = append(order, id)
 			}
@@ -196,9 +204,16 @@ func endedLeases(path string, current []Entry) ([]Entry, error) {
 			if prev, ok := ev.Detail["previous_lease_id"].(string); ok && began[prev] != nil && began[prev].To == "" {
 				began[prev].To, began[prev].Ended = ev.At, how+id
 			}
+		case "writer_lease_renewed":
+			if e := began[id]; e != nil && e.To == "" {
+				e.ExpiresAt, _ = ev.Detail["expires_at"].(string)
+			}
 		case "writer_lease_released", "writer_lease_expired", "writer_lease_abandoned":
 			if e := began[id]; e != nil && e.To == "" {
 				e.To, e.Ended = ev.At, strings.TrimPrefix(ev.Event, "writer_lease_")
+				if x, ok := ev.Detail["expires_at"].(string); ok {
+					e.ExpiresAt = x // the expiry lease expire found passed
+				}
 				if why, ok := ev.Detail["reason"].(string); ok {
 					e.Ended += ": " + why
 				}

@@ -209,9 +209,12 @@ func (res *AuditResult) add(t TaskAudit) {
 
 // leaseAt tells who held allocation id's writer lease at a move's time,
 // from the leases' history (lease.List): ok is false when no lease of it
-// was live in that second. A reflog keeps whole seconds: a lease that
-// began or ended within the move's second is named with that said (the
-// reflog cannot tell whether the move came before or after).
+// was live in that second. A lease is live from its grant until it ended
+// or expired, whichever came first (past its expiry its holder has no
+// entitlement; lease expire records that later). A reflog keeps whole
+// seconds: a lease that began or ended within the move's second is named
+// with that said (the reflog cannot tell whether the move came before or
+// after).
 func leaseAt(leases []lease.Entry, id string) func(time.Time) (string, bool) {
 	return func(when time.Time) (string, bool) {
 		sec := when.Truncate(time.Second)
@@ -227,9 +230,15 @@ func leaseAt(leases []lease.Entry, id string) func(time.Time) (string, bool) {
 			}
 			to, open := time.Time{}, e.To == ""
 			if !open {
-				if to, err = time.Parse(time.RFC3339Nano, e.To); err != nil || !to.After(sec) {
+				if to, err = time.Parse(time.RFC3339Nano, e.To); err != nil {
 					continue
 				}
+			}
+			if x, err := time.Parse(time.RFC3339Nano, e.ExpiresAt); err == nil && (open || x.Before(to)) {
+				to, open = x, false
+			}
+			if !open && !to.After(sec) {
+				continue
 			}
 			who := fmt.Sprintf("client %s, pid %d (lease %s, generation %d)", e.Holder.ClientID, e.Holder.PID, e.LeaseID, e.Generation)
 			if !from.After(sec) && (open || !to.Before(end)) {

@@ -182,6 +182,10 @@ func TestLeaseAt(t *testing.T) {
 		{LeaseID: "L2", AllocationID: "A", Holder: h, Generation: 2, From: "2026-01-01T11:00:00.5Z"},
 		{LeaseID: "X", AllocationID: "B", Holder: h, Generation: 1, From: "2026-01-01T00:00:00Z"},
 		{LeaseID: "bad", AllocationID: "A", Holder: h, From: "not a time"},
+		// Expired at 14:00:00.5 (recorded by lease expire at 15:00), and a
+		// current one past its expiry: neither is live after it.
+		{LeaseID: "L3", AllocationID: "C", Holder: h, Generation: 1, From: "2026-01-01T13:00:00Z", To: "2026-01-01T15:00:00Z", ExpiresAt: "2026-01-01T14:00:00.5Z"},
+		{LeaseID: "L4", AllocationID: "C", Holder: h, Generation: 2, From: "2026-01-01T16:00:00Z", ExpiresAt: "2026-01-01T17:00:00Z"},
 	}
 	holder := leaseAt(leases, "A")
 	for _, c := range []struct {
@@ -195,6 +199,24 @@ func TestLeaseAt(t *testing.T) {
 		{"2026-01-01T11:00:00.7Z", "lease L2", true, true},
 		{"2026-01-01T12:00:00Z", "lease L2, generation 2", true, false},
 		{"2026-01-01T09:00:00Z", "", false, false},
+	} {
+		got, ok := holder(at(c.when))
+		if ok != c.ok || !strings.Contains(got, c.want) || strings.Contains(got, "within the second") != c.unsure {
+			t.Errorf("%s: %q %t, want %q %t (unsure %t)", c.when, got, ok, c.want, c.ok, c.unsure)
+		}
+	}
+	holder = leaseAt(leases, "C")
+	for _, c := range []struct {
+		when   string
+		want   string
+		ok     bool
+		unsure bool
+	}{
+		{"2026-01-01T13:30:00Z", "lease L3, generation 1", true, false},
+		{"2026-01-01T14:00:00.7Z", "lease L3", true, true},
+		{"2026-01-01T14:30:00Z", "", false, false},
+		{"2026-01-01T16:30:00Z", "lease L4, generation 2", true, false},
+		{"2026-01-01T17:30:00Z", "", false, false},
 	} {
 		got, ok := holder(at(c.when))
 		if ok != c.ok || !strings.Contains(got, c.want) || strings.Contains(got, "within the second") != c.unsure {
