@@ -38,6 +38,9 @@ func (r *Repo) Inventory(ctx context.Context) ([]Worktree, error) {
 	}
 	out, err := r.Git(ctx, true, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
+		if d := diagnoseAdminDirs(r.CommonDir); d != nil {
+			return nil, d
+		}
 		return nil, err
 	}
 	wts, err := ParsePorcelain(out)
@@ -219,6 +222,29 @@ func checkAdminFiles(commonDir string) error {
 		return err
 	}
 	return bad
+}
+
+// diagnoseAdminDirs says which worktree keeps git from listing any, when
+// git's list failed: an admin dir whose commondir leads elsewhere (git
+// stops at one whose path cannot be resolved, "fatal: Invalid path", and
+// names no worktree) is GIT_METADATA_UNTRUSTED naming the worktree and
+// its repair (brokenCommondir). nil when no admin dir is such.
+func diagnoseAdminDirs(commonDir string) *decision.Error {
+	var found *decision.Error
+	_ = eachAdminDir(commonDir, func(key string) { // Best effort: git's own error stands.
+		admin := AdminDir(commonDir, key)
+		b, err := readGitFile(filepath.Join(admin, "commondir"))
+		if found != nil || err != nil {
+			return
+		}
+		named := strings.TrimRight(string(b), "\r\n")
+		if !filepath.IsAbs(named) {
+			named = filepath.Join(admin, named)
+		}
+		top, _ := CheckoutOf(commonDir, key) // unreadable: its admin dir, in the message, names it
+		found = brokenCommondir(admin, top, named)
+	})
+	return found
 }
 
 // ListFailed is the error a caller returns when Inventory fails: a refusal

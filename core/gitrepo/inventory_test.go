@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wt-tool/wt/core/decision"
@@ -102,5 +103,34 @@ func TestInventoryAndDiscover(t *testing.T) {
 	gitT(t, top, "init", "-q", "--bare", bare)
 	if _, err := Discover(ctx, bare); decision.CodeOf(err) != decision.BareRepository {
 		t.Fatalf("bare: %v", err)
+	}
+}
+
+// TestInventoryCommondirNowhere: a worktree whose admin dir's commondir
+// leads nowhere makes git's list fail without naming it ("fatal: Invalid
+// path"); Inventory names the worktree and its repair instead.
+func TestInventoryCommondirNowhere(t *testing.T) {
+	ctx := context.Background()
+	top, _ := filepath.EvalSymlinks(t.TempDir())
+	repo := filepath.Join(top, "repo")
+	gitT(t, top, "init", "-q", "-b", "main", repo)
+	gitT(t, repo, "commit", "-q", "--allow-empty", "-m", "one")
+	gitT(t, repo, "worktree", "add", "-q", "--detach", filepath.Join(top, "w1"))
+	r, err := Discover(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commondir := filepath.Join(AdminDir(r.CommonDir, "w1"), "commondir")
+	if err := os.WriteFile(commondir, []byte("/nonexistent/x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Inventory(ctx)
+	d, ok := decision.As(err)
+	if !ok {
+		t.Fatalf("Inventory: %v, want GIT_METADATA_UNTRUSTED", err)
+	}
+	if d.Code != decision.GitMetadataUntrusted || !strings.Contains(d.Message, filepath.Join(top, "w1")+": ") ||
+		!strings.Contains(d.Hint, "printf '%s\\n' ../.. > "+commondir) {
+		t.Fatalf("Inventory: %v (hint %q)", err, d.Hint)
 	}
 }

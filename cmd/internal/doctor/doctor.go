@@ -88,6 +88,9 @@ func Run(ctx context.Context, dir string) (Report, error) {
 	inv, invErr := r.Git.Inventory(ctx)
 	if invErr != nil {
 		f := Finding{Check: "gates", Subject: "git worktree list", Problem: invErr.Error(), Hint: fmt.Sprintf("run git -C %s worktree list", repo)}
+		if d, ok := decision.As(invErr); ok && d.Code == decision.GitMetadataUntrusted {
+			f.Hint = d.Hint // the worktree git stopped at, and its repair (Inventory's diagnosis)
+		}
 		if adminFix != "" {
 			f.Hint, f.Fix = "", adminFix
 		}
