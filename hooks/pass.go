@@ -22,8 +22,9 @@ import (
 const PassFile = "wt-hook-pass"
 
 // PreCommit judges a commit like Entitled, for the process pid (the hook),
-// whose parent gitPID is the committing git process (the caller knows it
-// from getppid: no /proc reading for it). When the commit is allowed
+// whose parent gitPID is the committing git process, or the shim's shell
+// that git runs (the caller knows it from getppid: no /proc reading for
+// it). When the commit is allowed
 // outright (no warning), it leaves a pass naming that git process by its identity (boot
 // id, pid, start ticks) and the ref the commit moves: the
 // reference-transaction shim (install.CurrentVersion; the pass's own line
@@ -58,26 +59,32 @@ func PreCommit(dir string, pid, gitPID int) (Verdict, error) {
 }
 
 // writePass writes the pass for the git process gitPID, which must be a
-// running process called git, without fsync: it describes a process of
-// this boot. An existing pass is rewritten in place (safefile.Overwrite:
-// one write, padded with spaces after the line); the first is written
-// whole (temporary file and rename). A reader that meets a pass being
-// rewritten reads a line that names no process or a process that was
-// judged: either way no commit passes unjudged. The
+// running process called git (or for its parent, when gitPID is the shell
+// of a shim that runs the gate before the hook it chains, shim v11),
+// without fsync: it describes a process of this boot. An existing pass is
+// rewritten in place (safefile.Overwrite: one write, padded with spaces
+// after the line); the first is written whole (temporary file and
+// rename). A reader that meets a pass being rewritten reads a line that
+// names no process or a process that was judged: either way no commit
+// passes unjudged. The
 // entitlement's ancestry walk passed through gitPID, the hook's parent, and
 // its stat from there names it (read again only where the walk is absent).
 func writePass(c gitrepo.Checkout, gitPID int, procs *proc.Reader, l *store.Lease, ledger string) {
-	st, ok := proc.Stat{}, false
-	if procs != nil {
-		st, ok = procs.Walked(gitPID)
-	}
-	if !ok {
-		var err error
-		if st, err = proc.ReadStat(gitPID); err != nil {
-			return
+	stat := func(pid int) (proc.Stat, error) {
+		if procs != nil {
+			if st, ok := procs.Walked(pid); ok {
+				return st, nil
+			}
 		}
+		return proc.ReadStat(pid)
 	}
-	if st.Comm != "git" || !st.Running() {
+	st, err := stat(gitPID)
+	if err == nil && st.Comm != "git" {
+		// A shim's shell, which runs the gate as its child before the
+		// hook it chains (shim v11): git is its parent.
+		st, err = stat(st.PPID)
+	}
+	if err != nil || st.Comm != "git" || !st.Running() {
 		return
 	}
 	boot, err := proc.BootID()
@@ -92,7 +99,7 @@ func writePass(c gitrepo.Checkout, gitPID int, procs *proc.Reader, l *store.Leas
 	if l != nil {
 		lease, gen, client = l.LeaseID, l.Generation, l.Holder.ClientID
 	}
-	line := fmt.Appendf(nil, "v2 %s %d %d %s %s %d %s %s\n", boot, gitPID, st.StartTicks, ref, lease, gen, client, cmp.Or(ledger, "-"))
+	line := fmt.Appendf(nil, "v2 %s %d %d %s %s %d %s %s\n", boot, st.PID, st.StartTicks, ref, lease, gen, client, cmp.Or(ledger, "-"))
 	if safefile.Overwrite(filepath.Join(c.GitDir, PassFile), line) {
 		return // in place: the shim reads the first line
 	}

@@ -14,8 +14,8 @@ import (
 // the hook it chains (the manager's own, which pre-commit refuses to run
 // from its legacy hook: "installed in migration mode"). wt-hook install
 // then removes the kept shim (and a kept copy identical to the manager's
-// hook) and chains the manager's hook once; uninstall leaves no wt shim
-// and the manager's hook as it was.
+// hook) and chains the manager's hook once, after the gate; uninstall
+// leaves no wt shim and the manager's hook as it was.
 func TestManagerBackups(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "wt-hook")
@@ -58,8 +58,8 @@ func TestManagerBackups(t *testing.T) {
 	if out, err := exec.Command(filepath.Join(hooks, "pre-commit")).CombinedOutput(); err != nil {
 		t.Fatalf("pre-commit: %v\n%s", err, out)
 	}
-	if b, _ := os.ReadFile(log); string(b) != "manager\ngate run pre-commit\n" {
-		t.Fatalf("pre-commit ran %q, want the manager's hook once, then the gate", b)
+	if b, _ := os.ReadFile(log); string(b) != "gate run pre-commit\nmanager\n" {
+		t.Fatalf("pre-commit ran %q, want the gate, then the manager's hook once", b)
 	}
 	// The manager installs again over wt (keeping wt's shim as .old), then
 	// wt is uninstalled without a reinstall.

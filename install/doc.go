@@ -8,8 +8,8 @@
 // when that is not an executable file. No environment variable picks
 // another binary: shims before v3 honoured $WT_HOOK_BIN and PATH, an off
 // switch (WT_HOOK_BIN=/bin/true git commit) that v3 removed. A foreign hook
-// is kept beside the shim as HOOK.wt-chained and run first with the same
-// arguments and stdin.
+// is kept beside the shim as HOOK.wt-chained and run after wt's judgement
+// allowed, with the same arguments and stdin (a refusal runs no other hook).
 //
 // The reference-transaction shim returns at once for states other than
 // "prepared", without starting wt-hook.

@@ -448,7 +448,7 @@ func StatusGate(ctx context.Context, g *gitrepo.Repo) (Result, error) {
 	dir := t.Dir
 	if t.Takeover {
 		dir = t.Before
-		res.Warnings = append(res.Warnings, "core.hooksPath is "+t.Chain+", not wt's own hooks dir: wt-hook install takes it, and runs its hooks first")
+		res.Warnings = append(res.Warnings, "core.hooksPath is "+t.Chain+", not wt's own hooks dir: wt-hook install takes it, and runs its hooks after wt's gate")
 	}
 	r, err := Status(dir)
 	if err != nil {

@@ -166,7 +166,7 @@ func InstallOf(dir, bin string, hooks []string) (Result, error) {
 			if err := os.Rename(st.Path, st.Path+ChainSuffix); err != nil {
 				return res, decision.Wrap(decision.Internal, err, "keep %s", st.Path)
 			}
-			st.Chained, st.Changed = st.Path+ChainSuffix, "installed; the foreign hook runs first, kept as "+filepath.Base(st.Path+ChainSuffix)
+			st.Chained, st.Changed = st.Path+ChainSuffix, "installed; the foreign hook runs after wt's gate, kept as "+filepath.Base(st.Path+ChainSuffix)
 		case "wt":
 			if cur, _ := safefile.Read(st.Path, 1<<20, safefile.Follows); string(cur) == want {
 				st.Changed = "unchanged"

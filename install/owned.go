@@ -213,7 +213,7 @@ func InstallTarget(ctx context.Context, g *gitrepo.Repo, t Target, bin string) (
 			return res, decision.Wrap(decision.GitFailed, err, "set core.hooksPath to %s", t.Dir)
 		}
 		for i := range res.Hooks {
-			res.Hooks[i].Changed += "; core.hooksPath was " + t.Chain + ", whose hook runs first"
+			res.Hooks[i].Changed += "; core.hooksPath was " + t.Chain + ", whose hook runs after wt's gate"
 		}
 	}
 	return res, nil

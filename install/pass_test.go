@@ -105,10 +105,13 @@ func TestReferenceTransactionPass(t *testing.T) {
 			if string(got) != want {
 				t.Errorf("the ledger holds %q, want %q", got, want)
 			}
-			if tc.chained {
-				if got, _ := os.ReadFile(path + ".wt-chained.stdin"); string(got) != tc.stdin {
-					t.Errorf("the chained hook read %q, git wrote %q", got, tc.stdin)
-				}
+			// wt judges first: the chained hook runs, with every byte,
+			// only when the transaction was let through (the stand-in
+			// refuses whatever it judges).
+			if got, err := os.ReadFile(path + ".wt-chained.stdin"); tc.chained && !tc.judged && string(got) != tc.stdin {
+				t.Errorf("the chained hook read %q, git wrote %q", got, tc.stdin)
+			} else if tc.judged && err == nil {
+				t.Errorf("the chained hook ran after wt refused the transaction")
 			}
 		})
 	}

@@ -39,8 +39,8 @@ var ServerHooks = []string{"pre-receive", "post-receive"}
 // that a number an install recorded means one thing.
 //
 // A shim says what it is: its second line names its version and hook
-// ("# wt-hook shim v10 (pre-commit), ..."; the forwarder's, "# wt-hook
-// forwarder v10, ...") and its last line is the SHA-256 of everything
+// ("# wt-hook shim v11 (pre-commit), ..."; the forwarder's, "# wt-hook
+// forwarder v11, ...") and its last line is the SHA-256 of everything
 // above it ("# wt-hook shim sha256:HEX"). So any version's shim, this
 // one's, an older one's or a newer one's, is recognised as wt's, and as
 // unedited, without keeping every version's text: install updates it,
@@ -55,8 +55,10 @@ var ServerHooks = []string{"pre-receive", "post-receive"}
 // hooks dir (owned.go); v7 runs the hook a wt shim in the chained dir
 // keeps; v8's reference-transaction appends the move it lets through to
 // the task's branch ledger; v9 added the fenced remote's post-receive.
-// v10 is the first with the marker lines.
-const Version = 10
+// v10 is the first with the marker lines; v11 judges before the hook it
+// chains runs (pre-commit, pre-push, reference-transaction), so that a
+// refused commit or push runs no other hook.
+const Version = 11
 
 const (
 	binMark = "@BIN@"

@@ -307,7 +307,7 @@ func TestCheckOutdated(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps, err := Check(dir)
-	if err != nil || len(ps) != 1 || ps[0].Hook != "pre-commit" || !ps[0].Outdated || !strings.Contains(ps[0].Message, "shim v7; this wt-hook writes v10") {
+	if err != nil || len(ps) != 1 || ps[0].Hook != "pre-commit" || !ps[0].Outdated || !strings.Contains(ps[0].Message, "shim v7; this wt-hook writes v11") {
 		t.Fatalf("a v7 pre-commit: %+v %v", ps, err)
 	}
 }
