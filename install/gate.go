@@ -411,10 +411,16 @@ func worktreeHooksPath(ctx context.Context, g *gitrepo.Repo, a store.Allocation)
 // StatusGate reads wt's gate in g: its configured hooks, the hooks dir git
 // uses in the main checkout (before wt takes a manager's core.hooksPath
 // back: what git runs now), the governed worktrees' own core.hooksPath, and
-// what a commit in the checkout g was found from meets.
+// what a commit in the checkout g was found from meets. Under a git that
+// runs no configured hooks (before 2.54) a configured hook is listed only
+// when something of it is there (a newer git wrote it), as not used.
 func StatusGate(ctx context.Context, g *gitrepo.Repo) (Result, error) {
 	var res Result
 	local, err := readLocalConfig(ctx, g)
+	if err != nil {
+		return res, err
+	}
+	gv, err := gitrepo.GitVersion(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -438,6 +444,12 @@ func StatusGate(ctx context.Context, g *gitrepo.Repo) (Result, error) {
 		}
 		if _, off := local.off("hook." + ConfigName(h) + ".enabled"); registered && off {
 			st.Changed = "switched off (hook." + ConfigName(h) + ".enabled)"
+		}
+		if !gv.ConfigHooks() {
+			if !registered && !shim {
+				continue // nothing there, and nothing this git would run
+			}
+			st.Changed = strings.TrimPrefix(st.Changed+"; not used by git "+gv.String()+" (2.54 and later run it)", "; ")
 		}
 		res.Hooks = append(res.Hooks, st)
 	}
