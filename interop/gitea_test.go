@@ -358,7 +358,12 @@ func TestGiteaServerRoot(t *testing.T) {
 		t.Fatalf("install --server --server-root:\n%s", out)
 	}
 	tpl := filepath.Join(g.repos, ".wt-fence-template")
-	run(top, true, "git", "config", "--file", filepath.Join(g.dir, "data", "home", ".gitconfig"), "init.templateDir", tpl)
+	// install found Gitea, and names the configuration Gitea's git reads.
+	home := filepath.Join(g.dir, "data", "home")
+	if !strings.Contains(out, "git config --file '"+filepath.Join(home, ".gitconfig")+"' init.templateDir") {
+		t.Fatalf("install --server --server-root does not name Gitea's git home %s:\n%s", home, out)
+	}
+	run(top, true, "git", "config", "--file", filepath.Join(home, ".gitconfig"), "init.templateDir", tpl)
 	if code, body := g.api("POST", "/user/repos", map[string]any{"name": "new", "default_branch": "main"}); code != 201 {
 		t.Fatalf("create new: %d %s", code, body)
 	}

@@ -491,8 +491,9 @@ type rootResult struct {
 // run them from (HOOK and HOOK.d/), its config the fence's (without a key
 // space: the hook derives it, readFence). Gitea's regeneration of its hooks
 // keeps HOOK.d/ (install.NameDispatcher). Using the template is the
-// server's owner's step (git config --global init.templateDir), which
-// install prints rather than takes.
+// server's owner's step (init.templateDir in the configuration the forge's
+// git reads: Gitea's own home, install.GiteaGitHome, else the git user's
+// --global), which install prints rather than takes.
 func (e *env) serverRoot(c *ucli.Context, root, code string) error {
 	ctx := c.Context
 	f, err := fenceFromFlags(c)
@@ -516,10 +517,14 @@ func (e *env) serverRoot(c *ucli.Context, root, code string) error {
 		return err
 	}
 	out := rootResult{Root: root, Template: filepath.Join(root, templateDirName)}
+	giteaHome, gitea := "", false
 	for _, dir := range repos {
 		gitDir, hooksDir, err := serverRepoAt(ctx, dir)
 		if err != nil {
 			return err
+		}
+		if !gitea {
+			giteaHome, gitea = install.GiteaGitHome(hooksDir)
 		}
 		if err := runnableByOwner(gitDir, bin); err != nil {
 			return err
@@ -549,8 +554,23 @@ func (e *env) serverRoot(c *ucli.Context, root, code string) error {
 			fmt.Fprintf(w, "%s: fenced: %s\n", r.GitDir, strings.Join(where, ", "))
 		}
 		fmt.Fprintf(w, "%s: %d repositories fenced under %s\n", e.Bin, len(out.Repositories), root)
-		fmt.Fprintf(w, "%s: for repositories made later, as the server's git user: git config --global init.templateDir %s\n", e.Bin, shell.Quote(out.Template))
+		fmt.Fprintf(w, "%s: for repositories made later, as the server's git user%s\n", e.Bin, templateStep(out.Template, giteaHome, gitea))
 	})
+}
+
+// templateStep says how to make the git that creates the forge's
+// repositories use the template: init.templateDir in the configuration
+// that git reads, which under Gitea (and Forgejo) is the .gitconfig of the
+// home Gitea runs git with ([git] HOME_PATH), not the git user's.
+func templateStep(template, giteaHome string, gitea bool) string {
+	set := " init.templateDir " + shell.Quote(template)
+	switch {
+	case gitea && giteaHome != "":
+		return " (Gitea runs git with its own home, " + giteaHome + "): git config --file " + shell.Quote(filepath.Join(giteaHome, ".gitconfig")) + set
+	case gitea:
+		return " (Gitea runs git with its own home, [git] HOME_PATH in its app.ini, by default APP_DATA_PATH/home): git config --file HOME_PATH/.gitconfig" + set
+	}
+	return ": git config --global" + set
 }
 
 // templateDirName is the git template directory install --server-root
