@@ -73,6 +73,13 @@ check_land() {
 	nowant "$log" '^T-4: '
 	nowant "$log" '^T-5: '
 	[ "$(git rev-parse main)" = "$(git -C ~/work/server.git rev-parse main)" ] || fail "the server's main is not the local main"
+	# What the page says status shows: each task's state, and for the
+	# failed test its log.
+	local s; s=$(wt-admin status)
+	want "$s" 'app-T-4 .* LAND_CONFLICT '
+	want "$s" 'app-T-5 .* LAND_TEST_FAILED '
+	want "$s" "read the test's output \(cat \S+/land-logs/T-5/1\.log\)"
+	want "$s" 'git rebase main stops on the conflict'
 }
 check_hand-back() {
 	local log; log=$(git log --format=%s main)
