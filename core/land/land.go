@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -75,6 +77,12 @@ type Options struct {
 	Stderr io.Writer
 	// Poll is how often a wait looks again (default 100ms).
 	Poll time.Duration
+	// Batch bounds how many tasks one compare-and-swap lands (0: the
+	// whole queue; 1: one at a time, each integrated and tested alone,
+	// as land did before batches). Jobs bounds the tests a batched landing
+	// runs at once, each in an integration worktree of its own (0: the
+	// machine's CPUs).
+	Batch, Jobs int
 }
 
 // TaskResult is how one task's landing ended.
@@ -106,6 +114,9 @@ type TaskResult struct {
 	// Retries counts integrations done again because the publication
 	// branch moved under the landing.
 	Retries int `json:"retries,omitempty"`
+	// Batch names the batch the task landed in (land --batch, a landing
+	// journal's transaction id), empty when it landed alone.
+	Batch string `json:"batch,omitempty"`
 }
 
 // Result is what wt-admin land did.
@@ -118,8 +129,10 @@ type Result struct {
 	TookOver *store.PublicationLease `json:"took_over,omitempty"`
 	// Recovered are the landings of a dead lander that this one
 	// concluded (landed, or not).
-	Recovered []string     `json:"recovered"`
-	Tasks     []TaskResult `json:"tasks"`
+	Recovered []string `json:"recovered"`
+	// TestRuns counts the tests run; Candidates the commits they tested.
+	TestRuns int          `json:"test_runs"`
+	Tasks    []TaskResult `json:"tasks"`
 	// Checkouts are the checkouts of the publication branch after the
 	// landings: brought to its new tip, or left behind with the command
 	// that brings them.
@@ -180,6 +193,28 @@ type intent struct {
 	// TestUnconfined and AcceptedUngated: see TaskResult.
 	TestUnconfined  bool `json:"test_unconfined,omitempty"`
 	AcceptedUngated bool `json:"accepted_ungated,omitempty"`
+	// Tasks are a batch's tasks, in queue order, each with the commit
+	// its integration made (Result is the last one's): one
+	// compare-and-swap lands them all (nil for a landing of one task).
+	Tasks []intent `json:"tasks,omitempty"`
+	// Batch names the batch (its journal's transaction id); TestLog is
+	// the output of the test the landed commit passed.
+	Batch   string `json:"batch,omitempty"`
+	TestLog string `json:"test_log,omitempty"`
+}
+
+// landed is each task that in lands, with its own part of the landing.
+func (in intent) landed() []intent {
+	if len(in.Tasks) == 0 {
+		return []intent{in}
+	}
+	out := make([]intent, len(in.Tasks))
+	for i, t := range in.Tasks {
+		t.Onto, t.Strategy, t.Batch, t.TestLog = in.Onto, in.Strategy, in.Batch, in.TestLog
+		t.TestUnconfined = in.TestUnconfined
+		out[i] = t
+	}
+	return out
 }
 
 // lander is one run of wt-admin land.
@@ -197,6 +232,14 @@ type lander struct {
 	// checkouts are the checkouts of the branch after the last landing
 	// (followCheckouts).
 	checkouts []CheckoutNote
+	// batch and jobs bound a batch and the tests run at once (batch.go);
+	// slots are the integration worktrees the tests run in (slots[0] is
+	// iwt); batchID names this run's candidates' logs; candidates and
+	// testRuns count them.
+	batch, jobs          int
+	slots                []store.Allocation
+	batchID              string
+	candidates, testRuns int
 }
 
 // Land lands opts.Tasks (or the ready queue) onto the publication branch,
@@ -271,6 +314,25 @@ func Land(ctx context.Context, r *alloc.Repo, opts Options) (Result, error) {
 	if l.iwt, err = l.integrationWorktree(); err != nil {
 		return res, err
 	}
+	l.batch, l.jobs = opts.Batch, opts.Jobs
+	if l.batch <= 0 {
+		l.batch = len(tasks)
+	}
+	if l.jobs <= 0 {
+		l.jobs = runtime.NumCPU()
+	}
+	if l.batch > 1 {
+		var mu sync.Mutex // tests run at once say what they do
+		notify := l.notify
+		l.notify = func(s string) { mu.Lock(); defer mu.Unlock(); notify(s) }
+		l.batchID = time.Now().UTC().Format("20060102T150405Z") + "-" + ids.New()[:8]
+		res.Tasks, err = l.landQueue(tasks)
+		res.TestRuns = l.testRuns
+		if err != nil {
+			return res, err
+		}
+		return l.finish(res), nil
+	}
 	for _, task := range tasks {
 		if err := setTask(r, &l.lease, task); err != nil {
 			return res, err
@@ -285,13 +347,19 @@ func Land(ctx context.Context, r *alloc.Repo, opts Options) (Result, error) {
 			break // the remote moved: every later landing would be refused too
 		}
 	}
+	res.TestRuns = l.testRuns
+	return l.finish(res), nil
+}
+
+// finish is res with its code, the checkouts and the tip.
+func (l *lander) finish(res Result) Result {
 	res.Code = decision.Landed
 	if f := res.Failed(); f != nil {
 		res.Code = f.Code
 	}
 	res.Checkouts = l.checkouts
-	res.Tip, _, _ = r.Git.ResolveCommit(ctx, l.ref)
-	return res, nil
+	res.Tip, _, _ = l.r.Git.ResolveCommit(l.ctx, l.ref)
+	return res
 }
 
 // readyQueue is the tasks marked ready, in the order they became ready
@@ -348,7 +416,13 @@ func IntegrationPath(top string) string {
 // are wt's own (the integration branch, its HEAD), and a hook there
 // (a commit-msg, a formatter) is not the lander's to run.
 func (l *lander) git(args ...string) (string, error) {
-	out, err := l.r.Git.GitIn(l.ctx, l.iwt.WorktreeKey, l.iwt.WorktreePath, false, args...)
+	return l.gitIn(l.iwt, args...)
+}
+
+// gitIn runs git, hooks off, in integration worktree wt (a slot of a
+// batch's parallel tests, or the one integration worktree).
+func (l *lander) gitIn(wt store.Allocation, args ...string) (string, error) {
+	out, err := l.r.Git.GitIn(l.ctx, wt.WorktreeKey, wt.WorktreePath, false, args...)
 	return strings.TrimSpace(string(out)), err
 }
 
@@ -755,11 +829,14 @@ func (l *lander) catchUp() (*decision.Error, error) {
 // so no other lander's git is at work there, and a killed lander's test
 // or git that still runs is waited for, never raced. A reading of the
 // processes that fails is not taken for none.
-func (l *lander) clearStaleLocks() error {
-	admin := gitrepo.AdminDir(l.r.Git.CommonDir, l.iwt.WorktreeKey)
+func (l *lander) clearStaleLocks() error { return l.clearStaleLocksIn(l.iwt) }
+
+// clearStaleLocksIn is clearStaleLocks for integration worktree wt.
+func (l *lander) clearStaleLocksIn(wt store.Allocation) error {
+	admin := gitrepo.AdminDir(l.r.Git.CommonDir, wt.WorktreeKey)
 	var locks []string
 	for _, p := range []string{filepath.Join(admin, "index.lock"), filepath.Join(admin, "HEAD.lock"), filepath.Join(admin, "ORIG_HEAD.lock"),
-		filepath.Join(l.r.Git.CommonDir, "refs", "heads", IntegrationTask+".lock")} {
+		filepath.Join(l.r.Git.CommonDir, "refs", "heads", branchName(wt)+".lock")} {
 		if _, err := os.Lstat(p); err == nil {
 			locks = append(locks, p)
 		}
@@ -776,11 +853,11 @@ func (l *lander) clearStaleLocks() error {
 	for {
 		s, err := proc.NewScan()
 		if err != nil {
-			return decision.Wrap(decision.Internal, err, "read the processes to see whether %s is in use", l.iwt.WorktreePath)
+			return decision.Wrap(decision.Internal, err, "read the processes to see whether %s is in use", wt.WorktreePath)
 		}
-		uses, err := s.PathsInUse(l.iwt.WorktreePath)
+		uses, err := s.PathsInUse(wt.WorktreePath)
 		if err != nil {
-			return decision.Wrap(decision.Internal, err, "read the processes to see whether %s is in use", l.iwt.WorktreePath)
+			return decision.Wrap(decision.Internal, err, "read the processes to see whether %s is in use", wt.WorktreePath)
 		}
 		if len(uses) == 0 {
 			break
@@ -798,9 +875,9 @@ func (l *lander) clearStaleLocks() error {
 	for _, d := range ops {
 		// git's own way first; a state git cannot read (killed while
 		// writing it) goes as a whole: it is wt's worktree, and unused.
-		l.git("rebase", "--abort")
+		l.gitIn(wt, "rebase", "--abort")
 		if _, err := os.Lstat(d); err == nil {
-			l.git("rebase", "--quit")
+			l.gitIn(wt, "rebase", "--quit")
 		}
 		if _, err := os.Lstat(d); err == nil {
 			if err := os.RemoveAll(d); err != nil {
@@ -809,7 +886,7 @@ func (l *lander) clearStaleLocks() error {
 		}
 	}
 	return l.r.Store.Write(func(tx *store.Tx) error {
-		return tx.LogEvent("land_leftovers_removed", l.iwt.AllocationID, map[string]any{"locks": locks, "operations": ops,
+		return tx.LogEvent("land_leftovers_removed", wt.AllocationID, map[string]any{"locks": locks, "operations": ops,
 			"why": "left by a git killed with its lander; no process uses the integration worktree"})
 	})
 }
@@ -878,7 +955,16 @@ func (l *lander) integrate(task, source, onto string) (string, []string, error) 
 // cannot give it a sandbox, the run stops (LAND_TEST_UNCONFINED, with
 // what is missing) before anything is tested, unless --test-unconfined.
 func (l *lander) test(task string, attempt int, result string) (int, string, error) {
-	logPath := l.logPath(task, attempt)
+	l.testRuns++
+	return l.runTest(l.iwt, task, []string{task}, l.logPath(task, attempt), result)
+}
+
+// runTest runs --test in integration worktree wt, checked out at result,
+// for tasks (the last one is $WT_LAND_TASK, all of them, in queue order,
+// $WT_LAND_TASKS), its output to logPath; label names the run in what the
+// lander says.
+func (l *lander) runTest(wt store.Allocation, label string, tasks []string, logPath, result string) (int, string, error) {
+	task := tasks[len(tasks)-1]
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return 0, "", decision.Wrap(decision.Internal, err, "make %s", filepath.Dir(logPath))
 	}
@@ -888,21 +974,21 @@ func (l *lander) test(task string, attempt int, result string) (int, string, err
 	}
 	defer f.Close()
 	how := "in a sandbox"
-	args := []string{"-C", l.iwt.WorktreePath, "--json", "fd:3", "--sandbox", "--", "sh", "-c", l.opts.Test}
+	args := []string{"-C", wt.WorktreePath, "--json", "fd:3", "--sandbox", "--", "sh", "-c", l.opts.Test}
 	if l.opts.TestUnconfined {
 		how = "UNCONFINED (--test-unconfined): it runs with the lander's authority"
-		args = []string{"-C", l.iwt.WorktreePath, "--json", "fd:3", "--no-confine", "--", "sh", "-c", l.opts.Test}
+		args = []string{"-C", wt.WorktreePath, "--json", "fd:3", "--no-confine", "--", "sh", "-c", l.opts.Test}
 	}
-	l.notify(fmt.Sprintf("%s: testing %s: %s (output: %s)", task, how, l.opts.Test, logPath))
+	l.notify(fmt.Sprintf("%s: testing %s: %s (output: %s)", label, how, l.opts.Test, logPath))
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return 0, logPath, decision.Wrap(decision.Internal, err, "make a pipe for wt-exec's decision")
 	}
 	defer pr.Close()
 	cmd := exec.CommandContext(l.ctx, l.opts.ExecBin, args...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = l.iwt.WorktreePath, f, f
+	cmd.Dir, cmd.Stdout, cmd.Stderr = wt.WorktreePath, f, f
 	cmd.ExtraFiles = []*os.File{pw}
-	cmd.Env = append(testEnv(os.Environ()), "WT_LAND_TASK="+task, "WT_LAND_RESULT="+result)
+	cmd.Env = append(testEnv(os.Environ()), "WT_LAND_TASK="+task, "WT_LAND_TASKS="+strings.Join(tasks, " "), "WT_LAND_RESULT="+result)
 	if err := cmd.Start(); err != nil {
 		pw.Close()
 		return 0, logPath, decision.Wrap(decision.CommandNotFound, err, "run the test under %s", l.opts.ExecBin)
@@ -974,14 +1060,29 @@ func execRefusal(b []byte) *decision.Error {
 // intent's section refuses (WRITER_LEASE_HELD) when a writer took the
 // lease since, and (TASK_NOT_READY) a task finished or changed since.
 func (l *lander) publish(a store.Allocation, tr TaskResult, ws writerState) (moved bool, d *decision.Error, err error) {
-	in := l.intentOf(a, tr)
+	moved, _, d, err = l.publishParts([]part{{a, ws}}, l.intentOf(a, tr), tr.Task)
+	return moved, d, err
+}
+
+// part is a task of a landing as publishParts checks it: its allocation
+// and its writer's lease record as the lander found it let go.
+type part struct {
+	a  store.Allocation
+	ws writerState
+}
+
+// publishParts is publish for the tasks of parts (in, their intent, says
+// what lands): every task is checked in the intent's section, and bad is
+// the index of the part that kept the landing from happening (d says
+// why). label names the landing in what the lander says.
+func (l *lander) publishParts(parts []part, in intent, label string) (moved bool, bad int, d *decision.Error, err error) {
 	payload, _ := json.Marshal(in)
 	self, err := proc.Self()
 	if err != nil {
-		return false, nil, err
+		return false, 0, nil, err
 	}
 	j := store.Journal{Meta: store.Meta{SchemaVersion: store.SchemaVersion}, TransactionID: ids.New(), Operation: OpLand, Phase: "INTEGRATED",
-		Actor: self, Target: "publication:" + tr.Task, Payload: payload, CreatedAt: store.Now(), UpdatedAt: store.Now()}
+		Actor: self, Target: "publication:" + label, Payload: payload, CreatedAt: store.Now(), UpdatedAt: store.Now()}
 	if err := l.r.Store.Write(func(tx *store.Tx) error {
 		cur, ok, err := tx.PublicationLease()
 		if err != nil {
@@ -990,32 +1091,36 @@ func (l *lander) publish(a store.Allocation, tr TaskResult, ws writerState) (mov
 		if !ok || cur.LeaseID != l.lease.LeaseID {
 			return lost(&l.lease)
 		}
-		if err := sameTask(tx, a, l.opts.RepoArg); err != nil {
-			return err
+		for i, p := range parts {
+			bad = i
+			if err := sameTask(tx, p.a, l.opts.RepoArg); err != nil {
+				return err
+			}
+			le, _, err := tx.Lease(p.a.AllocationID)
+			if err != nil {
+				return err
+			}
+			if (writerState{le.LeaseID, le.Generation}) != p.ws {
+				return decision.New(decision.WriterLeaseHeld, "a writer of task %s (client %s, pid %d) took its lease while it was being landed: not landed", p.a.TaskKey, le.Holder.ClientID, le.Holder.PID).
+					WithHint("land it once its writer has let go: wt-admin --repo %s land --wait --task %s", l.opts.RepoArg, shell.Word(p.a.TaskKey))
+			}
 		}
-		le, _, err := tx.Lease(a.AllocationID)
-		if err != nil {
-			return err
-		}
-		if (writerState{le.LeaseID, le.Generation}) != ws {
-			return decision.New(decision.WriterLeaseHeld, "a writer of task %s (client %s, pid %d) took its lease while it was being landed: not landed", a.TaskKey, le.Holder.ClientID, le.Holder.PID).
-				WithHint("land it once its writer has let go: wt-admin --repo %s land --wait --task %s", l.opts.RepoArg, shell.Word(a.TaskKey))
-		}
+		bad = 0
 		return tx.PutJournal(&j)
 	}); err != nil {
 		if d, ok := decision.As(err); ok && (d.Code == decision.WriterLeaseHeld || d.Code == decision.NotReady) {
-			return false, d, nil
+			return false, bad, d, nil
 		}
-		return false, nil, err
+		return false, 0, nil, err
 	}
 	crashpoint.Here("land:intent")
 	if l.fleet != nil {
 		select {
 		case <-l.fleet.Lost():
 			if cerr := l.r.Store.Write(func(tx *store.Tx) error { return tx.FinishJournal(j, "fleet_lease_lost", payload, store.Now()) }); cerr != nil {
-				return false, nil, cerr
+				return false, 0, nil, cerr
 			}
-			return false, nil, fleetLost(l.pol.PublicationBranch, l.opts.RepoArg)
+			return false, 0, nil, fleetLost(l.pol.PublicationBranch, l.opts.RepoArg)
 		default:
 		}
 	}
@@ -1023,11 +1128,11 @@ func (l *lander) publish(a store.Allocation, tr TaskResult, ws writerState) (mov
 		return l.r.Store.Write(func(tx *store.Tx) error { return tx.FinishJournal(j, outcome, payload, store.Now()) })
 	}
 	if l.opts.Push != "" {
-		l.notify(fmt.Sprintf("%s: pushing %.12s to %s %s", tr.Task, tr.Result, l.opts.Push, l.pol.PublicationBranch))
-		out, err := l.r.Git.Git(l.ctx, false, "push", "--porcelain", "--force-with-lease="+l.ref+":"+tr.Onto, l.opts.Push, tr.Result+":"+l.ref)
+		l.notify(fmt.Sprintf("%s: pushing %.12s to %s %s", label, in.Result, l.opts.Push, l.pol.PublicationBranch))
+		out, err := l.r.Git.Git(l.ctx, false, "push", "--porcelain", "--force-with-lease="+l.ref+":"+in.Onto, l.opts.Push, in.Result+":"+l.ref)
 		if err != nil {
 			if cerr := conclude("push_rejected"); cerr != nil {
-				return false, nil, cerr
+				return false, 0, nil, cerr
 			}
 			why := err.Error()
 			for _, line := range strings.Split(string(out), "\n") {
@@ -1035,36 +1140,41 @@ func (l *lander) publish(a store.Allocation, tr TaskResult, ws writerState) (mov
 					why = strings.TrimSpace(line[strings.LastIndexByte(line, '\t')+1:])
 				}
 			}
-			return false, decision.New(decision.LandPushRejected, "%s refused %s at %.12s (it must be at %.12s, where the landing integrated onto): %s", l.opts.Push, l.pol.PublicationBranch, tr.Result, tr.Onto, why).
+			return false, 0, decision.New(decision.LandPushRejected, "%s refused %s at %.12s (it must be at %.12s, where the landing integrated onto): %s", l.opts.Push, l.pol.PublicationBranch, in.Result, in.Onto, why).
 				WithHint("bring %s up to date (git fetch %s; git -C %s merge --ff-only %s/%s), then land again", l.pol.PublicationBranch, l.opts.Push, shell.Word(l.r.Git.TopLevel), l.opts.Push, l.pol.PublicationBranch), nil
 		}
 		crashpoint.Here("land:pushed")
 	}
 	// The compare-and-swap, with hooks on: the gate sees the lander move
 	// the branch (and refuses anyone else, under --publication-lease on).
-	l.recordMove(tr.Onto, tr.Result)
-	err = l.cas("wt-admin land: task "+tr.Task, tr.Onto, tr.Result)
+	l.recordMove(in.Onto, in.Result)
+	err = l.cas("wt-admin land: "+map[bool]string{true: "batch ", false: "task "}[len(in.Tasks) > 0]+label, in.Onto, in.Result)
 	if err != nil {
 		now, _, _ := l.r.Git.ResolveCommit(l.ctx, l.ref)
-		if now == tr.Result {
+		if now == in.Result {
 			err = nil // it moved after all (a retry of git's)
 		} else {
 			if cerr := conclude("moved_under"); cerr != nil {
-				return false, nil, cerr
+				return false, 0, nil, cerr
 			}
-			if now != tr.Onto {
-				return false, nil, nil // moved meanwhile: integrate again
+			if now != in.Onto {
+				return false, 0, nil, nil // moved meanwhile: integrate again
 			}
-			return false, decision.Wrap(decision.GitFailed, err, "move %s from %.12s to %.12s", l.ref, tr.Onto, tr.Result).
+			return false, 0, decision.Wrap(decision.GitFailed, err, "move %s from %.12s to %.12s", l.ref, in.Onto, in.Result).
 				WithHint("if git names a lock file, doctor says whether a dead git left it and how to remove it: wt-admin --repo %s doctor", l.opts.RepoArg), nil
 		}
 	}
 	crashpoint.Here("land:moved")
-	return true, nil, l.r.Store.Write(func(tx *store.Tx) error {
+	return true, 0, nil, l.r.Store.Write(func(tx *store.Tx) error {
 		if err := tx.FinishJournal(j, "landed", payload, store.Now()); err != nil {
 			return err
 		}
-		return recordLanded(tx, a.AllocationID, in)
+		for _, t := range in.landed() {
+			if err := recordLanded(tx, t.AllocationID, t); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -1131,6 +1241,7 @@ func recordLanded(tx *store.Tx, id string, in intent) error {
 	rec.State, rec.Source, rec.Onto, rec.Result, rec.Strategy = store.LandingLanded, in.Source, in.Onto, in.Result, in.Strategy
 	rec.Paths, rec.TestExit, rec.TestLog, rec.AttemptRef = nil, 0, "", ""
 	rec.TestUnconfined, rec.AcceptedUngated = in.TestUnconfined, in.AcceptedUngated
+	rec.Batch, rec.PassedLog = in.Batch, in.TestLog
 	rec.Attempts = max(rec.Attempts, in.Attempt)
 	rec.UpdatedAt = store.Now()
 	if err := tx.PutLanding(&rec); err != nil {
@@ -1142,6 +1253,9 @@ func recordLanded(tx *store.Tx, id string, in intent) error {
 	}
 	if in.AcceptedUngated {
 		detail["accepted_ungated"] = true
+	}
+	if in.Batch != "" {
+		detail["batch"] = in.Batch
 	}
 	return tx.LogEvent("task_landed", id, detail)
 }
@@ -1226,7 +1340,11 @@ func (l *lander) recover() ([]string, error) {
 				return err
 			}
 			if landed {
-				return recordLanded(tx, in.AllocationID, in)
+				for _, t := range in.landed() {
+					if err := recordLanded(tx, t.AllocationID, t); err != nil {
+						return err
+					}
+				}
 			}
 			return nil
 		})
@@ -1237,7 +1355,15 @@ func (l *lander) recover() ([]string, error) {
 		if landed {
 			word = "landed"
 		}
-		out = append(out, fmt.Sprintf("task %s: %s (a dead lander's landing of %.12s)", in.Task, word, in.Result))
+		what := "task " + in.Task
+		if len(in.Tasks) > 0 {
+			var ks []string
+			for _, t := range in.Tasks {
+				ks = append(ks, t.Task)
+			}
+			what = "batch " + strings.Join(ks, ", ")
+		}
+		out = append(out, fmt.Sprintf("%s: %s (a dead lander's landing of %.12s)", what, word, in.Result))
 		l.notify(out[len(out)-1])
 	}
 	return out, nil

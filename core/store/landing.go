@@ -113,7 +113,12 @@ type Landing struct {
 	// tip wt's ledger did not approve (land --accept-ungated).
 	TestUnconfined  bool   `json:"test_unconfined,omitempty"`
 	AcceptedUngated bool   `json:"accepted_ungated,omitempty"`
-	UpdatedAt       string `json:"updated_at"`
+	// Batch names the batch the task landed in (the landing journal's
+	// transaction id; empty for a landing of one task), and PassedLog the
+	// output of the test its landed commit passed.
+	Batch     string `json:"batch,omitempty"`
+	PassedLog string `json:"passed_log,omitempty"`
+	UpdatedAt string `json:"updated_at"`
 }
 
 // PublicationLease reads publication.json (ok false when no lander holds

@@ -21,8 +21,8 @@ import (
 func (e *env) landCommand() *ucli.Command {
 	return &ucli.Command{
 		Name: "land",
-		Usage: "land tasks on the publication branch one at a time, holding the publication lease: each integrated in wt's " +
-			"integration worktree, tested there, and moved by compare-and-swap from the tip it integrated onto",
+		Usage: "land tasks on the publication branch, holding the publication lease: the queue integrated in order in wt's " +
+			"integration worktree, tested there in batches (a failing batch split until its failing tasks are found), and each passing batch moved by compare-and-swap from the tip it integrated onto",
 		Flags: []ucli.Flag{clikit.JSONFlag,
 			&ucli.StringSliceFlag{Name: "task", Usage: "a task to land (repeat it: they land in this order)"},
 			&ucli.BoolFlag{Name: "ready", Usage: "land every task of the ready queue (wt-admin ready), in the order they became ready"},
@@ -30,6 +30,8 @@ func (e *env) landCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "test", Usage: "a shell `COMMAND` each integrated result must pass, run in the integration worktree with no authority (wt-exec --sandbox)"},
 			&ucli.BoolFlag{Name: "test-unconfined", Usage: "where the kernel cannot give the test its sandbox, run it unconfined, with the lander's authority (said, and recorded), instead of refusing (LAND_TEST_UNCONFINED)"},
 			&ucli.BoolFlag{Name: "accept-ungated", Usage: "land a task whose tip no gate approved (moved with hooks off, rewritten), recorded as such, instead of refusing (LAND_UNGATED)"},
+			&ucli.IntFlag{Name: "batch", Usage: "land at most `N` tasks by one move of the publication branch, tested once together; a failing batch is split until the failing tasks are found (0: the whole queue; 1: one task at a time)"},
+			&ucli.IntFlag{Name: "jobs", Usage: "run at most `J` tests at once, each in an integration worktree of its own: the next batches, or the halves a failure would test next (0: the machine's CPUs)"},
 			&ucli.StringFlag{Name: "strategy", Value: land.Rebase, Usage: "rebase (the task's commits replayed), merge (a merge commit) or squash (one commit)"},
 			&ucli.BoolFlag{Name: "wait", Usage: "wait for each task's writer to let go, instead of refusing (WRITER_LEASE_HELD)"},
 			&ucli.BoolFlag{Name: "no-wait", Usage: "refuse (PUBLICATION_LEASE_HELD) when another lander holds the publication lease, instead of waiting in line"},
@@ -47,7 +49,7 @@ func (e *env) landCommand() *ucli.Command {
 			}
 			opts := land.Options{Tasks: c.StringSlice("task"), Ready: c.Bool("ready"), Recover: c.Bool("recover"), Test: c.String("test"), ExecBin: execBin,
 				Strategy: c.String("strategy"), Wait: c.Bool("wait"), NoWait: c.Bool("no-wait"), Timeout: c.Duration("timeout"), Push: c.String("push"),
-				TestUnconfined: c.Bool("test-unconfined"), AcceptUngated: c.Bool("accept-ungated"),
+				TestUnconfined: c.Bool("test-unconfined"), AcceptUngated: c.Bool("accept-ungated"), Batch: c.Int("batch"), Jobs: c.Int("jobs"),
 				RepoArg: shell.Word(r.Git.TopLevel), Stderr: e.Stderr}
 			if !e.JSON {
 				opts.Notify = func(line string) { fmt.Fprintf(e.Stderr, "%s: land: %s\n", e.Bin, clikit.Clean(line)) }
@@ -62,7 +64,7 @@ func (e *env) landCommand() *ucli.Command {
 				}
 				return decision.New(f.Code, "%s", landSummary(res)).
 					WithHint("%s", landHints(r.Git.TopLevel, res)).
-					WithFact("tasks", res.Tasks).WithFact("tip", res.Tip)
+					WithFact("tasks", res.Tasks).WithFact("tip", res.Tip).WithFact("test_runs", res.TestRuns)
 			}
 			return e.Success(res.Code, landSummary(res), res, nil, func(w io.Writer) {
 				if len(res.Tasks) > 0 {

@@ -69,12 +69,6 @@ func (f landFixture) passed() []string {
 	return out
 }
 
-// firstParents is main's first-parent history after base, newest first.
-func firstParents(t *testing.T, repo, base string) []string {
-	out := git(t, repo, "rev-list", "--first-parent", base+"..main")
-	return strings.Fields(out)
-}
-
 // subjects counts main's commits by subject.
 func subjects(t *testing.T, repo string) map[string]int {
 	n := map[string]int{}
@@ -183,9 +177,9 @@ func TestLandTenAgents(t *testing.T) {
 			t.Errorf("main holds task T-%d's commit %d times, want %d", i, got, want)
 		}
 	}
-	tips := firstParents(t, f.repo, base)
-	if len(tips) != 8 {
-		t.Errorf("main moved %d times after the fix, want 8 (one landing a task)", len(tips))
+	tips := mainTips(t, f.repo, base)
+	if len(tips) == 0 || len(tips) > 8 {
+		t.Errorf("main moved %d times after the fix, want 1 to 8 (a batch each)", len(tips))
 	}
 	for _, tip := range tips {
 		if !slices.Contains(f.passed(), tip) {

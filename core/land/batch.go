@@ -1,0 +1,628 @@
+package land
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/crashpoint"
+	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/ids"
+	"github.com/wt-tool/wt/core/shell"
+	"github.com/wt-tool/wt/core/store"
+)
+
+// A batch lands several tasks of the queue by one compare-and-swap of
+// the publication branch, once the commit that integrates them all has
+// passed the test.
+//
+// The lander integrates the queue in order onto the publication tip, one
+// task onto the last one's result (the chain: link i is main + tasks
+// 0..i). The prefix of length k is the chain's link k-1, a commit that
+// exists once the chain is built, so any prefix can be tested without
+// integrating again. A round tests up to Jobs prefixes at once, each in an
+// integration worktree of its own (a slot), and then:
+//
+//   - the longest prefix that passed, shorter than every prefix that
+//     failed, is published (one compare-and-swap, every task in it
+//     LANDED), and the chain goes on from there, unchanged;
+//   - when the prefix of length 1 (main and the next task alone) failed,
+//     that task is handed back (LAND_TEST_FAILED), and the chain is built
+//     again, onto the publication tip, from the tasks after it;
+//   - otherwise the next round tests prefixes between the longest that
+//     passed and the shortest that failed (bisection, Jobs points at a
+//     time), or, when nothing failed yet, the next batch (--batch) and,
+//     with slots to spare, prefixes of it (speculation: the tests a
+//     failure would need next, run while the batch's own runs).
+//
+// A task that does not integrate onto the chain before it is left out of
+// it; it is handed back (LAND_CONFLICT) once every task before it in the
+// queue has landed or been handed back, since only then is what it
+// conflicts with what main holds. A task handed back leaves the chain
+// built on it invalid: it is built again without it, and the tasks that
+// conflicted after it are tried again.
+//
+// Nothing is half landed: the branch moves only by the compare-and-swap
+// of a tested prefix, its intent (every task of it, with its own commit)
+// journaled first, and a lander killed anywhere leaves the branch at its
+// old tip or at the tested prefix, which land --recover records.
+
+// entry is a task of the queue, checked and pinned: what lands is pinned.
+type entry struct {
+	idx    int // its place in the queue
+	a      store.Allocation
+	rec    store.Landing
+	pinned string
+	by     string
+	tr     TaskResult
+}
+
+// link is an entry integrated onto the chain before it: result is main +
+// every link up to this one; tested says how the prefix ending here fared
+// (0 not tested, 1 passed, -1 failed, with its log).
+type link struct {
+	e       *entry
+	onto    string // the commit it was integrated onto
+	result  string
+	tested  int
+	log     string
+	exit    int
+	attempt int
+}
+
+// slotTask is the task key of integration slot n (0: wt's one
+// integration worktree).
+func slotTask(n int) string {
+	if n == 0 {
+		return IntegrationTask
+	}
+	return IntegrationTask + "-" + strconv.Itoa(n+1)
+}
+
+// slot is integration worktree n, allocated the first time it is needed.
+func (l *lander) slot(n int) (store.Allocation, error) {
+	for len(l.slots) <= n {
+		k := len(l.slots)
+		if k == 0 {
+			l.slots = append(l.slots, l.iwt)
+			continue
+		}
+		task := slotTask(k)
+		a, err := l.r.TaskAllocation(task)
+		if err != nil {
+			return store.Allocation{}, err
+		}
+		if a != nil {
+			if a.Role != store.RoleIntegration {
+				return *a, decision.New(decision.TaskKeyInUse, "task %s, which wt-admin land tests in, is a %s allocation at %s", task, a.Role, a.WorktreePath).
+					WithHint("finish that task (wt-admin --repo %s finish --task %s --owner %s), or land with --jobs %d", l.opts.RepoArg, task, shell.Word(a.Owner), k)
+			}
+			l.slots = append(l.slots, *a)
+			continue
+		}
+		l.notify(fmt.Sprintf("making integration worktree %d for tests run at once", k+1))
+		res, err := l.r.Allocate(l.ctx, alloc.Request{TaskKey: task, Owner: ClientID, Role: store.RoleIntegration,
+			Branch: task, Path: IntegrationPath(l.r.Git.TopLevel) + "-" + strconv.Itoa(k+1), NewTask: true})
+		if err != nil {
+			return res.Allocation, err
+		}
+		l.slots = append(l.slots, res.Allocation)
+	}
+	return l.slots[n], nil
+}
+
+// prepare checks task as landOne does before its first attempt: its
+// allocation, its writer let go, the commit pinned, approved by the
+// ledger; e is nil when the task is concluded here (refused, or landed
+// already), tr its result.
+func (l *lander) prepare(idx int, task, onto string) (*entry, TaskResult, error) {
+	tr := TaskResult{Task: task}
+	fail := func(d *decision.Error) (*entry, TaskResult, error) {
+		tr.Code, tr.Message = d.Code, d.Message
+		return nil, tr, nil
+	}
+	a, rec, d := l.taskOf(task)
+	if d != nil {
+		return fail(d)
+	}
+	tr.Owner, tr.Worktree = a.Owner, a.WorktreePath
+	pinned, by := "", "its writer let go"
+	if rec.State == store.LandingReady && rec.ReadyTip != "" {
+		pinned, by = rec.ReadyTip, "marked ready by "+rec.ReadyBy
+	}
+	if _, d := l.quiescent(a); d != nil {
+		return fail(d)
+	}
+	source, ok, err := l.r.Git.ResolveCommit(l.ctx, "refs/heads/"+branchName(a))
+	if err != nil || !ok {
+		return fail(decision.New(decision.GitFailed, "task %s's branch %s names no commit (%v)", task, branchName(a), err).
+			WithHint("see it: wt-admin --repo %s status", l.opts.RepoArg))
+	}
+	if pinned == "" {
+		pinned = source
+	}
+	if source != pinned {
+		return fail(l.tipMoved(a, pinned, source, by))
+	}
+	accepted, d := l.approved(a, source)
+	if d != nil {
+		return fail(d)
+	}
+	tr.AcceptedUngated = accepted
+	tr.Source, tr.Onto = source, onto
+	if in, err := l.r.Git.IsAncestor(l.ctx, source, onto); err != nil {
+		return nil, tr, decision.Wrap(decision.GitFailed, err, "is %s in %s", source, l.ref)
+	} else if in {
+		tr.Result = onto
+		tr, err = l.landed(a, rec, tr, decision.AlreadyLanded, fmt.Sprintf("%s already holds task %s's branch (%.12s)", l.pol.PublicationBranch, task, source))
+		return nil, tr, err
+	}
+	if rec.State == store.LandingLanded && rec.Source == source && rec.Result != "" {
+		if in, err := l.r.Git.IsAncestor(l.ctx, rec.Result, onto); err == nil && in {
+			tr.Result = rec.Result
+			tr.Code, tr.Message = decision.AlreadyLanded, fmt.Sprintf("task %s's branch (%.12s) landed as %.12s, which %s holds", task, source, rec.Result, l.pol.PublicationBranch)
+			return nil, tr, nil
+		}
+	}
+	return &entry{idx: idx, a: a, rec: rec, pinned: pinned, by: by, tr: tr}, tr, nil
+}
+
+// recheck is the check before a publication, for each entry of a tested
+// prefix: its writer let go (waited for under --wait), the task as the
+// landing found it, its branch still at the commit pinned.
+func (l *lander) recheck(e *entry) (writerState, *decision.Error, error) {
+	ws, d := l.quiescent(e.a)
+	if d != nil {
+		return ws, d, nil
+	}
+	if err := l.r.Store.Read(func(tx *store.Tx) error { return sameTask(tx, e.a, l.opts.RepoArg) }); err != nil {
+		if d, ok := decision.As(err); ok {
+			return ws, d, nil
+		}
+		return ws, nil, err
+	}
+	now, err := gitrepo.ReadRef(l.r.Git.CommonDir, "refs/heads/"+branchName(e.a))
+	if err != nil {
+		return ws, nil, decision.Wrap(decision.GitFailed, err, "read task %s's branch", e.a.TaskKey)
+	}
+	if now != e.pinned {
+		return ws, l.tipMoved(e.a, e.pinned, now, e.by), nil
+	}
+	return ws, nil, nil
+}
+
+// build integrates queue, in order, onto onto in the integration
+// worktree: the chain, and the entries that conflicted (each with its
+// paths in its result) and were left out of it.
+func (l *lander) build(queue []*entry, onto string) ([]*link, []*entry, error) {
+	var chain []*link
+	var conflicts []*entry
+	at := onto
+	for _, e := range queue {
+		n, err := l.nextAttempt(e.tr.Task, e.rec.Attempts+1)
+		if err != nil {
+			return nil, nil, err
+		}
+		l.notify(fmt.Sprintf("%s: integrating %.12s onto %.12s, %s, attempt %d", e.tr.Task, e.pinned, at, l.opts.Strategy, n))
+		result, paths, err := l.integrate(e.tr.Task, e.pinned, at)
+		if err != nil {
+			return nil, nil, err
+		}
+		if paths != nil {
+			e.tr.Paths, e.tr.Attempt, e.tr.Onto, e.tr.Source = paths, n, at, e.pinned
+			conflicts = append(conflicts, e)
+			continue
+		}
+		if result == at {
+			// Its changes are in what it integrated onto already: it
+			// lands with the prefix before it, changing nothing.
+			chain = append(chain, &link{e: e, onto: at, result: at, attempt: n})
+			continue
+		}
+		chain = append(chain, &link{e: e, onto: at, result: result, attempt: n})
+		at = result
+	}
+	crashpoint.Here("land:integrated")
+	return chain, conflicts, nil
+}
+
+// endpoints are the prefix lengths the next round tests, at most jobs of
+// them, ascending: between the longest prefix that passed (lo) and the
+// shortest that failed (hi, or none: len(chain)+1), and none tested yet.
+func endpoints(chain []*link, batch, jobs int) []int {
+	m := len(chain)
+	lo, hi := 0, m+1
+	for i, c := range chain {
+		if c.tested < 0 {
+			hi = i + 1
+			break
+		}
+		if c.tested > 0 {
+			lo = i + 1
+		}
+	}
+	pick := map[int]bool{}
+	add := func(e int) {
+		if e > lo && e < hi && e <= m && chain[e-1].tested == 0 && len(pick) < jobs {
+			pick[e] = true
+		}
+	}
+	if hi == m+1 {
+		// Nothing failed: the batches after lo, then, with slots to
+		// spare, the halves a failure of the first would test next.
+		for e := lo + batch; len(pick) < jobs; e += batch {
+			add(min(e, m))
+			if e >= m {
+				break
+			}
+		}
+		first := min(lo+batch, m)
+		for span := first - lo; span > 1 && len(pick) < jobs; span /= 2 {
+			add(lo + span/2)
+		}
+	} else {
+		// Bisection: jobs points spread over (lo, hi).
+		for k := 1; k <= jobs; k++ {
+			add(lo + (k*(hi-lo)+jobs)/(jobs+1))
+		}
+		for e := lo + 1; e < hi && len(pick) < jobs && len(pick) < hi-lo-1; e++ {
+			add(e)
+		}
+	}
+	out := make([]int, 0, len(pick))
+	for e := 1; e <= m; e++ {
+		if pick[e] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// candidateLog is where the test of a batch's candidate writes its
+// output: land-logs/batches/<batch>/<n>.log.
+func (l *lander) candidateLog(n int) string {
+	return filepath.Join(l.r.Store.Root(), store.LandLogsDir, "batches", l.batchID, strconv.Itoa(n)+".log")
+}
+
+// testRound tests the prefixes ends of chain at once, one in each slot.
+func (l *lander) testRound(chain []*link, ends []int) error {
+	type outcome struct {
+		exit int
+		log  string
+		err  error
+	}
+	outs := make([]outcome, len(ends))
+	slots := make([]store.Allocation, len(ends))
+	for i := range ends {
+		s, err := l.slot(i)
+		if err != nil {
+			return err
+		}
+		slots[i] = s
+	}
+	var wg sync.WaitGroup
+	for i, e := range ends {
+		l.candidates++
+		n := l.candidates
+		c := chain[e-1]
+		var tasks []string
+		for _, k := range chain[:e] {
+			tasks = append(tasks, k.e.tr.Task)
+		}
+		label := fmt.Sprintf("candidate %d (%s + %s)", n, l.pol.PublicationBranch, strings.Join(tasks, " + "))
+		if err := l.checkoutIn(slots[i], c.result); err != nil {
+			return err
+		}
+		l.testRuns++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			exit, log, err := l.runTest(slots[i], label, tasks, l.candidateLog(n), c.result)
+			outs[i] = outcome{exit, log, err}
+		}()
+	}
+	wg.Wait()
+	crashpoint.Here("land:tested")
+	for i, e := range ends {
+		if outs[i].err != nil {
+			return outs[i].err
+		}
+		c := chain[e-1]
+		c.log, c.exit = outs[i].log, outs[i].exit
+		c.tested = 1
+		if outs[i].exit != 0 {
+			c.tested = -1
+		}
+	}
+	return nil
+}
+
+// checkoutIn puts commit in integration worktree wt, nothing else there.
+func (l *lander) checkoutIn(wt store.Allocation, commit string) error {
+	if err := l.clearStaleLocksIn(wt); err != nil {
+		return err
+	}
+	if _, err := l.gitIn(wt, "clean", "-q", "-ffdx"); err != nil {
+		return decision.Wrap(decision.GitFailed, err, "clean the integration worktree %s", wt.WorktreePath)
+	}
+	if _, err := l.gitIn(wt, "checkout", "-q", "-f", "-B", branchName(wt), commit); err != nil {
+		return decision.Wrap(decision.GitFailed, err, "check %.12s out in the integration worktree %s", commit, wt.WorktreePath)
+	}
+	return nil
+}
+
+// landQueue lands tasks in batches (see above); each task's result is
+// appended to results in queue order as it is concluded.
+func (l *lander) landQueue(tasks []string) ([]TaskResult, error) {
+	done := make([]*TaskResult, len(tasks))
+	conclude := func(idx int, tr TaskResult) {
+		done[idx] = &tr
+		l.notify(fmt.Sprintf("%s: %s: %s", tr.Task, tr.Code, tr.Message))
+	}
+	ordered := func() []TaskResult {
+		var out []TaskResult
+		for _, d := range done {
+			if d != nil {
+				out = append(out, *d)
+			}
+		}
+		return out
+	}
+	onto, err := l.tip()
+	if err != nil {
+		return ordered(), err
+	}
+	var queue []*entry
+	for i, task := range tasks {
+		e, tr, err := l.prepare(i, task, onto)
+		if err != nil {
+			return ordered(), err
+		}
+		if e == nil {
+			conclude(i, tr)
+			continue
+		}
+		queue = append(queue, e)
+	}
+	retries := 0
+	for len(queue) > 0 {
+		if err := setTask(l.r, &l.lease, queue[0].tr.Task); err != nil {
+			return ordered(), err
+		}
+		if l.opts.Push != "" {
+			if d, err := l.catchUp(); err != nil || d != nil {
+				if d != nil {
+					for _, e := range queue {
+						e.tr.Code, e.tr.Message = d.Code, d.Message
+						conclude(e.idx, e.tr)
+					}
+					return ordered(), nil
+				}
+				return ordered(), err
+			}
+		}
+		if onto, err = l.tip(); err != nil {
+			return ordered(), err
+		}
+		if err := l.ontoApproved(onto); err != nil {
+			return ordered(), err
+		}
+		chain, conflicts, err := l.build(queue, onto)
+		if err != nil {
+			return ordered(), err
+		}
+		// handBackConflicts hands back the conflicts before queue index
+		// upto: what they conflict with is now final.
+		handBackConflicts := func(upto int) error {
+			var keep []*entry
+			for _, e := range conflicts {
+				if e.idx >= upto {
+					keep = append(keep, e)
+					continue
+				}
+				tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingConflict, e.pinned,
+					decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", e.tr.Task, l.opts.Strategy, l.pol.PublicationBranch, strings.Join(e.tr.Paths, ", ")))
+				if err != nil {
+					return err
+				}
+				conclude(e.idx, tr)
+				queue = without(queue, e)
+			}
+			conflicts = keep
+			return nil
+		}
+		rebuild := false
+		for !rebuild {
+			if len(chain) == 0 {
+				if err := handBackConflicts(len(tasks)); err != nil {
+					return ordered(), err
+				}
+				queue = without(queue, queue...)
+				break
+			}
+			// The longest prefix that passed, before every failure, and
+			// the longest one within the batch's bound: that one lands.
+			p, q := 0, 0
+			for i, c := range chain {
+				if c.tested < 0 {
+					break
+				}
+				if c.tested > 0 {
+					p = i + 1
+					if p <= l.batch {
+						q = p
+					}
+				}
+			}
+			if q == 0 {
+				q = p
+			}
+			switch {
+			case q > 0:
+				moved, bad, d, err := l.publishPrefix(chain[:q])
+				if err != nil {
+					return ordered(), err
+				}
+				if d != nil {
+					// A task of the prefix is no longer to land: it is
+					// concluded so, and the rest built again.
+					e := chain[bad].e
+					e.tr.Code, e.tr.Message = d.Code, d.Message
+					conclude(e.idx, e.tr)
+					queue = without(queue, e)
+					rebuild = true
+					continue
+				}
+				if !moved {
+					retries++
+					if retries > maxRetries {
+						d := decision.New(decision.LandConflict, "%s moved under the landing %d times: not landed", l.pol.PublicationBranch, retries).
+							WithHint("land again when the branch is quiet: wt-admin --repo %s land --ready", l.opts.RepoArg)
+						for _, e := range queue {
+							e.tr.Code, e.tr.Message = d.Code, d.Message
+							conclude(e.idx, e.tr)
+						}
+						return ordered(), nil
+					}
+					l.notify(fmt.Sprintf("%s moved meanwhile; integrating again", l.pol.PublicationBranch))
+					rebuild = true
+					continue
+				}
+				for _, c := range chain[:q] {
+					conclude(c.e.idx, c.e.tr)
+					queue = without(queue, c.e)
+				}
+				chain = chain[q:]
+				next := len(tasks)
+				if len(chain) > 0 {
+					next = chain[0].e.idx
+				}
+				if err := handBackConflicts(next); err != nil {
+					return ordered(), err
+				}
+			case chain[0].tested < 0:
+				// main and this task alone fail: it is the one.
+				c := chain[0]
+				e := c.e
+				e.tr.Attempt, e.tr.Onto, e.tr.Result, e.tr.Source = c.attempt, c.onto, c.result, e.pinned
+				e.tr.TestExit, e.tr.TestUnconfined = c.exit, l.opts.TestUnconfined
+				e.tr.TestLog = l.logPath(e.tr.Task, c.attempt)
+				if err := linkLog(c.log, e.tr.TestLog); err != nil {
+					return ordered(), err
+				}
+				tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingTestFailed, c.result,
+					decision.New(decision.LandTestFailed, "task %s integrated onto %s fails the test (exit %d; its output: %s)", e.tr.Task, l.pol.PublicationBranch, c.exit, e.tr.TestLog))
+				if err != nil {
+					return ordered(), err
+				}
+				conclude(e.idx, tr)
+				queue = without(queue, e)
+				next := len(tasks)
+				if len(chain) > 1 {
+					next = chain[1].e.idx
+				}
+				if err := handBackConflicts(next); err != nil {
+					return ordered(), err
+				}
+				rebuild = true // what was built on it is not main's to test
+			case l.opts.Test == "":
+				for _, c := range chain[:min(l.batch, len(chain))] {
+					c.tested = 1
+				}
+			default:
+				if err := l.testRound(chain, endpoints(chain, l.batch, l.jobs)); err != nil {
+					return ordered(), err
+				}
+			}
+		}
+	}
+	return ordered(), nil
+}
+
+// tip is the publication branch's commit.
+func (l *lander) tip() (string, error) {
+	onto, ok, err := l.r.Git.ResolveCommit(l.ctx, l.ref)
+	if err != nil || !ok {
+		return "", decision.New(decision.PublicationUnknown, "the publication branch %s names no commit (%v)", l.ref, err)
+	}
+	return onto, nil
+}
+
+// publishPrefix lands prefix, a tested prefix of the chain, by one
+// compare-and-swap; each of its tasks is rechecked first (bad is the
+// index of the one that kept it from landing, d why).
+func (l *lander) publishPrefix(prefix []*link) (moved bool, bad int, d *decision.Error, err error) {
+	last := prefix[len(prefix)-1]
+	in := intent{Onto: prefix[0].onto, Result: last.result, Strategy: l.opts.Strategy, TestUnconfined: l.opts.TestUnconfined && l.opts.Test != "",
+		Batch: ids.New(), TestLog: last.log}
+	parts := make([]part, len(prefix))
+	var keys []string
+	for i, c := range prefix {
+		ws, d, err := l.recheck(c.e)
+		if err != nil || d != nil {
+			return false, i, d, err
+		}
+		parts[i] = part{c.e.a, ws}
+		keys = append(keys, c.e.tr.Task)
+		in.Tasks = append(in.Tasks, intent{AllocationID: c.e.a.AllocationID, Task: c.e.tr.Task, Source: c.e.pinned, Result: c.result,
+			Attempt: c.attempt, AcceptedUngated: c.e.tr.AcceptedUngated})
+	}
+	in.AllocationID, in.Task, in.Source, in.Attempt = last.e.a.AllocationID, last.e.tr.Task, last.e.pinned, last.attempt
+	label := strings.Join(keys, ", ")
+	moved, bad, d, err = l.publishParts(parts, in, label)
+	if err != nil || d != nil || !moved {
+		return moved, bad, d, err
+	}
+	l.checkouts = l.followCheckouts(in.Onto, in.Result)
+	msg := fmt.Sprintf("%s moved %.12s -> %.12s", l.pol.PublicationBranch, in.Onto, in.Result)
+	if len(prefix) > 1 {
+		msg += fmt.Sprintf(" (a batch of %d: %s)", len(prefix), label)
+	}
+	for _, c := range prefix {
+		c.e.tr.Code, c.e.tr.Message = decision.Landed, msg
+		c.e.tr.Onto, c.e.tr.Result, c.e.tr.Attempt, c.e.tr.Source = c.onto, c.result, c.attempt, c.e.pinned
+		c.e.tr.TestUnconfined, c.e.tr.Batch = in.TestUnconfined, in.Batch
+		if c.result == c.onto {
+			c.e.tr.Code = decision.AlreadyLanded
+			c.e.tr.Message = fmt.Sprintf("task %s's changes are in %s already: integrating them changed nothing", c.e.tr.Task, l.pol.PublicationBranch)
+		}
+	}
+	crashpoint.Here("land:recorded")
+	return true, 0, nil, nil
+}
+
+// without is queue less gone.
+func without(queue []*entry, gone ...*entry) []*entry {
+	out := queue[:0:0]
+	for _, x := range queue {
+		if !slices.Contains(gone, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// linkLog makes the failed candidate's log (from) the handed-back task's
+// own attempt log (to): a hard link, or a copy where one cannot be made.
+func linkLog(from, to string) error {
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return decision.Wrap(decision.Internal, err, "make %s", filepath.Dir(to))
+	}
+	if err := os.Link(from, to); err == nil {
+		return nil
+	}
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return decision.Wrap(decision.Internal, err, "read the test's output %s", from)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		return decision.Wrap(decision.Internal, err, "write %s", to)
+	}
+	return nil
+}
