@@ -111,8 +111,8 @@ type Landing struct {
 	// TestUnconfined is set when the last attempt's test ran outside a
 	// sandbox (land --test-unconfined); AcceptedUngated when it landed a
 	// tip wt's ledger did not approve (land --accept-ungated).
-	TestUnconfined  bool   `json:"test_unconfined,omitempty"`
-	AcceptedUngated bool   `json:"accepted_ungated,omitempty"`
+	TestUnconfined  bool `json:"test_unconfined,omitempty"`
+	AcceptedUngated bool `json:"accepted_ungated,omitempty"`
 	// Batch names the batch the task landed in (the landing journal's
 	// transaction id; empty for a landing of one task), and PassedLog the
 	// output of the test its landed commit passed.
