@@ -117,7 +117,11 @@ func (s *supervisor) launch(path string, env []string, conf *confine.Plan, c git
 		env = withoutVar(env, store.ViewEnv)
 	}
 	if conf != nil {
-		s.boundary = conf.Boundary(c.TopLevel)
+		if !s.opts.Sandbox {
+			// A sandbox (land's test) has no way through to offer: its
+			// output is the test's log, not an agent's.
+			s.boundary = conf.Boundary(c.TopLevel)
+		}
 		env = confinedEnv(env, conf.TempDir)
 		env = withoutVar(env, store.RefusalsEnv)
 		if p, err := makeRefusals(conf.TempDir); err == nil {

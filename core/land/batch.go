@@ -61,6 +61,7 @@ type entry struct {
 	pinned string
 	by     string
 	tr     TaskResult
+	diff   string // its conflict, when it conflicted
 }
 
 // link is an entry integrated onto the chain before it: result is main +
@@ -215,7 +216,7 @@ func (l *lander) build(queue []*entry, onto string) ([]*link, []*entry, error) {
 			return nil, nil, err
 		}
 		if paths != nil {
-			e.tr.Paths, e.tr.Attempt, e.tr.Onto, e.tr.Source = paths, n, at, e.pinned
+			e.tr.Paths, e.tr.Attempt, e.tr.Onto, e.tr.Source, e.diff = paths, n, at, e.pinned, l.lastDiff
 			conflicts = append(conflicts, e)
 			continue
 		}
@@ -426,7 +427,7 @@ func (l *lander) landQueue(tasks []string) ([]TaskResult, error) {
 					keep = append(keep, e)
 					continue
 				}
-				tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingConflict, e.pinned,
+				tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingConflict, e.pinned, e.diff,
 					decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", e.tr.Task, l.opts.Strategy, l.pol.PublicationBranch, strings.Join(e.tr.Paths, ", ")))
 				if err != nil {
 					return err
@@ -516,7 +517,7 @@ func (l *lander) landQueue(tasks []string) ([]TaskResult, error) {
 				if err := linkLog(c.log, e.tr.TestLog); err != nil {
 					return ordered(), err
 				}
-				tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingTestFailed, c.result,
+				tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingTestFailed, c.result, "",
 					decision.New(decision.LandTestFailed, "task %s integrated onto %s fails the test (exit %d; its output: %s)", e.tr.Task, l.pol.PublicationBranch, c.exit, e.tr.TestLog))
 				if err != nil {
 					return ordered(), err
@@ -570,7 +571,7 @@ func (l *lander) publishPrefix(prefix []*link) (moved bool, bad int, d *decision
 		}
 		parts[i] = part{c.e.a, ws}
 		keys = append(keys, c.e.tr.Task)
-		in.Tasks = append(in.Tasks, intent{AllocationID: c.e.a.AllocationID, Task: c.e.tr.Task, Source: c.e.pinned, Result: c.result,
+		in.Tasks = append(in.Tasks, intent{AllocationID: c.e.a.AllocationID, Task: c.e.tr.Task, Source: c.e.pinned, Onto: c.onto, Result: c.result,
 			Attempt: c.attempt, AcceptedUngated: c.e.tr.AcceptedUngated})
 	}
 	in.AllocationID, in.Task, in.Source, in.Attempt = last.e.a.AllocationID, last.e.tr.Task, last.e.pinned, last.attempt

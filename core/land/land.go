@@ -117,6 +117,8 @@ type TaskResult struct {
 	// Batch names the batch the task landed in (land --batch, a landing
 	// journal's transaction id), empty when it landed alone.
 	Batch string `json:"batch,omitempty"`
+	// Handback is the hand-back file of a task handed back (Handback).
+	Handback string `json:"handback,omitempty"`
 }
 
 // Result is what wt-admin land did.
@@ -210,7 +212,10 @@ func (in intent) landed() []intent {
 	}
 	out := make([]intent, len(in.Tasks))
 	for i, t := range in.Tasks {
-		t.Onto, t.Strategy, t.Batch, t.TestLog = in.Onto, in.Strategy, in.Batch, in.TestLog
+		if t.Onto == "" {
+			t.Onto = in.Onto
+		}
+		t.Strategy, t.Batch, t.TestLog = in.Strategy, in.Batch, in.TestLog
 		t.TestUnconfined = in.TestUnconfined
 		out[i] = t
 	}
@@ -240,6 +245,8 @@ type lander struct {
 	slots                []store.Allocation
 	batchID              string
 	candidates, testRuns int
+	// lastDiff is the last integration's conflict, as git diff shows it.
+	lastDiff string
 }
 
 // Land lands opts.Tasks (or the ready queue) onto the publication branch,
@@ -676,7 +683,7 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		crashpoint.Here("land:integrated")
 		if paths != nil {
 			tr.Paths = paths
-			return l.handBack(a, rec, tr, store.LandingConflict, source,
+			return l.handBack(a, rec, tr, store.LandingConflict, source, l.lastDiff,
 				decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", task, l.opts.Strategy, l.pol.PublicationBranch, strings.Join(paths, ", ")))
 		}
 		tr.Result = result
@@ -692,7 +699,7 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 			crashpoint.Here("land:tested")
 			if exit != 0 {
 				tr.TestExit, tr.TestLog = exit, logPath
-				return l.handBack(a, rec, tr, store.LandingTestFailed, result,
+				return l.handBack(a, rec, tr, store.LandingTestFailed, result, "",
 					decision.New(decision.LandTestFailed, "task %s integrated onto %s fails the test (exit %d; its output: %s)", task, l.pol.PublicationBranch, exit, logPath))
 			}
 		}
@@ -925,8 +932,12 @@ func (l *lander) integrate(task, source, onto string) (string, []string, error) 
 			_, err = l.git("commit", "-q", "-m", "Land task "+task+" (squashed by wt-admin land)\n\n"+subjects)
 		}
 	}
+	l.lastDiff = ""
 	if err != nil {
 		paths, _ := l.git("diff", "--name-only", "--diff-filter=U")
+		if paths != "" {
+			l.lastDiff, _ = l.git("diff") // the conflict, with git's markers
+		}
 		abort := map[string][]string{Rebase: {"rebase", "--abort"}, Merge: {"merge", "--abort"}, Squash: {"reset", "-q", "--hard"}}[l.opts.Strategy]
 		l.git(abort...) // Best effort: the next integration resets anyway.
 		if paths == "" {
@@ -1242,6 +1253,12 @@ func recordLanded(tx *store.Tx, id string, in intent) error {
 	rec.Paths, rec.TestExit, rec.TestLog, rec.AttemptRef = nil, 0, "", ""
 	rec.TestUnconfined, rec.AcceptedUngated = in.TestUnconfined, in.AcceptedUngated
 	rec.Batch, rec.PassedLog = in.Batch, in.TestLog
+	if rec.Handback != "" {
+		if err := dropHandback(rec.Handback); err != nil {
+			return err
+		}
+		rec.Handback = ""
+	}
 	rec.Attempts = max(rec.Attempts, in.Attempt)
 	rec.UpdatedAt = store.Now()
 	if err := tx.PutLanding(&rec); err != nil {
@@ -1278,13 +1295,18 @@ func (l *lander) landed(a store.Allocation, rec store.Landing, tr TaskResult, co
 // handBack keeps a failed attempt (kept: the commit it tried) under
 // refs/wt/land/<task>/<n>, and hands the task back to its owner: its
 // landing record says why (state), what, and where the attempt is.
-func (l *lander) handBack(a store.Allocation, rec store.Landing, tr TaskResult, state, kept string, d *decision.Error) (TaskResult, error) {
+func (l *lander) handBack(a store.Allocation, rec store.Landing, tr TaskResult, state, kept, diff string, d *decision.Error) (TaskResult, error) {
 	tr.Code, tr.Message = d.Code, d.Message
 	tr.AttemptRef = attemptRef(tr.Task, tr.Attempt)
 	if _, err := l.r.Git.GitUnhooked(l.ctx, "update-ref", "-m", "wt-admin land: attempt kept", tr.AttemptRef, kept); err != nil {
 		return tr, decision.Wrap(decision.GitFailed, err, "keep the attempt as %s", tr.AttemptRef)
 	}
-	err := l.r.Store.Write(func(tx *store.Tx) error {
+	hb, err := l.handbackOf(a, tr, state, d.Message, diff)
+	if err != nil {
+		return tr, err
+	}
+	tr.Handback = hb
+	err = l.r.Store.Write(func(tx *store.Tx) error {
 		cur, err := tx.LandingOrNew(a.AllocationID, tr.Task)
 		if err != nil {
 			return err
@@ -1292,12 +1314,13 @@ func (l *lander) handBack(a store.Allocation, rec store.Landing, tr TaskResult, 
 		cur.State, cur.Attempts, cur.Source, cur.Onto, cur.Result = state, tr.Attempt, tr.Source, tr.Onto, tr.Result
 		cur.AttemptRef, cur.Paths, cur.TestExit, cur.TestLog, cur.Strategy = tr.AttemptRef, tr.Paths, tr.TestExit, tr.TestLog, l.opts.Strategy
 		cur.TestUnconfined, cur.AcceptedUngated = tr.TestUnconfined, tr.AcceptedUngated
+		cur.Handback = hb
 		cur.UpdatedAt = store.Now()
 		if err := tx.PutLanding(&cur); err != nil {
 			return err
 		}
 		return tx.LogEvent("task_handed_back", a.AllocationID, map[string]any{"task": tr.Task, "state": state, "attempt_ref": tr.AttemptRef,
-			"paths": tr.Paths, "test_exit": tr.TestExit, "test_log": tr.TestLog, "owner": a.Owner})
+			"paths": tr.Paths, "test_exit": tr.TestExit, "test_log": tr.TestLog, "owner": a.Owner, "handback": hb})
 	})
 	return tr, err
 }

@@ -85,6 +85,13 @@ func MarkReady(r *alloc.Repo, task, owner, repoArg string) (ReadyResult, error) 
 				rec.State, rec.ReadySeq = store.LandingReady, last+1
 			}
 			rec.ReadyAt, rec.ReadyBy, rec.ReadyTip = store.Now(), by, tip
+			if rec.Handback != "" {
+				// Marked ready again: the hand-back was answered.
+				if err := dropHandback(rec.Handback); err != nil {
+					return err
+				}
+				rec.Handback = ""
+			}
 			rec.UpdatedAt = rec.ReadyAt
 			if err := tx.PutLanding(&rec); err != nil {
 				return err

@@ -134,7 +134,17 @@ func (g Grant) Env() []string {
 	if s := g.Lease.Holder.RunID; s != nil {
 		env = append(env, "WT_RUN_ID="+*s)
 	}
+	// A task wt-admin land handed back: what it met, for its agent.
+	if hb := store.HandbackPath(store.Root(g.commonDir), g.Lease.AllocationID); g.commonDir != "" && fileExists(hb) {
+		env = append(env, store.HandbackEnv+"="+hb)
+	}
 	return env
+}
+
+// fileExists reports whether path names a regular file.
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // Acquire grants write entitlement on the checkout c to req.Holder

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"sort"
 
 	"github.com/wt-tool/wt/core/proc"
@@ -20,6 +21,13 @@ const (
 	// LandLogsDir holds the output of each landing's test, one file an
 	// attempt (LandLogsDir/<task>/<n>.log, the task's slashes kept).
 	LandLogsDir = "land-logs"
+	// LandHandbackDir holds, for each task land handed back, what it met
+	// (HandbackPath): the conflict and its diff, main's commits and the
+	// tasks that landed them, the test and its output's tail. wt-exec
+	// gives its path to the task's next run (HandbackEnv).
+	LandHandbackDir = "land-handback"
+	// HandbackEnv names the hand-back file in a run of a task handed back.
+	HandbackEnv = "WT_LAND_HANDBACK"
 )
 
 // PublicationLease is publication.json: the lander that holds the
@@ -118,7 +126,15 @@ type Landing struct {
 	// output of the test its landed commit passed.
 	Batch     string `json:"batch,omitempty"`
 	PassedLog string `json:"passed_log,omitempty"`
+	// Handback is the hand-back file of a task handed back
+	// (HandbackPath), while it is.
+	Handback string `json:"handback,omitempty"`
 	UpdatedAt string `json:"updated_at"`
+}
+
+// HandbackPath is allocation id's hand-back file under store root.
+func HandbackPath(root, id string) string {
+	return filepath.Join(root, LandHandbackDir, id+".json")
 }
 
 // PublicationLease reads publication.json (ok false when no lander holds

@@ -128,8 +128,9 @@ func converge(t *testing.T, repo, path, task string) string {
 // (allocate, wt-exec grant and release, with --expect-generation and
 // --expect-head, retain, resume, lease abandon, handoff and transfer, prune
 // apply, backfill apply, land (its test in a sandbox, main under the
-// publication lease, the canonical checkout brought along) and land
-// --ready, finish apply of a landed task pushed to a fenced remote, hook
+// publication lease, the canonical checkout brought along), land --ready
+// and land --ready in batches (one failing, bisected, tests at once),
+// finish apply of a landed task pushed to a fenced remote, hook
 // install and uninstall) and kills each at a random moment, alone or with
 // its process group. After every kill, doctor's printed fixes, run as printed, reach
 // DOCTOR_OK within a few rounds; and then every allocation has its
@@ -243,6 +244,29 @@ func TestCommandsKilledAnywhere(t *testing.T) {
 			runIdent(t, w, "wt-exec", "--", "sh", "-c", fmt.Sprintf("echo %d > q%d && git add q%d && git commit --no-verify -qm q%d", i, i, i, i)).ok(t)
 			run(t, repo, "wt-admin", "ready", task, "--owner", "alice").ok(t)
 			return repo, append([]string{"wt-admin", "land", "--ready"}, testFlags...)
+		},
+		func(i int) (string, []string) {
+			// Three tasks marked ready, the second failing the test, then
+			// land --ready in batches of two, two tests at once: killed
+			// while candidates are integrated, tested at once, bisected,
+			// published.
+			var flags []string
+			for k := 0; k < 3; k++ {
+				w := filepath.Join(top, fmt.Sprintf("m%d-%d", i, k))
+				task := fmt.Sprintf("M-%d-%d", i, k)
+				name := fmt.Sprintf("m%d-%d", i, k)
+				if k == 1 {
+					name += "-bad"
+				}
+				run(t, repo, "wt-admin", "allocate", "--task", task, "--owner", "alice", w).ok(t)
+				runIdent(t, w, "wt-exec", "--", "sh", "-c", fmt.Sprintf("echo %d > %s && git add %s && git commit --no-verify -qm %s", i, name, name, name)).ok(t)
+				run(t, repo, "wt-admin", "ready", task, "--owner", "alice").ok(t)
+			}
+			flags = append(flags, "--test", "sleep 0.01; ! ls | grep -q -- -bad")
+			if !confineViews() {
+				flags = append(flags, "--test-unconfined")
+			}
+			return repo, append([]string{"wt-admin", "land", "--ready", "--batch", "2", "--jobs", "2"}, flags...)
 		},
 		func(i int) (string, []string) {
 			// A task pushed to the fenced remote, one failed attempt kept,
