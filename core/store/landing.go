@@ -128,7 +128,7 @@ type Landing struct {
 	PassedLog string `json:"passed_log,omitempty"`
 	// Handback is the hand-back file of a task handed back
 	// (HandbackPath), while it is.
-	Handback string `json:"handback,omitempty"`
+	Handback  string `json:"handback,omitempty"`
 	UpdatedAt string `json:"updated_at"`
 }
 
