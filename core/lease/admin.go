@@ -117,6 +117,9 @@ func (p Proof) sufficient() (bool, string) {
 // freshness, and the safe next action for the caller, with the command
 // that carries it out.
 type Inspection struct {
+	// Handback is the hand-back file of a task wt-admin land handed back
+	// (store.HandbackPath), while it is.
+	Handback       string      `json:"handback,omitempty"`
 	Path           string      `json:"path"`
 	TaskKey        string      `json:"task_key"`
 	AllocationID   string      `json:"allocation_id"`
@@ -198,6 +201,11 @@ func Inspect(r *alloc.Repo, path string, caller Caller, leaseID string) (Inspect
 		}
 		a := t.Allocation
 		in = Inspection{Path: t.Path, TaskKey: a.TaskKey, AllocationID: a.AllocationID, AlsoAllowed: []string{}}
+		if rec, ok, err := tx.Landing(a.AllocationID); err != nil {
+			return err
+		} else if ok && (rec.State == store.LandingConflict || rec.State == store.LandingTestFailed) {
+			in.Handback = rec.Handback
+		}
 		if h, ok, err := tx.Handoff(a.AllocationID); err != nil {
 			return err
 		} else if ok {
@@ -222,6 +230,9 @@ func Inspect(r *alloc.Repo, path string, caller Caller, leaseID string) (Inspect
 		in.promptAndHandoff(caller, leaseID)
 		return nil
 	})
+	if d, ok := decision.As(err); ok && in.Handback != "" {
+		err = d.WithFact("handback", in.Handback)
+	}
 	return in, err
 }
 
