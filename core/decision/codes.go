@@ -327,11 +327,19 @@ const (
 	// mark cannot be made (the task has no ACTIVE feature allocation).
 	NotReady = "TASK_NOT_READY"
 
+	// NotOnPublication: why on a commit the publication branch does not
+	// hold.
+	NotOnPublication = "NOT_ON_PUBLICATION_BRANCH"
+	// WhyUnknown: why in a repository with neither wt's store nor the
+	// notes land --push publishes.
+	WhyUnknown = "WHY_UNKNOWN"
+
 	Landed        = "LANDED"
 	AlreadyLanded = "ALREADY_LANDED"
 	NothingToLand = "NOTHING_TO_LAND"
 	TaskReady     = "TASK_READY"
 	LandRecovered = "LAND_RECOVERED"
+	WhyShown      = "WHY_SHOWN"
 )
 
 // codes is every code above, in their order: Codes's list, laid out by the
@@ -501,9 +509,12 @@ var codes = [...]string{
 	ForgeUnreachable,
 	LandWaitTimeout,
 	NotReady,
+	NotOnPublication,
+	WhyUnknown,
 	Landed,
 	AlreadyLanded,
 	NothingToLand,
 	TaskReady,
 	LandRecovered,
+	WhyShown,
 }

@@ -29,9 +29,11 @@ import (
 // integrating again. A round tests up to Jobs prefixes at once, each in an
 // integration worktree of its own (a slot), and then:
 //
-//   - the longest prefix that passed, shorter than every prefix that
-//     failed, is published (one compare-and-swap, every task in it
-//     LANDED), and the chain goes on from there, unchanged;
+//   - the longest prefix that passed (within --batch when a shorter
+//     passing one is) is published (one compare-and-swap, every task in
+//     it LANDED), and the chain goes on from there, unchanged; a shorter
+//     prefix that failed does not keep it back, as it would not in a
+//     batch tested once;
 //   - when the prefix of length 1 (main and the next task alone) failed,
 //     that task is handed back (LAND_TEST_FAILED), and the chain is built
 //     again, onto the publication tip, from the tasks after it;
@@ -233,19 +235,29 @@ func (l *lander) build(queue []*entry, onto string) ([]*link, []*entry, error) {
 	return chain, conflicts, nil
 }
 
+// longestPassed is the longest prefix of chain whose test passed (0:
+// none). A shorter prefix that failed does not keep it from landing: main
+// moves to what passed, never to what failed (a task that needs a later
+// one of the batch lands with it, as it would in a batch tested once).
+func longestPassed(chain []*link) int {
+	for i := len(chain) - 1; i >= 0; i-- {
+		if chain[i].tested > 0 {
+			return i + 1
+		}
+	}
+	return 0
+}
+
 // endpoints are the prefix lengths the next round tests, at most jobs of
 // them, ascending: between the longest prefix that passed (lo) and the
 // shortest that failed (hi, or none: len(chain)+1), and none tested yet.
 func endpoints(chain []*link, batch, jobs int) []int {
 	m := len(chain)
-	lo, hi := 0, m+1
-	for i, c := range chain {
-		if c.tested < 0 {
+	lo, hi := longestPassed(chain), m+1
+	for i := lo; i < m; i++ {
+		if chain[i].tested < 0 {
 			hi = i + 1
 			break
-		}
-		if c.tested > 0 {
-			lo = i + 1
 		}
 	}
 	pick := map[int]bool{}
@@ -447,18 +459,12 @@ func (l *lander) landQueue(tasks []string) ([]TaskResult, error) {
 				queue = without(queue, queue...)
 				break
 			}
-			// The longest prefix that passed, before every failure, and
-			// the longest one within the batch's bound: that one lands.
-			p, q := 0, 0
-			for i, c := range chain {
-				if c.tested < 0 {
-					break
-				}
+			// The longest prefix that passed, or the longest one within
+			// the batch's bound: that one lands.
+			p, q := longestPassed(chain), 0
+			for i, c := range chain[:min(p, l.batch)] {
 				if c.tested > 0 {
-					p = i + 1
-					if p <= l.batch {
-						q = p
-					}
+					q = i + 1
 				}
 			}
 			if q == 0 {
@@ -571,8 +577,12 @@ func (l *lander) publishPrefix(prefix []*link) (moved bool, bad int, d *decision
 		}
 		parts[i] = part{c.e.a, ws}
 		keys = append(keys, c.e.tr.Task)
+		prov := l.provenanceOf(c.e.a, c.e.rec, c.e.pinned)
 		in.Tasks = append(in.Tasks, intent{AllocationID: c.e.a.AllocationID, Task: c.e.tr.Task, Source: c.e.pinned, Onto: c.onto, Result: c.result,
-			Attempt: c.attempt, AcceptedUngated: c.e.tr.AcceptedUngated})
+			Attempt: c.attempt, AcceptedUngated: c.e.tr.AcceptedUngated, Prov: &prov})
+	}
+	for i := range in.Tasks {
+		in.Tasks[i].Prov.BatchTasks, in.Tasks[i].Prov.Tested = keys, last.result
 	}
 	in.AllocationID, in.Task, in.Source, in.Attempt = last.e.a.AllocationID, last.e.tr.Task, last.e.pinned, last.attempt
 	label := strings.Join(keys, ", ")

@@ -203,6 +203,22 @@ type intent struct {
 	// the output of the test the landed commit passed.
 	Batch   string `json:"batch,omitempty"`
 	TestLog string `json:"test_log,omitempty"`
+	// Prov is the task's provenance, as wt-admin why tells it.
+	Prov *Provenance `json:"provenance,omitempty"`
+}
+
+// provenance is in's Prov completed with what the landing made.
+func (in intent) provenance() Provenance {
+	p := *in.Prov
+	p.Source, p.Onto, p.Result, p.Attempt, p.Strategy = in.Source, in.Onto, in.Result, in.Attempt, in.Strategy
+	p.Batch, p.TestUnconfined, p.AcceptedUngated = in.Batch, in.TestUnconfined, in.AcceptedUngated
+	if p.TestLog == "" {
+		p.TestLog = in.TestLog
+	}
+	if p.LandedAt == "" {
+		p.LandedAt = store.Now()
+	}
+	return p
 }
 
 // landed is each task that in lands, with its own part of the landing.
@@ -721,7 +737,7 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 			}
 			return fail(l.tipMoved(a, pinned, now, by))
 		}
-		moved, d, err := l.publish(a, tr, ws)
+		moved, d, err := l.publish(a, tr, ws, l.provenanceOf(a, rec, source))
 		if err != nil {
 			return tr, err
 		}
@@ -1070,8 +1086,14 @@ func execRefusal(b []byte) *decision.Error {
 // ws is the task's writer lease record as the lander found it let go: the
 // intent's section refuses (WRITER_LEASE_HELD) when a writer took the
 // lease since, and (TASK_NOT_READY) a task finished or changed since.
-func (l *lander) publish(a store.Allocation, tr TaskResult, ws writerState) (moved bool, d *decision.Error, err error) {
-	moved, _, d, err = l.publishParts([]part{{a, ws}}, l.intentOf(a, tr), tr.Task)
+func (l *lander) publish(a store.Allocation, tr TaskResult, ws writerState, prov Provenance) (moved bool, d *decision.Error, err error) {
+	in := l.intentOf(a, tr)
+	prov.TestLog = tr.TestLog
+	if l.opts.Test != "" {
+		prov.TestLog, prov.Tested = l.logPath(tr.Task, tr.Attempt), tr.Result
+	}
+	in.Prov = &prov
+	moved, _, d, err = l.publishParts([]part{{a, ws}}, in, tr.Task)
 	return moved, d, err
 }
 
@@ -1176,7 +1198,7 @@ func (l *lander) publishParts(parts []part, in intent, label string) (moved bool
 		}
 	}
 	crashpoint.Here("land:moved")
-	return true, 0, nil, l.r.Store.Write(func(tx *store.Tx) error {
+	if err := l.r.Store.Write(func(tx *store.Tx) error {
 		if err := tx.FinishJournal(j, "landed", payload, store.Now()); err != nil {
 			return err
 		}
@@ -1186,7 +1208,17 @@ func (l *lander) publishParts(parts []part, in intent, label string) (moved bool
 			}
 		}
 		return nil
-	})
+	}); err != nil {
+		return true, 0, nil, err
+	}
+	var ps []Provenance
+	for _, t := range in.landed() {
+		if t.Prov != nil {
+			ps = append(ps, t.provenance())
+		}
+	}
+	l.publishNotes(ps)
+	return true, 0, nil, nil
 }
 
 // intentOf is the integration intent of tr, a landing of allocation a.
@@ -1273,6 +1305,9 @@ func recordLanded(tx *store.Tx, id string, in intent) error {
 	}
 	if in.Batch != "" {
 		detail["batch"] = in.Batch
+	}
+	if in.Prov != nil {
+		detail["provenance"] = in.provenance()
 	}
 	return tx.LogEvent("task_landed", id, detail)
 }

@@ -77,7 +77,7 @@ func adminApp(e *env) *ucli.App {
 		},
 		Commands: []*ucli.Command{
 			e.initCommand(), e.policyCommand(), e.allocateCommand(), e.statusCommand(), e.psCommand(), e.leaseCommand(),
-			e.retainCommand(), e.resumeCommand(), e.recoverCommand(), e.backfillCommand(), e.adoptCommand(), e.pruneCommand(), e.finishCommand(), e.readyCommand(), e.landCommand(), e.auditCommand(), e.fleetCommand(), e.doctorCommand(), e.quarantineCommand(), e.versionCommand(),
+			e.retainCommand(), e.resumeCommand(), e.recoverCommand(), e.backfillCommand(), e.adoptCommand(), e.pruneCommand(), e.finishCommand(), e.readyCommand(), e.landCommand(), e.whyCommand(), e.auditCommand(), e.fleetCommand(), e.doctorCommand(), e.quarantineCommand(), e.versionCommand(),
 		},
 	}
 }
