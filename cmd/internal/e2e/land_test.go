@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand"
+	"os/exec"
 	"os"
 	"path/filepath"
 	"slices"
@@ -439,4 +440,127 @@ done`
 	b.ReportMetric(float64(wtNS)/float64(loopNS), "wt/loop")
 	b.ReportMetric(per(wtNS)-per(unconfinedNS), "sandbox-ms/task")
 	b.ReportMetric(float64(unconfinedNS)/float64(loopNS), "wt-unconfined/loop")
+}
+
+// BenchmarkLandBatch lands ten tasks, each adding its own file, tested by
+// a 1 s test with a real check (every task file says "ok"), with
+// wt-admin land as shipped (batches of the whole queue, tests at once as
+// the machine allows), against the serial shell loop of BenchmarkLand
+// (which skips a task whose test fails), on twin repositories in the same
+// run: all passing, and one task (the fifth) failing. wt/loop-* are the
+// ratios of their times; runs-* count wt's test runs (the loop runs ten).
+func BenchmarkLandBatch(b *testing.B) {
+	dir := b.TempDir()
+	for _, name := range []string{"wt-admin", "wt-exec", "wt-hook", "wt-gate"} {
+		shippedInto(b, dir, name, "github.com/wt-tool/wt/cmd/"+name)
+	}
+	admin := filepath.Join(dir, "wt-admin")
+	const tasks = 10
+	test := `sleep 1; for f in t*; do [ "$(cat "$f")" = ok ] || exit 1; done`
+	b.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	for _, kv := range ident {
+		k, v, _ := strings.Cut(kv, "=")
+		b.Setenv(k, v)
+	}
+	setup := func(governed bool, bad int) string {
+		top := b.TempDir()
+		repo := filepath.Join(top, "repo")
+		git(b, top, "init", "-q", "-b", "main", repo)
+		git(b, repo, "commit", "-q", "--allow-empty", "-m", "init")
+		if governed {
+			runOnce(b, admin, "--repo", repo, "init")
+			runOnce(b, filepath.Join(dir, "wt-hook"), "-C", repo, "install")
+		}
+		for i := 0; i < tasks; i++ {
+			w := filepath.Join(top, fmt.Sprintf("w%d", i))
+			if governed {
+				runOnce(b, admin, "--repo", repo, "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "bench", w)
+			} else {
+				git(b, repo, "worktree", "add", "-q", "-b", fmt.Sprintf("wt/T-%d", i), w)
+			}
+			says := "ok\n"
+			if i == bad {
+				says = "bad\n"
+			}
+			os.WriteFile(filepath.Join(w, fmt.Sprintf("t%d", i)), []byte(says), 0o644)
+			git(b, w, "add", ".")
+			if governed {
+				runOnce(b, filepath.Join(dir, "wt-exec"), "-C", w, "--", "git", "commit", "-q", "-m", fmt.Sprintf("task T-%d", i))
+			} else {
+				git(b, w, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", fmt.Sprintf("task T-%d", i))
+			}
+		}
+		git(b, repo, "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty", "-m", "main moves")
+		if !governed {
+			git(b, repo, "worktree", "add", "-q", "--detach", filepath.Join(filepath.Dir(repo), "integ"))
+		}
+		return repo
+	}
+	loop := `cd "$1/../integ" || exit 1
+for i in 0 1 2 3 4 5 6 7 8 9; do
+	old=$(git rev-parse refs/heads/main) &&
+	git checkout -q --detach wt/T-$i && git rebase -q "$old" || exit 1
+	if sh -c "$2"; then git update-ref refs/heads/main "$(git rev-parse HEAD)" "$old" || exit 1; fi
+done`
+	var wtPass, loopPass, wtFail, loopFail time.Duration
+	var runsPass, runsFail int
+	land := func(repo string) (time.Duration, int) {
+		args := []string{"--repo", repo, "--json", "land", "--test", test}
+		for t := 0; t < tasks; t++ {
+			args = append(args, "--task", fmt.Sprintf("T-%d", t))
+		}
+		t0 := time.Now()
+		cmd := exec.Command(admin, args...)
+		out, _ := cmd.Output()
+		d := time.Since(t0)
+		var v struct {
+			Decision struct {
+				TestRuns int `json:"test_runs"`
+			}
+			Error struct {
+				TestRuns int `json:"test_runs"`
+			}
+		}
+		if err := json.Unmarshal(out, &v); err != nil {
+			b.Fatalf("land: %v\n%s", err, out)
+		}
+		return d, v.Decision.TestRuns + v.Error.TestRuns
+	}
+	timedLoop := func(repo string) time.Duration {
+		t0 := time.Now()
+		runOnce(b, "sh", "-c", loop, "sh", repo, test)
+		return time.Since(t0)
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		gp, pp, gf, pf := setup(true, -1), setup(false, -1), setup(true, 4), setup(false, 4)
+		settle()
+		b.StartTimer()
+		runs := []func(){
+			func() { d, n := land(gp); wtPass += d; runsPass += n },
+			func() { loopPass += timedLoop(pp) },
+			func() { d, n := land(gf); wtFail += d; runsFail += n },
+			func() { loopFail += timedLoop(pf) },
+		}
+		for k := range runs {
+			runs[(i+k)%len(runs)]()
+		}
+		b.StopTimer()
+		for _, c := range []struct {
+			repo string
+			want int
+		}{{gp, tasks + 2}, {pp, tasks + 2}, {gf, tasks + 1}, {pf, tasks + 1}} {
+			if n := len(strings.Fields(git(b, c.repo, "rev-list", "main"))); n != c.want {
+				b.Fatalf("%s: main has %d commits, want %d", c.repo, n, c.want)
+			}
+		}
+	}
+	b.ReportMetric(float64(wtPass)/float64(loopPass), "wt/loop-pass")
+	b.ReportMetric(float64(wtFail)/float64(loopFail), "wt/loop-onefail")
+	b.ReportMetric(float64(runsPass)/float64(b.N), "runs-pass")
+	b.ReportMetric(float64(runsFail)/float64(b.N), "runs-onefail")
+	b.ReportMetric(float64(wtPass.Milliseconds())/float64(b.N), "ms-wt-pass")
+	b.ReportMetric(float64(loopPass.Milliseconds())/float64(b.N), "ms-loop-pass")
+	b.ReportMetric(float64(wtFail.Milliseconds())/float64(b.N), "ms-wt-onefail")
+	b.ReportMetric(float64(loopFail.Milliseconds())/float64(b.N), "ms-loop-onefail")
 }
