@@ -304,7 +304,7 @@ func (l *lander) publishNotes(ps []Provenance) {
 		}
 	}
 	if _, err := g.GitUnhooked(l.ctx, "push", "-q", "--end-of-options", l.opts.Push, NotesRef+":"+NotesRef); err != nil {
-		l.notify(fmt.Sprintf("could not push %s to %s (the landing stands; wt-admin why answers from this store): %v", NotesRef, l.opts.Push, err))
+		l.notify(fmt.Sprintf("could not push %s to %s (the landing stands, and wt-admin --repo %s why COMMIT answers from this store): %v", NotesRef, l.opts.Push, l.opts.RepoArg, err))
 		return
 	}
 	l.notify(fmt.Sprintf("published why each commit landed as notes: %s on %s", NotesRef, l.opts.Push))

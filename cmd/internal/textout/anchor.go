@@ -14,7 +14,7 @@ import (
 // anything else it is prose ("the wt-exec of client X").
 var (
 	AdminCommands = []string{"init", "policy", "allocate", "status", "ps", "lease", "retain", "resume", "recover",
-		"backfill", "adopt", "prune", "finish", "ready", "land", "audit", "fleet", "doctor", "quarantine", "version"}
+		"backfill", "adopt", "prune", "finish", "ready", "land", "why", "audit", "fleet", "doctor", "quarantine", "version"}
 	HookCommands = []string{"check", "install", "uninstall", "status", "run"}
 )
 
