@@ -90,12 +90,21 @@ check_hand-back() {
 	[ "$(git rev-parse HEAD)" = "$(git rev-parse main)" ] || fail "the checkout of main is not at main"
 	npm test >/dev/null || fail "npm test fails on main"
 }
+check_why() {
+	local why; why=$(wt-admin why main)
+	want "$why" 'WHY_SHOWN: [0-9a-f]{12} is on main: task T-[45] landed it'
+	want "$why" '^  writer: +lease [0-9a-f-]{36} of client claude'
+	want "$why" '^  let go: .*marked ready by alice'
+	want "$why" '^  test: +"npm test" passed'
+	want "$why" '^  push: +pushed to origin'
+	[ -n "$(git -C ~/work/server.git for-each-ref refs/notes/wt)" ] || fail "the server has no refs/notes/wt"
+}
 check_finish() {
-	local refs; refs=$(git -C ~/work/server.git for-each-ref --format='%(refname)')
-	[ "$refs" = refs/heads/main ] || fail "the server has more than main: $refs"
-	# The canonical checkout, and land's integration worktree, kept for the next landing.
+	local refs; refs=$(git -C ~/work/server.git for-each-ref --format='%(refname)' | tr '\n' ' ')
+	[ "$refs" = "refs/heads/main refs/notes/wt " ] || fail "the server has more than main and the notes: $refs"
+	# The canonical checkout, and land's integration worktrees, kept for the next landing.
 	local wts; wts=$(git worktree list --porcelain | sed -n 's/^worktree //p' | xargs -n1 basename | sort | tr '\n' ' ')
-	[ "$wts" = ".app-wt-land app " ] || fail "worktrees left: $(git worktree list)"
+	[ "$wts" = ".app-wt-land .app-wt-land-2 app " ] || fail "worktrees left: $(git worktree list)"
 }
 check_done() {
 	! tmux has-session -t agents 2>/dev/null || fail "the agents' session is still there"
