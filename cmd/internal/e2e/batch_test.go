@@ -3,11 +3,15 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // landOut is wt-admin --json land's answer: its tasks and its count of
@@ -163,4 +167,107 @@ func mainTips(t *testing.T, repo, base string) []string {
 		out = append(out, h)
 	}
 	return out
+}
+
+// TestLandBatchKilledAnywhere kills wt-admin land in batches (three
+// tasks, --batch 2 --jobs 2: two tests at once, two moves of main, with
+// --push to a bare remote) at its crash points and at random moments.
+// After each kill main, here and on the remote, is its old tip or a
+// commit the check passed; land --recover concludes what the dead lander
+// began; and landing the three again lands each exactly once.
+func TestLandBatchKilledAnywhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills real processes")
+	}
+	f := newLandFixture(t)
+	t.Parallel()
+	admin := buildCrashAdmin(t)
+	remote := filepath.Join(f.top, "remote.git")
+	git(t, f.top, "init", "-q", "--bare", "-b", "main", remote)
+	git(t, f.repo, "remote", "add", "origin", remote)
+	git(t, f.repo, "push", "-q", "origin", "main")
+	points := []string{"land:integrated", "land:tested", "land:intent", "land:pushed", "land:moved", "land:recorded"}
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	t.Logf("seed %d", seed)
+	kills := len(points) + 2
+	test := "sleep 0.05; " + f.test()
+	for i := 0; i < kills; i++ {
+		var tasks []string
+		args := []string{"--repo", f.repo, "land", "--batch", "2", "--jobs", "2", "--push", "origin", "--test", test}
+		for k := 0; k < 3; k++ {
+			task := fmt.Sprintf("K-%d-%d", i, k)
+			p := filepath.Join(f.top, fmt.Sprintf("k%d-%d", i, k))
+			run(t, f.repo, admin, "allocate", "--task", task, "--owner", "alice", p).ok(t)
+			runIdent(t, p, "wt-exec", "--", "sh", "-c", fmt.Sprintf("echo ok > t%d-%d.txt && git add t%d-%d.txt && git commit -qm 'task %s'", i, k, i, k, task)).ok(t)
+			tasks = append(tasks, task)
+			args = append(args, "--task", task)
+		}
+		before := git(t, f.repo, "rev-parse", "main")
+		cmd, _, errb := command(f.repo, admin, args...)
+		cmd.Env = append(cmd.Env, ident...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		how := "random"
+		if i < len(points) {
+			how = points[i]
+			cmd.Env = append(cmd.Env, "WT_TEST_CRASH_AT="+how)
+			if err := cmd.Run(); err == nil {
+				t.Fatalf("land was not killed at %s:\n%s", how, errb)
+			}
+		} else {
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Duration(200+rng.Intn(1200)) * time.Millisecond)
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		}
+		for _, where := range []string{f.repo, remote} {
+			if now := git(t, where, "rev-parse", "main"); now != before && !slices.Contains(f.passed(), now) {
+				t.Fatalf("killed %s: main in %s is at %s, neither its old tip %s nor a tip the check passed", how, where, now, before)
+			}
+		}
+		waitFor(t, "the killed lander's children to end", func() bool { return syscall.Kill(-cmd.Process.Pid, 0) != nil })
+		waitFor(t, "doctor to remove the stale ref locks", func() bool {
+			left := false
+			filepath.WalkDir(filepath.Join(f.repo, ".git"), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && strings.HasSuffix(p, ".lock") && !strings.Contains(p, "-wt-land") {
+					left = true
+				}
+				return nil
+			})
+			if !left {
+				return true
+			}
+			for _, line := range strings.Split(run(t, f.repo, admin, "doctor").stdout, "\n") {
+				if fix, ok := strings.CutPrefix(line, "   fix: "); ok && strings.Contains(fix, ".lock") {
+					run(t, f.repo, "sh", "-c", fix)
+				}
+			}
+			return false
+		})
+		os.Remove(filepath.Join(remote, "refs", "heads", "main.lock"))
+		os.Remove(filepath.Join(remote, "refs", "notes", "wt.lock"))
+		if rec := run(t, f.repo, admin, "land", "--recover").ok(t); !strings.Contains(rec.stdout, "LAND_RECOVERED") {
+			t.Fatalf("killed %s: land --recover:\n%s", how, rec.stdout)
+		}
+		again := runIdent(t, f.repo, admin, append([]string{"--json"}, args[2:]...)...)
+		out := parseLand(t, again)
+		if again.code != 0 {
+			t.Fatalf("killed %s: landing again: exit %d\n%s\n%s", how, again.code, again.stdout, again.stderr)
+		}
+		for _, tr := range out.Tasks {
+			if tr.Code != "LANDED" && tr.Code != "ALREADY_LANDED" {
+				t.Fatalf("killed %s: landing again: %s %s", how, tr.Task, tr.Code)
+			}
+		}
+		for _, where := range []string{f.repo, remote} {
+			n := subjects(t, where)
+			for _, task := range tasks {
+				if n["task "+task] != 1 {
+					t.Fatalf("killed %s: main in %s holds task %s's commit %d times", how, where, task, n["task "+task])
+				}
+			}
+		}
+	}
 }
