@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -196,11 +197,20 @@ func brokeredArgs(c gitrepo.Checkout, task string, req brokerRequest) ([]string,
 			return nil, fmt.Errorf("%s is not the run's own task %s", a[1], task)
 		}
 		out := []string{"--repo", c.TopLevel, "ready", task}
-		for _, x := range a[2:] {
-			if x != "--json" {
-				return nil, fmt.Errorf("%s is not passed on from a confined command (a confined ready takes only --json)", x)
+		strategies := map[string]bool{"rebase": true, "merge": true, "squash": true}
+		for i := 2; i < len(a); i++ {
+			x := a[i]
+			switch {
+			case x == "--json":
+				out = append([]string{"--json"}, out...)
+			case x == "--strategy" && i+1 < len(a) && strategies[a[i+1]]:
+				out = append(out, "--strategy", a[i+1])
+				i++
+			case strings.HasPrefix(x, "--strategy=") && strategies[strings.TrimPrefix(x, "--strategy=")]:
+				out = append(out, x)
+			default:
+				return nil, fmt.Errorf("%s is not passed on from a confined command (a confined ready takes only --json and --strategy rebase|merge|squash)", x)
 			}
-			out = append([]string{"--json"}, out...)
 		}
 		return out, nil
 	}

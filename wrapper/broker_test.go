@@ -25,6 +25,8 @@ func TestBrokeredArgs(t *testing.T) {
 	}{
 		{[]string{"ready", "T-1"}, "", []string{"--repo", top, "ready", "T-1"}},
 		{[]string{"ready", "T-1", "--json"}, "", []string{"--json", "--repo", top, "ready", "T-1"}},
+		{[]string{"ready", "T-1", "--strategy", "squash"}, "", []string{"--repo", top, "ready", "T-1", "--strategy", "squash"}},
+		{[]string{"ready", "T-1", "--strategy=merge", "--json"}, "", []string{"--json", "--repo", top, "ready", "T-1", "--strategy=merge"}},
 		{[]string{"lease", "handoff", top, "--to-client", "codex", "--ttl", "5m", "--json"}, "", []string{"--json", "--repo", top, "lease", "handoff", top, "--to-client", "codex", "--ttl", "5m"}},
 		{[]string{"lease", "transfer", ".", "--holder", "42", "--expect-generation", "3"}, top, []string{"--repo", top, "lease", "transfer", top, "--holder", "42", "--expect-generation", "3"}},
 	}
@@ -42,7 +44,9 @@ func TestBrokeredArgs(t *testing.T) {
 	}{
 		{"T-1", []string{"ready", "T-2"}, "not the run's own task"},
 		{"", []string{"ready", ""}, "not the run's own task"},
-		{"T-1", []string{"ready", "T-1", "--operator"}, "takes only --json"},
+		{"T-1", []string{"ready", "T-1", "--operator"}, "takes only --json and --strategy"},
+		{"T-1", []string{"ready", "T-1", "--strategy", "--operator"}, "takes only --json and --strategy"},
+		{"T-1", []string{"ready", "T-1", "--strategy=ours"}, "takes only --json and --strategy"},
 		{"T-1", []string{"lease", "release", top}, "passes on only"},
 		{"T-1", []string{"lease", "handoff"}, "passes on only"},
 		{"T-1", []string{"finish", "T-1"}, "passes on only"},

@@ -134,7 +134,7 @@ func (l *lander) prepare(idx int, task, onto string) (*entry, TaskResult, error)
 	if d != nil {
 		return fail(d)
 	}
-	tr.Owner, tr.Worktree = a.Owner, a.WorktreePath
+	tr.Owner, tr.Worktree, tr.Strategy = a.Owner, a.WorktreePath, l.strategyOf(rec)
 	pinned, by := "", "its writer let go"
 	if rec.State == store.LandingReady && rec.ReadyTip != "" {
 		pinned, by = rec.ReadyTip, "marked ready by "+rec.ReadyBy
@@ -212,8 +212,8 @@ func (l *lander) build(queue []*entry, onto string) ([]*link, []*entry, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		l.notify(fmt.Sprintf("%s: integrating %.12s onto %.12s, %s, attempt %d", e.tr.Task, e.pinned, at, l.opts.Strategy, n))
-		result, paths, err := l.integrate(e.tr.Task, e.pinned, at)
+		l.notify(fmt.Sprintf("%s: integrating %.12s onto %.12s, %s, attempt %d", e.tr.Task, e.pinned, at, e.tr.Strategy, n))
+		result, paths, err := l.integrate(e.tr.Task, e.pinned, at, e.tr.Strategy)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -440,7 +440,7 @@ func (l *lander) landQueue(tasks []string) ([]TaskResult, error) {
 					continue
 				}
 				tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingConflict, e.pinned, e.diff,
-					decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", e.tr.Task, l.opts.Strategy, l.pol.PublicationBranch, strings.Join(e.tr.Paths, ", ")))
+					decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", e.tr.Task, e.tr.Strategy, l.pol.PublicationBranch, strings.Join(e.tr.Paths, ", ")))
 				if err != nil {
 					return err
 				}
@@ -578,7 +578,7 @@ func (l *lander) publishPrefix(prefix []*link) (moved bool, bad int, d *decision
 		parts[i] = part{c.e.a, ws}
 		keys = append(keys, c.e.tr.Task)
 		prov := l.provenanceOf(c.e.a, c.e.rec, c.e.pinned)
-		in.Tasks = append(in.Tasks, intent{AllocationID: c.e.a.AllocationID, Task: c.e.tr.Task, Source: c.e.pinned, Onto: c.onto, Result: c.result,
+		in.Tasks = append(in.Tasks, intent{AllocationID: c.e.a.AllocationID, Task: c.e.tr.Task, Source: c.e.pinned, Onto: c.onto, Result: c.result, Strategy: c.e.tr.Strategy,
 			Attempt: c.attempt, AcceptedUngated: c.e.tr.AcceptedUngated, Prov: &prov})
 	}
 	for i := range in.Tasks {

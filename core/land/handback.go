@@ -77,7 +77,7 @@ const (
 func (l *lander) handbackOf(a store.Allocation, tr TaskResult, state, msg, diff string) (string, error) {
 	h := Handback{Task: tr.Task, Owner: a.Owner, Worktree: a.WorktreePath, State: state, Message: msg,
 		Next:   HandBackHint(l.opts.RepoArg, l.pol.PublicationBranch, a.WorktreePath, tr.Task, a.Owner, state, tr.AttemptRef, tr.TestLog),
-		Branch: l.pol.PublicationBranch, Strategy: l.opts.Strategy, Source: tr.Source, Onto: tr.Onto, Result: tr.Result,
+		Branch: l.pol.PublicationBranch, Strategy: tr.Strategy, Source: tr.Source, Onto: tr.Onto, Result: tr.Result,
 		Attempt: tr.Attempt, AttemptRef: tr.AttemptRef, Paths: tr.Paths, At: store.Now(), Met: []Met{}}
 	if len(diff) > DiffMax {
 		diff = diff[:DiffMax] + "\n[cut at " + "64 KiB]\n"

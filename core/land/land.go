@@ -117,6 +117,9 @@ type TaskResult struct {
 	// Batch names the batch the task landed in (land --batch, a landing
 	// journal's transaction id), empty when it landed alone.
 	Batch string `json:"batch,omitempty"`
+	// Strategy is how the task is integrated: the one its ready mark asked
+	// for (ready --strategy), else land's --strategy.
+	Strategy string `json:"strategy,omitempty"`
 	// Handback is the hand-back file of a task handed back (Handback).
 	Handback string `json:"handback,omitempty"`
 }
@@ -168,6 +171,15 @@ func HandBackHint(repoArg, branch, path, task, owner, state, attemptRef, testLog
 	wt := shell.Word(path)
 	return fmt.Sprintf("rebase it in a run of its worktree: wt-exec -C %s -- git rebase %s stops on the conflict, and the rebase must be finished in a next run, as a rule by the task's agent (resolve the files, git add them, git rebase --continue, from outside a run wt-exec -C %s -- git rebase --continue), %s",
 		wt, shell.Word(branch), wt, ready)
+}
+
+// strategyOf is how a task whose landing record is rec is integrated:
+// the strategy its ready mark asked for, else land's.
+func (l *lander) strategyOf(rec store.Landing) string {
+	if rec.State == store.LandingReady && rec.ReadyStrategy != "" {
+		return rec.ReadyStrategy
+	}
+	return l.opts.Strategy
 }
 
 // IntegrationTask is the task key of wt's integration worktree, where land
@@ -231,7 +243,10 @@ func (in intent) landed() []intent {
 		if t.Onto == "" {
 			t.Onto = in.Onto
 		}
-		t.Strategy, t.Batch, t.TestLog = in.Strategy, in.Batch, in.TestLog
+		if t.Strategy == "" {
+			t.Strategy = in.Strategy
+		}
+		t.Batch, t.TestLog = in.Batch, in.TestLog
 		t.TestUnconfined = in.TestUnconfined
 		out[i] = t
 	}
@@ -624,7 +639,7 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 	if d != nil {
 		return fail(d)
 	}
-	tr.Owner, tr.Worktree = a.Owner, a.WorktreePath
+	tr.Owner, tr.Worktree, tr.Strategy = a.Owner, a.WorktreePath, l.strategyOf(rec)
 	pinned, by := "", "its writer let go"
 	if rec.State == store.LandingReady && rec.ReadyTip != "" {
 		pinned, by = rec.ReadyTip, "marked ready by "+rec.ReadyBy
@@ -691,8 +706,8 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 			return tr, err
 		}
 		tr.Attempt = attempt
-		l.notify(fmt.Sprintf("%s: integrating %.12s onto %s (%.12s), %s, attempt %d", task, source, l.pol.PublicationBranch, onto, l.opts.Strategy, attempt))
-		result, paths, err := l.integrate(task, source, onto)
+		l.notify(fmt.Sprintf("%s: integrating %.12s onto %s (%.12s), %s, attempt %d", task, source, l.pol.PublicationBranch, onto, tr.Strategy, attempt))
+		result, paths, err := l.integrate(task, source, onto, tr.Strategy)
 		if err != nil {
 			return tr, err
 		}
@@ -700,7 +715,7 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		if paths != nil {
 			tr.Paths = paths
 			return l.handBack(a, rec, tr, store.LandingConflict, source, l.lastDiff,
-				decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", task, l.opts.Strategy, l.pol.PublicationBranch, strings.Join(paths, ", ")))
+				decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", task, tr.Strategy, l.pol.PublicationBranch, strings.Join(paths, ", ")))
 		}
 		tr.Result = result
 		if result == onto {
@@ -916,7 +931,7 @@ func (l *lander) clearStaleLocksIn(wt store.Allocation) error {
 
 // integrate makes the integration of source onto onto in the integration
 // worktree: the result commit, or the conflicting paths (nothing made).
-func (l *lander) integrate(task, source, onto string) (string, []string, error) {
+func (l *lander) integrate(task, source, onto, strategy string) (string, []string, error) {
 	// Whatever an interrupted lander left: git's locks and a half-begun
 	// rebase (clearStaleLocks), files (clean), and changes or a merge in
 	// progress (checkout -f, below, discards them and git's merge state).
@@ -927,14 +942,14 @@ func (l *lander) integrate(task, source, onto string) (string, []string, error) 
 		return "", nil, decision.Wrap(decision.GitFailed, err, "clean the integration worktree %s", l.iwt.WorktreePath)
 	}
 	start := onto
-	if l.opts.Strategy == Rebase {
+	if strategy == Rebase {
 		start = source
 	}
 	if _, err := l.git("checkout", "-q", "-f", "-B", IntegrationTask, start); err != nil {
 		return "", nil, decision.Wrap(decision.GitFailed, err, "check %.12s out in the integration worktree", start)
 	}
 	var err error
-	switch l.opts.Strategy {
+	switch strategy {
 	case Rebase:
 		_, err = l.git("rebase", "-q", onto)
 	case Merge:
@@ -954,10 +969,10 @@ func (l *lander) integrate(task, source, onto string) (string, []string, error) 
 		if paths != "" {
 			l.lastDiff, _ = l.git("diff") // the conflict, with git's markers
 		}
-		abort := map[string][]string{Rebase: {"rebase", "--abort"}, Merge: {"merge", "--abort"}, Squash: {"reset", "-q", "--hard"}}[l.opts.Strategy]
+		abort := map[string][]string{Rebase: {"rebase", "--abort"}, Merge: {"merge", "--abort"}, Squash: {"reset", "-q", "--hard"}}[strategy]
 		l.git(abort...) // Best effort: the next integration resets anyway.
 		if paths == "" {
-			return "", nil, decision.Wrap(decision.GitFailed, err, "%s task %s onto %.12s", l.opts.Strategy, task, onto).
+			return "", nil, decision.Wrap(decision.GitFailed, err, "%s task %s onto %.12s", strategy, task, onto).
 				WithHint("set git's identity if git asked for it (git config user.name NAME; git config user.email EMAIL), then land again")
 		}
 		return "", strings.Split(paths, "\n"), nil
@@ -1223,7 +1238,7 @@ func (l *lander) publishParts(parts []part, in intent, label string) (moved bool
 
 // intentOf is the integration intent of tr, a landing of allocation a.
 func (l *lander) intentOf(a store.Allocation, tr TaskResult) intent {
-	return intent{AllocationID: a.AllocationID, Task: tr.Task, Source: tr.Source, Onto: tr.Onto, Result: tr.Result, Attempt: tr.Attempt, Strategy: l.opts.Strategy,
+	return intent{AllocationID: a.AllocationID, Task: tr.Task, Source: tr.Source, Onto: tr.Onto, Result: tr.Result, Attempt: tr.Attempt, Strategy: tr.Strategy,
 		TestUnconfined: tr.TestUnconfined, AcceptedUngated: tr.AcceptedUngated}
 }
 
@@ -1317,7 +1332,7 @@ func (l *lander) landed(a store.Allocation, rec store.Landing, tr TaskResult, co
 	tr.Code, tr.Message = code, msg
 	if code == decision.AlreadyLanded {
 		err := l.r.Store.Write(func(tx *store.Tx) error {
-			return recordLanded(tx, a.AllocationID, intent{Task: tr.Task, Source: tr.Source, Onto: tr.Onto, Result: tr.Result, Attempt: rec.Attempts, Strategy: l.opts.Strategy})
+			return recordLanded(tx, a.AllocationID, intent{Task: tr.Task, Source: tr.Source, Onto: tr.Onto, Result: tr.Result, Attempt: rec.Attempts, Strategy: tr.Strategy})
 		})
 		if err != nil {
 			return tr, err
@@ -1347,7 +1362,7 @@ func (l *lander) handBack(a store.Allocation, rec store.Landing, tr TaskResult, 
 			return err
 		}
 		cur.State, cur.Attempts, cur.Source, cur.Onto, cur.Result = state, tr.Attempt, tr.Source, tr.Onto, tr.Result
-		cur.AttemptRef, cur.Paths, cur.TestExit, cur.TestLog, cur.Strategy = tr.AttemptRef, tr.Paths, tr.TestExit, tr.TestLog, l.opts.Strategy
+		cur.AttemptRef, cur.Paths, cur.TestExit, cur.TestLog, cur.Strategy = tr.AttemptRef, tr.Paths, tr.TestExit, tr.TestLog, tr.Strategy
 		cur.TestUnconfined, cur.AcceptedUngated = tr.TestUnconfined, tr.AcceptedUngated
 		cur.Handback = hb
 		cur.UpdatedAt = store.Now()

@@ -27,8 +27,17 @@ type ReadyResult struct {
 //
 // The mark records the task branch's tip (ReadyTip): what land lands. A
 // mark made again records the tip anew (its place in the queue kept).
-func MarkReady(r *alloc.Repo, task, owner, repoArg string) (ReadyResult, error) {
+//
+// strategy, when set, is how the task asks to be integrated (rebase,
+// merge, squash): land uses it for this task whatever its --strategy.
+func MarkReady(r *alloc.Repo, task, owner, strategy, repoArg string) (ReadyResult, error) {
 	var res ReadyResult
+	switch strategy {
+	case "", Rebase, Merge, Squash:
+	default:
+		return res, decision.New(decision.Usage, "--strategy %q is not rebase, merge or squash", strategy).
+			WithHint("wt-admin --repo %s ready %s --strategy squash", repoArg, shell.Word(task))
+	}
 	pre, err := r.TaskAllocation(task)
 	if err != nil {
 		return res, err
@@ -76,7 +85,7 @@ func MarkReady(r *alloc.Repo, task, owner, repoArg string) (ReadyResult, error) 
 			return decision.New(decision.NotReady, "task %s's branch changed while it was being marked ready", task).
 				WithHint("mark it again: wt-admin --repo %s ready %s", repoArg, shell.Word(task))
 		}
-		if rec.State != store.LandingReady || rec.ReadyTip != tip {
+		if rec.State != store.LandingReady || rec.ReadyTip != tip || rec.ReadyStrategy != strategy {
 			if rec.State != store.LandingReady {
 				last := 0
 				for _, l := range ls {
@@ -84,7 +93,7 @@ func MarkReady(r *alloc.Repo, task, owner, repoArg string) (ReadyResult, error) 
 				}
 				rec.State, rec.ReadySeq = store.LandingReady, last+1
 			}
-			rec.ReadyAt, rec.ReadyBy, rec.ReadyTip = store.Now(), by, tip
+			rec.ReadyAt, rec.ReadyBy, rec.ReadyTip, rec.ReadyStrategy = store.Now(), by, tip, strategy
 			if rec.Handback != "" {
 				// Marked ready again: the hand-back was answered.
 				if err := dropHandback(rec.Handback); err != nil {

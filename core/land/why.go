@@ -97,7 +97,7 @@ func (l *lander) writerOf(a store.Allocation, tip string) *WriterOf {
 // provenanceOf is what the lander knows of a landing of task a's source
 // when it publishes it.
 func (l *lander) provenanceOf(a store.Allocation, rec store.Landing, source string) Provenance {
-	p := Provenance{Task: a.TaskKey, AllocationID: a.AllocationID, Branch: branchName(a), Source: source, Strategy: l.opts.Strategy,
+	p := Provenance{Task: a.TaskKey, AllocationID: a.AllocationID, Branch: branchName(a), Source: source, Strategy: l.strategyOf(rec),
 		Writer: l.writerOf(a, source), Test: l.opts.Test, Lander: l.lease.LeaseID, LanderPID: l.lease.Holder.PID, Push: l.opts.Push}
 	if rec.State == store.LandingReady && rec.ReadyTip == source {
 		p.ReadyBy, p.ReadyAt = rec.ReadyBy, rec.ReadyAt

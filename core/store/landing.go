@@ -99,6 +99,9 @@ type Landing struct {
 	// ReadyTip is the task branch's tip the ready mark approved: what
 	// land lands (LAND_TIP_MOVED when the branch moved since).
 	ReadyTip string `json:"ready_tip,omitempty"`
+	// ReadyStrategy is how the ready mark asked the task to be integrated
+	// (rebase, merge, squash; "" for land's --strategy).
+	ReadyStrategy string `json:"ready_strategy,omitempty"`
 	// Attempts counts the landings tried.
 	Attempts int `json:"attempts"`
 	// Source is the task branch's tip the last attempt integrated, Onto

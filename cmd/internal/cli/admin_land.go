@@ -176,6 +176,7 @@ func (e *env) readyCommand() *ucli.Command {
 		ArgsUsage: "TASK",
 		Flags: []ucli.Flag{clikit.JSONFlag,
 			&ucli.StringFlag{Name: "owner", Usage: "the task's owner (leave it out inside the task's wt-exec run: its writer marks it)"},
+			&ucli.StringFlag{Name: "strategy", Usage: "how this task is to be integrated: rebase, merge or squash (default: land's --strategy)"},
 		},
 		Action: e.Action("ready", 1, func(c *ucli.Context) error {
 			task := c.Args().First()
@@ -186,7 +187,7 @@ func (e *env) readyCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			res, err := land.MarkReady(r, task, c.String("owner"), shell.Word(r.Git.TopLevel))
+			res, err := land.MarkReady(r, task, c.String("owner"), c.String("strategy"), shell.Word(r.Git.TopLevel))
 			if err != nil {
 				return err
 			}
