@@ -12,7 +12,8 @@ import (
 	"testing"
 )
 
-// TestImportRules keeps the picture of STYLE.md true:
+// TestImportRules keeps the layering CONTRIBUTING.md's package table
+// describes true:
 //
 //	cmd/*  ->  cmd/internal/{cli,hookcli}  ->  cmd/internal/clikit  ->  cmd/internal/textout
 //	cmd/*  ->  cmd/internal/{execcli,gate}  ->  cmd/internal/textout
@@ -61,6 +62,30 @@ func TestImportRules(t *testing.T) {
 		mod+"cmd/internal/cli", mod+"cmd/internal/clikit", mod+"cmd/internal/hookcli", mod+"core/maint", mod+"core/view", mod+"cmd/internal/doctor")
 	forbidden["cmd/internal/textout"] = []string{"github.com/urfave/cli/v2"}
 	forbidden["cmd/internal/clikit"] = []string{mod + "cmd/internal/cli", mod + "cmd/internal/hookcli", mod + "wrapper", mod + "hooks", mod + "install", mod + "core/maint"}
+	forbidden["cmd/wt-admin"] = append(forbidden["cmd/wt-admin"], mod+"wrapper", mod+"cmd/internal/execcli", "github.com/creack/pty", "github.com/landlock-lsm/")
+	// Why each rule is, printed when it is broken (tailscale's deptest
+	// says the same: package => why).
+	why := map[string]string{
+		"core/...":                "core is the model every binary shares: it knows no command line, no supervisor, no hook and no installer",
+		"core/fleet":              "core/fleet is the fleet model; only the wt-fleet helper links etcd's client (3 ms at every start)",
+		"core/policy":             "the policy sits below allocation: alloc's own tests set a repository up through it",
+		"core/ledger":             "the ledger sits below allocation, as the policy does",
+		"cmd/internal/doctor/...": "doctor is read by wt-admin alone and checks the supervisor's and the hooks' work without linking them",
+		"wrapper/...":             "the supervisor is wt-exec's and reads its command line itself",
+		"hooks/...":               "the gate runs at every commit: it links no command line, supervisor or installer",
+		"install/...":             "the installer is wt-hook's and wt-admin's, not wt-exec's supervisor's",
+		"cmd/wt-exec":             "wt-exec starts before every agent command: it parses its own command line and links neither etcd nor wt-admin's views and maintenance",
+		"cmd/wt-admin":            "wt-admin links neither etcd (the wt-fleet helper's) nor wt-exec's supervisor (the pty and Landlock libraries): the broker's protocol is core/broker, wt-exec's flags cmd/internal/execflags",
+		"cmd/wt-hook":             "git starts wt-hook at every commit: it links neither wt-exec's supervisor nor wt-admin's maintenance and doctor",
+		"cmd/wt-gate":             "the shims run wt-gate for every commit, push and checkout: it links no command-line library at all",
+		"cmd/internal/textout":    "textout is shared by every binary, wt-exec's too, which links no CLI library",
+		"cmd/internal/clikit":     "clikit is below the command layers it serves",
+	}
+	for pattern := range forbidden {
+		if why[pattern] == "" {
+			t.Errorf("the rule for %s says no why", pattern)
+		}
+	}
 	tags := shippedTags(t)
 	for pattern, bad := range forbidden {
 		// With the tags the shipped binaries are built with (make's
@@ -77,7 +102,7 @@ func TestImportRules(t *testing.T) {
 		for _, dep := range strings.Fields(string(out)) {
 			for _, b := range bad {
 				if dep == b || strings.HasPrefix(dep, b) && (strings.HasSuffix(b, "/") || strings.HasPrefix(dep, b+"/")) {
-					t.Errorf("%s depends on %s (forbidden: %s)", pattern, dep, b)
+					t.Errorf("%s depends on %s (forbidden: %s): %s => %s", pattern, dep, b, pattern, why[pattern])
 				}
 			}
 		}

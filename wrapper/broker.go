@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wt-tool/wt/core/broker"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/proc"
@@ -35,18 +36,9 @@ import (
 // and exit status. Nothing else is passed on: not --operator, not another
 // worktree, not another command.
 
-// brokerRequest is one command a confined wt-admin passes on.
-type brokerRequest struct {
-	Args []string `json:"args"`
-	Dir  string   `json:"dir"`
-}
-
-// BrokerReply is what wt-exec hands back.
-type BrokerReply struct {
-	Stdout string `json:"stdout"`
-	Stderr string `json:"stderr"`
-	Code   int    `json:"code"`
-}
+// brokerRequest is one command a confined wt-admin passes on (the
+// protocol: core/broker).
+type brokerRequest = broker.Request
 
 // brokered are the wt-admin commands passed on, each with the flags it
 // may carry (each takes a value) and whether --json may be given.
@@ -87,7 +79,7 @@ func (s *supervisor) stopBroker() {
 func (s *supervisor) serveBroker(c gitrepo.Checkout, task string, conn net.Conn) {
 	defer conn.Close()
 	var req brokerRequest
-	reply := BrokerReply{Code: 2}
+	reply := broker.Reply{Code: 2}
 	peer, why := s.peerOfRun(conn)
 	if why != "" {
 		// Not this run's: whatever it asks is refused, and recorded. The
@@ -97,7 +89,7 @@ func (s *supervisor) serveBroker(c gitrepo.Checkout, task string, conn net.Conn)
 		d := decision.New(decision.BrokerPeerRefused, "this wt-exec passes on requests of its own run only, and %s", why).
 			WithHint("run wt-admin from inside the run whose worktree it is, or from outside any run")
 		s.recordRefusal(c, task, peer, req.Args, d.Message)
-		reply = BrokerReply{Code: 125, Stderr: "wt-exec: refused: " + d.Error() + "\n"}
+		reply = broker.Reply{Code: 125, Stderr: "wt-exec: refused: " + d.Error() + "\n"}
 		_ = json.NewEncoder(conn).Encode(reply) // Best effort: the asker may be gone.
 		return
 	}
@@ -241,7 +233,7 @@ func brokeredArgs(c gitrepo.Checkout, task string, req brokerRequest) ([]string,
 
 // runAdmin runs wt-admin with args as wt-exec's child, while the reaper
 // leaves its children alone (child.Proc.WithoutReaping).
-func (s *supervisor) runAdmin(args []string) BrokerReply {
+func (s *supervisor) runAdmin(args []string) broker.Reply {
 	bin := "wt-admin"
 	if exe, err := os.Executable(); err == nil {
 		if p := filepath.Join(filepath.Dir(exe), "wt-admin"); fileExists(p) {
@@ -263,7 +255,7 @@ func (s *supervisor) runAdmin(args []string) BrokerReply {
 			code, stderr = 125, *bytes.NewBufferString("wt-exec: refused: INTERNAL: run wt-admin: " + err.Error() + "\n")
 		}
 	}
-	return BrokerReply{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
+	return broker.Reply{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
 }
 
 func fileExists(p string) bool {

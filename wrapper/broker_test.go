@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wt-tool/wt/core/broker"
 	"github.com/wt-tool/wt/core/store"
 )
 
@@ -80,7 +81,7 @@ func TestBroker(t *testing.T) {
 	if kv != store.BrokerEnv+"="+sock {
 		t.Errorf("the variable: %q", kv)
 	}
-	ask := func(msg string) BrokerReply {
+	ask := func(msg string) broker.Reply {
 		t.Helper()
 		conn, err := net.Dial("unix", sock)
 		if err != nil {
@@ -88,7 +89,7 @@ func TestBroker(t *testing.T) {
 		}
 		defer conn.Close()
 		conn.Write([]byte(msg))
-		var r BrokerReply
+		var r broker.Reply
 		if err := json.NewDecoder(conn).Decode(&r); err != nil {
 			t.Fatal(err)
 		}

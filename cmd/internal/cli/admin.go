@@ -15,8 +15,8 @@ import (
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
 	"github.com/wt-tool/wt/core/alloc"
+	"github.com/wt-tool/wt/core/broker"
 	"github.com/wt-tool/wt/core/store"
-	"github.com/wt-tool/wt/wrapper"
 )
 
 // Admin runs wt-admin with args and returns its exit code.
@@ -47,11 +47,11 @@ func brokered(args []string, stdout, stderr io.Writer) (int, bool) {
 		return 1, true
 	}
 	defer conn.Close()
-	if err := json.NewEncoder(conn).Encode(map[string]any{"args": args, "dir": dir}); err != nil {
+	if err := json.NewEncoder(conn).Encode(broker.Request{Args: args, Dir: dir}); err != nil {
 		fmt.Fprintf(stderr, "wt-admin: refused: STORE_NOT_WRITABLE: %v\n", err)
 		return 1, true
 	}
-	var reply wrapper.BrokerReply
+	var reply broker.Reply
 	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
 		fmt.Fprintf(stderr, "wt-admin: refused: STORE_NOT_WRITABLE: no answer from wt-exec: %v\n", err)
 		return 1, true

@@ -11,7 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wt-tool/wt/cmd/internal/clikit"
-	"github.com/wt-tool/wt/cmd/internal/execcli"
+	"github.com/wt-tool/wt/cmd/internal/execflags"
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/land"
@@ -43,7 +43,7 @@ func (e *env) landCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			execBin, err := siblingBinary(execcli.Bin)
+			execBin, err := siblingBinary(execflags.Bin)
 			if err != nil && c.IsSet("test") {
 				return err
 			}

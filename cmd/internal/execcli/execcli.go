@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wt-tool/wt/cmd/internal/execflags"
 	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
@@ -33,7 +34,7 @@ import (
 )
 
 // Bin is the name wt-exec prints under.
-const Bin = "wt-exec"
+const Bin = execflags.Bin
 
 // wt-exec's own exit statuses (docs/design.md, "wt-exec"); anything else is the child's.
 const (

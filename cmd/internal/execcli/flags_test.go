@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wt-tool/wt/cmd/internal/execflags"
 	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/wrapper"
 )
 
 func TestParse(t *testing.T) {
@@ -139,5 +141,15 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}
 	if strings.Contains(help, "`") {
 		t.Errorf("help keeps a backquote:\n%s", help)
+	}
+}
+
+// TestDefaultsAreTheSupervisors: the flag table (which wt-admin's man
+// pages read without linking the supervisor) says the supervisor's own
+// defaults.
+func TestDefaultsAreTheSupervisors(t *testing.T) {
+	if execflags.DefaultKind != wrapper.DefaultKind || execflags.DefaultGrace != wrapper.DefaultGrace {
+		t.Errorf("execflags says --kind %s --grace %s; wrapper's defaults are %s and %s",
+			execflags.DefaultKind, execflags.DefaultGrace, wrapper.DefaultKind, wrapper.DefaultGrace)
 	}
 }
