@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/decision/decisiontest"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/wrapper/confine"
@@ -133,7 +134,7 @@ func TestConfinementRealPlanner(t *testing.T) {
 			t.Fatalf("mode %d: confined in the canonical checkout", mode)
 		}
 		if mode == ConfineRequire {
-			wantCode(t, err, decision.ConfinementUnavailable)
+			decisiontest.Want(t, err, decision.ConfinementUnavailable)
 		} else if err != nil || !n.holding("canonical checkout") {
 			t.Errorf("auto: %v, notices %q", err, n.said)
 		}

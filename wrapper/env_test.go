@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/decision/decisiontest"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
@@ -80,7 +81,7 @@ func TestLookPath(t *testing.T) {
 		{"bin/sub", dir, decision.CommandNotRunnable},
 	} {
 		_, err := LookPath(tc.name, tc.dir, env)
-		wantCode(t, err, tc.code)
+		decisiontest.Want(t, err, tc.code)
 	}
 	// An empty PATH entry is the current directory.
 	if _, err := LookPath("tool", "", []string{"PATH="}); decision.CodeOf(err) != decision.CommandNotFound {
@@ -124,7 +125,7 @@ func TestResolveHolder(t *testing.T) {
 		}
 	}
 	_, err := resolveHolder(Options{Args: []string{"x"}, Holder: "bogus"})
-	wantCode(t, err, decision.InvalidHolder)
+	decisiontest.Want(t, err, decision.InvalidHolder)
 	for _, v := range []string{"", "x", "1", "0", strconv.Itoa(os.Getpid())} {
 		if isAncestor(v) {
 			t.Errorf("isAncestor(%q)", v)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/decision/decisiontest"
 	"github.com/wt-tool/wt/core/fleet"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/proc"
@@ -48,7 +49,7 @@ func TestDeadPrevious(t *testing.T) {
 	if fl, err := s.fence(lease.Grant{Role: store.RoleIntegration}, store.Policy{Coordinator: store.CoordinatorEtcd}); fl != nil || err != nil {
 		t.Errorf("fence of an integration worktree: %v %v", fl, err)
 	}
-	wantCode(t, func() error {
+	decisiontest.Want(t, func() error {
 		_, err := s.fence(lease.Grant{Role: store.RoleFeature}, store.Policy{Coordinator: store.CoordinatorEtcd, FleetTTL: "bogus"})
 		return err
 	}(), decision.InvalidPolicy)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/wt-tool/wt/core/alloc"
-	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/store"
@@ -15,7 +14,7 @@ import (
 )
 
 // TestMain keeps every git away from the configuration of the user and of
-// the machine (gittest.Env), before any test runs.
+// the machine (gittest.Setenv), before any test runs.
 func TestMain(m *testing.M) {
 	gittest.Setenv()
 	os.Exit(m.Run())
@@ -46,16 +45,6 @@ func newFixture(t *testing.T) fixture {
 		t.Fatal(err)
 	}
 	return fixture{top: w.Top, repo: w.R, c: c, a: a, base: w.Base}
-}
-
-// wantCode fails unless err is a decision with code.
-func wantCode(t *testing.T, err error, code string) *decision.Error {
-	t.Helper()
-	d, ok := decision.As(err)
-	if !ok || d.Code != code {
-		t.Fatalf("got %v, want %s", err, code)
-	}
-	return d
 }
 
 // notes collects what a supervisor says through Notify.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/decision/decisiontest"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/core/waitline"
 	"github.com/wt-tool/wt/wrapper/child"
@@ -93,7 +94,7 @@ func TestWaitAndAcquire(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
 		s, _, _ := waiter(t, f, time.Hour)
 		err := s.waitAndAcquire(root, f.c, "claude", func() error { return held })
-		d := wantCode(t, err, decision.WriterLeaseWaitTimeout)
+		d := decisiontest.Want(t, err, decision.WriterLeaseWaitTimeout)
 		if !strings.Contains(d.Message, "held by pid 1") || !strings.Contains(d.Hint, "wt-admin lease inspect") {
 			t.Errorf("%+v", d)
 		}
@@ -102,7 +103,7 @@ func TestWaitAndAcquire(t *testing.T) {
 		// The refusal's naming of the signal: child's TestStopped.
 		s, _, cancel := waiter(t, f, 0)
 		err := s.waitAndAcquire(root, f.c, "claude", func() error { cancel(); return held })
-		wantCode(t, err, decision.Interrupted)
+		decisiontest.Want(t, err, decision.Interrupted)
 	})
 	t.Run("behind an earlier waiter", func(t *testing.T) {
 		first, err := waitline.Join(root, "w1")
@@ -113,7 +114,7 @@ func TestWaitAndAcquire(t *testing.T) {
 		tries := 0
 		err = s.waitAndAcquire(root, f.c, "claude", func() error { tries++; return nil })
 		first.Leave()
-		d := wantCode(t, err, decision.WriterLeaseWaitTimeout)
+		d := decisiontest.Want(t, err, decision.WriterLeaseWaitTimeout)
 		if tries != 0 || !strings.Contains(d.Message, "earlier waiters were still in line") || len(*told) != 1 || !strings.Contains((*told)[0], "1 earlier wt-exec --wait run(s)") {
 			t.Errorf("tries %d, %+v, told %q", tries, d, *told)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/decision/decisiontest"
 	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/proc"
@@ -179,13 +180,6 @@ func (f *fixture) bind(h proc.Holder, leaseID string) string {
 	return v
 }
 
-func wantCode(t *testing.T, err error, code string) {
-	t.Helper()
-	if decision.CodeOf(err) != code {
-		t.Fatalf("got %v, want %s", err, code)
-	}
-}
-
 func TestAcquireFresh(t *testing.T) {
 	f := newFixture(t)
 	g, err := f.acquire(Request{})
@@ -213,7 +207,7 @@ func TestAcquireRenewal(t *testing.T) {
 	past := "2020-01-01T00:00:00Z"
 	l := f.plant(store.Lease{Holder: f.me, ExpiresAt: &past})
 	_, err := f.acquire(Request{})
-	wantCode(t, err, decision.WriterLeaseExpired)
+	decisiontest.Want(t, err, decision.WriterLeaseExpired)
 	if f.recs.writes != 0 {
 		t.Fatal("a refusal wrote")
 	}
@@ -231,7 +225,7 @@ func TestAcquireRenewal(t *testing.T) {
 	me2.SessionID = &s
 	f.ev.live[me2.Identity()] = true
 	_, err = f.acquire(Request{Holder: me2, TTL: time.Minute})
-	wantCode(t, err, decision.WriterLeaseHeld)
+	decisiontest.Want(t, err, decision.WriterLeaseHeld)
 }
 
 func TestAcquireDrift(t *testing.T) {
@@ -240,7 +234,7 @@ func TestAcquireDrift(t *testing.T) {
 	l.Owner = "mallory"
 	f.recs.leases[f.a.AllocationID] = l
 	_, err := f.acquire(Request{})
-	wantCode(t, err, decision.WriterLeaseMismatch)
+	decisiontest.Want(t, err, decision.WriterLeaseMismatch)
 }
 
 func TestAcquireTakeover(t *testing.T) {
@@ -276,7 +270,7 @@ func TestAcquireTakeover(t *testing.T) {
 			tc.setup(f, l)
 			g, err := f.acquire(Request{})
 			if tc.held != "" {
-				wantCode(t, err, decision.WriterLeaseHeld)
+				decisiontest.Want(t, err, decision.WriterLeaseHeld)
 				if !strings.Contains(err.Error(), tc.held) {
 					t.Fatalf("refusal %q lacks %q", err, tc.held)
 				}
@@ -331,7 +325,7 @@ func TestAcquireBindings(t *testing.T) {
 		f.bind(f.other, ids.New())
 		f.ev.live[f.other.Identity()] = true
 		_, err := f.acquire(Request{})
-		wantCode(t, err, decision.WriterLeaseHeld)
+		decisiontest.Want(t, err, decision.WriterLeaseHeld)
 	})
 	t.Run("carrier of a lease never written", func(t *testing.T) {
 		f := newFixture(t)
@@ -339,7 +333,7 @@ func TestAcquireBindings(t *testing.T) {
 		f.bind(f.other, id)
 		f.ev.carriers["WT_LEASE_ID="+id] = []int{4300}
 		_, err := f.acquire(Request{})
-		wantCode(t, err, decision.WriterLeaseHeld)
+		decisiontest.Want(t, err, decision.WriterLeaseHeld)
 	})
 	t.Run("live binding of the current lease", func(t *testing.T) {
 		f := newFixture(t)
@@ -347,7 +341,7 @@ func TestAcquireBindings(t *testing.T) {
 		f.bind(f.other, l.LeaseID)
 		f.ev.live[f.other.Identity()] = true
 		_, err := f.acquire(Request{})
-		wantCode(t, err, decision.WriterLeaseHeld)
+		decisiontest.Want(t, err, decision.WriterLeaseHeld)
 	})
 	t.Run("opaque binding", func(t *testing.T) {
 		f := newFixture(t)
@@ -355,7 +349,7 @@ func TestAcquireBindings(t *testing.T) {
 		a.ExternalBindings = []string{"ci:job-17"}
 		f.recs.allocs[f.a.AllocationID] = a
 		_, err := f.acquire(Request{})
-		wantCode(t, err, decision.ExternalBinding)
+		decisiontest.Want(t, err, decision.ExternalBinding)
 	})
 	t.Run("malformed runtime binding", func(t *testing.T) {
 		f := newFixture(t)
@@ -363,7 +357,7 @@ func TestAcquireBindings(t *testing.T) {
 		a.ExternalBindings = []string{proc.RuntimeBindingPrefix + `{"holder":{}}`}
 		f.recs.allocs[f.a.AllocationID] = a
 		_, err := f.acquire(Request{})
-		wantCode(t, err, decision.InvalidRuntimeBinding)
+		decisiontest.Want(t, err, decision.InvalidRuntimeBinding)
 	})
 }
 
@@ -394,7 +388,7 @@ func TestAcquireTargets(t *testing.T) {
 			f := newFixture(t)
 			tc.setup(f)
 			_, err := f.acquire(Request{})
-			wantCode(t, err, tc.code)
+			decisiontest.Want(t, err, tc.code)
 			if f.recs.writes != 0 || len(f.recs.events) != 0 {
 				t.Fatal("a refusal wrote")
 			}
@@ -403,7 +397,7 @@ func TestAcquireTargets(t *testing.T) {
 	t.Run("owner", func(t *testing.T) {
 		f := newFixture(t)
 		_, err := f.acquire(Request{Owner: "mallory"})
-		wantCode(t, err, decision.OwnerMismatch)
+		decisiontest.Want(t, err, decision.OwnerMismatch)
 		if _, err := f.acquire(Request{Owner: "alice"}); err != nil {
 			t.Fatal(err)
 		}
@@ -413,7 +407,7 @@ func TestAcquireTargets(t *testing.T) {
 		// another allocation now holds at the same path is refused.
 		f := newFixture(t)
 		_, err := f.acquire(Request{Allocation: ids.New()})
-		wantCode(t, err, decision.UnregisteredWorktree)
+		decisiontest.Want(t, err, decision.UnregisteredWorktree)
 		if f.recs.writes != 0 || len(f.recs.events) != 0 {
 			t.Fatal("a refusal wrote")
 		}
@@ -475,7 +469,7 @@ func TestValidate(t *testing.T) {
 		{Request{Holder: h, Kind: "agent", TTL: -time.Second}, decision.InvalidHolder},
 		{Request{Holder: h, Kind: "daemon"}, decision.InvalidRuntimeBinding},
 	} {
-		wantCode(t, validate(tc.req), tc.code)
+		decisiontest.Want(t, validate(tc.req), tc.code)
 	}
 	if err := validate(Request{Holder: h, Kind: "test"}); err != nil {
 		t.Fatal(err)
@@ -534,7 +528,7 @@ func TestHandoff(t *testing.T) {
 	f := newFixture(t)
 	f.reserve("worker", time.Minute)
 	_, err := f.acquire(Request{})
-	wantCode(t, err, decision.WriterLeaseReserved)
+	decisiontest.Want(t, err, decision.WriterLeaseReserved)
 	if _, ok := f.recs.handoffs[f.a.AllocationID]; !ok {
 		t.Fatal("a refused client consumed the reservation")
 	}
@@ -576,11 +570,11 @@ func TestExpectations(t *testing.T) {
 	f := newFixture(t)
 	n := 4
 	_, err := f.acquire(Request{ExpectGeneration: &n})
-	wantCode(t, err, decision.WriterLeaseMismatch)
+	decisiontest.Want(t, err, decision.WriterLeaseMismatch)
 	os.WriteFile(filepath.Join(f.c.CommonDir, "worktrees", "w1", "HEAD"), []byte("1111111111111111111111111111111111111111\n"), 0o644)
 	f.c.GitDir = filepath.Join(f.c.CommonDir, "worktrees", "w1")
 	_, err = f.acquire(Request{ExpectHead: "2222222222222222222222222222222222222222"})
-	wantCode(t, err, decision.StaleHead)
+	decisiontest.Want(t, err, decision.StaleHead)
 	if f.recs.writes != 0 {
 		t.Fatal("a refused expectation wrote")
 	}
@@ -596,7 +590,7 @@ func TestHolderDescribedAgain(t *testing.T) {
 	f := newFixture(t)
 	delete(f.ev.live, f.me.Identity())
 	_, err := f.acquire(Request{})
-	wantCode(t, err, decision.InvalidHolder)
+	decisiontest.Want(t, err, decision.InvalidHolder)
 	if !strings.Contains(err.Error(), "holder changed during acquisition") || f.recs.writes != 0 {
 		t.Fatalf("%v (%d writes)", err, f.recs.writes)
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // TestMain keeps every git away from the configuration of the user and of
-// the machine (gittest.Env), before any test runs.
+// the machine (gittest.Setenv), before any test runs.
 func TestMain(m *testing.M) {
 	gittest.Setenv()
 	os.Exit(m.Run())

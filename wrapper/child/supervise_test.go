@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/decision/decisiontest"
 )
 
 // run runs argv as a Proc (no lease, no pty, no terminal) to its end and
@@ -61,9 +62,9 @@ func TestStartFails(t *testing.T) {
 	defer null.Close()
 	s := &Proc{cfg: Config{PTY: PTYOff, Stdin: null, Stdout: null, Stderr: null}}
 	_, err := s.start("/nonexistent/cmd", []string{"cmd"}, nil)
-	wantCode(t, err, decision.CommandNotFound)
+	decisiontest.Want(t, err, decision.CommandNotFound)
 	_, err = s.start(t.TempDir(), []string{"dir"}, nil)
-	wantCode(t, err, decision.CommandNotRunnable)
+	decisiontest.Want(t, err, decision.CommandNotRunnable)
 	if s.pid != 0 {
 		t.Errorf("a pid for nothing started: %d", s.pid)
 	}
@@ -103,20 +104,10 @@ func TestStopped(t *testing.T) {
 	t.Parallel()
 	s := New(Config{})
 	s.stopSig.Store(unix.SIGTERM)
-	d := wantCode(t, s.Stopped(), decision.Interrupted)
+	d := decisiontest.Want(t, s.Stopped(), decision.Interrupted)
 	if d.Facts["signal"] != int(unix.SIGTERM) || !strings.Contains(d.Message, "SIGTERM") {
 		t.Errorf("%+v", d)
 	}
-}
-
-// wantCode fails unless err is a decision with code.
-func wantCode(t *testing.T, err error, code string) *decision.Error {
-	t.Helper()
-	d, ok := decision.As(err)
-	if !ok || d.Code != code {
-		t.Fatalf("got %v, want %s", err, code)
-	}
-	return d
 }
 
 // notes collects what a Proc says through Notify.

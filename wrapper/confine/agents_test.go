@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/decision/decisiontest"
 )
 
 // TestAgentProfiles: agents.json decodes, names are sorted, a profile is
@@ -38,7 +39,7 @@ func TestAgentProfiles(t *testing.T) {
 		}
 	}
 	_, err := agentProfile("nosuch", "claude")
-	if d := wantCode(t, err, decision.Usage, strings.Join(want, ", ")); !strings.Contains(d.Message, `"nosuch"`) {
+	if d := decisiontest.WantHint(t, err, decision.Usage, strings.Join(want, ", ")); !strings.Contains(d.Message, `"nosuch"`) {
 		t.Errorf("message: %q", d.Message)
 	}
 }
@@ -189,7 +190,7 @@ func TestPlanAgentNeedsHome(t *testing.T) {
 	p := claudeProfile(t)
 	for _, home := range []string{"", "relative"} {
 		_, err := planAgent(p, home, "/work/w1", "/tmp/x", true, true)
-		wantCode(t, err, decision.ConfinementUnavailable, "env HOME=")
+		decisiontest.WantHint(t, err, decision.ConfinementUnavailable, "env HOME=")
 	}
 	home := t.TempDir()
 	plan, err := planAgent(p, home, "/work/w1", "/tmp/x", true, true)
@@ -267,7 +268,7 @@ func TestNewWithAgent(t *testing.T) {
 		for _, view := range []bool{false, true} {
 			pretend(t, view, false)
 			_, err := New(Input{Checkout: c, Branch: "wt/T-1", Home: filepath.Join(r.top, "w2"), Agent: "gemini", TempDir: tmp, ABI: 6, DryRun: true})
-			d := wantCode(t, err, decision.ConfinementConflict, "move HOME out of the repository")
+			d := decisiontest.WantHint(t, err, decision.ConfinementConflict, "move HOME out of the repository")
 			if !strings.Contains(d.Message, "the worktree "+filepath.Join(r.top, "w2")) {
 				t.Errorf("message: %q", d.Message)
 			}
@@ -276,6 +277,6 @@ func TestNewWithAgent(t *testing.T) {
 	t.Run("a profile needing HOME", func(t *testing.T) {
 		pretend(t, true, false)
 		_, err := New(Input{Checkout: c, Branch: "wt/T-1", Agent: "claude", TempDir: tmp, ABI: 6, DryRun: true})
-		wantCode(t, err, decision.ConfinementUnavailable, "env HOME=")
+		decisiontest.WantHint(t, err, decision.ConfinementUnavailable, "env HOME=")
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
 )
 
@@ -93,16 +92,6 @@ func ruleDirs(p *Plan) []string {
 		out = append(out, r.Path)
 	}
 	return out
-}
-
-// wantCode fails unless err is a decision with code whose hint holds hint.
-func wantCode(t *testing.T, err error, code, hint string) *decision.Error {
-	t.Helper()
-	d, ok := decision.As(err)
-	if !ok || d.Code != code || !strings.Contains(d.Hint, hint) {
-		t.Fatalf("got %v, want %s with a hint holding %q", err, code, hint)
-	}
-	return d
 }
 
 // mkdirs makes each directory (and its parents).

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/decision/decisiontest"
 )
 
 // skipNoUserXattr skips a test that marks directories opaque the way a view
@@ -255,7 +256,7 @@ func TestCloseInherited(t *testing.T) {
 		t.Errorf("an inherited descriptor stays open across exec: flags %d %v", fl, err)
 	}
 	unix.FcntlInt(uintptr(keep), unix.F_SETFD, unix.FD_CLOEXEC) // as Go opens its own again
-	wantCode(t, CloseInherited([]int{1 << 20}), decision.Usage, "--keep-fd 1048576")
+	decisiontest.WantHint(t, CloseInherited([]int{1 << 20}), decision.Usage, "--keep-fd 1048576")
 }
 
 // TestMakeTempDir: the private TMPDIR is a new directory in TMPDIR.
