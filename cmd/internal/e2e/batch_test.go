@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -189,8 +190,18 @@ func TestLandBatchKilledAnywhere(t *testing.T) {
 	points := []string{"land:integrated", "land:tested", "land:intent", "land:pushed", "land:moved", "land:recorded"}
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewSource(seed))
-	t.Logf("seed %d", seed)
-	kills := len(points) + 2
+	// make test's share: three of the crash points (the seed picks them;
+	// each run of the suite another three) and one random moment;
+	// WT_TEST_KILLS=N: every crash point and N random moments.
+	random := 1
+	if n, err := strconv.Atoi(os.Getenv("WT_TEST_KILLS")); err == nil && n > 0 {
+		random = n
+	} else {
+		rng.Shuffle(len(points), func(i, j int) { points[i], points[j] = points[j], points[i] })
+		points = points[:3]
+	}
+	t.Logf("seed %d: crash points %v and %d random moment(s)", seed, points, random)
+	kills := len(points) + random
 	test := "sleep 0.05; " + f.test()
 	for i := 0; i < kills; i++ {
 		var tasks []string
