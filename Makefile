@@ -27,7 +27,7 @@ TAGS    ?= urfave_cli_no_docs,grpcnotrace
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/wt-tool/wt/cmd/internal/textout.stamped=$(VERSION)
 
-.PHONY: all build docs install package demo test test-newer-git lint bench fuzz interop tutorial clean
+.PHONY: all build docs install package demo test test-newer-git lint bench fuzz interop tutorial cover clean
 
 all: build
 
@@ -159,6 +159,11 @@ bench:
 	done; \
 	PATH="$$dir:$$PATH" WT_TEST_GIT_NEWER="$$gitbin" $(GO) test -run '^$$' -bench 'BenchmarkReadBranch' -count $(BENCHCOUNT) ./core/gitrepo/ | tee bench-refs.out && \
 	bin/tools/benchstat bench-refs.out
+
+# The unit-test coverage of every package, as CONTRIBUTING.md's table
+# (scripts/coverage.sh; about 20 s).
+cover:
+	bash scripts/coverage.sh
 
 # docs/tutorial.md, run as written on a scratch home (scripts/tutorial.sh):
 # husky from npm, so it needs the network and is not part of make test;

@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -142,4 +143,50 @@ func anchorOf(h string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestCoverageTableWhole: CONTRIBUTING.md's coverage table has a row for
+// every package of the module (but cmd/internal/e2e, which holds tests
+// alone) and none for a package that is gone: no chosen rows.
+func TestCoverageTableWhole(t *testing.T) {
+	b, err := os.ReadFile("../CONTRIBUTING.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## Coverage\n")
+	if !ok {
+		t.Fatal("CONTRIBUTING.md has no Coverage section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\| [^|]+ \\|$").FindAllStringSubmatch(sec, -1) {
+		rows[m[1]] = true
+	}
+	out, err := exec.Command("go", "list", "../...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mod = "github.com/wt-tool/wt"
+	want := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, mod), "/")
+		if rel == "cmd/internal/e2e" {
+			continue
+		}
+		if rel == "" {
+			rel = "."
+		}
+		want[rel] = true
+		if !rows[rel] {
+			t.Errorf("CONTRIBUTING.md's coverage table has no row for %s: run make cover and put its table there", rel)
+		}
+	}
+	if len(want) < 20 {
+		t.Fatalf("go list found %d packages: the listing is broken", len(want))
+	}
+	for r := range rows {
+		if !want[r] {
+			t.Errorf("CONTRIBUTING.md's coverage table has a row for %s, which is no package of the module", r)
+		}
+	}
 }
