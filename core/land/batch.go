@@ -370,186 +370,229 @@ func (l *lander) checkoutIn(wt store.Allocation, commit string) error {
 	return nil
 }
 
-// landQueue lands tasks in batches (see above); each task's result is
-// appended to results in queue order as it is concluded.
-func (l *lander) landQueue(tasks []string) ([]TaskResult, error) {
-	done := make([]*TaskResult, len(tasks))
-	conclude := func(idx int, tr TaskResult) {
-		done[idx] = &tr
-		l.notify(fmt.Sprintf("%s: %s: %s", tr.Task, tr.Code, tr.Message))
+// queueRun is one landQueue: the queue's tasks still to conclude, the
+// chain built for them, and each task's result as it is concluded.
+type queueRun struct {
+	l         *lander
+	n         int           // the queue's length
+	done      []*TaskResult // by place in the queue
+	queue     []*entry      // not concluded yet, in order
+	chain     []*link       // the current chain
+	conflicts []*entry      // left out of the chain, provisionally
+	retries   int           // moves of the branch under the landing
+}
+
+// conclude records e's result (or tr for a task that never became an
+// entry) and takes it out of the queue.
+func (q *queueRun) conclude(idx int, tr TaskResult) {
+	q.done[idx] = &tr
+	q.l.notify(fmt.Sprintf("%s: %s: %s", tr.Task, tr.Code, tr.Message))
+	q.queue = slices.DeleteFunc(q.queue, func(e *entry) bool { return e.idx == idx })
+}
+
+// concludeAll concludes every task still queued with d.
+func (q *queueRun) concludeAll(d *decision.Error) {
+	for _, e := range slices.Clone(q.queue) {
+		e.tr.Code, e.tr.Message = d.Code, d.Message
+		q.conclude(e.idx, e.tr)
 	}
-	ordered := func() []TaskResult {
-		var out []TaskResult
-		for _, d := range done {
-			if d != nil {
-				out = append(out, *d)
-			}
+}
+
+// results are the results in queue order.
+func (q *queueRun) results() []TaskResult {
+	var out []TaskResult
+	for _, d := range q.done {
+		if d != nil {
+			out = append(out, *d)
 		}
-		return out
 	}
+	return out
+}
+
+// landQueue lands tasks in batches (see above); each task's result is
+// in the results, in queue order, once it is concluded.
+func (l *lander) landQueue(tasks []string) ([]TaskResult, error) {
+	q := &queueRun{l: l, n: len(tasks), done: make([]*TaskResult, len(tasks))}
 	onto, err := l.tip()
 	if err != nil {
-		return ordered(), err
+		return q.results(), err
 	}
-	var queue []*entry
 	for i, task := range tasks {
 		e, tr, err := l.prepare(i, task, onto)
 		if err != nil {
-			return ordered(), err
+			return q.results(), err
 		}
 		if e == nil {
-			conclude(i, tr)
+			q.conclude(i, tr)
 			continue
 		}
-		queue = append(queue, e)
+		q.queue = append(q.queue, e)
 	}
-	retries := 0
-	for len(queue) > 0 {
-		if err := setTask(l.r, &l.lease, queue[0].tr.Task); err != nil {
-			return ordered(), err
+	for len(q.queue) > 0 {
+		stop, err := q.build()
+		if err != nil || stop {
+			return q.results(), err
 		}
-		if l.opts.Push != "" {
-			if d, err := l.catchUp(); err != nil || d != nil {
-				if d != nil {
-					for _, e := range queue {
-						e.tr.Code, e.tr.Message = d.Code, d.Message
-						conclude(e.idx, e.tr)
-					}
-					return ordered(), nil
-				}
-				return ordered(), err
+		for rebuild := false; !rebuild && err == nil && !stop; {
+			rebuild, stop, err = q.round()
+		}
+		if err != nil || stop {
+			return q.results(), err
+		}
+	}
+	return q.results(), nil
+}
+
+// build builds the chain of the queue onto the publication tip (caught
+// up with the remote first, under --push); stop is set when a refusal
+// concluded every task.
+func (q *queueRun) build() (stop bool, err error) {
+	l := q.l
+	if err := setTask(l.r, &l.lease, q.queue[0].tr.Task); err != nil {
+		return false, err
+	}
+	if l.opts.Push != "" {
+		if d, err := l.catchUp(); err != nil || d != nil {
+			if d != nil {
+				q.concludeAll(d)
+				return true, nil
 			}
+			return false, err
 		}
-		if onto, err = l.tip(); err != nil {
-			return ordered(), err
+	}
+	onto, err := l.tip()
+	if err != nil {
+		return false, err
+	}
+	if err := l.ontoApproved(onto); err != nil {
+		return false, err
+	}
+	q.chain, q.conflicts, err = l.build(q.queue, onto)
+	return false, err
+}
+
+// round takes one step on the chain: it lands the longest prefix that
+// passed, hands back a task that fails alone, or tests the next prefixes.
+// rebuild is set when the chain must be built again; stop when the run
+// is over.
+func (q *queueRun) round() (rebuild, stop bool, err error) {
+	l := q.l
+	if len(q.chain) == 0 {
+		return true, false, q.handBackConflicts(q.n)
+	}
+	switch p := q.landable(); {
+	case p > 0:
+		return q.publish(p)
+	case q.chain[0].tested < 0:
+		return true, false, q.evict()
+	case l.opts.Test == "":
+		for _, c := range q.chain[:min(l.batch, len(q.chain))] {
+			c.tested = 1
 		}
-		if err := l.ontoApproved(onto); err != nil {
-			return ordered(), err
+		return false, false, nil
+	default:
+		return false, false, l.testRound(q.chain, endpoints(q.chain, l.batch, l.jobs))
+	}
+}
+
+// landable is the prefix that lands next: the longest that passed, or
+// the longest within --batch when a shorter one passed too (0: none).
+func (q *queueRun) landable() int {
+	p, b := longestPassed(q.chain), 0
+	for i, c := range q.chain[:min(p, q.l.batch)] {
+		if c.tested > 0 {
+			b = i + 1
 		}
-		chain, conflicts, err := l.build(queue, onto)
+	}
+	if b == 0 {
+		return p
+	}
+	return b
+}
+
+// publish lands the chain's prefix of length p by one move; the chain
+// goes on from there. A task of it that is no longer to land is concluded
+// with its refusal, and the chain built again without it; a branch that
+// moved under the landing is integrated again (at most maxRetries times).
+func (q *queueRun) publish(p int) (rebuild, stop bool, err error) {
+	l := q.l
+	moved, bad, d, err := l.publishPrefix(q.chain[:p])
+	if err != nil {
+		return false, false, err
+	}
+	if d != nil {
+		e := q.chain[bad].e
+		e.tr.Code, e.tr.Message = d.Code, d.Message
+		q.conclude(e.idx, e.tr)
+		return true, false, nil
+	}
+	if !moved {
+		if q.retries++; q.retries > maxRetries {
+			q.concludeAll(decision.New(decision.LandConflict, "%s moved under the landing %d times: not landed", l.pol.PublicationBranch, q.retries).
+				WithHint("land again when the branch is quiet: wt-admin --repo %s land --ready", l.opts.RepoArg))
+			return false, true, nil
+		}
+		l.notify(fmt.Sprintf("%s moved meanwhile; integrating again", l.pol.PublicationBranch))
+		return true, false, nil
+	}
+	for _, c := range q.chain[:p] {
+		q.conclude(c.e.idx, c.e.tr)
+	}
+	q.chain = q.chain[p:]
+	return false, false, q.handBackConflicts(q.next(0))
+}
+
+// evict hands back the chain's first task, which fails the test on the
+// publication tip alone; what was built on it is built again.
+func (q *queueRun) evict() error {
+	l := q.l
+	c := q.chain[0]
+	e := c.e
+	e.tr.Attempt, e.tr.Onto, e.tr.Result, e.tr.Source = c.attempt, c.onto, c.result, e.pinned
+	e.tr.TestExit, e.tr.TestUnconfined = c.exit, l.opts.TestUnconfined
+	e.tr.TestLog = l.logPath(e.tr.Task, c.attempt)
+	if err := linkLog(c.log, e.tr.TestLog); err != nil {
+		return err
+	}
+	tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingTestFailed, c.result, "",
+		decision.New(decision.LandTestFailed, "task %s integrated onto %s fails the test (exit %d; its output: %s)", e.tr.Task, l.pol.PublicationBranch, c.exit, e.tr.TestLog))
+	if err != nil {
+		return err
+	}
+	q.conclude(e.idx, tr)
+	return q.handBackConflicts(q.next(1))
+}
+
+// next is the queue place of the chain's link i (the queue's length when
+// the chain ends before it).
+func (q *queueRun) next(i int) int {
+	if i < len(q.chain) {
+		return q.chain[i].e.idx
+	}
+	return q.n
+}
+
+// handBackConflicts hands back the tasks left out of the chain for their
+// conflict whose place in the queue is before upto: every task before
+// them has landed or been handed back, so what they conflict with is what
+// main holds.
+func (q *queueRun) handBackConflicts(upto int) error {
+	l := q.l
+	var keep []*entry
+	for _, e := range q.conflicts {
+		if e.idx >= upto {
+			keep = append(keep, e)
+			continue
+		}
+		tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingConflict, e.pinned, e.diff,
+			decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", e.tr.Task, e.tr.Strategy, l.pol.PublicationBranch, strings.Join(e.tr.Paths, ", ")))
 		if err != nil {
-			return ordered(), err
+			return err
 		}
-		// handBackConflicts hands back the conflicts before queue index
-		// upto: what they conflict with is now final.
-		handBackConflicts := func(upto int) error {
-			var keep []*entry
-			for _, e := range conflicts {
-				if e.idx >= upto {
-					keep = append(keep, e)
-					continue
-				}
-				tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingConflict, e.pinned, e.diff,
-					decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", e.tr.Task, e.tr.Strategy, l.pol.PublicationBranch, strings.Join(e.tr.Paths, ", ")))
-				if err != nil {
-					return err
-				}
-				conclude(e.idx, tr)
-				queue = without(queue, e)
-			}
-			conflicts = keep
-			return nil
-		}
-		rebuild := false
-		for !rebuild {
-			if len(chain) == 0 {
-				if err := handBackConflicts(len(tasks)); err != nil {
-					return ordered(), err
-				}
-				queue = without(queue, queue...)
-				break
-			}
-			// The longest prefix that passed, or the longest one within
-			// the batch's bound: that one lands.
-			p, q := longestPassed(chain), 0
-			for i, c := range chain[:min(p, l.batch)] {
-				if c.tested > 0 {
-					q = i + 1
-				}
-			}
-			if q == 0 {
-				q = p
-			}
-			switch {
-			case q > 0:
-				moved, bad, d, err := l.publishPrefix(chain[:q])
-				if err != nil {
-					return ordered(), err
-				}
-				if d != nil {
-					// A task of the prefix is no longer to land: it is
-					// concluded so, and the rest built again.
-					e := chain[bad].e
-					e.tr.Code, e.tr.Message = d.Code, d.Message
-					conclude(e.idx, e.tr)
-					queue = without(queue, e)
-					rebuild = true
-					continue
-				}
-				if !moved {
-					retries++
-					if retries > maxRetries {
-						d := decision.New(decision.LandConflict, "%s moved under the landing %d times: not landed", l.pol.PublicationBranch, retries).
-							WithHint("land again when the branch is quiet: wt-admin --repo %s land --ready", l.opts.RepoArg)
-						for _, e := range queue {
-							e.tr.Code, e.tr.Message = d.Code, d.Message
-							conclude(e.idx, e.tr)
-						}
-						return ordered(), nil
-					}
-					l.notify(fmt.Sprintf("%s moved meanwhile; integrating again", l.pol.PublicationBranch))
-					rebuild = true
-					continue
-				}
-				for _, c := range chain[:q] {
-					conclude(c.e.idx, c.e.tr)
-					queue = without(queue, c.e)
-				}
-				chain = chain[q:]
-				next := len(tasks)
-				if len(chain) > 0 {
-					next = chain[0].e.idx
-				}
-				if err := handBackConflicts(next); err != nil {
-					return ordered(), err
-				}
-			case chain[0].tested < 0:
-				// main and this task alone fail: it is the one.
-				c := chain[0]
-				e := c.e
-				e.tr.Attempt, e.tr.Onto, e.tr.Result, e.tr.Source = c.attempt, c.onto, c.result, e.pinned
-				e.tr.TestExit, e.tr.TestUnconfined = c.exit, l.opts.TestUnconfined
-				e.tr.TestLog = l.logPath(e.tr.Task, c.attempt)
-				if err := linkLog(c.log, e.tr.TestLog); err != nil {
-					return ordered(), err
-				}
-				tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingTestFailed, c.result, "",
-					decision.New(decision.LandTestFailed, "task %s integrated onto %s fails the test (exit %d; its output: %s)", e.tr.Task, l.pol.PublicationBranch, c.exit, e.tr.TestLog))
-				if err != nil {
-					return ordered(), err
-				}
-				conclude(e.idx, tr)
-				queue = without(queue, e)
-				next := len(tasks)
-				if len(chain) > 1 {
-					next = chain[1].e.idx
-				}
-				if err := handBackConflicts(next); err != nil {
-					return ordered(), err
-				}
-				rebuild = true // what was built on it is not main's to test
-			case l.opts.Test == "":
-				for _, c := range chain[:min(l.batch, len(chain))] {
-					c.tested = 1
-				}
-			default:
-				if err := l.testRound(chain, endpoints(chain, l.batch, l.jobs)); err != nil {
-					return ordered(), err
-				}
-			}
-		}
+		q.conclude(e.idx, tr)
 	}
-	return ordered(), nil
+	q.conflicts = keep
+	return nil
 }
 
 // tip is the publication branch's commit.
@@ -606,17 +649,6 @@ func (l *lander) publishPrefix(prefix []*link) (moved bool, bad int, d *decision
 	}
 	crashpoint.Here("land:recorded")
 	return true, 0, nil, nil
-}
-
-// without is queue less gone.
-func without(queue []*entry, gone ...*entry) []*entry {
-	out := queue[:0:0]
-	for _, x := range queue {
-		if !slices.Contains(gone, x) {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // linkLog makes the failed candidate's log (from) the handed-back task's
