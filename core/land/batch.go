@@ -126,54 +126,29 @@ func (l *lander) slot(n int) (store.Allocation, error) {
 // already), tr its result.
 func (l *lander) prepare(idx int, task, onto string) (*entry, TaskResult, error) {
 	tr := TaskResult{Task: task}
-	fail := func(d *decision.Error) (*entry, TaskResult, error) {
+	a, rec, d := l.taskOf(task)
+	if d != nil {
 		tr.Code, tr.Message = d.Code, d.Message
 		return nil, tr, nil
 	}
-	a, rec, d := l.taskOf(task)
-	if d != nil {
-		return fail(d)
-	}
 	tr.Owner, tr.Worktree, tr.Strategy = a.Owner, a.WorktreePath, l.strategyOf(rec)
-	pinned, by := "", "its writer let go"
+	e := &entry{idx: idx, a: a, rec: rec, by: "its writer let go"}
 	if rec.State == store.LandingReady && rec.ReadyTip != "" {
-		pinned, by = rec.ReadyTip, "marked ready by "+rec.ReadyBy
+		e.pinned, e.by = rec.ReadyTip, "marked ready by "+rec.ReadyBy
 	}
-	if _, d := l.quiescent(a); d != nil {
-		return fail(d)
-	}
-	source, ok, err := l.r.Git.ResolveCommit(l.ctx, "refs/heads/"+branchName(a))
-	if err != nil || !ok {
-		return fail(decision.New(decision.GitFailed, "task %s's branch %s names no commit (%v)", task, branchName(a), err).
-			WithHint("see it: wt-admin --repo %s status", l.opts.RepoArg))
-	}
-	if pinned == "" {
-		pinned = source
-	}
-	if source != pinned {
-		return fail(l.tipMoved(a, pinned, source, by))
-	}
-	accepted, d := l.approved(a, source)
-	if d != nil {
-		return fail(d)
-	}
-	tr.AcceptedUngated = accepted
-	tr.Source, tr.Onto = source, onto
-	if in, err := l.r.Git.IsAncestor(l.ctx, source, onto); err != nil {
-		return nil, tr, decision.Wrap(decision.GitFailed, err, "is %s in %s", source, l.ref)
-	} else if in {
-		tr.Result = onto
-		tr, err = l.landed(a, rec, tr, decision.AlreadyLanded, fmt.Sprintf("%s already holds task %s's branch (%.12s)", l.pol.PublicationBranch, task, source))
+	source, d, err := l.checkTip(e, &tr)
+	if err != nil || d != nil {
+		if d != nil {
+			tr.Code, tr.Message = d.Code, d.Message
+		}
 		return nil, tr, err
 	}
-	if rec.State == store.LandingLanded && rec.Source == source && rec.Result != "" {
-		if in, err := l.r.Git.IsAncestor(l.ctx, rec.Result, onto); err == nil && in {
-			tr.Result = rec.Result
-			tr.Code, tr.Message = decision.AlreadyLanded, fmt.Sprintf("task %s's branch (%.12s) landed as %.12s, which %s holds", task, source, rec.Result, l.pol.PublicationBranch)
-			return nil, tr, nil
-		}
+	tr.Source, tr.Onto = source, onto
+	if done, out, err := l.alreadyIn(a, rec, tr, source, onto); err != nil || done {
+		return nil, out, err
 	}
-	return &entry{idx: idx, a: a, rec: rec, pinned: pinned, by: by, tr: tr}, tr, nil
+	e.tr = tr
+	return e, tr, nil
 }
 
 // recheck is the check before a publication, for each entry of a tested

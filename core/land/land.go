@@ -640,37 +640,19 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		return fail(d)
 	}
 	tr.Owner, tr.Worktree, tr.Strategy = a.Owner, a.WorktreePath, l.strategyOf(rec)
-	pinned, by := "", "its writer let go"
+	e := &entry{a: a, rec: rec, by: "its writer let go"}
 	if rec.State == store.LandingReady && rec.ReadyTip != "" {
-		pinned, by = rec.ReadyTip, "marked ready by "+rec.ReadyBy
+		e.pinned, e.by = rec.ReadyTip, "marked ready by "+rec.ReadyBy
 	}
 	attempt := rec.Attempts
 	for ; ; tr.Retries++ {
-		if _, d := l.quiescent(a); d != nil {
-			return fail(d)
-		}
-		if err := l.r.Store.Read(func(tx *store.Tx) error { return sameTask(tx, a, l.opts.RepoArg) }); err != nil {
-			if d, ok := decision.As(err); ok {
+		source, d, err := l.checkTip(e, &tr)
+		if err != nil || d != nil {
+			if d != nil {
 				return fail(d)
 			}
 			return tr, err
 		}
-		source, ok, err := l.r.Git.ResolveCommit(l.ctx, "refs/heads/"+*a.Branch)
-		if err != nil || !ok {
-			return fail(decision.New(decision.GitFailed, "task %s's branch %s names no commit (%v)", task, *a.Branch, err).
-				WithHint("see it: wt-admin --repo %s status", l.opts.RepoArg))
-		}
-		if pinned == "" {
-			pinned = source
-		}
-		if source != pinned {
-			return fail(l.tipMoved(a, pinned, source, by))
-		}
-		accepted, d := l.approved(a, source)
-		if d != nil {
-			return fail(d)
-		}
-		tr.AcceptedUngated = accepted
 		if l.opts.Push != "" {
 			if d, err := l.catchUp(); err != nil || d != nil {
 				if d != nil {
@@ -679,89 +661,24 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 				return tr, err
 			}
 		}
-		onto, ok, err := l.r.Git.ResolveCommit(l.ctx, l.ref)
-		if err != nil || !ok {
-			return tr, decision.New(decision.PublicationUnknown, "the publication branch %s names no commit (%v)", l.ref, err)
+		onto, err := l.tip()
+		if err != nil {
+			return tr, err
 		}
 		if err := l.ontoApproved(onto); err != nil {
 			return tr, err
 		}
 		tr.Source, tr.Onto = source, onto
-		if in, err := l.r.Git.IsAncestor(l.ctx, source, onto); err != nil {
-			return tr, decision.Wrap(decision.GitFailed, err, "is %s in %s", source, l.ref)
-		} else if in {
-			tr.Result = onto
-			return l.landed(a, rec, tr, decision.AlreadyLanded, fmt.Sprintf("%s already holds task %s's branch (%.12s)", l.pol.PublicationBranch, task, source))
-		}
-		if rec.State == store.LandingLanded && rec.Source == source && rec.Result != "" {
-			// Landed already (squashed or rebased: not an ancestor), and
-			// its branch has not moved since: the same work lands once.
-			if in, err := l.r.Git.IsAncestor(l.ctx, rec.Result, onto); err == nil && in {
-				tr.Result = rec.Result
-				tr.Code, tr.Message = decision.AlreadyLanded, fmt.Sprintf("task %s's branch (%.12s) landed as %.12s, which %s holds", task, source, rec.Result, l.pol.PublicationBranch)
-				return tr, nil
-			}
+		if done, out, err := l.alreadyIn(a, rec, tr, source, onto); err != nil || done {
+			return out, err
 		}
 		if attempt, err = l.nextAttempt(task, attempt+1); err != nil {
 			return tr, err
 		}
 		tr.Attempt = attempt
-		l.notify(fmt.Sprintf("%s: integrating %.12s onto %s (%.12s), %s, attempt %d", task, source, l.pol.PublicationBranch, onto, tr.Strategy, attempt))
-		result, paths, err := l.integrate(task, source, onto, tr.Strategy)
-		if err != nil {
-			return tr, err
-		}
-		crashpoint.Here("land:integrated")
-		if paths != nil {
-			tr.Paths = paths
-			return l.handBack(a, rec, tr, store.LandingConflict, source, l.lastDiff,
-				decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", task, tr.Strategy, l.pol.PublicationBranch, strings.Join(paths, ", ")))
-		}
-		tr.Result = result
-		if result == onto {
-			return l.landed(a, rec, tr, decision.AlreadyLanded, fmt.Sprintf("task %s's changes are in %s already: integrating them changed nothing", task, l.pol.PublicationBranch))
-		}
-		if l.opts.Test != "" {
-			exit, logPath, err := l.test(task, attempt, result)
-			if err != nil {
-				return tr, err
-			}
-			tr.TestUnconfined = l.opts.TestUnconfined
-			crashpoint.Here("land:tested")
-			if exit != 0 {
-				tr.TestExit, tr.TestLog = exit, logPath
-				return l.handBack(a, rec, tr, store.LandingTestFailed, result, "",
-					decision.New(decision.LandTestFailed, "task %s integrated onto %s fails the test (exit %d; its output: %s)", task, l.pol.PublicationBranch, exit, logPath))
-			}
-		}
-		// The test took time: the writer, the task and its tip once more,
-		// the writer's lease record again in the intent's own section.
-		ws, d := l.quiescent(a)
-		if d != nil {
-			return fail(d)
-		}
-		if err := l.r.Store.Read(func(tx *store.Tx) error { return sameTask(tx, a, l.opts.RepoArg) }); err != nil {
-			if d, ok := decision.As(err); ok {
-				return fail(d)
-			}
-			return tr, err
-		}
-		if now, err := gitrepo.ReadRef(l.r.Git.CommonDir, "refs/heads/"+*a.Branch); err != nil || now != pinned {
-			if err != nil {
-				return tr, decision.Wrap(decision.GitFailed, err, "read task %s's branch", task)
-			}
-			return fail(l.tipMoved(a, pinned, now, by))
-		}
-		moved, d, err := l.publish(a, tr, ws, l.provenanceOf(a, rec, source))
-		if err != nil {
-			return tr, err
-		}
-		if d != nil {
-			return fail(d)
-		}
-		if moved {
-			l.checkouts = l.followCheckouts(onto, result)
-			return l.landed(a, rec, tr, decision.Landed, fmt.Sprintf("%s moved %.12s -> %.12s", l.pol.PublicationBranch, onto, result))
+		done, out, err := l.attemptOnce(e, tr)
+		if err != nil || done {
+			return out, err
 		}
 		if tr.Retries >= maxRetries {
 			return fail(decision.New(decision.LandConflict, "%s moved under task %s's landing %d times: not landed", l.pol.PublicationBranch, task, tr.Retries+1).
@@ -769,6 +686,123 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 		}
 		l.notify(fmt.Sprintf("%s: %s moved meanwhile; integrating again", task, l.pol.PublicationBranch))
 	}
+}
+
+// checkTip is the check before an attempt of e's task: its writer has let
+// go (waited for under --wait), the task is as the landing found it, and
+// its branch is at the commit let go (pinned now if it was not), approved
+// by wt's ledger (or --accept-ungated, said in tr). d is the refusal that
+// keeps the task from landing.
+func (l *lander) checkTip(e *entry, tr *TaskResult) (source string, d *decision.Error, err error) {
+	a := e.a
+	if _, d := l.quiescent(a); d != nil {
+		return "", d, nil
+	}
+	if err := l.r.Store.Read(func(tx *store.Tx) error { return sameTask(tx, a, l.opts.RepoArg) }); err != nil {
+		if d, ok := decision.As(err); ok {
+			return "", d, nil
+		}
+		return "", nil, err
+	}
+	source, ok, err := l.r.Git.ResolveCommit(l.ctx, "refs/heads/"+branchName(a))
+	if err != nil || !ok {
+		return "", decision.New(decision.GitFailed, "task %s's branch %s names no commit (%v)", a.TaskKey, branchName(a), err).
+			WithHint("see it: wt-admin --repo %s status", l.opts.RepoArg), nil
+	}
+	if e.pinned == "" {
+		e.pinned = source
+	}
+	if source != e.pinned {
+		return "", l.tipMoved(a, e.pinned, source, e.by), nil
+	}
+	accepted, d := l.approved(a, source)
+	if d != nil {
+		return "", d, nil
+	}
+	tr.AcceptedUngated = accepted
+	return source, nil, nil
+}
+
+// alreadyIn concludes a landing of source onto onto that would bring
+// nothing: the branch holds source, or a landing recorded as rec put it
+// there (rebased or squashed: not an ancestor) and the branch has not
+// moved since. done is false when there is something to land.
+func (l *lander) alreadyIn(a store.Allocation, rec store.Landing, tr TaskResult, source, onto string) (done bool, out TaskResult, err error) {
+	if in, err := l.r.Git.IsAncestor(l.ctx, source, onto); err != nil {
+		return true, tr, decision.Wrap(decision.GitFailed, err, "is %s in %s", source, l.ref)
+	} else if in {
+		tr.Result = onto
+		out, err := l.landed(a, rec, tr, decision.AlreadyLanded, fmt.Sprintf("%s already holds task %s's branch (%.12s)", l.pol.PublicationBranch, tr.Task, source))
+		return true, out, err
+	}
+	if rec.State == store.LandingLanded && rec.Source == source && rec.Result != "" {
+		if in, err := l.r.Git.IsAncestor(l.ctx, rec.Result, onto); err == nil && in {
+			tr.Result = rec.Result
+			tr.Code, tr.Message = decision.AlreadyLanded, fmt.Sprintf("task %s's branch (%.12s) landed as %.12s, which %s holds", tr.Task, source, rec.Result, l.pol.PublicationBranch)
+			return true, tr, nil
+		}
+	}
+	return false, tr, nil
+}
+
+// attemptOnce integrates tr's source onto tr's onto, tests the result,
+// checks the task once more and publishes it. done is false when the
+// publication branch moved meanwhile (integrate again).
+func (l *lander) attemptOnce(e *entry, tr TaskResult) (done bool, out TaskResult, err error) {
+	a, rec, task := e.a, e.rec, tr.Task
+	l.notify(fmt.Sprintf("%s: integrating %.12s onto %s (%.12s), %s, attempt %d", task, tr.Source, l.pol.PublicationBranch, tr.Onto, tr.Strategy, tr.Attempt))
+	result, paths, err := l.integrate(task, tr.Source, tr.Onto, tr.Strategy)
+	if err != nil {
+		return true, tr, err
+	}
+	crashpoint.Here("land:integrated")
+	if paths != nil {
+		tr.Paths = paths
+		out, err := l.handBack(a, rec, tr, store.LandingConflict, tr.Source, l.lastDiff,
+			decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", task, tr.Strategy, l.pol.PublicationBranch, strings.Join(paths, ", ")))
+		return true, out, err
+	}
+	tr.Result = result
+	if result == tr.Onto {
+		out, err := l.landed(a, rec, tr, decision.AlreadyLanded, fmt.Sprintf("task %s's changes are in %s already: integrating them changed nothing", task, l.pol.PublicationBranch))
+		return true, out, err
+	}
+	if l.opts.Test != "" {
+		exit, logPath, err := l.test(task, tr.Attempt, result)
+		if err != nil {
+			return true, tr, err
+		}
+		tr.TestUnconfined = l.opts.TestUnconfined
+		crashpoint.Here("land:tested")
+		if exit != 0 {
+			tr.TestExit, tr.TestLog = exit, logPath
+			out, err := l.handBack(a, rec, tr, store.LandingTestFailed, result, "",
+				decision.New(decision.LandTestFailed, "task %s integrated onto %s fails the test (exit %d; its output: %s)", task, l.pol.PublicationBranch, exit, logPath))
+			return true, out, err
+		}
+	}
+	// The test took time: the writer, the task and its tip once more,
+	// the writer's lease record again in the intent's own section.
+	ws, d, err := l.recheck(e)
+	if err != nil || d != nil {
+		if d != nil {
+			tr.Code, tr.Message = d.Code, d.Message
+		}
+		return true, tr, err
+	}
+	moved, d, err := l.publish(a, tr, ws, l.provenanceOf(a, rec, tr.Source))
+	if err != nil || d != nil {
+		if d != nil {
+			tr.Code, tr.Message = d.Code, d.Message
+		}
+		return true, tr, err
+	}
+	if !moved {
+		return false, tr, nil
+	}
+	l.checkouts = l.followCheckouts(tr.Onto, result)
+	out, err = l.landed(a, rec, tr, decision.Landed, fmt.Sprintf("%s moved %.12s -> %.12s", l.pol.PublicationBranch, tr.Onto, result))
+	return true, out, err
 }
 
 // ontoApproved refuses, under policy publication-lease on, to build on a
@@ -1132,28 +1166,10 @@ func (l *lander) publishParts(parts []part, in intent, label string) (moved bool
 	j := store.Journal{Meta: store.Meta{SchemaVersion: store.SchemaVersion}, TransactionID: ids.New(), Operation: OpLand, Phase: "INTEGRATED",
 		Actor: self, Target: "publication:" + label, Payload: payload, CreatedAt: store.Now(), UpdatedAt: store.Now()}
 	if err := l.r.Store.Write(func(tx *store.Tx) error {
-		cur, ok, err := tx.PublicationLease()
-		if err != nil {
+		var err error
+		if bad, err = l.stillToLand(tx, parts); err != nil {
 			return err
 		}
-		if !ok || cur.LeaseID != l.lease.LeaseID {
-			return lost(&l.lease)
-		}
-		for i, p := range parts {
-			bad = i
-			if err := sameTask(tx, p.a, l.opts.RepoArg); err != nil {
-				return err
-			}
-			le, _, err := tx.Lease(p.a.AllocationID)
-			if err != nil {
-				return err
-			}
-			if (writerState{le.LeaseID, le.Generation}) != p.ws {
-				return decision.New(decision.WriterLeaseHeld, "a writer of task %s (client %s, pid %d) took its lease while it was being landed: not landed", p.a.TaskKey, le.Holder.ClientID, le.Holder.PID).
-					WithHint("land it once its writer has let go: wt-admin --repo %s land --wait --task %s", l.opts.RepoArg, shell.Word(p.a.TaskKey))
-			}
-		}
-		bad = 0
 		return tx.PutJournal(&j)
 	}); err != nil {
 		if d, ok := decision.As(err); ok && (d.Code == decision.WriterLeaseHeld || d.Code == decision.NotReady) {
@@ -1176,20 +1192,11 @@ func (l *lander) publishParts(parts []part, in intent, label string) (moved bool
 		return l.r.Store.Write(func(tx *store.Tx) error { return tx.FinishJournal(j, outcome, payload, store.Now()) })
 	}
 	if l.opts.Push != "" {
-		l.notify(fmt.Sprintf("%s: pushing %.12s to %s %s", label, in.Result, l.opts.Push, l.pol.PublicationBranch))
-		out, err := l.r.Git.Git(l.ctx, false, "push", "--porcelain", "--force-with-lease="+l.ref+":"+in.Onto, l.opts.Push, in.Result+":"+l.ref)
-		if err != nil {
+		if d := l.push(in, label); d != nil {
 			if cerr := conclude("push_rejected"); cerr != nil {
 				return false, 0, nil, cerr
 			}
-			why := err.Error()
-			for _, line := range strings.Split(string(out), "\n") {
-				if strings.HasPrefix(line, "!") { // git push --porcelain: a ref refused, and why
-					why = strings.TrimSpace(line[strings.LastIndexByte(line, '\t')+1:])
-				}
-			}
-			return false, 0, decision.New(decision.LandPushRejected, "%s refused %s at %.12s (it must be at %.12s, where the landing integrated onto): %s", l.opts.Push, l.pol.PublicationBranch, in.Result, in.Onto, why).
-				WithHint("bring %s up to date (git fetch %s; git -C %s merge --ff-only %s/%s), then land again", l.pol.PublicationBranch, l.opts.Push, shell.Word(l.r.Git.TopLevel), l.opts.Push, l.pol.PublicationBranch), nil
+			return false, 0, d, nil
 		}
 		crashpoint.Here("land:pushed")
 	}
@@ -1234,6 +1241,53 @@ func (l *lander) publishParts(parts []part, in intent, label string) (moved bool
 	}
 	l.publishNotes(ps)
 	return true, 0, nil, nil
+}
+
+// stillToLand checks, in the intent's section, that this lander still
+// holds the publication lease and that every task of parts is still to
+// land: unchanged (TASK_NOT_READY) and with no writer that took its lease
+// since it was let go (WRITER_LEASE_HELD); bad is the part that is not.
+func (l *lander) stillToLand(tx *store.Tx, parts []part) (bad int, err error) {
+	cur, ok, err := tx.PublicationLease()
+	if err != nil {
+		return 0, err
+	}
+	if !ok || cur.LeaseID != l.lease.LeaseID {
+		return 0, lost(&l.lease)
+	}
+	for i, p := range parts {
+		if err := sameTask(tx, p.a, l.opts.RepoArg); err != nil {
+			return i, err
+		}
+		le, _, err := tx.Lease(p.a.AllocationID)
+		if err != nil {
+			return i, err
+		}
+		if (writerState{le.LeaseID, le.Generation}) != p.ws {
+			return i, decision.New(decision.WriterLeaseHeld, "a writer of task %s (client %s, pid %d) took its lease while it was being landed: not landed", p.a.TaskKey, le.Holder.ClientID, le.Holder.PID).
+				WithHint("land it once its writer has let go: wt-admin --repo %s land --wait --task %s", l.opts.RepoArg, shell.Word(p.a.TaskKey))
+		}
+	}
+	return 0, nil
+}
+
+// push publishes in's result to --push's remote by the same
+// compare-and-swap (--force-with-lease from in's onto); the refusal when
+// the remote refused.
+func (l *lander) push(in intent, label string) *decision.Error {
+	l.notify(fmt.Sprintf("%s: pushing %.12s to %s %s", label, in.Result, l.opts.Push, l.pol.PublicationBranch))
+	out, err := l.r.Git.Git(l.ctx, false, "push", "--porcelain", "--force-with-lease="+l.ref+":"+in.Onto, l.opts.Push, in.Result+":"+l.ref)
+	if err == nil {
+		return nil
+	}
+	why := err.Error()
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "!") { // git push --porcelain: a ref refused, and why
+			why = strings.TrimSpace(line[strings.LastIndexByte(line, '\t')+1:])
+		}
+	}
+	return decision.New(decision.LandPushRejected, "%s refused %s at %.12s (it must be at %.12s, where the landing integrated onto): %s", l.opts.Push, l.pol.PublicationBranch, in.Result, in.Onto, why).
+		WithHint("bring %s up to date (git fetch %s; git -C %s merge --ff-only %s/%s), then land again", l.pol.PublicationBranch, l.opts.Push, shell.Word(l.r.Git.TopLevel), l.opts.Push, l.pol.PublicationBranch)
 }
 
 // intentOf is the integration intent of tr, a landing of allocation a.

@@ -86,26 +86,7 @@ func MarkReady(r *alloc.Repo, task, owner, strategy, repoArg string) (ReadyResul
 				WithHint("mark it again: wt-admin --repo %s ready %s", repoArg, shell.Word(task))
 		}
 		if rec.State != store.LandingReady || rec.ReadyTip != tip || rec.ReadyStrategy != strategy {
-			if rec.State != store.LandingReady {
-				last := 0
-				for _, l := range ls {
-					last = max(last, l.ReadySeq)
-				}
-				rec.State, rec.ReadySeq = store.LandingReady, last+1
-			}
-			rec.ReadyAt, rec.ReadyBy, rec.ReadyTip, rec.ReadyStrategy = store.Now(), by, tip, strategy
-			if rec.Handback != "" {
-				// Marked ready again: the hand-back was answered.
-				if err := dropHandback(rec.Handback); err != nil {
-					return err
-				}
-				rec.Handback = ""
-			}
-			rec.UpdatedAt = rec.ReadyAt
-			if err := tx.PutLanding(&rec); err != nil {
-				return err
-			}
-			if err := tx.LogEvent("task_ready", a.AllocationID, map[string]any{"task": task, "by": by, "seq": rec.ReadySeq, "tip": tip}); err != nil {
+			if err := markReady(tx, &rec, ls, by, tip, strategy); err != nil {
 				return err
 			}
 		}
@@ -118,6 +99,31 @@ func MarkReady(r *alloc.Repo, task, owner, strategy, repoArg string) (ReadyResul
 		return nil
 	})
 	return res, err
+}
+
+// markReady writes rec (from the landing records ls) as ready, marked by
+// by, at tip, asking for strategy: at the end of the queue unless it is in
+// it already; a hand-back it had is answered, and goes.
+func markReady(tx *store.Tx, rec *store.Landing, ls []store.Landing, by, tip, strategy string) error {
+	if rec.State != store.LandingReady {
+		last := 0
+		for _, l := range ls {
+			last = max(last, l.ReadySeq)
+		}
+		rec.State, rec.ReadySeq = store.LandingReady, last+1
+	}
+	rec.ReadyAt, rec.ReadyBy, rec.ReadyTip, rec.ReadyStrategy = store.Now(), by, tip, strategy
+	if rec.Handback != "" {
+		if err := dropHandback(rec.Handback); err != nil {
+			return err
+		}
+		rec.Handback = ""
+	}
+	rec.UpdatedAt = rec.ReadyAt
+	if err := tx.PutLanding(rec); err != nil {
+		return err
+	}
+	return tx.LogEvent("task_ready", rec.AllocationID, map[string]any{"task": rec.TaskKey, "by": by, "seq": rec.ReadySeq, "tip": tip, "strategy": strategy})
 }
 
 // readyBy is who marks allocation a ready: its owner (owner given), or
