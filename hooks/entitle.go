@@ -384,7 +384,7 @@ func judgeLease(r *proc.Reader, adminDir, path string, own bool, a store.Allocat
 			WithHint("if its command still runs (wt-admin ps %s), hand the lease to it: wt-admin lease adopt %s --client-id %s --holder PID; else %s",
 				shell.Word(path), shell.Word(path), shell.Word(l.Holder.ClientID), take)
 	}
-	return decision.New(decision.WriterLeaseHeld, "%s is held by client %s, pid %d, since %s: this process does not descend from it", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt).
+	return decision.HeldBy(path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt, "this process does not descend from it").
 		WithHint("write from the agent that holds it, or wait until it ends and %s", take).
 		WithFact("holder", l.Holder)
 }

@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -140,7 +141,7 @@ func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
 		return err
 	}
 	if hasLease {
-		return decision.New(decision.WriterLeaseHeld, "a live writer holds allocation %s: client %s, %s, since %s", a.AllocationID, l.Holder.ClientID, l.Holder.Identity(), l.AcquiredAt).
+		return decision.HeldBy(a.WorktreePath, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt, fmt.Sprintf("allocation %s does not change while its writer runs", a.AllocationID)).
 			WithHint("wait for it to finish; see it with wt-admin status")
 	}
 	var bindings []proc.RuntimeBinding

@@ -512,18 +512,18 @@ type writerState struct {
 
 // writer reports a live writer of allocation a ("" when none), and the
 // state of its lease record.
-func (l *lander) writer(a store.Allocation) (string, writerState, error) {
-	var desc string
+func (l *lander) writer(a store.Allocation) (*store.Lease, writerState, error) {
+	var who *store.Lease
 	var st writerState
 	err := l.r.Store.Read(func(tx *store.Tx) error {
 		le, live, err := alloc.LiveWriter(tx, a)
 		if live {
-			desc = fmt.Sprintf("client %s, pid %d, since %s", le.Holder.ClientID, le.Holder.PID, le.AcquiredAt)
+			who = &le
 		}
 		st = writerState{le.LeaseID, le.Generation}
 		return err
 	})
-	return desc, st, err
+	return who, st, err
 }
 
 // quiescent waits (with --wait) until task's writer has ended, or refuses
@@ -539,10 +539,10 @@ func (l *lander) quiescent(a store.Allocation) (writerState, *decision.Error) {
 		if err != nil {
 			return st, asDecision(err)
 		}
-		if who == "" {
+		if who == nil {
 			return st, nil
 		}
-		d := decision.New(decision.WriterLeaseHeld, "task %s's writer still runs (%s): a task lands once its writer has let go", a.TaskKey, who).
+		d := decision.HeldBy(a.WorktreePath, who.Holder.ClientID, who.Holder.PID, who.AcquiredAt, fmt.Sprintf("task %s lands once its writer has let go", a.TaskKey)).
 			WithHint("wait for it: wt-admin --repo %s land --wait --task %s", l.opts.RepoArg, shell.Word(a.TaskKey))
 		if !l.opts.Wait {
 			return st, d
@@ -551,7 +551,7 @@ func (l *lander) quiescent(a store.Allocation) (writerState, *decision.Error) {
 			return st, decision.New(decision.LandWaitTimeout, "waited %s: %s", l.opts.Timeout, d.Message).WithHint("%s", d.Hint)
 		}
 		if !waiting {
-			l.notify(fmt.Sprintf("%s: waiting for task %s's writer (%s) to let go", a.TaskKey, a.TaskKey, who))
+			l.notify(fmt.Sprintf("%s: waiting for task %s's writer (client %s, pid %d) to let go", a.TaskKey, a.TaskKey, who.Holder.ClientID, who.Holder.PID))
 		}
 		if err := pause(l.ctx, l.opts.Poll, "waiting for task "+a.TaskKey+"'s writer"); err != nil {
 			return st, err
@@ -1264,7 +1264,7 @@ func (l *lander) stillToLand(tx *store.Tx, parts []part) (bad int, err error) {
 			return i, err
 		}
 		if (writerState{le.LeaseID, le.Generation}) != p.ws {
-			return i, decision.New(decision.WriterLeaseHeld, "a writer of task %s (client %s, pid %d) took its lease while it was being landed: not landed", p.a.TaskKey, le.Holder.ClientID, le.Holder.PID).
+			return i, decision.HeldDuringLanding(p.a.TaskKey, le.Holder.ClientID, le.Holder.PID).
 				WithHint("land it once its writer has let go: wt-admin --repo %s land --wait --task %s", l.opts.RepoArg, shell.Word(p.a.TaskKey))
 		}
 	}

@@ -180,8 +180,8 @@ func TestLandStrategies(t *testing.T) {
 	f.commit("S", "s", "2")
 	f.task("M", "m", "m")
 	f.task("R", "r", "r")
-	for task, strategy := range map[string]string{"S": Squash, "M": Merge, "R": ""} {
-		if _, err := MarkReady(f.R, task, "alice", strategy, f.Dir); err != nil {
+	for _, m := range []struct{ task, strategy string }{{"S", Squash}, {"M", Merge}, {"R", ""}} {
+		if _, err := MarkReady(f.R, m.task, "alice", m.strategy, f.Dir); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -389,7 +389,7 @@ func (p *pendingGrant) stillReserved(tx Records) error {
 		want = p.lease.LeaseID
 	}
 	if a.RecordVersion != p.alloc.RecordVersion || a.LeaseGeneration != p.lease.Generation || cur != want || reason != Reason(p.lease) {
-		return decision.New(decision.WriterLeaseHeld, "the grant of %s changed while the store's lock was free (someone ended or took it)", p.lease.WorktreePath).
+		return decision.HeldChanged(p.lease.WorktreePath).
 			WithHint("see who is there: wt-admin status; then run wt-exec again")
 	}
 	return nil
@@ -1026,11 +1026,7 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 			// written, its lease not yet (in fleet mode it is asking etcd
 			// meanwhile). The worktree is being taken by a writer: held,
 			// so that --wait waits for it.
-			what := fmt.Sprintf("is being taken by client %s, pid %d (lease %s, its grant in progress)", b.Holder.ClientID, b.Holder.PID, *b.LeaseID)
-			if !live {
-				what = fmt.Sprintf("is held by what client %s's wt-exec (pid %d, gone before its lease %s was written) started", b.Holder.ClientID, b.Holder.PID, *b.LeaseID)
-			}
-			return nil, nil, decision.New(decision.WriterLeaseHeld, "%s %s: %s", a.WorktreePath, what, why).
+			return nil, nil, decision.HeldInGrant(a.WorktreePath, b.Holder.ClientID, b.Holder.PID, *b.LeaseID, !live, why).
 				WithHint("wait for it to finish; see who is in the worktree with wt-admin ps %s", shell.Word(a.WorktreePath)).
 				WithFact("holder", b.Holder).WithFact("lease_id", *b.LeaseID)
 		default:
@@ -1093,7 +1089,7 @@ func orphaned(d *decision.Error, l store.Lease, path string) *decision.Error {
 }
 
 func held(l store.Lease, path, why string) *decision.Error {
-	return decision.New(decision.WriterLeaseHeld, "%s is held by client %s, pid %d, since %s: %s", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt, why).
+	return decision.HeldBy(path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt, why).
 		WithHint("wait your turn: wt-exec --wait -C %s -- COMMAND (in line, in arrival order); see who is there: wt-admin status", shell.Word(path)).
 		WithFact("holder", l.Holder).WithFact("lease_id", l.LeaseID)
 }
