@@ -74,8 +74,8 @@ func TestLandBatch(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
 			f := newLandFixture(t)
+			t.Parallel() // after the fixture: it runs wt-admin in this process
 			run(t, f.repo, admin, "policy", "--publication-lease", "on").ok(t)
 			args := []string{"--json", "land", "--test", f.test()}
 			for i := 0; i < 10; i++ {

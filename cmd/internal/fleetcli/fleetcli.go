@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,7 +57,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if req.Auth != nil {
 		auth = *req.Auth
 	}
-	co, err := etcdfleet.New(req.Endpoints, auth, req.DialTimeout)
+	// The client keeps the endpoints; a second request line (after
+	// "connect") is decoded into req again, which would write the same
+	// slice under the client's background grant: it gets a copy.
+	co, err := etcdfleet.New(slices.Clone(req.Endpoints), auth, req.DialTimeout)
 	if err != nil {
 		out.Encode(fleet.Refusal(err))
 		return 1
