@@ -114,6 +114,7 @@ test-newer-git:
 # staticcheck (honnef.co/go/tools v0.8.2 is its 2026.2.2) and deadcode
 # (golang.org/x/tools), whose -test run must find nothing unreachable.
 STATICCHECK_VERSION ?= v0.8.2
+GOCYCLO_VERSION ?= v0.6.0
 DEADCODE_VERSION    ?= v0.52.0
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -125,6 +126,10 @@ lint:
 		GOBIN=$(CURDIR)/bin/tools/.deadcode $(GO) install golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION) && \
 		mv bin/tools/.deadcode/deadcode bin/tools/deadcode-$(DEADCODE_VERSION); }
 	bin/tools/staticcheck-$(STATICCHECK_VERSION) ./...
+	@test -x bin/tools/gocyclo-$(GOCYCLO_VERSION) || { echo "lint: installing gocyclo $(GOCYCLO_VERSION) into bin/tools"; \
+		GOBIN=$(CURDIR)/bin/tools/.gocyclo $(GO) install github.com/fzipp/gocyclo/cmd/gocyclo@$(GOCYCLO_VERSION) && \
+		mv bin/tools/.gocyclo/gocyclo bin/tools/gocyclo-$(GOCYCLO_VERSION); }
+	bash scripts/cyclo.sh bin/tools/gocyclo-$(GOCYCLO_VERSION)
 	@echo "bin/tools/deadcode-$(DEADCODE_VERSION) -test ./..."; out=$$(bin/tools/deadcode-$(DEADCODE_VERSION) -test ./...) || exit 1; \
 		if [ -n "$$out" ]; then echo "$$out"; echo "lint: deadcode finds code nothing reaches, tests included: remove it"; exit 1; fi
 
