@@ -232,17 +232,25 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 	if plan.Lock, err = foreignLock(c, repoArg, holderPID); err != nil {
 		return plan, err
 	}
+	return plan, noOtherUse(c, req, repoArg)
+}
+
+// noOtherUse refuses (WORKTREE_IN_USE) a worktree a process uses that is
+// neither the named holder nor what it started: wt does not take a
+// worktree an agent may be writing in on no one's word; a named holder
+// that is not running is INVALID_HOLDER.
+func noOtherUse(c gitrepo.Checkout, req AdoptRequest, repoArg string) error {
 	scan, err := proc.NewScan()
 	if err != nil {
-		return plan, decision.Wrap(decision.Internal, err, "read /proc")
+		return decision.Wrap(decision.Internal, err, "read /proc")
 	}
 	if req.Holder != nil && !scan.IsLive(req.Holder.Identity()) {
-		return plan, decision.New(decision.InvalidHolder, "the named holder, pid %d, is not running", req.Holder.PID).
+		return decision.New(decision.InvalidHolder, "the named holder, pid %d, is not running", req.Holder.PID).
 			WithHint("name the agent's running process: --holder PID")
 	}
 	all, err := scan.PathsInUse(c.TopLevel)
 	if err != nil {
-		return plan, decision.Wrap(decision.Internal, err, "read who uses %s", c.TopLevel)
+		return decision.Wrap(decision.Internal, err, "read who uses %s", c.TopLevel)
 	}
 	// The named holder and what it started are the writer-to-be.
 	mine := map[int]bool{}
@@ -263,10 +271,10 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 		for _, u := range uses {
 			who = append(who, fmt.Sprintf("pid %d (%s, %s)", u.PID, u.Command, u.Why))
 		}
-		return plan, decision.New(decision.WorktreeInUse, "%s is in use: %s; wt does not take a worktree an agent may be writing in on no one's word", c.TopLevel, strings.Join(who, ", ")).
+		return decision.New(decision.WorktreeInUse, "%s is in use: %s; wt does not take a worktree an agent may be writing in on no one's word", c.TopLevel, strings.Join(who, ", ")).
 			WithHint("name the agent that is to write there: --holder PID --client-id ID (what it started counts as its own); end the rest; see them with wt-admin --repo %s ps %s", repoArg, shell.Word(c.TopLevel))
 	}
-	return plan, nil
+	return nil
 }
 
 // lockPID finds the pid a lock reason names ("claude agent … (pid N)",
