@@ -299,8 +299,16 @@ func (b *branchAudit) run() {
 			b.baseline = baselineAt(bl.When(), bl.Entries)
 		}
 	}
+	b.judgeTip(ref, tip, entries, b.walk(entries, skip))
+}
+
+// walk counts the reflog's moves the ledger covers by lease and lists
+// the ones it does not (ungated); lastApproved is the number of ungated
+// moves listed before the last covered one (-1: none covered).
+func (b *branchAudit) walk(entries []gitrepo.ReflogEntry, skip func(int, gitrepo.ReflogEntry) bool) (lastApproved int) {
+	t := b.t
 	cover := ledger.Cover(entries, b.led.Lines, skip)
-	lastApproved := -1
+	lastApproved = -1
 	for i, e := range entries {
 		switch {
 		case skip(i, e):
@@ -314,6 +322,15 @@ func (b *branchAudit) run() {
 				Time: e.When.UTC().Format(time.RFC3339), Message: e.Msg}, e.When))
 		}
 	}
+	return lastApproved
+}
+
+// judgeTip judges the branch's tip against the ledger: a tip wt did not
+// put there is an ungated move (restoreTo set), a branch gone from git
+// that the ledger records is missing; with no ledger, a tip the reflog
+// does not end at.
+func (b *branchAudit) judgeTip(ref, tip string, entries []gitrepo.ReflogEntry, lastApproved int) {
+	t := b.t
 	shownTip := b.seen != nil && b.seen[ref].Tip == tip && tip != ""
 	if !b.led.Exists || len(b.led.Lines) == 0 {
 		// No ledger (a branch wt recorded before ledgers): the reflog
