@@ -513,44 +513,7 @@ func (rep *Report) checkGates(ctx context.Context, tx *store.Tx, r *alloc.Repo, 
 			continue
 		}
 		seen[a.AllocationID] = true
-		if !wt.Prunable && wt.Path != a.WorktreePath && a.Lifecycle != store.Released {
-			// git worktree move: wt's records, and every wt command, still
-			// name the old path (a leased one is checkLeases' finding).
-			if _, leased, err := tx.Lease(a.AllocationID); err == nil && !leased {
-				rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
-					Problem: fmt.Sprintf("%s: task %s's worktree was moved (git worktree move) from %s, where wt's records keep it: wt-exec and every lease command there refuse it", decision.InvalidTarget, a.TaskKey, a.WorktreePath),
-					Fix:     fmt.Sprintf("git -C %s worktree move %s %s", repo, shell.Word(wt.Path), shell.Word(a.WorktreePath))})
-			}
-		}
-		if !wt.Prunable {
-			if err := gitrepo.VerifyMetadata(r.Git.CommonDir, wt.Key, wt.Path); err != nil {
-				f := Finding{Check: "gates", Subject: wt.Path, Problem: decision.CodeOf(err) + ": " + err.Error()}
-				var d *decision.Error
-				if errors.As(err, &d) {
-					f.Problem, f.Fix = d.Code+": "+d.Message, d.Hint
-				}
-				rep.Findings = append(rep.Findings, f)
-			}
-		}
-		if wt.Prunable && a.Lifecycle != store.Released && wt.Path != a.WorktreePath && gitrepo.PointsBack(r.Git.CommonDir, wt.Key, a.WorktreePath) {
-			pr := view.GitdirRewritten(repo, *a, wt.Path)
-			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: a.WorktreePath, Problem: pr.Code + ": " + pr.Message, Fix: pr.Fix})
-			continue
-		}
-		if wt.Prunable && a.Role != store.RoleAudit && a.Lifecycle != store.Released {
-			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
-				Problem: fmt.Sprintf("%s: the checkout of task %s (%s) was deleted; its task key is stuck until the task is finished", decision.CheckoutMissing, a.TaskKey, a.Lifecycle),
-				Fix:     view.FinishCommand(repo, *a, maint.FinishNeedsArchive(ctx, r, pol.PublicationBranch, *a, wt.Head)),
-				Hint:    "the dry run shows what finishing keeps; --archive keeps unmerged commits under refs/wt/archive/"})
-		}
-		if _, ungated := alloc.RoleGate[a.Role]; ungated && a.Lifecycle != store.Released {
-			rep.Notes = append(rep.Notes, Finding{Check: "gates", Subject: wt.Path,
-				Problem: fmt.Sprintf("%s: task %s has role %s, whose writes wt does not gate: the role expects %s", decision.UngatedRole, a.TaskKey, a.Role, alloc.RoleGate[a.Role])})
-		} else if alloc.GateOf(*a) != alloc.GateLease && alloc.GateOf(*a) != alloc.GateReadOnly {
-			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
-				Problem: fmt.Sprintf("%s: task %s has role %q, which wt does not know: every write there is refused", decision.InvalidRole, a.TaskKey, a.Role),
-				Hint:    "look at its record with wt-admin status --json"})
-		}
+		rep.checkAllocated(ctx, tx, r, pol, wt, a, repo)
 	}
 	for _, a := range allocs {
 		if seen[a.AllocationID] || a.Lifecycle == store.Released {
@@ -560,6 +523,50 @@ func (rep *Report) checkGates(ctx context.Context, tx *store.Tx, r *alloc.Repo, 
 			Problem: fmt.Sprintf("%s: task %s is %s but has no registered worktree at %s (removed, or re-created by git): nobody can take its lease, its branch stays guarded, and its task key is stuck until it is finished", decision.UnregisteredWorktree, a.TaskKey, a.Lifecycle, a.WorktreePath),
 			Fix:     view.FinishCommand(repo, a, maint.FinishNeedsArchive(ctx, r, pol.PublicationBranch, a, "")),
 			Hint:    "the dry run shows what finishing keeps; --archive keeps unmerged commits under refs/wt/archive/"})
+	}
+}
+
+// checkAllocated is the gates check of worktree wt, which allocation a
+// governs: a worktree moved or gone from under wt's records, git's files
+// that disagree with them, and a role whose writes wt does not gate.
+func (rep *Report) checkAllocated(ctx context.Context, tx *store.Tx, r *alloc.Repo, pol store.Policy, wt gitrepo.Worktree, a *store.Allocation, repo string) {
+	if !wt.Prunable && wt.Path != a.WorktreePath && a.Lifecycle != store.Released {
+		// git worktree move: wt's records, and every wt command, still
+		// name the old path (a leased one is checkLeases' finding).
+		if _, leased, err := tx.Lease(a.AllocationID); err == nil && !leased {
+			rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
+				Problem: fmt.Sprintf("%s: task %s's worktree was moved (git worktree move) from %s, where wt's records keep it: wt-exec and every lease command there refuse it", decision.InvalidTarget, a.TaskKey, a.WorktreePath),
+				Fix:     fmt.Sprintf("git -C %s worktree move %s %s", repo, shell.Word(wt.Path), shell.Word(a.WorktreePath))})
+		}
+	}
+	if !wt.Prunable {
+		if err := gitrepo.VerifyMetadata(r.Git.CommonDir, wt.Key, wt.Path); err != nil {
+			f := Finding{Check: "gates", Subject: wt.Path, Problem: decision.CodeOf(err) + ": " + err.Error()}
+			var d *decision.Error
+			if errors.As(err, &d) {
+				f.Problem, f.Fix = d.Code+": "+d.Message, d.Hint
+			}
+			rep.Findings = append(rep.Findings, f)
+		}
+	}
+	if wt.Prunable && a.Lifecycle != store.Released && wt.Path != a.WorktreePath && gitrepo.PointsBack(r.Git.CommonDir, wt.Key, a.WorktreePath) {
+		pr := view.GitdirRewritten(repo, *a, wt.Path)
+		rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: a.WorktreePath, Problem: pr.Code + ": " + pr.Message, Fix: pr.Fix})
+		return
+	}
+	if wt.Prunable && a.Role != store.RoleAudit && a.Lifecycle != store.Released {
+		rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
+			Problem: fmt.Sprintf("%s: the checkout of task %s (%s) was deleted; its task key is stuck until the task is finished", decision.CheckoutMissing, a.TaskKey, a.Lifecycle),
+			Fix:     view.FinishCommand(repo, *a, maint.FinishNeedsArchive(ctx, r, pol.PublicationBranch, *a, wt.Head)),
+			Hint:    "the dry run shows what finishing keeps; --archive keeps unmerged commits under refs/wt/archive/"})
+	}
+	if _, ungated := alloc.RoleGate[a.Role]; ungated && a.Lifecycle != store.Released {
+		rep.Notes = append(rep.Notes, Finding{Check: "gates", Subject: wt.Path,
+			Problem: fmt.Sprintf("%s: task %s has role %s, whose writes wt does not gate: the role expects %s", decision.UngatedRole, a.TaskKey, a.Role, alloc.RoleGate[a.Role])})
+	} else if alloc.GateOf(*a) != alloc.GateLease && alloc.GateOf(*a) != alloc.GateReadOnly {
+		rep.Findings = append(rep.Findings, Finding{Check: "gates", Subject: wt.Path,
+			Problem: fmt.Sprintf("%s: task %s has role %q, which wt does not know: every write there is refused", decision.InvalidRole, a.TaskKey, a.Role),
+			Hint:    "look at its record with wt-admin status --json"})
 	}
 }
 
