@@ -135,29 +135,12 @@ func CheckAdmin(commonDir, key string, want AdminExpect) []AdminProblem {
 			add(rel, "is an executable file: git never makes one in an admin dir, and a hooks path or a config can make it a program the next git runs", nil)
 			return nil
 		}
-		switch rel {
-		case "HEAD", "commondir", "gitdir", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "AUTO_MERGE", "locked":
-			if fi.Size() > adminSmallMax {
-				add(rel, fmt.Sprintf("holds %d bytes, where git writes one line", fi.Size()), restoreOf(rel))
-			} else if rel == "HEAD" && !validHead(filepath.Join(admin, rel)) {
-				add(rel, "is not a HEAD git wrote (neither ref: refs/... nor an object name)", restoreOf(rel))
+		if why, restorable := contentProblem(admin, rel, fi.Size(), want); why != "" {
+			var restore []byte
+			if restorable {
+				restore = restoreOf(rel)
 			}
-		case "config.worktree":
-			if fi.Size() > adminConfigMax {
-				add(rel, fmt.Sprintf("holds %d bytes, where wt writes a few keys", fi.Size()), restoreOf(rel))
-			} else if bad, err := worktreeConfigKeys(filepath.Join(admin, rel)); err != nil || bad != "" {
-				why := "sets " + bad + ", which wt does not allow there"
-				if err != nil {
-					why = "cannot be read as git's configuration: " + err.Error()
-				}
-				add(rel, why, restoreOf(rel))
-			} else if hp, ok := worktreeHooksPath(filepath.Join(admin, rel)); ok && (want.HooksDir == "" || !hooksPathAllowed(hp, want.HooksDir)) {
-				add(rel, fmt.Sprintf("sets core.hooksPath to %s, not wt's own hooks dir: the next commit there would run whatever hooks that directory holds", hp), restoreOf(rel))
-			}
-		case "index":
-			if !validIndex(filepath.Join(admin, rel)) {
-				add(rel, "is not a git index (no DIRC signature)", nil)
-			}
+			add(rel, why, restore)
 		}
 		return nil
 	})
@@ -166,6 +149,37 @@ func CheckAdmin(commonDir, key string, want AdminExpect) []AdminProblem {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
 	return out
+}
+
+// contentProblem is what is wrong with the regular file rel (of size
+// bytes) in admin dir admin, as git or wt would write it ("" when
+// nothing); restorable says whether restoreOf has its content.
+func contentProblem(admin, rel string, size int64, want AdminExpect) (why string, restorable bool) {
+	switch rel {
+	case "HEAD", "commondir", "gitdir", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "AUTO_MERGE", "locked":
+		if size > adminSmallMax {
+			return fmt.Sprintf("holds %d bytes, where git writes one line", size), true
+		} else if rel == "HEAD" && !validHead(filepath.Join(admin, rel)) {
+			return "is not a HEAD git wrote (neither ref: refs/... nor an object name)", true
+		}
+	case "config.worktree":
+		if size > adminConfigMax {
+			return fmt.Sprintf("holds %d bytes, where wt writes a few keys", size), true
+		} else if bad, err := worktreeConfigKeys(filepath.Join(admin, rel)); err != nil || bad != "" {
+			why := "sets " + bad + ", which wt does not allow there"
+			if err != nil {
+				why = "cannot be read as git's configuration: " + err.Error()
+			}
+			return why, true
+		} else if hp, ok := worktreeHooksPath(filepath.Join(admin, rel)); ok && (want.HooksDir == "" || !hooksPathAllowed(hp, want.HooksDir)) {
+			return fmt.Sprintf("sets core.hooksPath to %s, not wt's own hooks dir: the next commit there would run whatever hooks that directory holds", hp), true
+		}
+	case "index":
+		if !validIndex(filepath.Join(admin, rel)) {
+			return "is not a git index (no DIRC signature)", false
+		}
+	}
+	return "", false
 }
 
 func typeName(t fs.FileMode) string {
