@@ -148,69 +148,68 @@ func expandHome(p, home string) string {
 // private copies: as the operator, before any confinement.
 func planAgent(p *AgentProfile, home, top, tmp string, ns, dryRun bool) (*agentPlan, error) {
 	plan := &agentPlan{name: p.Name, notes: p.Notes}
-	mkdir := func(d string) error {
-		if dryRun {
-			return nil
-		}
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return decision.Wrap(decision.ConfinementUnavailable, err, "make %s for the %s profile", d, p.Name)
-		}
-		return nil
-	}
-	mkfile := func(f, init string) error {
-		if dryRun {
-			return nil
-		}
-		if err := mkdir(filepath.Dir(f)); err != nil {
-			return err
-		}
-		fd, err := os.OpenFile(f, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			return nil
-		}
-		if err == nil {
-			_, err = fd.WriteString(init)
-			if cerr := fd.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			return decision.Wrap(decision.ConfinementUnavailable, err, "make %s for the %s profile", f, p.Name)
-		}
-		return nil
-	}
+	mk := profileFS{name: p.Name, dryRun: dryRun}
 	dirs := p.Dirs
 	if !ns {
 		// Without a namespace a private or protected file would be
 		// writable in its directory: those directories stay read-only,
 		// and only the fallback ones are writable.
 		dirs = p.Fallback
-		for _, f := range p.Private {
-			if x := expandHome(f.Path, home); x != "" {
-				plan.readOnly = append(plan.readOnly, x)
-			}
-		}
-		for _, d := range p.Dirs {
-			if !slices.Contains(p.Fallback, d) {
-				if x := expandHome(d, home); x != "" {
-					plan.readOnly = append(plan.readOnly, x+" (but the profile's fallback directories)")
-				}
-			}
-		}
+		plan.readOnly = readOnlyWithoutView(p, home)
 	}
 	if ns && home != "" && filepath.IsAbs(home) {
 		plan.state = stateDir(home, p.Name)
 	}
+	if err := plan.addDirs(mk, dirs, home, tmp); err != nil {
+		return nil, err
+	}
+	if !ns {
+		return plan, nil
+	}
+	if plan.state == "" {
+		return nil, decision.New(decision.ConfinementUnavailable, "the %s profile needs HOME to keep its state", p.Name).
+			WithHint("run it with HOME set to the user's home directory: env HOME=/home/USER wt-exec --confine -- COMMAND")
+	}
+	if err := plan.addProtected(mk, p.Protect, home); err != nil {
+		return nil, err
+	}
+	return plan, plan.addPrivate(mk, p.Private, home, top)
+}
+
+// readOnlyWithoutView are the places of profile p that stay read-only
+// where a run has no private view: its private files, and its state
+// directories but the fallback ones.
+func readOnlyWithoutView(p *AgentProfile, home string) []string {
+	var out []string
+	for _, f := range p.Private {
+		if x := expandHome(f.Path, home); x != "" {
+			out = append(out, x)
+		}
+	}
+	for _, d := range p.Dirs {
+		if !slices.Contains(p.Fallback, d) {
+			if x := expandHome(d, home); x != "" {
+				out = append(out, x+" (but the profile's fallback directories)")
+			}
+		}
+	}
+	return out
+}
+
+// addDirs makes the profile's state directories writable: with a view
+// (plan.state set), each under a layer of the profile's own, kept in its
+// state, a work dir per run (tmp's); else the directories themselves.
+func (plan *agentPlan) addDirs(mk profileFS, dirs []string, home, tmp string) error {
 	for i, d := range dirs {
 		x := expandHome(d, home)
 		if x == "" {
 			continue
 		}
-		if err := mkdir(x); err != nil {
-			return nil, err
+		if err := mk.dir(x); err != nil {
+			return err
 		}
 		if plan.state == "" {
-			plan.dirs = append(plan.dirs, Rule{x, "the " + p.Name + " profile's state"})
+			plan.dirs = append(plan.dirs, Rule{x, "the " + plan.name + " profile's state"})
 			continue
 		}
 		// With a view, the profile's own layer over the directory: what
@@ -220,55 +219,101 @@ func planAgent(p *AgentProfile, home, top, tmp string, ns, dryRun bool) (*agentP
 		// agent shares its state when it runs unconfined.
 		layer := filepath.Join(plan.state, "dirs", strconv.Itoa(i))
 		o := agentOverlay{path: x, upper: filepath.Join(layer, "upper"), work: filepath.Join(layer, "work-"+filepath.Base(tmp))}
-		if err := mkdir(o.upper); err != nil {
-			return nil, err
+		if err := mk.dir(o.upper); err != nil {
+			return err
 		}
-		if err := mkdir(o.work); err != nil {
-			return nil, err
+		if err := mk.dir(o.work); err != nil {
+			return err
 		}
 		plan.overlays = append(plan.overlays, o)
-		plan.dirs = append(plan.dirs, Rule{x, "the " + p.Name + " profile's state: its own layer, kept in " + layer})
+		plan.dirs = append(plan.dirs, Rule{x, "the " + plan.name + " profile's state: its own layer, kept in " + layer})
 	}
-	if !ns {
-		return plan, nil
-	}
-	if plan.state == "" {
-		return nil, decision.New(decision.ConfinementUnavailable, "the %s profile needs HOME to keep its state", p.Name).
-			WithHint("run it with HOME set to the user's home directory: env HOME=/home/USER wt-exec --confine -- COMMAND")
-	}
-	for _, pr := range p.Protect {
+	return nil
+}
+
+// addProtected makes each protected path (a directory when it ends in
+// "/") exist, to be kept read-only in the view.
+func (plan *agentPlan) addProtected(mk profileFS, protect []string, home string) error {
+	for _, pr := range protect {
 		x := expandHome(strings.TrimSuffix(pr, "/"), home)
 		if x == "" {
 			continue
 		}
 		var err error
 		if strings.HasSuffix(pr, "/") {
-			err = mkdir(x)
+			err = mk.dir(x)
 		} else {
-			err = mkfile(x, emptyFor(x))
+			err = mk.file(x, emptyFor(x))
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		plan.protect = append(plan.protect, x)
 	}
-	for i, f := range p.Private {
+	return nil
+}
+
+// addPrivate makes each private file exist and keeps the profile's copy
+// of it (what the view shows its runs) in its state.
+func (plan *agentPlan) addPrivate(mk profileFS, private []PrivateFile, home, top string) error {
+	for i, f := range private {
 		x := expandHome(f.Path, home)
 		if x == "" {
 			continue
 		}
-		if err := mkfile(x, f.Init); err != nil {
-			return nil, err
+		if err := mk.file(x, f.Init); err != nil {
+			return err
 		}
 		c := privateCopy{path: x, copy: filepath.Join(plan.state, "files", fmt.Sprintf("%d-%s", i, filepath.Base(x)))}
-		if !dryRun {
+		if !mk.dryRun {
 			if err := keepCopy(x, c.copy, f.Trust, top); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		plan.private = append(plan.private, c)
 	}
-	return plan, nil
+	return nil
+}
+
+// profileFS makes a profile's directories and files (nothing in a dry
+// run), each refusal CONFINEMENT_UNAVAILABLE naming the profile.
+type profileFS struct {
+	name   string
+	dryRun bool
+}
+
+func (m profileFS) dir(d string) error {
+	if m.dryRun {
+		return nil
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return decision.Wrap(decision.ConfinementUnavailable, err, "make %s for the %s profile", d, m.name)
+	}
+	return nil
+}
+
+// file makes f with content init unless it exists.
+func (m profileFS) file(f, init string) error {
+	if m.dryRun {
+		return nil
+	}
+	if err := m.dir(filepath.Dir(f)); err != nil {
+		return err
+	}
+	fd, err := os.OpenFile(f, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err == nil {
+		_, err = fd.WriteString(init)
+		if cerr := fd.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return decision.Wrap(decision.ConfinementUnavailable, err, "make %s for the %s profile", f, m.name)
+	}
+	return nil
 }
 
 // keepCopy makes the profile's own copy of src at dst the first time
