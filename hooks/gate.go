@@ -144,25 +144,17 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int, token string) (
 				}
 				moves = append(moves, ledgerMove{v.AllocationID, u, v.Lease})
 			case g.pol.PublicationBranch != "" && u.Ref == "refs/heads/"+g.pol.PublicationBranch && (!ok || v.Refusal == nil):
-				if same, err := unchanged(c.CommonDir, u); err == nil && same || follows != "" && repairsSymref(c.CommonDir, follows, u) {
-					break // a write that moves nothing is not a move
+				d, record, err := g.publicationUpdate(c, u, token, follows)
+				if err != nil {
+					return err
 				}
-				if g.pol.PublicationLease {
-					// Only the lander's own compare-and-swap moves it.
-					d, err := g.publicationMove(c, u, token)
-					if err != nil {
-						return err
-					}
-					if d != nil {
-						v, ok = g.verdict(c.TopLevel, c.Branch), true
-						v.refuse(d)
-						break
-					}
+				if d != nil {
+					v, ok = g.verdict(c.TopLevel, c.Branch), true
+					v.refuse(d)
 				}
-				// wt does not gate the publication branch (or the lander
-				// moves it), but it saw this move: audit tells it from one
-				// made with hooks off.
-				moves = append(moves, ledgerMove{store.PublicationLedger, u, nil})
+				if record {
+					moves = append(moves, ledgerMove{store.PublicationLedger, u, nil})
+				}
 			case g.pol.PublicationLease && g.pol.PublicationBranch != "" && strings.HasPrefix(u.Ref, "refs/") && u.New == "ref:refs/heads/"+g.pol.PublicationBranch:
 				// A symbolic ref to the publication branch: an update of
 				// it would move the branch under another name.
@@ -436,6 +428,25 @@ func (g *gate) headRetarget(wt gitrepo.Checkout, target string) (Verdict, bool, 
 	}
 	branch := strings.TrimPrefix(target, "refs/heads/")
 	return g.forBranch(a, wt.TopLevel, branch, fmt.Sprintf("%s checks out task %s's branch %s, which only that task's writer may move", wt.TopLevel, a.TaskKey, branch)), true, nil
+}
+
+// publicationUpdate judges update u of the publication branch (follows:
+// a ref that is a symbolic ref to it, "" for none): a write that moves
+// nothing is no move (record false); under policy publication-lease on,
+// only the lander's own compare-and-swap moves it (d refuses any other).
+// A move let through is recorded: wt does not gate the branch (or the
+// lander moves it), but it saw the move, which audit tells from one made
+// with hooks off.
+func (g *gate) publicationUpdate(c gitrepo.Checkout, u RefUpdate, token, follows string) (d *decision.Error, record bool, err error) {
+	if same, err := unchanged(c.CommonDir, u); err == nil && same || follows != "" && repairsSymref(c.CommonDir, follows, u) {
+		return nil, false, nil
+	}
+	if g.pol.PublicationLease {
+		if d, err := g.publicationMove(c, u, token); err != nil || d != nil {
+			return d, false, err
+		}
+	}
+	return nil, true, nil
 }
 
 // unchanged reports whether a line leaves what the ref resolves to as it
