@@ -181,21 +181,9 @@ func New(in Input) (*Plan, error) {
 		return nil, err
 	}
 	// The allowed directories first: a refused one leaves nothing made.
-	var allowed []Rule
-	for _, d := range in.Allow {
-		if !filepath.IsAbs(d) {
-			return nil, decision.New(decision.Usage, "--allow-write %s is not an absolute path", d).WithHint("name the directory by its absolute path")
-		}
-		d = filepath.Clean(d)
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			return nil, decision.New(decision.ConfinementConflict, "%s may not be writable to a confined command: it is not an existing directory", d).
-				WithHint("make it first: mkdir -p %s", shell.Word(d))
-		}
-		if clash := conflict(d, protected); clash != "" {
-			return nil, decision.New(decision.ConfinementConflict, "%s may not be writable to a confined command: it holds or lies in %s", d, clash).
-				WithHint("allow a directory that holds no worktree and nothing of the repository's git dir")
-		}
-		allowed = append(allowed, Rule{d, "allowed (policy or --allow-write)"})
+	allowed, err := allowedDirs(in.Allow, protected)
+	if err != nil {
+		return nil, err
 	}
 	prof, err := agentProfile(in.Agent, in.Program)
 	if err != nil {
@@ -217,25 +205,38 @@ func New(in Input) (*Plan, error) {
 	conf.Rules = append(conf.Rules, guard.rules(c.CommonDir)...)
 	conf.Rules = append(conf.Rules, Rule{in.TempDir, "its private TMPDIR, removed when it ends"})
 	if prof != nil {
-		plan, err := planAgent(prof, in.Home, c.TopLevel, in.TempDir, guard.mode == GuardView, in.DryRun)
-		if err != nil {
+		if err := conf.addAgent(prof, in, c, guard, protected); err != nil {
 			_ = guard.view.Remove() // Best effort: the layers just made, empty.
 			return nil, err
 		}
-		for _, d := range plan.dirs {
-			if clash := conflict(d.Path, protected); clash != "" {
-				_ = guard.view.Remove() // Best effort: the layers just made, empty.
-				return nil, decision.New(decision.ConfinementConflict, "the %s profile's %s may not be writable to a confined command: it holds or lies in %s", prof.Name, d.Path, clash).
-					WithHint("run it with --no-confine, or move HOME out of the repository")
+	}
+	if err := conf.addHomeDirs(in, guard, protected); err != nil {
+		_ = guard.view.Remove() // Best effort: the layers just made.
+		return nil, err
+	}
+	conf.Rules = append(conf.Rules, allowed...)
+	if guard.mode == GuardView {
+		var allow []string
+		for _, p := range append([]string{in.SSHAuthSock}, in.AllowSockets...) {
+			if p != "" && filepath.IsAbs(p) {
+				allow = append(allow, filepath.Clean(p))
 			}
 		}
-		conf.Rules = append(conf.Rules, plan.dirs...)
-		conf.agent, conf.Agent = plan, prof.Name
-		guard.agent = plan
-		for _, o := range plan.overlays {
-			guard.view.workDirs = append(guard.view.workDirs, o.work)
+		reach, hide, err := planSockets(allow, conf.Rules)
+		if err != nil {
+			conf.socketsUnread = err.Error()
 		}
+		conf.Sockets, conf.Hidden = reach, hide
+		guard.hide = hide
 	}
+	return conf, nil
+}
+
+// addHomeDirs adds the agents' state and cache directories under $HOME
+// (and $XDG_CACHE_HOME) that exist: with a view, each under a layer of
+// the run's own, thrown away when it ends; without one, the real ones. A
+// directory that holds something protected is dropped, and listed.
+func (conf *Plan) addHomeDirs(in Input, guard *refGuard, protected map[string]string) error {
 	var defaults []string
 	if in.Home != "" && filepath.IsAbs(in.Home) {
 		dirs := defaultWritable
@@ -262,30 +263,59 @@ func New(in Input) (*Plan, error) {
 		}
 		if guard.mode == GuardView {
 			if err := homeLayer(guard, d, in.DryRun); err != nil {
-				_ = guard.view.Remove() // Best effort: the layers just made.
-				return nil, err
+				return err
 			}
 			conf.Rules = append(conf.Rules, Rule{d, "a cache: a layer of the run's own over it, thrown away when it ends (the real one is read, never written)"})
 			continue
 		}
 		conf.Rules = append(conf.Rules, Rule{d, "an agent's state or cache (no private view: the real one)"})
 	}
-	conf.Rules = append(conf.Rules, allowed...)
-	if guard.mode == GuardView {
-		var allow []string
-		for _, p := range append([]string{in.SSHAuthSock}, in.AllowSockets...) {
-			if p != "" && filepath.IsAbs(p) {
-				allow = append(allow, filepath.Clean(p))
-			}
+	return nil
+}
+
+// allowedDirs are the rules of the directories --allow-write (and the
+// policy) name: each absolute, existing, and holding nothing protected.
+func allowedDirs(dirs []string, protected map[string]string) ([]Rule, error) {
+	var allowed []Rule
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			return nil, decision.New(decision.Usage, "--allow-write %s is not an absolute path", d).WithHint("name the directory by its absolute path")
 		}
-		reach, hide, err := planSockets(allow, conf.Rules)
-		if err != nil {
-			conf.socketsUnread = err.Error()
+		d = filepath.Clean(d)
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return nil, decision.New(decision.ConfinementConflict, "%s may not be writable to a confined command: it is not an existing directory", d).
+				WithHint("make it first: mkdir -p %s", shell.Word(d))
 		}
-		conf.Sockets, conf.Hidden = reach, hide
-		guard.hide = hide
+		if clash := conflict(d, protected); clash != "" {
+			return nil, decision.New(decision.ConfinementConflict, "%s may not be writable to a confined command: it holds or lies in %s", d, clash).
+				WithHint("allow a directory that holds no worktree and nothing of the repository's git dir")
+		}
+		allowed = append(allowed, Rule{d, "allowed (policy or --allow-write)"})
 	}
-	return conf, nil
+	return allowed, nil
+}
+
+// addAgent plans agent profile prof for the run (its state directories,
+// layers, protected and private files) into conf and its guard; a state
+// directory that holds something protected is refused.
+func (conf *Plan) addAgent(prof *AgentProfile, in Input, c gitrepo.Checkout, guard *refGuard, protected map[string]string) error {
+	plan, err := planAgent(prof, in.Home, c.TopLevel, in.TempDir, guard.mode == GuardView, in.DryRun)
+	if err != nil {
+		return err
+	}
+	for _, d := range plan.dirs {
+		if clash := conflict(d.Path, protected); clash != "" {
+			return decision.New(decision.ConfinementConflict, "the %s profile's %s may not be writable to a confined command: it holds or lies in %s", prof.Name, d.Path, clash).
+				WithHint("run it with --no-confine, or move HOME out of the repository")
+		}
+	}
+	conf.Rules = append(conf.Rules, plan.dirs...)
+	conf.agent, conf.Agent = plan, prof.Name
+	guard.agent = plan
+	for _, o := range plan.overlays {
+		guard.view.workDirs = append(guard.view.workDirs, o.work)
+	}
+	return nil
 }
 
 // homeLayer gives a run with a private view a layer of its own over the
