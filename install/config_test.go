@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/store"
 )
 
 // TestInstallConfigEnabled: InstallConfig refuses a repository whose own
@@ -65,5 +67,65 @@ func TestHalfMadeWorktree(t *testing.T) {
 		if got := halfMadeWorktree(e); got != "" {
 			t.Errorf("%v: got %q", e, got)
 		}
+	}
+}
+
+// TestSetWorktreeHooksPathLocked: another process (a wt-exec --task
+// started at the same time) holds the lock of the worktree's
+// config.worktree. When it has set the value already, the write is taken
+// as made, lock still held; when it has not, the write waits for the
+// lock to go and is made then.
+func TestSetWorktreeHooksPathLocked(t *testing.T) {
+	ctx := context.Background()
+	top, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(top, "repo")
+	run := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@wt.invalid"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run(top, "init", "-q", "-b", "main", repo)
+	run(repo, "commit", "-q", "--allow-empty", "-m", "init")
+	run(repo, "config", "extensions.worktreeConfig", "true")
+	g, err := gitrepo.Discover(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := OwnDir(g.CommonDir)
+	for i, setAlready := range []bool{true, false} {
+		key := fmt.Sprintf("w%d", i)
+		path := filepath.Join(top, key)
+		run(repo, "worktree", "add", "-q", "-b", key, path)
+		a := store.Allocation{WorktreeKey: key, WorktreePath: path}
+		if setAlready {
+			run(path, "config", "--worktree", "core.hooksPath", own)
+		}
+		lock := filepath.Join(gitrepo.AdminDir(g.CommonDir, key), "config.worktree.lock")
+		if err := os.WriteFile(lock, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- setWorktreeHooksPath(ctx, g, a, own) }()
+		if !setAlready {
+			os.Remove(lock) // the other process ends its write
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("set already %v: %v", setAlready, err)
+		}
+		os.Remove(lock)
+		if cur, err := worktreeHooksPath(ctx, g, a); err != nil || cur != own {
+			t.Errorf("set already %v: core.hooksPath %q %v, want %s", setAlready, cur, err, own)
+		}
+	}
+	if got := configLock(errors.New("error: could not lock config file /r/.git/config: File exists")); got != "/r/.git/config.lock" {
+		t.Errorf("configLock = %q", got)
+	}
+	if got := configLock(errors.New("fatal: not a git repository")); got != "" {
+		t.Errorf("configLock of another error = %q", got)
 	}
 }

@@ -303,7 +303,7 @@ func EnsureWorktrees(ctx context.Context, g *gitrepo.Repo, only *store.Allocatio
 			continue
 		}
 		if !enabled {
-			if _, err := g.Git(ctx, false, "config", "--local", "extensions.worktreeConfig", "true"); err != nil {
+			if err := enableWorktreeConfig(ctx, g); err != nil {
 				return out, decision.Wrap(decision.GitFailed, err, "turn on per-worktree configuration")
 			}
 			enabled = true
@@ -317,6 +317,24 @@ func EnsureWorktrees(ctx context.Context, g *gitrepo.Repo, only *store.Allocatio
 	return out, nil
 }
 
+// enableWorktreeConfig turns extensions.worktreeConfig on in the
+// repository's config. Another wt-exec --task started at the same time
+// may hold that file's lock: it is waited out, and the setting the other
+// process made is taken as made.
+func enableWorktreeConfig(ctx context.Context, g *gitrepo.Repo) error {
+	for tries := 0; ; tries++ {
+		_, err := g.Git(ctx, false, "config", "--local", "extensions.worktreeConfig", "true")
+		lock := configLock(err)
+		if err == nil || lock == "" || tries == 20 {
+			return err
+		}
+		if v, gerr := g.Git(ctx, false, "config", "--local", "--get", "extensions.worktreeConfig"); gerr == nil && strings.TrimSpace(string(v)) == "true" {
+			return nil
+		}
+		waitGone(ctx, lock)
+	}
+}
+
 // setWorktreeHooksPath sets core.hooksPath in a's config.worktree. git
 // reads every worktree's metadata to write it, and fails on one that
 // another process's git worktree add has made and not yet filled
@@ -324,9 +342,22 @@ func EnsureWorktrees(ctx context.Context, g *gitrepo.Repo, only *store.Allocatio
 // once allocate side by side. Such a failure is waited out, for that
 // file to appear or its worktree to go, and the write made again; any
 // other failure is returned.
+//
+// Another wt-exec --task, started at the same time, may be setting the
+// same value in the same file (each makes sure every governed worktree
+// has it): git then finds the file's lock taken ("could not lock config
+// file"). That is waited out too, for the lock to go, and a value the
+// other process set is taken as set.
 func setWorktreeHooksPath(ctx context.Context, g *gitrepo.Repo, a store.Allocation, own string) error {
 	for tries := 0; ; tries++ {
 		_, err := g.GitIn(ctx, a.WorktreeKey, a.WorktreePath, false, "config", "--worktree", "core.hooksPath", own)
+		if lock := configLock(err); lock != "" && tries < 20 {
+			if cur, rerr := worktreeHooksPath(ctx, g, a); rerr == nil && cur == own {
+				return nil // the other process set it
+			}
+			waitGone(ctx, lock)
+			continue
+		}
 		half := halfMadeWorktree(err)
 		if err == nil || half == "" || tries == 20 {
 			return err
@@ -338,6 +369,34 @@ func setWorktreeHooksPath(ctx context.Context, g *gitrepo.Repo, a store.Allocati
 			if _, err := os.Stat(filepath.Dir(half)); err != nil {
 				break
 			}
+		}
+	}
+}
+
+// configLock is the lock file of a git config file that another git
+// holds, from git's error ("could not lock config file PATH: File
+// exists"), "" when err is not that.
+func configLock(err error) string {
+	if err == nil {
+		return ""
+	}
+	_, rest, ok := strings.Cut(err.Error(), "could not lock config file ")
+	if !ok {
+		return ""
+	}
+	p, _, _ := strings.Cut(rest, ": ")
+	if p = strings.TrimSpace(p); !filepath.IsAbs(p) {
+		return ""
+	}
+	return p + ".lock"
+}
+
+// waitGone waits, for up to 5 s, until path is gone (a lock another git
+// holds for the time of one write).
+func waitGone(ctx context.Context, path string) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			return
 		}
 	}
 }
