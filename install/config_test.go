@@ -122,10 +122,18 @@ func TestSetWorktreeHooksPathLocked(t *testing.T) {
 			t.Errorf("set already %v: core.hooksPath %q %v, want %s", setAlready, cur, err, own)
 		}
 	}
-	if got := configLock(errors.New("error: could not lock config file /r/.git/config: File exists")); got != "/r/.git/config.lock" {
-		t.Errorf("configLock = %q", got)
+	if !configLocked(errors.New("error: could not lock config file .git/config: File exists")) || configLocked(errors.New("fatal: not a git repository")) || configLocked(nil) {
+		t.Error("configLocked tells a taken lock wrongly")
 	}
-	if got := configLock(errors.New("fatal: not a git repository")); got != "" {
-		t.Errorf("configLock of another error = %q", got)
+	// The repository's config, for extensions.worktreeConfig: its lock
+	// taken, the setting made by the other process.
+	lock := filepath.Join(g.CommonDir, "config.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = enableWorktreeConfig(ctx, g)
+	os.Remove(lock)
+	if err != nil {
+		t.Errorf("extensions.worktreeConfig, set already, its lock taken: %v", err)
 	}
 }

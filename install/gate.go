@@ -324,14 +324,13 @@ func EnsureWorktrees(ctx context.Context, g *gitrepo.Repo, only *store.Allocatio
 func enableWorktreeConfig(ctx context.Context, g *gitrepo.Repo) error {
 	for tries := 0; ; tries++ {
 		_, err := g.Git(ctx, false, "config", "--local", "extensions.worktreeConfig", "true")
-		lock := configLock(err)
-		if err == nil || lock == "" || tries == 20 {
+		if err == nil || !configLocked(err) || tries == 20 {
 			return err
 		}
 		if v, gerr := g.Git(ctx, false, "config", "--local", "--get", "extensions.worktreeConfig"); gerr == nil && strings.TrimSpace(string(v)) == "true" {
 			return nil
 		}
-		waitGone(ctx, lock)
+		waitGone(ctx, filepath.Join(g.CommonDir, "config.lock"))
 	}
 }
 
@@ -351,11 +350,11 @@ func enableWorktreeConfig(ctx context.Context, g *gitrepo.Repo) error {
 func setWorktreeHooksPath(ctx context.Context, g *gitrepo.Repo, a store.Allocation, own string) error {
 	for tries := 0; ; tries++ {
 		_, err := g.GitIn(ctx, a.WorktreeKey, a.WorktreePath, false, "config", "--worktree", "core.hooksPath", own)
-		if lock := configLock(err); lock != "" && tries < 20 {
+		if configLocked(err) && tries < 20 {
 			if cur, rerr := worktreeHooksPath(ctx, g, a); rerr == nil && cur == own {
 				return nil // the other process set it
 			}
-			waitGone(ctx, lock)
+			waitGone(ctx, filepath.Join(gitrepo.AdminDir(g.CommonDir, a.WorktreeKey), "config.worktree.lock"))
 			continue
 		}
 		half := halfMadeWorktree(err)
@@ -373,22 +372,11 @@ func setWorktreeHooksPath(ctx context.Context, g *gitrepo.Repo, a store.Allocati
 	}
 }
 
-// configLock is the lock file of a git config file that another git
-// holds, from git's error ("could not lock config file PATH: File
-// exists"), "" when err is not that.
-func configLock(err error) string {
-	if err == nil {
-		return ""
-	}
-	_, rest, ok := strings.Cut(err.Error(), "could not lock config file ")
-	if !ok {
-		return ""
-	}
-	p, _, _ := strings.Cut(rest, ": ")
-	if p = strings.TrimSpace(p); !filepath.IsAbs(p) {
-		return ""
-	}
-	return p + ".lock"
+// configLocked reports whether git failed because another git holds the
+// lock of the config file it was to write ("could not lock config file
+// PATH: File exists"; PATH as git names it, relative or not).
+func configLocked(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "could not lock config file ")
 }
 
 // waitGone waits, for up to 5 s, until path is gone (a lock another git
