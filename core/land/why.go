@@ -7,14 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/wt-tool/wt/core/decision"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/safefile"
 	"github.com/wt-tool/wt/core/shell"
 	"github.com/wt-tool/wt/core/store"
 )
@@ -195,11 +196,18 @@ func unseen(ctx context.Context, g *gitrepo.Repo, root, ref, c string) string {
 // landedEvents are the landings events.jsonl of the store at root
 // records, oldest first.
 func landedEvents(root string) ([]Provenance, error) {
+	// Read as every reader of events.jsonl reads it: a regular file,
+	// never through a symlink.
 	path := filepath.Join(root, "events.jsonl")
-	data, err := os.ReadFile(path)
+	f, _, err := safefile.Open(path, safefile.NoFollow)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, decision.Wrap(decision.InvalidMetadata, err, "read %s", path)
+	}
+	defer f.Close() // Best effort: read only.
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, decision.Wrap(decision.InvalidMetadata, err, "read %s", path)
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -238,27 +237,7 @@ func TestLandBatchKilledAnywhere(t *testing.T) {
 				t.Fatalf("killed %s: main in %s is at %s, neither its old tip %s nor a tip the check passed", how, where, now, before)
 			}
 		}
-		waitFor(t, "the killed lander's children to end", func() bool { return syscall.Kill(-cmd.Process.Pid, 0) != nil })
-		waitFor(t, "doctor to remove the stale ref locks", func() bool {
-			left := false
-			filepath.WalkDir(filepath.Join(f.repo, ".git"), func(p string, d fs.DirEntry, err error) error {
-				if err == nil && strings.HasSuffix(p, ".lock") && !strings.Contains(p, "-wt-land") {
-					left = true
-				}
-				return nil
-			})
-			if !left {
-				return true
-			}
-			for _, line := range strings.Split(run(t, f.repo, admin, "doctor").stdout, "\n") {
-				if fix, ok := strings.CutPrefix(line, "   fix: "); ok && strings.Contains(fix, ".lock") {
-					run(t, f.repo, "sh", "-c", fix)
-				}
-			}
-			return false
-		})
-		os.Remove(filepath.Join(remote, "refs", "heads", "main.lock"))
-		os.Remove(filepath.Join(remote, "refs", "notes", "wt.lock"))
+		settleKilledLander(t, f, admin, remote, cmd.Process.Pid)
 		if rec := run(t, f.repo, admin, "land", "--recover").ok(t); !strings.Contains(rec.stdout, "LAND_RECOVERED") {
 			t.Fatalf("killed %s: land --recover:\n%s", how, rec.stdout)
 		}

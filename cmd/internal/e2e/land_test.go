@@ -278,37 +278,7 @@ func TestLandKilledAnywhere(t *testing.T) {
 				t.Fatalf("%s (killed %s): main in %s is at %s, neither its old tip %s nor a tip the check passed", task, how, where, now, before)
 			}
 		}
-		// The landing's own children (git, the test under wt-exec) end
-		// by themselves; wait for them before the next lander resets the
-		// integration worktree under them.
-		waitFor(t, "the killed lander's children to end", func() bool { return syscall.Kill(-cmd.Process.Pid, 0) != nil })
-		// A git killed in the compare-and-swap leaves main's lock (and
-		// the canonical checkout's HEAD's; a killed fetch, its
-		// remote-tracking ref's): doctor names them once they have
-		// settled, and its fix removes them.
-		waitFor(t, "doctor to remove the stale ref locks", func() bool {
-			left := false
-			filepath.WalkDir(filepath.Join(f.repo, ".git"), func(p string, d fs.DirEntry, err error) error {
-				if err == nil && strings.HasSuffix(p, ".lock") && !strings.Contains(p, "-wt-land") {
-					left = true // the integration worktree's are the next lander's to clear
-				}
-				return nil
-			})
-			if !left {
-				return true
-			}
-			for _, line := range strings.Split(run(t, f.repo, admin, "doctor").stdout, "\n") {
-				if fix, ok := strings.CutPrefix(line, "   fix: "); ok && strings.Contains(fix, ".lock") {
-					run(t, f.repo, "sh", "-c", fix)
-				}
-			}
-			return false
-		})
-		// Over a local path the remote's receive-pack is the lander's
-		// child, killed with its group: its lock is the server's to clear,
-		// as a server's administrator would (a real server's git is not
-		// the client's to kill).
-		os.Remove(filepath.Join(remote, "refs", "heads", "main.lock"))
+		settleKilledLander(t, f, admin, remote, cmd.Process.Pid)
 		rec := run(t, f.repo, admin, "land", "--recover").ok(t)
 		if !strings.Contains(rec.stdout, "LAND_RECOVERED") {
 			t.Fatalf("%s: land --recover:\n%s", task, rec.stdout)
@@ -332,6 +302,106 @@ func TestLandKilledAnywhere(t *testing.T) {
 	t.Logf("%d kills: %v", kills, outcomes)
 }
 
+// settleKilledLander waits for what a killed lander (process group pid)
+// left to settle, and clears it as its owners would: its own children
+// (git, the test under wt-exec) end by themselves, and are waited for
+// before the next lander resets the integration worktree under them; a
+// git killed in the compare-and-swap leaves main's lock (and the
+// canonical checkout's HEAD's; a killed fetch, its remote-tracking
+// ref's), which doctor names once they have settled and its fix removes.
+// Over a local path the remote's receive-pack is the lander's child,
+// killed with its group: its locks are the server's to clear, as a
+// server's administrator would (a real server's git is not the client's
+// to kill).
+func settleKilledLander(t *testing.T, f landFixture, admin, remote string, pid int) {
+	t.Helper()
+	waitFor(t, "the killed lander's children to end", func() bool { return syscall.Kill(-pid, 0) != nil })
+	waitFor(t, "doctor to remove the stale ref locks", func() bool {
+		left := false
+		filepath.WalkDir(filepath.Join(f.repo, ".git"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && strings.HasSuffix(p, ".lock") && !strings.Contains(p, "-wt-land") {
+				left = true // the integration worktrees' are the next lander's to clear
+			}
+			return nil
+		})
+		if !left {
+			return true
+		}
+		for _, line := range strings.Split(run(t, f.repo, admin, "doctor").stdout, "\n") {
+			if fix, ok := strings.CutPrefix(line, "   fix: "); ok && strings.Contains(fix, ".lock") {
+				run(t, f.repo, "sh", "-c", fix)
+			}
+		}
+		return false
+	})
+	os.Remove(filepath.Join(remote, "refs", "heads", "main.lock"))
+	os.Remove(filepath.Join(remote, "refs", "notes", "wt.lock"))
+}
+
+// landBench is what the landing benchmarks share: the shipped binaries
+// on PATH, a committer, and twin repositories of n tasks.
+type landBench struct {
+	b          *testing.B
+	dir, admin string
+	n          int
+}
+
+func newLandBench(b *testing.B, n int) landBench {
+	dir := b.TempDir()
+	for _, name := range []string{"wt-admin", "wt-exec", "wt-hook", "wt-gate"} {
+		shippedInto(b, dir, name, "github.com/wt-tool/wt/cmd/"+name)
+	}
+	b.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	for _, kv := range ident {
+		k, v, _ := strings.Cut(kv, "=")
+		b.Setenv(k, v)
+	}
+	return landBench{b: b, dir: dir, admin: filepath.Join(dir, "wt-admin"), n: n}
+}
+
+// repo makes a repository with n task branches off main, each adding its
+// own file t<i> saying "ok" (task bad says "bad"; -1: none); governed,
+// they are allocated worktrees committed to by their writers, else plain
+// worktrees and a detached one (integ) for the loop. main moves once
+// after the tasks began: every landing rebases.
+func (lb landBench) repo(governed bool, bad int) string {
+	b := lb.b
+	top := b.TempDir()
+	repo := filepath.Join(top, "repo")
+	git(b, top, "init", "-q", "-b", "main", repo)
+	git(b, repo, "commit", "-q", "--allow-empty", "-m", "init")
+	if governed {
+		runOnce(b, lb.admin, "--repo", repo, "init")
+		runOnce(b, filepath.Join(lb.dir, "wt-hook"), "-C", repo, "install")
+	}
+	for i := 0; i < lb.n; i++ {
+		w := filepath.Join(top, fmt.Sprintf("w%d", i))
+		if governed {
+			runOnce(b, lb.admin, "--repo", repo, "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "bench", w)
+		} else {
+			git(b, repo, "worktree", "add", "-q", "-b", fmt.Sprintf("wt/T-%d", i), w)
+		}
+		says := "ok\n"
+		if i == bad {
+			says = "bad\n"
+		}
+		os.WriteFile(filepath.Join(w, fmt.Sprintf("t%d", i)), []byte(says), 0o644)
+		git(b, w, "add", ".")
+		if governed {
+			// As its writer, through the gate: what land lands is what
+			// wt's ledger approved.
+			runOnce(b, filepath.Join(lb.dir, "wt-exec"), "-C", w, "--", "git", "commit", "-q", "-m", fmt.Sprintf("task T-%d", i))
+		} else {
+			git(b, w, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", fmt.Sprintf("task T-%d", i))
+		}
+	}
+	git(b, repo, "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty", "-m", "main moves")
+	if !governed {
+		git(b, repo, "worktree", "add", "-q", "--detach", filepath.Join(top, "integ"))
+	}
+	return repo
+}
+
 // BenchmarkLand lands ten tasks that do not conflict, each tested by a
 // 0.5 s test, with wt-admin land --batch 1 (the shipped binaries: the publication
 // lease, the integration worktree, the intent, the test under wt-exec,
@@ -343,52 +413,10 @@ func TestLandKilledAnywhere(t *testing.T) {
 // one's time per landed task; overhead-ms/task is wt's added time per
 // task, wt/loop their ratio; sandbox-ms/task is the sandbox's share.
 func BenchmarkLand(b *testing.B) {
-	dir := b.TempDir()
-	for _, name := range []string{"wt-admin", "wt-exec", "wt-hook", "wt-gate"} {
-		shippedInto(b, dir, name, "github.com/wt-tool/wt/cmd/"+name)
-	}
-	admin := filepath.Join(dir, "wt-admin")
 	const tasks, test = 10, "sleep 0.5"
-	b.Setenv("PATH", dir+":"+os.Getenv("PATH"))
-	for _, kv := range ident {
-		k, v, _ := strings.Cut(kv, "=")
-		b.Setenv(k, v)
-	}
-	// setup makes a repository with ten task branches off main, each adding
-	// its own file; governed, they are allocated worktrees.
-	setup := func(governed bool) string {
-		top := b.TempDir()
-		repo := filepath.Join(top, "repo")
-		git(b, top, "init", "-q", "-b", "main", repo)
-		git(b, repo, "commit", "-q", "--allow-empty", "-m", "init")
-		if governed {
-			runOnce(b, admin, "--repo", repo, "init")
-			runOnce(b, filepath.Join(dir, "wt-hook"), "-C", repo, "install")
-		}
-		for i := 0; i < tasks; i++ {
-			w := filepath.Join(top, fmt.Sprintf("w%d", i))
-			if governed {
-				runOnce(b, admin, "--repo", repo, "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "bench", w)
-			} else {
-				git(b, repo, "worktree", "add", "-q", "-b", fmt.Sprintf("wt/T-%d", i), w)
-			}
-			os.WriteFile(filepath.Join(w, fmt.Sprintf("t%d", i)), []byte("ok\n"), 0o644)
-			git(b, w, "add", ".")
-			if governed {
-				// As its writer, through the gate: what land lands is what
-				// wt's ledger approved.
-				runOnce(b, filepath.Join(dir, "wt-exec"), "-C", w, "--", "git", "commit", "-q", "-m", fmt.Sprintf("task T-%d", i))
-			} else {
-				git(b, w, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", fmt.Sprintf("task T-%d", i))
-			}
-		}
-		// main moves once after the tasks began: every landing rebases.
-		git(b, repo, "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty", "-m", "main moves")
-		if !governed {
-			git(b, repo, "worktree", "add", "-q", "--detach", filepath.Join(top, "integ"))
-		}
-		return repo
-	}
+	lb := newLandBench(b, tasks)
+	admin := lb.admin
+	setup := func(governed bool) string { return lb.repo(governed, -1) }
 	loop := `cd "$1/../integ" || exit 1
 for i in 0 1 2 3 4 5 6 7 8 9; do
 	old=$(git rev-parse refs/heads/main) &&
@@ -452,52 +480,11 @@ done`
 // run: all passing, and one task (the fifth) failing. wt/loop-* are the
 // ratios of their times; runs-* count wt's test runs (the loop runs ten).
 func BenchmarkLandBatch(b *testing.B) {
-	dir := b.TempDir()
-	for _, name := range []string{"wt-admin", "wt-exec", "wt-hook", "wt-gate"} {
-		shippedInto(b, dir, name, "github.com/wt-tool/wt/cmd/"+name)
-	}
-	admin := filepath.Join(dir, "wt-admin")
 	const tasks = 10
 	test := `sleep 1; for f in t*; do [ "$(cat "$f")" = ok ] || exit 1; done`
-	b.Setenv("PATH", dir+":"+os.Getenv("PATH"))
-	for _, kv := range ident {
-		k, v, _ := strings.Cut(kv, "=")
-		b.Setenv(k, v)
-	}
-	setup := func(governed bool, bad int) string {
-		top := b.TempDir()
-		repo := filepath.Join(top, "repo")
-		git(b, top, "init", "-q", "-b", "main", repo)
-		git(b, repo, "commit", "-q", "--allow-empty", "-m", "init")
-		if governed {
-			runOnce(b, admin, "--repo", repo, "init")
-			runOnce(b, filepath.Join(dir, "wt-hook"), "-C", repo, "install")
-		}
-		for i := 0; i < tasks; i++ {
-			w := filepath.Join(top, fmt.Sprintf("w%d", i))
-			if governed {
-				runOnce(b, admin, "--repo", repo, "allocate", "--task", fmt.Sprintf("T-%d", i), "--owner", "bench", w)
-			} else {
-				git(b, repo, "worktree", "add", "-q", "-b", fmt.Sprintf("wt/T-%d", i), w)
-			}
-			says := "ok\n"
-			if i == bad {
-				says = "bad\n"
-			}
-			os.WriteFile(filepath.Join(w, fmt.Sprintf("t%d", i)), []byte(says), 0o644)
-			git(b, w, "add", ".")
-			if governed {
-				runOnce(b, filepath.Join(dir, "wt-exec"), "-C", w, "--", "git", "commit", "-q", "-m", fmt.Sprintf("task T-%d", i))
-			} else {
-				git(b, w, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", fmt.Sprintf("task T-%d", i))
-			}
-		}
-		git(b, repo, "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty", "-m", "main moves")
-		if !governed {
-			git(b, repo, "worktree", "add", "-q", "--detach", filepath.Join(filepath.Dir(repo), "integ"))
-		}
-		return repo
-	}
+	lb := newLandBench(b, tasks)
+	admin := lb.admin
+	setup := lb.repo
 	loop := `cd "$1/../integ" || exit 1
 for i in 0 1 2 3 4 5 6 7 8 9; do
 	old=$(git rev-parse refs/heads/main) &&
