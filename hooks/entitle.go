@@ -135,7 +135,7 @@ func newGate(r *alloc.Repo, tx *store.Tx, pid int) (*gate, error) {
 		return nil, err
 	}
 	if !ok {
-		return nil, decision.New(decision.InvalidMetadata, "policy.json is missing from %s", r.Store.Root()).
+		return nil, decision.Say(decision.InvalidMetadata, "policy-json-missing", r.Store.Root()).
 			WithHint("run wt-admin init to finish setting the repository up")
 	}
 	return &gate{r: r, tx: tx, pid: pid, pol: pol, procs: proc.NewReader()}, nil
@@ -191,7 +191,7 @@ func (g *gate) checkout(c gitrepo.Checkout) (Verdict, error) {
 		v.own = true
 		g.judge(&v, a, &c)
 	case store.RoleAudit:
-		v.Refusal = decision.New(decision.AuditReadOnly, "%s is an audit worktree of task %s: commits are refused", c.TopLevel, a.TaskKey).
+		v.Refusal = decision.Say(decision.AuditReadOnly, "audit-worktree-task", c.TopLevel, a.TaskKey).
 			WithHint("review without committing; write in a feature worktree (wt-admin allocate --task KEY --owner NAME PATH)")
 	case store.RoleCanonical, store.RoleIntegration, store.RoleRecovery:
 		if guarded, ok, err := g.guardingAllocation(c, a.AllocationID); err != nil || ok {
@@ -199,7 +199,7 @@ func (g *gate) checkout(c gitrepo.Checkout) (Verdict, error) {
 		}
 		v.Allowed, v.Code, v.Reason = true, decision.DedicatedRoleGate, "role "+a.Role+" is governed by its own gate, not a writer lease"
 	default:
-		v.Refusal = decision.New(decision.InvalidRole, "the allocation of %s (task %s) has role %q, which wt does not know: it is refused rather than guessed", c.TopLevel, a.TaskKey, a.Role).
+		v.Refusal = decision.Say(decision.InvalidRole, "allocation-task-has", c.TopLevel, a.TaskKey, a.Role).
 			WithHint("inspect it with wt-admin status --json; roles are %s", "feature, audit, canonical, integration, recovery")
 	}
 	return done(v), nil
@@ -219,7 +219,7 @@ func (g *gate) legacyBinding(c gitrepo.Checkout) (*decision.Error, error) {
 	if err != nil || registered {
 		return nil, err
 	}
-	return decision.New(decision.UnregisteredWorktree, "%s (key %s) is bound to allocation %s but has no registration: a binding of an older wt, which nobody may write through until it is registered", c.TopLevel, c.Key, b.AllocationID).
+	return decision.Say(decision.UnregisteredWorktree, "key-bound", c.TopLevel, c.Key, b.AllocationID).
 		WithHint("register it: wt-admin backfill, then wt-admin backfill --apply PLAN_ID"), nil
 }
 
@@ -244,7 +244,7 @@ func (g *gate) forBranch(a store.Allocation, path, branch, why string) Verdict {
 	v.Role, v.TaskKey, v.AllocationID = a.Role, a.TaskKey, a.AllocationID
 	g.judge(&v, a, nil)
 	if v.Refusal != nil {
-		v.Refusal = decision.New(v.Refusal.Code, "%s: %s", why, v.Refusal.Message).WithHint("%s", v.Refusal.Hint)
+		v.Refusal = decision.Within(v.Refusal, "reached-from", why)
 	}
 	return done(v)
 }
@@ -267,11 +267,11 @@ func (g *gate) unmanaged(v Verdict, why error) Verdict {
 		v.Allowed = true
 		return v
 	}
-	msg := fmt.Sprintf("%s: %s, and policy unmanaged is refuse", v.Path, v.Reason)
-	if d, ok := decision.As(why); ok {
-		msg += " (" + d.Message + ")"
+	d := decision.Say(decision.UnmanagedRefused, "policy-refuse", v.Path, v.Reason)
+	if w, ok := decision.As(why); ok {
+		d = decision.Say(decision.UnmanagedRefused, "policy-refuse-why", v.Path, v.Reason, w.Message)
 	}
-	v.refuse(decision.New(decision.UnmanagedRefused, "%s", msg).
+	v.refuse(d.
 		WithHint("write in a governed worktree (wt-admin allocate --task KEY --owner NAME PATH), or set wt-admin policy --unmanaged allow"))
 	return v
 }
@@ -316,7 +316,7 @@ func asDecision(err error) *decision.Error {
 	if d, ok := decision.As(err); ok {
 		return d
 	}
-	return decision.Wrap(decision.Internal, err, "judge the writer")
+	return decision.SayWrap(decision.Internal, err, "judge-writer")
 }
 
 // foreignBindings refuses a write while the allocation carries an external
@@ -334,7 +334,7 @@ func foreignBindings(a store.Allocation, l store.Lease) *decision.Error {
 		if ok && b.LeaseID != nil && *b.LeaseID == l.LeaseID {
 			continue
 		}
-		return decision.New(decision.ExternalBinding, "allocation of task %s has an external binding %q that fences writers", a.TaskKey, s).
+		return decision.Say(decision.ExternalBinding, "allocation-task-has-external", a.TaskKey, s).
 			WithHint("whoever added it must remove it; inspect it with wt-admin status --json")
 	}
 	return nil
@@ -347,15 +347,15 @@ func foreignBindings(a store.Allocation, l store.Lease) *decision.Error {
 func judgeLease(r *proc.Reader, adminDir, path string, own bool, a store.Allocation, repo store.Repository, l store.Lease, ok bool, pid int) *decision.Error {
 	take := fmt.Sprintf("run the write under wt-exec: wt-exec -C %s -- git commit ...", shell.Word(path))
 	if !ok {
-		return decision.New(decision.WriterLeaseRequired, "no live writer holds %s (task %s): writes need its writer lease", path, a.TaskKey).
+		return decision.Say(decision.WriterLeaseRequired, "no-live", path, a.TaskKey).
 			WithHint("%s", take)
 	}
 	if l.RepositoryID != repo.RepositoryID || l.AllocationID != a.AllocationID || (own && l.WorktreePath != path) || l.Owner != a.Owner {
-		return decision.New(decision.WriterLeaseMismatch, "lease %s does not match its records (repository %s, path %s, owner %s)", l.LeaseID, l.RepositoryID, l.WorktreePath, l.Owner).
+		return decision.Say(decision.WriterLeaseMismatch, "lease-does", l.LeaseID, l.RepositoryID, l.WorktreePath, l.Owner).
 			WithHint("see it with wt-admin status; a new wt-exec replaces it once its holder is gone")
 	}
 	if liveness.Expired(l, time.Now()) {
-		return decision.New(decision.WriterLeaseExpired, "the lease of %s (client %s, pid %d) expired at %s", path, l.Holder.ClientID, l.Holder.PID, *l.ExpiresAt).
+		return decision.Say(decision.WriterLeaseExpired, "lease-client", path, l.Holder.ClientID, l.Holder.PID, *l.ExpiresAt).
 			WithHint("its holder renews it while wt-exec runs with --ttl; a nested wt-exec with --ttl D renews it too")
 	}
 	// The ancestry first: a holder found among pid's ancestors (pid and
@@ -364,7 +364,7 @@ func judgeLease(r *proc.Reader, adminDir, path string, own bool, a store.Allocat
 	// once, in the walk. Liveness is asked apart only to word a refusal.
 	anc, err := r.HasAncestor(pid, l.Holder.Identity())
 	if err != nil && !errors.Is(err, proc.ErrNoProcess) {
-		return decision.Wrap(decision.InvalidHolder, err, "ancestry of pid %d", pid)
+		return decision.SayWrap(decision.InvalidHolder, err, "ancestry-pid", pid)
 	}
 	if anc {
 		return nil
@@ -377,10 +377,10 @@ func judgeLease(r *proc.Reader, adminDir, path string, own bool, a store.Allocat
 	}
 	live, err := proc.IsLive(r, l.Holder.Identity())
 	if err != nil {
-		return decision.Wrap(decision.InvalidHolder, err, "holder of lease %s", l.LeaseID)
+		return decision.SayWrap(decision.InvalidHolder, err, "holder-lease", l.LeaseID)
 	}
 	if !live {
-		return decision.New(decision.WriterLeaseRequired, "the writer of %s (client %s, pid %d, since %s) has exited: its lease gives nobody entitlement", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt).
+		return decision.Say(decision.WriterLeaseRequired, "writer-client", path, l.Holder.ClientID, l.Holder.PID, l.AcquiredAt).
 			WithHint("if its command still runs (wt-admin ps %s), hand the lease to it: wt-admin lease adopt %s --client-id %s --holder PID; else %s",
 				shell.Word(path), shell.Word(path), shell.Word(l.Holder.ClientID), take)
 	}

@@ -36,7 +36,7 @@ func hookCheckout(dir string) (gitrepo.Checkout, error) {
 	}
 	cwd, aerr := filepath.Abs(dir)
 	if aerr != nil {
-		return c, decision.Wrap(decision.NotAGitRepository, aerr, "%s", dir)
+		return c, decision.SayWrap(decision.NotAGitRepository, aerr, "as-given", dir)
 	}
 	g, gerr := gitrepo.LocateGitDir(cwd, gd)
 	if gerr != nil {
@@ -164,7 +164,7 @@ func RefTransaction(dir, state string, stdin io.Reader, pid int, token string) (
 			if !ok || v.Refusal == nil {
 				continue
 			}
-			v.Refusal = decision.New(v.Refusal.Code, "this transaction moves %s: %s", u.Ref, v.Refusal.Message).WithHint("%s", v.Refusal.Hint)
+			v.Refusal = decision.Within(v.Refusal, "transaction-moves", u.Ref)
 			v.Reason = v.Refusal.Message
 			out = append(out, v)
 		}
@@ -259,13 +259,13 @@ func (g *gate) recreated(v Verdict, u RefUpdate) *decision.Error {
 func missingBranch(root, id, task, path, ref, to string) *decision.Error {
 	led, err := store.ReadLedgerTail(root, id, ref)
 	if err != nil {
-		return decision.Wrap(decision.InvalidMetadata, err, "read the ledger of %s", ref)
+		return decision.SayWrap(decision.InvalidMetadata, err, "read-ledger", ref)
 	}
 	tip := led.LastExisting()
 	if tip == "" || tip == to {
 		return nil
 	}
-	return decision.New(decision.TaskBranchMissing, "task %s's branch %s is gone from git, but wt's ledger records its tip %s: creating it anew would start an empty history where the task's work was", task, ref, gitrepo.Short(tip)).
+	return decision.Say(decision.TaskBranchMissing, "task-branch-gone", task, ref, gitrepo.Short(tip)).
 		WithHint("%s", ledger.RestoreBranch(path, ref, tip))
 }
 
@@ -413,7 +413,7 @@ func (g *gate) headRetarget(wt gitrepo.Checkout, target string) (Verdict, bool, 
 		if target == "refs/heads/"+*a.Branch {
 			return done(v), false, nil
 		}
-		v.Refusal = decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree: its HEAD stays on branch %s, not %s", wt.TopLevel, a.TaskKey, *a.Branch, target).
+		v.Refusal = decision.Say(decision.HeadOffTaskBranch, "task-worktree-head", wt.TopLevel, a.TaskKey, *a.Branch, target).
 			WithHint("work on %s here; for other work allocate a worktree: wt-admin allocate --task KEY --owner NAME PATH", shell.Word(*a.Branch))
 		return done(v), true, nil
 	}
@@ -492,7 +492,7 @@ func ConfinedLocalPush(dir, remote, url string) *decision.Error {
 	if abs, err := filepath.Abs(top); err == nil {
 		top = abs
 	}
-	return decision.New(decision.PushLocalRemoteConfined, "a confined command cannot push to %s (%s): a repository on this machine is outside its confinement, and only wt-exec's publication of its task branch leaves the run", remote, url).
+	return decision.Say(decision.PushLocalRemoteConfined, "confined-command", remote, url).
 		WithHint("once the run has ended, push the published branch as its writer, unconfined: wt-exec -C %s --no-confine -- git push %s %s", shell.Word(top), shell.Word(remote), shell.Word(branch))
 }
 
@@ -560,11 +560,11 @@ func PrePush(dir string, stdin io.Reader, pid int) (Verdict, error) {
 func ownPushLine(c gitrepo.Checkout, v Verdict, own string, u PushUpdate) *decision.Error {
 	hint := "push the task's branch only: git push <remote> HEAD:" + v.Branch
 	if u.RemoteRef != own {
-		return decision.New(decision.PushRefNotOwned, "this push updates %s from %s; worktree %s (task %s) may push only to %s", u.RemoteRef, u.LocalRef, v.Path, v.TaskKey, own).
+		return decision.Say(decision.PushRefNotOwned, "this-push", u.RemoteRef, u.LocalRef, v.Path, v.TaskKey, own).
 			WithHint("%s", hint)
 	}
 	if u.Deletes() || isZeroOID(u.LocalOID) {
-		return decision.New(decision.PushRefNotOwned, "this push deletes %s on the remote; worktree %s (task %s) may only publish its work there", u.RemoteRef, v.Path, v.TaskKey).
+		return decision.Say(decision.PushRefNotOwned, "this-push-deletes", u.RemoteRef, v.Path, v.TaskKey).
 			WithHint("%s", hint)
 	}
 	tip, err := gitrepo.ReadRefValues(c.CommonDir, own)
@@ -580,7 +580,7 @@ func ownPushLine(c gitrepo.Checkout, v Verdict, own string, u PushUpdate) *decis
 	if ok, err := repo.IsAncestor(ctx, u.LocalOID, own); err == nil && ok {
 		return nil
 	}
-	return decision.New(decision.PushRefNotOwned, "this push sets %s to %s (from %s), which is not in the history of the task's branch %s", u.RemoteRef, u.LocalOID, u.LocalRef, own).
+	return decision.Say(decision.PushRefNotOwned, "this-push-sets", u.RemoteRef, u.LocalOID, u.LocalRef, own).
 		WithHint("%s", hint)
 }
 
@@ -620,7 +620,7 @@ func pushElsewhere(dir string, v Verdict, updates []PushUpdate, pid int) (Verdic
 // (fail closed). It runs the wt-fleet helper; commits never get here.
 func fenced(v Verdict) *decision.Error {
 	if v.Lease == nil || v.Lease.Fleet == nil {
-		return decision.New(decision.FleetFenced, "fleet mode is on, and the lease of %s holds no fleet lease (it was taken before fleet mode, or by a wt-exec without it)", v.Path).
+		return decision.Say(decision.FleetFenced, "fleet-mode", v.Path).
 			WithHint("end this run and start it again under wt-exec, which takes the fleet lease")
 	}
 	fl := v.Lease.Fleet
@@ -634,7 +634,7 @@ func fenced(v Verdict) *decision.Error {
 	if err := h.Check(ctx, fl.Key, fl.Revision, ""); err != nil {
 		d, ok := decision.As(err)
 		if !ok {
-			d = decision.Wrap(decision.FleetUnreachable, err, "check the fleet lease")
+			d = decision.SayWrap(decision.FleetUnreachable, err, "check-fleet")
 		}
 		return d
 	}
@@ -680,7 +680,7 @@ func (g *gate) publicationMove(c gitrepo.Checkout, u RefUpdate, token string) (*
 		}
 	}
 	repo := gateRepoArg(c, g)
-	return decision.New(decision.PublicationLeaseRequired, "the policy makes wt-admin land the only writer of %s (publication-lease on), and %s", g.pol.PublicationBranch, who).
+	return decision.Say(decision.PublicationLeaseRequired, "policy-makes", g.pol.PublicationBranch, who).
 		WithHint("land work through it: wt-admin --repo %s land --task KEY (or switch it off: wt-admin --repo %s policy --publication-lease off)", repo, repo), nil
 }
 
@@ -718,7 +718,7 @@ func repairsSymref(commonDir, target string, u RefUpdate) bool {
 func followsRefusal(c gitrepo.Checkout, g *gate, target string) *decision.Error {
 	pub := "refs/heads/" + g.pol.PublicationBranch
 	top := gateRepoArg(c, g)
-	return decision.New(decision.PublicationSymref, "the publication branch %s is a symbolic ref to %s, so moving %s moves %s past the lander", g.pol.PublicationBranch, target, target, g.pol.PublicationBranch).
+	return decision.Say(decision.PublicationSymref, "publication-branch", g.pol.PublicationBranch, target, target, g.pol.PublicationBranch).
 		WithHint("make %s a branch again where it points now: git -C %s update-ref --no-deref %s $(git -C %s rev-parse %s)", g.pol.PublicationBranch, top, pub, top, pub)
 }
 
@@ -727,10 +727,10 @@ func followsRefusal(c gitrepo.Checkout, g *gate, target string) *decision.Error 
 func symrefRefusal(c gitrepo.Checkout, g *gate, ref string) *decision.Error {
 	repo := gateRepoArg(c, g)
 	if ref == "refs/heads/"+g.pol.PublicationBranch {
-		return decision.New(decision.PublicationSymref, "the publication branch %s would become a symbolic ref: every update of the branch it names would move %s past the lander", g.pol.PublicationBranch, g.pol.PublicationBranch).
+		return decision.Say(decision.PublicationSymref, "publication-branch-would", g.pol.PublicationBranch, g.pol.PublicationBranch).
 			WithHint("keep %s a branch; land work through wt-admin --repo %s land --task KEY", g.pol.PublicationBranch, repo)
 	}
-	return decision.New(decision.PublicationSymref, "%s would become a symbolic ref to the publication branch %s: an update of it would move %s past the lander", ref, g.pol.PublicationBranch, g.pol.PublicationBranch).
+	return decision.Say(decision.PublicationSymref, "would-become", ref, g.pol.PublicationBranch, g.pol.PublicationBranch).
 		WithHint("name the branch itself (git rev-parse %s); land work through wt-admin --repo %s land --task KEY", g.pol.PublicationBranch, repo)
 }
 

@@ -150,7 +150,7 @@ func TestPostReceive(t *testing.T) {
 	if want := "wt/ks/tasks/T-1@IIIIIII wt/ks/tasks/T-2@IIIIIIII"; strings.Join(got, " ") != want {
 		t.Errorf("recorded %v, want %s", got, want)
 	}
-	failing := func(string, int64, string) error { return decision.New(decision.FleetUnreachable, "disk full") }
+	failing := func(string, int64, string) error { return decision.Relay(decision.FleetUnreachable, "disk full") }
 	if err := PostReceive(f, strings.NewReader(lines), opts, failing); decision.CodeOf(err) != decision.FleetUnreachable {
 		t.Errorf("a record that fails: %v", err)
 	}

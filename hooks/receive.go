@@ -173,14 +173,14 @@ func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) er
 			continue
 		}
 		if space, ok := pushSpace(options); ok && !f.Local && space != f.KeySpace {
-			return decision.New(decision.FleetKeySpaceMismatch, "this push updates %s, and its fleet lease lives in key space %s, but this remote checks tokens under %s: the clone names the remote by another URL than the fence was installed with", u.Ref, space, f.KeySpace).
+			return decision.Say(decision.FleetKeySpaceMismatch, "this-push", u.Ref, space, f.KeySpace).
 				WithHint("make them one: install the fence with the URL the clients use (wt-hook install --server --remote-url URL), or have the clients name the remote as the fence does (git remote set-url origin URL); wt-admin fleet status shows a clone's key space")
 		}
 		toks := tokens[task]
 		if len(toks) > 1 {
 			// Exactly one token per task: a pusher that tries several is
 			// guessing.
-			return decision.New(decision.FleetFenced, "this push updates %s, task %s's branch, with %d different fencing tokens for it: exactly one is accepted", u.Ref, task, len(toks)).
+			return decision.Say(decision.FleetFenced, "this-push", u.Ref, task, len(toks)).
 				WithHint("push from the task's writer, whose wt-exec gives every push its one token")
 		}
 		if len(toks) == 0 {
@@ -193,7 +193,7 @@ func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) er
 			if len(others) > 0 {
 				why = "carries a fencing token for task " + strings.Join(others, ", ") + ", not for " + task
 			}
-			return decision.New(decision.FleetFenced, "this push updates %s, task %s's branch, and %s", u.Ref, task, why).
+			return decision.Say(decision.FleetFenced, "this-push-updates", u.Ref, task, why).
 				WithHint("push from the task's writer: a wt-exec run with wt-admin policy --fleet-server-fence on gives every git push its token")
 		}
 		key := fleet.Key(f.KeySpace, task)
@@ -203,17 +203,16 @@ func PreReceive(f ServerFence, in io.Reader, options []string, check Checker) er
 		if last != nil {
 			d, ok := decision.As(last)
 			if !ok {
-				d = decision.Wrap(decision.FleetUnreachable, last, "check the fencing token of %s", key)
+				d = decision.SayWrap(decision.FleetUnreachable, last, "check-fencing", key)
 			}
 			if d.Code == decision.FleetUnreachable {
-				asked := "etcd cannot be asked"
+				unasked := decision.Say(decision.FleetUnreachable, "push-unasked-etcd", u.Ref, task, d.Message)
 				if f.Local {
-					asked = "the remote's fence record cannot be read"
+					unasked = decision.Say(decision.FleetUnreachable, "push-unasked-fence", u.Ref, task, d.Message)
 				}
-				return decision.New(d.Code, "this push updates %s, task %s's branch, and %s whether its token is current: %s", u.Ref, task, asked, d.Message).
-					WithHint("task branches take pushes again once the fence can be asked; other refs are not affected")
+				return unasked.WithHint("task branches take pushes again once the fence can be asked; other refs are not affected")
 			}
-			return decision.New(d.Code, "this push updates %s with a stale or forged fencing token (epoch %d): %s", u.Ref, toks[0].epoch, d.Message).
+			return decision.Within(d, "push-stale-token", u.Ref, toks[0].epoch).
 				WithHint("the task's lease was lost, taken over, or never this pusher's; the current writer pushes (wt-admin status, or wt-admin fleet status, shows who holds task %s)", task)
 		}
 		if f.Local {
@@ -238,12 +237,12 @@ func leaseLive(ref, task string, options []string) error {
 		}
 	}
 	if v == "" {
-		return decision.New(decision.FleetFenced, "this push updates %s, task %s's branch, and names no lease holder beside its token: a token copied out of a run is not a run", ref, task).
+		return decision.Say(decision.FleetFenced, "this-push-updates-task", ref, task).
 			WithHint("push from the task's writer, under the wt-exec that holds the lease: it gives every push its token and its holder")
 	}
 	id, err := fleet.ParseHolderValue(v)
 	if err != nil {
-		return decision.New(decision.InvalidHookInput, "push option %s: %v", fleet.HolderOption, err).
+		return decision.Say(decision.InvalidHookInput, "push-option", fleet.HolderOption, err).
 			WithHint("push from the task's writer under a wt-exec of this version")
 	}
 	boot, err := proc.BootID()
@@ -254,7 +253,7 @@ func leaseLive(ref, task string, options []string) error {
 	if err != nil || live {
 		return nil
 	}
-	return decision.New(decision.FleetFenced, "this push updates %s with the token of a lease that has ended: its holder, %s, no longer runs", ref, id).
+	return decision.Say(decision.FleetFenced, "this-push-updates-token", ref, id).
 		WithHint("push from the task's current writer: a new wt-exec run takes the lease and gives its pushes a token of their own (wt-admin status shows task %s)", task)
 }
 
@@ -268,7 +267,7 @@ func pushTokens(options []string) (map[string][]token, error) {
 		}
 		task, epoch, secret, err := fleet.ParseFenceToken(v)
 		if err != nil {
-			return nil, decision.New(decision.InvalidHookInput, "push option %s: %v", fleet.FenceOption, err).
+			return nil, decision.Say(decision.InvalidHookInput, "push-option", fleet.FenceOption, err).
 				WithHint("push from the task's writer under a wt-exec of this version, which gives every push its token")
 		}
 		t := token{epoch, secret}
@@ -373,15 +372,15 @@ type localRecord struct {
 // Check is l's Checker.
 func (l LocalFence) Check(_ context.Context, key string, epoch int64, fenceHash string) error {
 	if now := l.now(); epoch > now.Add(l.maxAhead()).UnixNano() {
-		return decision.New(decision.FleetFenced, "the token's grant is dated %s, more than %s past this remote's clock (%s): the remote cannot verify it, and takes no such token",
+		return decision.Say(decision.FleetFenced, "token-grant",
 			time.Unix(0, epoch).UTC().Format(time.RFC3339), l.maxAhead(), now.UTC().Format(time.RFC3339))
 	}
 	return l.locked(key, false, func(rec *localRecord, _ bool) (bool, error) {
 		switch {
 		case rec.Epoch > epoch:
-			return false, decision.New(decision.FleetFenced, "a newer grant of the task (epoch %d) has pushed since this token's (epoch %d)", rec.Epoch, epoch)
+			return false, decision.Say(decision.FleetFenced, "newer-grant", rec.Epoch, epoch)
 		case rec.Epoch == epoch && subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(fenceHash)) != 1:
-			return false, decision.New(decision.FleetFenced, "the token has the epoch of the grant that pushed last (%d), but not its secret", epoch)
+			return false, decision.Say(decision.FleetFenced, "token-has", epoch)
 		}
 		return false, nil
 	})
@@ -438,7 +437,7 @@ func (l LocalFence) locked(key string, write bool, fn func(rec *localRecord, fou
 	defer lock.Close()
 	lock.Chmod(fileMode) // past the umask; a lock someone else made stays theirs
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return decision.Wrap(decision.FleetUnreachable, err, "lock %s", p)
+		return decision.SayWrap(decision.FleetUnreachable, err, "lock", p)
 	}
 	var rec localRecord
 	b, err := safefile.Read(p, 1<<16, safefile.NoFollow) // never blocking on a FIFO planted there
@@ -449,7 +448,7 @@ func (l LocalFence) locked(key string, write bool, fn func(rec *localRecord, fou
 		return l.fenceAccess(err, "read", p)
 	default:
 		if jerr := json.Unmarshal(b, &rec); jerr != nil || rec.Key != key || rec.Epoch <= 0 {
-			return decision.New(decision.FleetUnreachable, "%s is not a fence record of %s: no push to the task is accepted until it is repaired", p, key).
+			return decision.Say(decision.FleetUnreachable, "not-fence", p, key).
 				WithHint("look at it; removing it lets the next grant's token in")
 		}
 	}
@@ -480,7 +479,7 @@ func mkdirMode(dir string, mode os.FileMode) error {
 // not use; a permission error's hint names the fix (a repository that
 // several server users push to must be shared, and its fence with it).
 func (l LocalFence) fenceAccess(err error, op, path string) error {
-	d := decision.Wrap(decision.FleetUnreachable, err, "%s %s", op, path)
+	d := decision.SayWrap(decision.FleetUnreachable, err, "as-given", op, path)
 	if errors.Is(err, fs.ErrPermission) {
 		repo := l.GitDir
 		return d.WithHint("the fence record belongs to another server user: share the repository with the users that push to it, and its fence with it: git --git-dir %s config core.sharedRepository group && chmod -R g+w %s",

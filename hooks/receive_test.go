@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,13 +30,13 @@ func TestPreReceive(t *testing.T) {
 	current := map[string]int64{"wt/ks/tasks/T-1": 7}
 	check := func(_ context.Context, key string, rev int64, hash string) error {
 		if key == "wt/ks/tasks/down" {
-			return decision.New(decision.FleetUnreachable, "etcd at http://x: timeout")
+			return decision.Relay(decision.FleetUnreachable, "etcd at http://x: timeout")
 		}
 		if current[key] != rev {
-			return decision.New(decision.FleetFenced, "the fleet lease this writer held (revision %d) was lost", rev)
+			return decision.Relay(decision.FleetFenced, fmt.Sprintf("the fleet lease this writer held (revision %d) was lost", rev))
 		}
 		if hash != fleet.FenceHash(secret) {
-			return decision.New(decision.FleetFenced, "not its secret")
+			return decision.Relay(decision.FleetFenced, "not its secret")
 		}
 		return nil
 	}

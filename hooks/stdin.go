@@ -24,7 +24,7 @@ func ParseRefUpdates(r io.Reader) ([]RefUpdate, error) {
 	err := eachLine(r, func(n int, line string) error {
 		f := strings.Split(line, " ")
 		if len(f) != 3 || f[0] == "" || f[1] == "" || f[2] == "" {
-			return decision.New(decision.InvalidHookInput, "reference-transaction line %d is not \"<old> <new> <ref>\": %q", n, line)
+			return decision.Say(decision.InvalidHookInput, "reference-transaction", n, line)
 		}
 		out = append(out, RefUpdate{Old: f[0], New: f[1], Ref: f[2]})
 		return nil
@@ -49,7 +49,7 @@ func ParsePushUpdates(r io.Reader) ([]PushUpdate, error) {
 	err := eachLine(r, func(n int, line string) error {
 		f := strings.Split(line, " ")
 		if len(f) != 4 || f[0] == "" || f[1] == "" || f[2] == "" || f[3] == "" || !isOID(f[1]) || !isOID(f[3]) {
-			return decision.New(decision.InvalidHookInput, "pre-push line %d is not \"<local ref> <local oid> <remote ref> <remote oid>\": %q", n, line)
+			return decision.Say(decision.InvalidHookInput, "pre-push", n, line)
 		}
 		out = append(out, PushUpdate{LocalRef: f[0], LocalOID: f[1], RemoteRef: f[2], RemoteOID: f[3]})
 		return nil
@@ -68,7 +68,7 @@ func eachLine(r io.Reader, fn func(n int, line string) error) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return decision.Wrap(decision.InvalidHookInput, err, "hook input")
+		return decision.SayWrap(decision.InvalidHookInput, err, "hook-input")
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func commandPath(cmd string) (string, bool) {
 func InstallConfig(ctx context.Context, g *gitrepo.Repo, bin string) ([]HookState, error) {
 	dir := ConfigDir(g.CommonDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, decision.Wrap(decision.Internal, err, "create %s", dir)
+		return nil, decision.SayWrap(decision.Internal, err, "create", dir)
 	}
 	local, err := readLocalConfig(ctx, g)
 	if err != nil {
@@ -91,7 +91,7 @@ func InstallConfig(ctx context.Context, g *gitrepo.Repo, bin string) ([]HookStat
 	var out []HookState
 	for _, h := range Hooks {
 		if v, off := local.off("hook." + h + ".enabled"); off {
-			return out, decision.New(decision.HookConflict, "the repository's config sets hook.%s.enabled = %s, which switches off every configured %s hook, wt's gate included", h, v, h).
+			return out, decision.Say(decision.HookConflict, "repository-config", h, v, h).
 				WithHint("git -C %s config --local --unset-all hook.%s.enabled", shell.Word(g.TopLevel), h)
 		}
 		st := HookState{Hook: h, Path: filepath.Join(dir, h), Via: ViaConfig, Config: "hook." + ConfigName(h)}
@@ -111,7 +111,7 @@ func InstallConfig(ctx context.Context, g *gitrepo.Repo, bin string) ([]HookStat
 		}
 		for _, args := range set {
 			if _, err := g.Git(ctx, false, append([]string{"config", "--local"}, args...)...); err != nil {
-				return out, decision.Wrap(decision.GitFailed, err, "set %s", args[1])
+				return out, decision.SayWrap(decision.GitFailed, err, "set", args[1])
 			}
 		}
 		if len(set) > 0 && st.Changed == "unchanged" {
@@ -139,14 +139,14 @@ func UninstallConfig(ctx context.Context, g *gitrepo.Repo) ([]HookState, error) 
 		st := HookState{Hook: h, Path: filepath.Join(dir, h), Via: ViaConfig, Config: "hook." + ConfigName(h), State: "missing"}
 		if local.has("hook." + ConfigName(h)) {
 			if _, err := g.Git(ctx, false, "config", "--local", "--remove-section", "hook."+ConfigName(h)); err != nil {
-				return out, decision.Wrap(decision.GitFailed, err, "remove hook.%s", ConfigName(h))
+				return out, decision.SayWrap(decision.GitFailed, err, "remove-hook", ConfigName(h))
 			}
 			st.Changed = "unregistered"
 		}
 		if b, err := safefile.Read(st.Path, 1<<20, safefile.NoFollow); err == nil {
 			if _, _, ok := Recognize(h, b); ok {
 				if err := os.Remove(st.Path); err != nil {
-					return out, decision.Wrap(decision.Internal, err, "remove %s", st.Path)
+					return out, decision.SayWrap(decision.Internal, err, "remove", st.Path)
 				}
 				st.Changed = strings.TrimPrefix(st.Changed+"; removed", "; ")
 			}
@@ -171,11 +171,11 @@ func readLocalConfig(ctx context.Context, g *gitrepo.Repo) (localConfig, error) 
 		if errors.As(err, &ge) && ge.ExitCode == 1 && len(out) == 0 {
 			return nil, nil // an empty config
 		}
-		return nil, decision.Wrap(decision.GitFailed, err, "read the repository's config")
+		return nil, decision.SayWrap(decision.GitFailed, err, "read-repository")
 	}
 	entries, err := gitrepo.ParseConfigList(out)
 	if err != nil {
-		return nil, decision.Wrap(decision.GitFailed, err, "read the repository's config")
+		return nil, decision.SayWrap(decision.GitFailed, err, "read-repository")
 	}
 	return entries, nil
 }
@@ -250,12 +250,12 @@ func writeShimFile(path, hook, bin string) (string, error) {
 		return "unchanged", nil
 	case err == nil:
 		if _, _, ok := Recognize(hook, cur); !ok {
-			return "", decision.New(decision.HookConflict, "%s is not a wt shim: wt will not overwrite it", path).
+			return "", decision.Say(decision.HookConflict, "not-wt", path).
 				WithHint("move it away, then run wt-hook install again: mv %s %s.bak", shell.Word(path), shell.Word(path))
 		}
 		changed = "updated"
 	case !errors.Is(err, fs.ErrNotExist):
-		return "", decision.Wrap(decision.Internal, err, "read %s", path)
+		return "", decision.SayWrap(decision.Internal, err, "read", path)
 	}
 	return changed, writeExec(path, want)
 }

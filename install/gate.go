@@ -304,12 +304,12 @@ func EnsureWorktrees(ctx context.Context, g *gitrepo.Repo, only *store.Allocatio
 		}
 		if !enabled {
 			if err := enableWorktreeConfig(ctx, g); err != nil {
-				return out, decision.Wrap(decision.GitFailed, err, "turn on per-worktree configuration")
+				return out, decision.SayWrap(decision.GitFailed, err, "turn-per")
 			}
 			enabled = true
 		}
 		if err := setWorktreeHooksPath(ctx, g, a, own); err != nil {
-			return out, decision.Wrap(decision.GitFailed, err, "set core.hooksPath of %s", a.WorktreePath)
+			return out, decision.SayWrap(decision.GitFailed, err, "set-core", a.WorktreePath)
 		}
 		w.HooksPath, w.Changed = own, "core.hooksPath set to wt's own hooks dir"
 		out = append(out, w)
@@ -426,7 +426,7 @@ func RemoveWorktrees(ctx context.Context, g *gitrepo.Repo) ([]WorktreeState, err
 			continue
 		}
 		if _, err := g.GitIn(ctx, a.WorktreeKey, a.WorktreePath, false, "config", "--worktree", "--unset-all", "core.hooksPath"); err != nil {
-			return out, decision.Wrap(decision.GitFailed, err, "unset core.hooksPath of %s", a.WorktreePath)
+			return out, decision.SayWrap(decision.GitFailed, err, "unset-core", a.WorktreePath)
 		}
 		out = append(out, WorktreeState{Path: a.WorktreePath, Key: a.WorktreeKey, Changed: "its own core.hooksPath removed"})
 	}
@@ -450,7 +450,7 @@ func worktreeHooksPath(ctx context.Context, g *gitrepo.Repo, a store.Allocation)
 		return "", nil
 	}
 	if err != nil {
-		return "", decision.Wrap(decision.GitFailed, err, "read %s", p)
+		return "", decision.SayWrap(decision.GitFailed, err, "read", p)
 	}
 	return strings.TrimRight(string(out), "\n"), nil
 }
@@ -597,7 +597,7 @@ func copyManagerDir(ctx context.Context, g *gitrepo.Repo, path string) (string, 
 		return "", nil
 	}
 	if err := copyRegular(src, dst); err != nil {
-		return "", decision.Wrap(decision.Internal, err, "copy %s to %s", src, dst)
+		return "", decision.SayWrap(decision.Internal, err, "copy", src, dst)
 	}
 	return fmt.Sprintf("%s: copied %s from the main checkout (the hook manager's generated hooks dir, core.hooksPath %s)", path, rel, raw), nil
 }

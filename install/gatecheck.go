@@ -221,7 +221,7 @@ func SwitchedOff(common string) bool {
 // that it is wanted again.
 func SwitchOff(common string) error {
 	if err := os.MkdirAll(ConfigDir(common), 0o755); err != nil {
-		return decision.Wrap(decision.Internal, err, "create %s", ConfigDir(common))
+		return decision.SayWrap(decision.Internal, err, "create", ConfigDir(common))
 	}
 	return writeFile(offFile(common), "wt's gate was switched off here (wt-admin init --no-hooks, or wt-hook uninstall); wt-hook install puts it back\n", 0o644)
 }
@@ -229,7 +229,7 @@ func SwitchOff(common string) error {
 // SwitchOn removes SwitchOff's mark.
 func SwitchOn(common string) error {
 	if err := os.Remove(offFile(common)); err != nil && !os.IsNotExist(err) {
-		return decision.Wrap(decision.Internal, err, "remove %s", offFile(common))
+		return decision.SayWrap(decision.Internal, err, "remove", offFile(common))
 	}
 	return nil
 }
@@ -322,7 +322,7 @@ func gatedBy(m Meets, hook string) string {
 
 // gateOff is the refusal of a launch into checkout c, whose gate is off.
 func gateOff(c gitrepo.Checkout, m Meets, why string) error {
-	d := decision.New(decision.HooksMissing, "commits in %s meet no gate (git %s): %s", c.TopLevel, m.Git, why).
+	d := decision.Say(decision.HooksMissing, "commits-meet", c.TopLevel, m.Git, why).
 		WithFact("worktree_path", c.TopLevel)
 	envOff := m.HooksPathScope == "command" && !m.Git.ConfigHooks()
 	for _, h := range m.Hooks {

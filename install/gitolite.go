@@ -134,7 +134,7 @@ func (g Gitolite) OptionLines(hooks []string) []string {
 func InstallRepoSpecific(g Gitolite, bin string, hooks []string) (Result, error) {
 	res := Result{HooksDir: g.Dir()}
 	if !filepath.IsAbs(bin) {
-		return res, decision.New(decision.Usage, "the wt-hook binary path %q is not absolute", bin)
+		return res, decision.Say(decision.Usage, "wt-hook", bin)
 	}
 	for _, h := range hooks {
 		st := HookState{Hook: h, Path: filepath.Join(g.Dir(), RepoSpecificCode(h)), State: "wt", Via: ViaRepoSpecific,

@@ -70,7 +70,7 @@ type Result struct {
 func HooksDirOf(ctx context.Context, g *gitrepo.Repo) (hooks string, inTree bool, err error) {
 	out, err := g.Git(ctx, true, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
 	if err != nil {
-		return "", false, decision.Wrap(decision.GitFailed, err, "find the hooks dir")
+		return "", false, decision.SayWrap(decision.GitFailed, err, "find-hooks")
 	}
 	hooks = strings.TrimSpace(string(out))
 	under := func(p, root string) bool { return p == root || strings.HasPrefix(p, root+string(filepath.Separator)) }
@@ -102,7 +102,7 @@ func stateOf(dir, hook string) (HookState, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return st, decision.Wrap(decision.Internal, err, "read %s", st.Path)
+		return st, decision.SayWrap(decision.Internal, err, "read", st.Path)
 	default:
 		if v, bin, ok := Recognize(hook, b); ok {
 			st.State, st.ShimVersion, st.Binary = "wt", v, bin
@@ -127,10 +127,10 @@ func Install(dir, bin string) (Result, error) { return InstallOf(dir, bin, Hooks
 func InstallOf(dir, bin string, hooks []string) (Result, error) {
 	res := Result{HooksDir: dir}
 	if !filepath.IsAbs(bin) {
-		return res, decision.New(decision.Usage, "the wt-hook binary path %q is not absolute", bin)
+		return res, decision.Say(decision.Usage, "wt-hook", bin)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return res, decision.Wrap(decision.Internal, err, "create %s", dir)
+		return res, decision.SayWrap(decision.Internal, err, "create", dir)
 	}
 	unlock, err := lockDir(dir)
 	if err != nil {
@@ -160,11 +160,11 @@ func InstallOf(dir, bin string, hooks []string) (Result, error) {
 		switch st.State {
 		case "foreign":
 			if st.Chained != "" {
-				return res, decision.New(decision.HookConflict, "%s is a foreign hook and %s already exists: wt will not overwrite either", st.Path, st.Chained).
+				return res, decision.Say(decision.HookConflict, "foreign-hook", st.Path, st.Chained).
 					WithHint("merge them by hand, remove one, and run wt-hook install again")
 			}
 			if err := os.Rename(st.Path, st.Path+ChainSuffix); err != nil {
-				return res, decision.Wrap(decision.Internal, err, "keep %s", st.Path)
+				return res, decision.SayWrap(decision.Internal, err, "keep", st.Path)
 			}
 			st.Chained, st.Changed = st.Path+ChainSuffix, "installed; the foreign hook runs after wt's gate, kept as "+filepath.Base(st.Path+ChainSuffix)
 		case "wt":
@@ -210,7 +210,7 @@ func removeBackupShims(dir, hook string) ([]string, error) {
 			continue
 		}
 		if err := os.Remove(p); err != nil {
-			return out, decision.Wrap(decision.Internal, err, "remove the wt shim kept as %s", p)
+			return out, decision.SayWrap(decision.Internal, err, "remove-wt", p)
 		}
 		out = append(out, filepath.Base(p))
 	}
@@ -235,7 +235,7 @@ func dropDuplicateChain(dir, hook string) error {
 		return nil // unchainShim's case
 	}
 	if err := os.Remove(p + ChainSuffix); err != nil {
-		return decision.Wrap(decision.Internal, err, "remove %s, a copy of %s", p+ChainSuffix, p)
+		return decision.SayWrap(decision.Internal, err, "remove-copy", p+ChainSuffix, p)
 	}
 	return nil
 }
@@ -277,12 +277,12 @@ func UninstallOf(dir string, hooks []string) (Result, error) {
 		switch {
 		case st.State == "wt":
 			if err := os.Remove(st.Path); err != nil {
-				return res, decision.Wrap(decision.Internal, err, "remove %s", st.Path)
+				return res, decision.SayWrap(decision.Internal, err, "remove", st.Path)
 			}
 			st.State, st.Changed, st.ShimVersion, st.Binary = "missing", st.Changed+"removed", 0, ""
 			if st.Chained != "" {
 				if err := os.Rename(st.Chained, st.Path); err != nil {
-					return res, decision.Wrap(decision.Internal, err, "restore %s", st.Path)
+					return res, decision.SayWrap(decision.Internal, err, "restore", st.Path)
 				}
 				st.State, st.Changed, st.Chained = "foreign", strings.TrimSuffix(st.Changed, "removed")+"removed; the foreign hook is back", ""
 			}
@@ -357,7 +357,7 @@ func Check(dir string) ([]Problem, error) {
 func lockDir(dir string) (func(), error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, decision.Wrap(decision.Internal, err, "open %s", dir)
+		return nil, decision.SayWrap(decision.Internal, err, "open", dir)
 	}
 	for {
 		err = unix.Flock(fd, unix.LOCK_EX)
@@ -367,7 +367,7 @@ func lockDir(dir string) (func(), error) {
 	}
 	if err != nil {
 		unix.Close(fd) // Best effort: already failing.
-		return nil, decision.Wrap(decision.Internal, err, "lock %s", dir)
+		return nil, decision.SayWrap(decision.Internal, err, "lock", dir)
 	}
 	return func() { unix.Close(fd) }, nil // Closing drops the lock.
 }
@@ -385,7 +385,7 @@ func unchainShim(dir, hook string) (bool, error) {
 		return false, nil
 	}
 	if err := os.Remove(p); err != nil {
-		return false, decision.Wrap(decision.Internal, err, "remove the wt shim kept as %s", p)
+		return false, decision.SayWrap(decision.Internal, err, "remove-wt", p)
 	}
 	return true, nil
 }
@@ -400,11 +400,11 @@ func HookBinaryBeside() (string, error) {
 		self, err = filepath.EvalSymlinks(self)
 	}
 	if err != nil {
-		return "", decision.Wrap(decision.HooksMissing, err, "find this binary's directory")
+		return "", decision.SayWrap(decision.HooksMissing, err, "find-this")
 	}
 	bin := filepath.Join(filepath.Dir(self), "wt-hook")
 	if fi, err := os.Stat(bin); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
-		return "", decision.New(decision.HooksMissing, "no wt-hook binary beside %s", self).
+		return "", decision.Say(decision.HooksMissing, "no-wt", self).
 			WithHint("install wt whole (make install), or install the hooks with the wt-hook you have: wt-hook install")
 	}
 	return bin, nil

@@ -150,7 +150,7 @@ func configValue(ctx context.Context, g *gitrepo.Repo, scope string) (string, er
 		return "", nil // unset
 	}
 	if err != nil {
-		return "", decision.Wrap(decision.GitFailed, err, "read core.hooksPath")
+		return "", decision.SayWrap(decision.GitFailed, err, "read-core")
 	}
 	// "SCOPE\0VALUE\0" for each value, in git's order: the last wins.
 	value := ""
@@ -169,11 +169,11 @@ func readChain(own string) (chain string, local bool, err error) {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, decision.Wrap(decision.HookConflict, err, "read %s", filepath.Join(own, chainFile))
+		return "", false, decision.SayWrap(decision.HookConflict, err, "read", filepath.Join(own, chainFile))
 	}
 	lines := strings.Split(string(b), "\n")
 	if len(lines) < 2 {
-		return "", false, decision.New(decision.HookConflict, "%s is not wt's: a hooks path and local or inherited", filepath.Join(own, chainFile))
+		return "", false, decision.Say(decision.HookConflict, "not-wt-hooks", filepath.Join(own, chainFile))
 	}
 	return lines[0], lines[1] == "local", nil
 }
@@ -210,7 +210,7 @@ func InstallTarget(ctx context.Context, g *gitrepo.Repo, t Target, bin string) (
 	}
 	if t.Takeover {
 		if _, err := g.Git(ctx, false, "config", "--local", "core.hooksPath", t.Dir); err != nil {
-			return res, decision.Wrap(decision.GitFailed, err, "set core.hooksPath to %s", t.Dir)
+			return res, decision.SayWrap(decision.GitFailed, err, "set-core-hookspath", t.Dir)
 		}
 		for i := range res.Hooks {
 			res.Hooks[i].Changed += "; core.hooksPath was " + t.Chain + ", whose hook runs after wt's gate"
@@ -227,7 +227,7 @@ func InstallTarget(ctx context.Context, g *gitrepo.Repo, t Target, bin string) (
 // every hook a manager may run that wt does not judge.
 func installOwn(dir, bin, chain, scope string) (Result, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Result{HooksDir: dir}, decision.Wrap(decision.Internal, err, "create %s", dir)
+		return Result{HooksDir: dir}, decision.SayWrap(decision.Internal, err, "create", dir)
 	}
 	if chain != "" {
 		if err := writeFile(filepath.Join(dir, chainFile), chain+"\n"+scope+"\n", 0o644); err != nil {
@@ -274,15 +274,15 @@ func syncForwarders(dir, chain string) error {
 		cur, err := safefile.Read(p, 1<<20, safefile.NoFollow)
 		switch {
 		case err == nil && !IsForwarder(cur):
-			return decision.New(decision.HookConflict, "%s in wt's own hooks dir is not wt's forwarder: wt will not overwrite it", p).
+			return decision.Say(decision.HookConflict, "wt-own", p).
 				WithHint("move it into the hook manager's dir (%s), then run wt-hook install again", chain)
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return decision.Wrap(decision.Internal, err, "read %s", p)
+			return decision.SayWrap(decision.Internal, err, "read", p)
 		}
 		if !chainHas(dir, chain, h) {
 			if err == nil {
 				if err := os.Remove(p); err != nil {
-					return decision.Wrap(decision.Internal, err, "remove %s", p)
+					return decision.SayWrap(decision.Internal, err, "remove", p)
 				}
 			}
 			continue
@@ -345,7 +345,7 @@ func UninstallTarget(ctx context.Context, g *gitrepo.Repo, t Target) (Result, er
 			args = []string{"config", "--local", "core.hooksPath", chain}
 		}
 		if _, err := g.Git(ctx, false, args...); err != nil {
-			return Result{HooksDir: own}, decision.Wrap(decision.GitFailed, err, "put core.hooksPath back")
+			return Result{HooksDir: own}, decision.SayWrap(decision.GitFailed, err, "put-core")
 		}
 		res = Result{HooksDir: own}
 	}
@@ -376,12 +376,12 @@ func UninstallTarget(ctx context.Context, g *gitrepo.Repo, t Target) (Result, er
 		p := filepath.Join(own, h)
 		if b, err := safefile.Read(p, 1<<20, safefile.NoFollow); err == nil && IsForwarder(b) {
 			if err := os.Remove(p); err != nil {
-				return res, decision.Wrap(decision.Internal, err, "remove %s", p)
+				return res, decision.SayWrap(decision.Internal, err, "remove", p)
 			}
 		}
 	}
 	if err := os.Remove(filepath.Join(own, chainFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return res, decision.Wrap(decision.Internal, err, "remove %s", filepath.Join(own, chainFile))
+		return res, decision.SayWrap(decision.Internal, err, "remove", filepath.Join(own, chainFile))
 	}
 	if err := os.Remove(own); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s keeps files that are not wt's: left as they are", own))
@@ -400,7 +400,7 @@ func holdsShim(st Result) bool {
 
 func writeFile(path, content string, mode os.FileMode) error {
 	if err := safefile.Replace(path, []byte(content), mode); err != nil {
-		return decision.Wrap(decision.Internal, err, "write %s", path)
+		return decision.SayWrap(decision.Internal, err, "write", path)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func repairDispatcher(hooksDir, hook string) (bool, error) {
 		return false, nil // someone else's hook sits there: not wt's to touch
 	}
 	if err := os.Rename(p+ChainSuffix, p); err != nil {
-		return false, decision.Wrap(decision.Internal, err, "put the forge's %s back", p)
+		return false, decision.SayWrap(decision.Internal, err, "put-forge", p)
 	}
 	return true, nil
 }

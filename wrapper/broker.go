@@ -86,7 +86,7 @@ func (s *supervisor) serveBroker(c gitrepo.Checkout, task string, conn net.Conn)
 		// request is read (bounded) only to say what was asked.
 		_ = conn.SetReadDeadline(time.Now().Add(time.Second)) // Best effort: a silent peer.
 		_ = json.NewDecoder(io.LimitReader(conn, 64<<10)).Decode(&req)
-		d := decision.New(decision.BrokerPeerRefused, "this wt-exec passes on requests of its own run only, and %s", why).
+		d := decision.Say(decision.BrokerPeerRefused, "this-wt", why).
 			WithHint("run wt-admin from inside the run whose worktree it is, or from outside any run")
 		s.recordRefusal(c, task, peer, req.Args, d.Message)
 		reply = broker.Reply{Code: 125, Stderr: "wt-exec: refused: " + d.Error() + "\n"}

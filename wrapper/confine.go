@@ -80,7 +80,7 @@ func (s *supervisor) confinement(c gitrepo.Checkout, branch string, pol store.Po
 		// Landlock's rules alone hold less than a view (docs/design.md):
 		// require refuses them, auto says it falls back to them.
 		if mode == ConfineRequire {
-			return nil, decision.New(decision.ConfinementUnavailable, "wt-exec cannot give the command its private view of the repository: %s", confine.NoViewWhy()).
+			return nil, decision.Say(decision.ConfinementUnavailable, "wt-exec-cannot", confine.NoViewWhy()).
 				WithHint("run it as root, or allow user namespaces (sysctl -w user.max_user_namespaces=15000), or let it run with Landlock's rules alone: wt-admin policy --confine auto")
 		}
 		s.opts.Notify("the command is confined by Landlock's rules alone (confine auto), without its private view of the repository: " + confine.NoViewWhy() + "; it can rewrite objects and, in the flat layout or a reftable repository, other tasks' branches (wt-exec --confine --explain)")

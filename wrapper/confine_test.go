@@ -41,7 +41,7 @@ func TestConfinementDecisions(t *testing.T) {
 	}
 	for abi := 0; abi <= 7; abi++ {
 		for _, mode := range []ConfineMode{ConfineOff, ConfineAuto, ConfineRequire} {
-			for _, planErr := range []error{nil, decision.New(decision.ConfinementUnavailable, "no view here"), decision.New(decision.Usage, "bad --allow-write")} {
+			for _, planErr := range []error{nil, decision.Relay(decision.ConfinementUnavailable, "no view here"), decision.Relay(decision.Usage, "bad --allow-write")} {
 				name := fmt.Sprintf("abi=%d/mode=%d/plan=%v", abi, mode, decision.CodeOf(planErr))
 				t.Run(name, func(t *testing.T) {
 					var asked []confine.Input
@@ -185,7 +185,7 @@ func TestExplain(t *testing.T) {
 	if !asked.DryRun || asked.OnView != nil || asked.Branch != "wt/T-1" || asked.Checkout.Key != f.c.Key {
 		t.Errorf("the planner's input: %+v", asked)
 	}
-	pretendKernel(t, 5, func(confine.Input) (*confine.Plan, error) { return nil, decision.New(decision.Usage, "x") })
+	pretendKernel(t, 5, func(confine.Input) (*confine.Plan, error) { return nil, decision.Relay(decision.Usage, "x") })
 	if _, err := Explain(Options{Dir: f.c.TopLevel}, "", pol); decision.CodeOf(err) != decision.Usage {
 		t.Errorf("a refused plan: %v", err)
 	}

@@ -25,7 +25,7 @@ func (s *supervisor) fence(g lease.Grant, pol store.Policy) (*store.FleetLease, 
 	}
 	ttl, err := pol.FleetTTLDuration()
 	if err != nil {
-		return nil, decision.Wrap(decision.InvalidPolicy, err, "fleet policy")
+		return nil, decision.SayWrap(decision.InvalidPolicy, err, "fleet-policy")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*fleet.DialTimeout())
 	defer cancel()

@@ -19,7 +19,7 @@ func TestDeadPrevious(t *testing.T) {
 	prev := &store.Lease{LeaseID: "L0", Holder: proc.Holder{BootID: "b", PID: 7}}
 	g := lease.Grant{Previous: prev}
 	held := func(h fleet.Holder) error {
-		return decision.New(decision.FleetLeaseHeld, "held").WithFact("fleet_holder", h).WithFact("fleet_revision", int64(12))
+		return decision.Relay(decision.FleetLeaseHeld, "held").WithFact("fleet_holder", h).WithFact("fleet_revision", int64(12))
 	}
 	same := fleet.Holder{LeaseID: "L0", BootID: "b", PID: 7, ClientID: "c"}
 	if d, ok := deadPrevious(held(same), g); !ok || d.revision != 12 || d.ClientID != "c" {
@@ -33,9 +33,9 @@ func TestDeadPrevious(t *testing.T) {
 		"another boot":      {held(fleet.Holder{LeaseID: "L0", BootID: "x", PID: 7}), g},
 		"another pid":       {held(fleet.Holder{LeaseID: "L0", BootID: "b", PID: 8}), g},
 		"no predecessor":    {held(same), lease.Grant{}},
-		"another refusal":   {decision.New(decision.FleetUnreachable, "x"), g},
+		"another refusal":   {decision.Relay(decision.FleetUnreachable, "x"), g},
 		"not a decision":    {errors.New("x"), g},
-		"no holder in fact": {decision.New(decision.FleetLeaseHeld, "x"), g},
+		"no holder in fact": {decision.Relay(decision.FleetLeaseHeld, "x"), g},
 	} {
 		if _, ok := deadPrevious(tc.err, tc.g); ok {
 			t.Errorf("%s: taken for the predecessor's", name)

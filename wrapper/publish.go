@@ -81,7 +81,7 @@ func branchBase(c gitrepo.Checkout, a store.Allocation) (string, error) {
 	}
 	base, err := gitrepo.ReadRef(c.CommonDir, "refs/heads/"+*a.Branch)
 	if err != nil {
-		return "", decision.Wrap(decision.PathStateUnknown, err, "read the task branch %s", *a.Branch)
+		return "", decision.SayWrap(decision.PathStateUnknown, err, "read-task", *a.Branch)
 	}
 	if strings.HasPrefix(base, "ref:") {
 		base = ""
@@ -96,7 +96,7 @@ func branchBase(c gitrepo.Checkout, a store.Allocation) (string, error) {
 func (s *supervisor) recoverView(c gitrepo.Checkout, g lease.Grant) error {
 	err := confine.Recover(context.Background(), c.CommonDir, s.repo.Store.Root(), c.Key, s.notify, publishLedger(s.repo.Store.Root(), g.Allocation, g.Lease))
 	if err != nil {
-		return decision.Wrap(decision.PublishFailed, err, "recover an earlier run's view").
+		return decision.SayWrap(decision.PublishFailed, err, "recover-earlier").
 			WithHint("see it with wt-admin --repo %s doctor", shell.Word(c.TopLevel))
 	}
 	return nil
@@ -146,7 +146,7 @@ func (s *supervisor) endView() {
 		if refs, err := s.pub.Unpublished(ctx); err != nil {
 			s.notify("the refs the run moved in its view cannot be listed: " + err.Error())
 		} else if len(refs) > 0 {
-			s.notify(decision.New(decision.RefsUnpublished, "the run moved %d ref(s) in its private view that wt does not publish (only its task branch leaves the view); they end with it (ref, in the view, in the repository): %s",
+			s.notify(decision.Say(decision.RefsUnpublished, "run-moved",
 				len(refs), strings.Join(refs, "; ")).Error())
 		}
 	}

@@ -166,7 +166,7 @@ var leaseVars = []string{"WT_LEASE_ID", "WT_ALLOCATION_ID", "WT_CLIENT_ID", "WT_
 func Run(opts Options) (Result, error) {
 	var res Result
 	if len(opts.Args) == 0 {
-		return res, decision.New(decision.Usage, "no command given").WithHint("wt-exec [OPTIONS] -- COMMAND [ARG...]")
+		return res, decision.Say(decision.Usage, "no-command-given").WithHint("wt-exec [OPTIONS] -- COMMAND [ARG...]")
 	}
 	opts = withDefaults(opts)
 	path, err := LookPath(opts.Args[0], opts.Dir, opts.Environ)
@@ -182,7 +182,7 @@ func Run(opts Options) (Result, error) {
 		dir = "."
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return res, decision.New(decision.InvalidTarget, "-C %s: there is no such directory", dir).
+		return res, decision.Say(decision.InvalidTarget, "there-no", dir).
 			WithHint("name a directory of a governed worktree: wt-admin status lists them")
 	}
 	c, err := gitrepo.Locate(dir)
@@ -195,7 +195,7 @@ func Run(opts Options) (Result, error) {
 	}
 	s := &supervisor{opts: opts, repo: repo, grant: &res.Grant}
 	if s.fenceSecret, err = fleet.NewFenceSecret(); err != nil {
-		return res, decision.Wrap(decision.Internal, err, "make the run's fencing secret")
+		return res, decision.SayWrap(decision.Internal, err, "make-run")
 	}
 	if err := s.prepare(); err != nil {
 		return res, err
@@ -396,11 +396,11 @@ func LookPath(name, dir string, environ []string) (string, error) {
 		fi, err := os.Stat(name)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return "", decision.New(decision.CommandNotFound, "%s: no such file", name)
+			return "", decision.Say(decision.CommandNotFound, "no-such", name)
 		case err != nil:
-			return "", decision.Wrap(decision.CommandNotRunnable, err, "%s", name)
+			return "", decision.SayWrap(decision.CommandNotRunnable, err, "as-given", name)
 		case fi.IsDir() || fi.Mode()&0o111 == 0:
-			return "", decision.New(decision.CommandNotRunnable, "%s is not executable", name).
+			return "", decision.Say(decision.CommandNotRunnable, "not-executable", name).
 				WithHint("chmod +x %s, or run it through its interpreter", shell.Word(name))
 		}
 		return name, nil
@@ -415,7 +415,7 @@ func LookPath(name, dir string, environ []string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", decision.New(decision.CommandNotFound, "%s: command not found in PATH", name).
+	return "", decision.Say(decision.CommandNotFound, "command-not", name).
 		WithHint("check the command's name, or give its path")
 }
 

@@ -84,7 +84,7 @@ func (s *supervisor) waitAndAcquire(root string, c gitrepo.Checkout, client stri
 			if last != nil {
 				why = last.Error()
 			}
-			return decision.New(decision.WriterLeaseWaitTimeout, "waited %s for the lease of %s: %s", s.opts.Timeout, c.TopLevel, why).
+			return decision.Say(decision.WriterLeaseWaitTimeout, "waited-lease", s.opts.Timeout, c.TopLevel, why).
 				WithHint("wait longer (--timeout D, or no --timeout), or see who holds it: wt-admin lease inspect %s", shell.Word(c.TopLevel))
 		}
 		q.Sleep(s.startCtx, deadline)

@@ -20,7 +20,7 @@ func TestWaitable(t *testing.T) {
 	t.Parallel()
 	for code, want := range map[string]bool{decision.WriterLeaseHeld: true, decision.FleetLeaseHeld: true, decision.FleetUnreachable: true,
 		decision.WriterLeaseReserved: true, decision.RuntimeOccupied: true, decision.OwnerMismatch: false, decision.Internal: false} {
-		if got := waitable(decision.New(code, "x")); got != want {
+		if got := waitable(decision.Relay(code, "x")); got != want {
 			t.Errorf("waitable(%s) = %v", code, got)
 		}
 	}
@@ -63,7 +63,7 @@ func waiter(t *testing.T, f fixture, timeout time.Duration) (*supervisor, *[]str
 func TestWaitAndAcquire(t *testing.T) {
 	f := newFixture(t)
 	root := f.repo.Store.Root()
-	held := decision.New(decision.WriterLeaseHeld, "held by pid 1")
+	held := decision.Relay(decision.WriterLeaseHeld, "held by pid 1")
 	t.Run("granted after two refusals", func(t *testing.T) {
 		s, told, _ := waiter(t, f, 0)
 		tries := 0
@@ -86,7 +86,7 @@ func TestWaitAndAcquire(t *testing.T) {
 	t.Run("a refusal not waited out", func(t *testing.T) {
 		s, _, _ := waiter(t, f, 0)
 		tries := 0
-		err := s.waitAndAcquire(root, f.c, "claude", func() error { tries++; return decision.New(decision.OwnerMismatch, "x") })
+		err := s.waitAndAcquire(root, f.c, "claude", func() error { tries++; return decision.Relay(decision.OwnerMismatch, "x") })
 		if decision.CodeOf(err) != decision.OwnerMismatch || tries != 1 {
 			t.Errorf("err %v, tries %d", err, tries)
 		}

@@ -82,12 +82,12 @@ func (r *Repo) QuarantineAdmin(ctx context.Context, key string) ([]gitrepo.Quara
 	a := checks[0].Allocation
 	q, err := gitrepo.Quarantine(QuarantineDir(r.Store.Root(), key), checks[0].Problems)
 	if err != nil {
-		return q, decision.Wrap(decision.InvalidMetadata, err, "put aside what the admin dir of %s holds", a.WorktreePath)
+		return q, decision.SayWrap(decision.InvalidMetadata, err, "put-aside", a.WorktreePath)
 	}
 	for _, x := range q {
 		if x.Index {
 			if _, err := r.Git.GitIn(ctx, a.WorktreeKey, a.WorktreePath, false, "read-tree", "HEAD"); err != nil {
-				return q, decision.Wrap(decision.GitFailed, err, "make the index of %s again from HEAD", a.WorktreePath).
+				return q, decision.SayWrap(decision.GitFailed, err, "make-index", a.WorktreePath).
 					WithHint("git -C %s read-tree HEAD", a.WorktreePath)
 			}
 		}

@@ -18,7 +18,7 @@ func (r *Repo) AdoptChecks(tx *store.Tx, task, branch string, newTask bool) erro
 		return err
 	}
 	if !ok {
-		return decision.New(decision.InvalidMetadata, "policy.json is missing").WithHint("run wt-admin init")
+		return decision.Say(decision.InvalidMetadata, "policy-json").WithHint("run wt-admin init")
 	}
 	if err := r.checkTaskAndBudget(tx, task, store.RoleFeature, "", pol); err != nil {
 		return err
@@ -29,7 +29,7 @@ func (r *Repo) AdoptChecks(tx *store.Tx, task, branch string, newTask bool) erro
 		}
 	}
 	if branch == pol.PublicationBranch {
-		return decision.New(decision.InvalidBranch, "the worktree is on %s, the publication branch: a task's writer works on a branch of its own", branch).
+		return decision.Say(decision.InvalidBranch, "worktree-publication", branch).
 			WithHint("check out a branch for the task in it first (git switch -c BRANCH), then adopt it")
 	}
 	return branchPlanned(tx, r, branch)

@@ -88,15 +88,15 @@ func (r *Repo) askGit(ctx context.Context, req Request, branch *string) (pre sto
 	}
 	commit, ok, err := r.Git.ResolveCommit(ctx, base)
 	if err != nil {
-		return pre, branch, "", false, decision.Wrap(decision.GitFailed, err, "resolve %s", base)
+		return pre, branch, "", false, decision.SayWrap(decision.GitFailed, err, "resolve", base)
 	}
 	if !ok {
-		return pre, branch, "", false, decision.New(decision.InvalidBase, "%q names no commit", base).
+		return pre, branch, "", false, decision.Say(decision.InvalidBase, "names-no", base).
 			WithHint("pass --base REV naming an existing commit")
 	}
 	if branch != nil {
 		if exists, err = r.Git.BranchExists(ctx, *branch); err != nil {
-			return pre, branch, "", false, decision.Wrap(decision.GitFailed, err, "look up branch %s", *branch)
+			return pre, branch, "", false, decision.SayWrap(decision.GitFailed, err, "look-up", *branch)
 		}
 	}
 	return pre, branch, commit, exists, nil
@@ -117,7 +117,7 @@ func (r *Repo) checkRequest(ctx context.Context, req Request) (string, *string, 
 		return "", nil, err
 	}
 	if req.Path == "" {
-		return "", nil, decision.New(decision.Usage, "allocate needs a PATH").WithHint("wt-admin allocate --task KEY --owner NAME PATH")
+		return "", nil, decision.Say(decision.Usage, "allocate-needs-path").WithHint("wt-admin allocate --task KEY --owner NAME PATH")
 	}
 	if err := store.ValidText("path", req.Path); err != nil {
 		return "", nil, err
@@ -127,7 +127,7 @@ func (r *Repo) checkRequest(ctx context.Context, req Request) (string, *string, 
 	}
 	path, err := proc.Canonical(req.Path)
 	if err != nil {
-		return "", nil, decision.Wrap(decision.Usage, err, "path %s", req.Path)
+		return "", nil, decision.SayWrap(decision.Usage, err, "path", req.Path)
 	}
 	if err := pathFree(path); err != nil {
 		return "", nil, err
@@ -135,7 +135,7 @@ func (r *Repo) checkRequest(ctx context.Context, req Request) (string, *string, 
 	var branch *string
 	if req.Role == store.RoleAudit {
 		if req.Branch != "" {
-			return "", nil, decision.New(decision.InvalidBranch, "audit worktrees are detached and take no branch").
+			return "", nil, decision.Say(decision.InvalidBranch, "audit-worktrees").
 				WithHint("drop --branch, or use --role feature")
 		}
 	} else if req.Branch != "" {
@@ -180,10 +180,10 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 			return err
 		}
 		if !ok {
-			return decision.New(decision.InvalidMetadata, "policy.json is missing").WithHint("run wt-admin init")
+			return decision.Say(decision.InvalidMetadata, "policy-json").WithHint("run wt-admin init")
 		}
 		if pol.PublicationBranch != pre.PublicationBranch || pol.Layout() != pre.Layout() {
-			return decision.New(decision.PolicyConflict, "the policy changed while the allocation was planned (publication branch %s, layout %s, now %s, %s)",
+			return decision.Say(decision.PolicyConflict, "policy-changed",
 				pre.PublicationBranch, pre.Layout(), pol.PublicationBranch, pol.Layout()).
 				WithHint("run the allocate again")
 		}
@@ -199,12 +199,12 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 			// Recovery (which runs git under the lock: the rare case of an
 			// allocate that crashed) may have deleted the branch it made.
 			if branchExists, err = r.Git.BranchExists(ctx, *branch); err != nil {
-				return decision.Wrap(decision.GitFailed, err, "look up branch %s", *branch)
+				return decision.SayWrap(decision.GitFailed, err, "look-up", *branch)
 			}
 		}
 		if branchExists {
 			// Said after the task's own refusal, which is the one to act on.
-			return decision.New(decision.BranchExists, "branch %s already exists", *branch).
+			return decision.Say(decision.BranchExists, "branch-already", *branch).
 				WithHint("pass --branch NAME with a new branch name")
 		}
 		if branch != nil {
@@ -259,7 +259,7 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 			if turnErr != nil {
 				return turnErr
 			}
-			return decision.Wrap(decision.GitFailed, gitErr, "git worktree add").
+			return decision.SayWrap(decision.GitFailed, gitErr, "git-worktree").
 				WithHint("fix what git reports, then run wt-admin allocate again")
 		}
 		a, err := r.finish(ctx, tx, j, planned, "allocated")
@@ -275,7 +275,7 @@ func (r *Repo) Allocate(ctx context.Context, req Request) (AllocateResult, error
 
 func pathFree(path string) error {
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
-		return decision.New(decision.PathExists, "%s already exists", path).
+		return decision.Say(decision.PathExists, "already-exists", path).
 			WithHint("choose a new path; wt never reuses or clears an existing directory")
 	}
 	return nil
@@ -299,7 +299,7 @@ func (r *Repo) checkTaskAndBudget(tx *store.Tx, task, role, skip string, pol sto
 			continue
 		}
 		if a.TaskKey == task && (a.Lifecycle == store.Active || a.Lifecycle == store.Retained) {
-			return decision.New(decision.TaskKeyInUse, "task %s is already allocated (%s, %s at %s)", task, a.AllocationID, a.Lifecycle, a.WorktreePath).
+			return decision.Say(decision.TaskKeyInUse, "task-already", task, a.AllocationID, a.Lifecycle, a.WorktreePath).
 				WithFact("allocation_id", a.AllocationID).
 				WithHint("%s", taskInUseHint(a))
 		}
@@ -310,7 +310,7 @@ func (r *Repo) checkTaskAndBudget(tx *store.Tx, task, role, skip string, pol sto
 	// wt-admin land's integration worktree is wt's, not an agent's: it
 	// takes no share of the budget, and needs none.
 	if pol.MaxActive != nil && len(active) >= *pol.MaxActive && role != store.RoleIntegration {
-		return decision.New(decision.BudgetExhausted, "%s of max %d: %s", decision.Plural(len(active), "active allocation", "active allocations"), *pol.MaxActive, strings.Join(active, ", ")).
+		return decision.Say(decision.BudgetExhausted, "max", decision.Plural(len(active), "active allocation", "active allocations"), *pol.MaxActive, strings.Join(active, ", ")).
 			WithFact("holders", active).
 			WithHint("retain one with wt-admin retain PATH --owner NAME, or raise the budget with wt-admin policy --max-active N")
 	}
@@ -349,7 +349,7 @@ func (r *Repo) pendingAllocations(tx *store.Tx) ([]store.Allocation, error) {
 func plannedOf(tx *store.Tx, j store.Journal) (store.Allocation, error) {
 	var a store.Allocation
 	if err := strictjson.Decode(j.Payload, &a); err != nil || a.AllocationID == "" || a.WorktreePath != j.Target {
-		return a, decision.New(decision.InvalidMetadata, "journal %s does not hold an allocation plan for %s", j.TransactionID, j.Target).
+		return a, decision.Say(decision.InvalidMetadata, "journal-does", j.TransactionID, j.Target).
 			WithHint("inspect %s by hand", filepath.Join("journal", j.TransactionID+".json"))
 	}
 	return a, nil
@@ -365,7 +365,7 @@ func (r *Repo) finish(ctx context.Context, tx *store.Tx, j store.Journal, planne
 	}
 	key, ok := keys[planned.WorktreePath]
 	if !ok {
-		return planned, decision.New(decision.InterruptedTx, "git reports no worktree at %s after adding it", planned.WorktreePath).
+		return planned, decision.Say(decision.InterruptedTx, "git-reports", planned.WorktreePath).
 			WithHint("inspect git worktree list; the plan is kept in journal %s", j.TransactionID)
 	}
 	a := planned
@@ -707,7 +707,7 @@ func (r *Repo) recoverOne(ctx context.Context, tx *store.Tx, j store.Journal, pl
 
 func (r *Repo) validBranch(ctx context.Context, b string) error {
 	if !r.Git.ValidBranchName(ctx, b) {
-		return decision.New(decision.InvalidBranch, "%q is not a valid branch name", b).
+		return decision.Say(decision.InvalidBranch, "not-valid", b).
 			WithHint("pass --branch NAME with a valid git branch name")
 	}
 	return nil
@@ -717,7 +717,7 @@ func (r *Repo) validBranch(ctx context.Context, b string) error {
 // an allocate in flight plans.
 func branchPlanned(tx *store.Tx, r *Repo, branch string) error {
 	taken := func(task string) error {
-		return decision.New(decision.BranchExists, "branch %s already exists: task %s's", branch, task).
+		return decision.Say(decision.BranchExists, "branch-already-exists", branch, task).
 			WithHint("pass --branch NAME with a new branch name")
 	}
 	if a, ok, err := tx.BranchAllocation("refs/heads/" + branch); err != nil {

@@ -55,7 +55,7 @@ func HeadOffTaskBranch(c gitrepo.Checkout, a store.Allocation) *decision.Error {
 	if !c.Detached {
 		on = "branch " + c.Branch
 	}
-	return decision.New(decision.HeadOffTaskBranch, "%s is task %s's worktree, whose writer works on branch %s, but it is on %s", c.TopLevel, a.TaskKey, *a.Branch, on).
+	return decision.Say(decision.HeadOffTaskBranch, "task-worktree", c.TopLevel, a.TaskKey, *a.Branch, on).
 		WithHint("switch it back: git -C %s switch %s", shell.Word(c.TopLevel), shell.Word(*a.Branch)).
 		WithFact("branch", *a.Branch)
 }
@@ -100,7 +100,7 @@ func (r *Repo) changeLifecycle(path, owner string, expect *int, from, to string)
 			if to == store.Active {
 				verb = "resume"
 			}
-			return decision.New(decision.InvalidLifecycle, "allocation of task %s is %s; only %s allocations can %s", a.TaskKey, a.Lifecycle, from, verb).
+			return decision.Say(decision.InvalidLifecycle, "allocation-task", a.TaskKey, a.Lifecycle, from, verb).
 				WithFact("lifecycle", a.Lifecycle)
 		}
 		if to == store.Retained {
@@ -163,7 +163,7 @@ func (r *Repo) requireNoLiveWriter(tx *store.Tx, a store.Allocation) error {
 	}
 	for _, b := range bindings {
 		if liveness.Alive(s, b.Holder, nil) != "" {
-			return decision.New(decision.ExternalBinding, "a live %s process of client %s occupies allocation %s (%s)", b.Kind, b.Holder.ClientID, a.AllocationID, b.Holder.Identity()).
+			return decision.Say(decision.ExternalBinding, "live-process", b.Kind, b.Holder.ClientID, a.AllocationID, b.Holder.Identity()).
 				WithHint("wait for it to end; see it with wt-admin status")
 		}
 	}

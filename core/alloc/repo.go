@@ -69,12 +69,12 @@ type Target struct {
 func (r *Repo) Resolve(tx *store.Tx, path string) (Target, error) {
 	abs, err := proc.Canonical(path)
 	if err != nil {
-		return Target{}, decision.Wrap(decision.UnregisteredWorktree, err, "path %s", path)
+		return Target{}, decision.SayWrap(decision.UnregisteredWorktree, err, "path", path)
 	}
 	key, ok := gitrepo.KeyOfCheckout(r.Git.CommonDir, abs)
 	if !ok {
 		if _, err := os.Lstat(filepath.Join(abs, ".git")); err == nil {
-			return Target{}, decision.New(decision.UnregisteredWorktree, "%s is not a worktree of this repository", abs).
+			return Target{}, decision.Say(decision.UnregisteredWorktree, "not-worktree", abs).
 				WithHint("pass --repo naming a checkout of the repository that owns it")
 		}
 		keys, err := gitrepo.AdminKeys(r.Git.CommonDir)
@@ -82,12 +82,12 @@ func (r *Repo) Resolve(tx *store.Tx, path string) (Target, error) {
 			return Target{}, err
 		}
 		if key, ok = keys[abs]; !ok {
-			return Target{}, decision.New(decision.UnregisteredWorktree, "%s is not a worktree of this repository", abs).
+			return Target{}, decision.Say(decision.UnregisteredWorktree, "not-worktree", abs).
 				WithHint("list the governed worktrees with wt-admin status")
 		}
 	}
 	if key == gitrepo.MainKey {
-		return Target{}, decision.New(decision.UnregisteredWorktree, "%s is the canonical checkout, which has no allocation", abs).
+		return Target{}, decision.Say(decision.UnregisteredWorktree, "canonical-checkout", abs).
 			WithHint("allocate a worktree with wt-admin allocate --task KEY --owner NAME PATH")
 	}
 	return r.resolveKey(tx, key, abs)
@@ -111,7 +111,7 @@ func (r *Repo) resolveKey(tx *store.Tx, key, abs string) (Target, error) {
 		return Target{}, err
 	}
 	if !ok {
-		return Target{}, decision.New(decision.UnregisteredWorktree, "worktree %s (key %s) has no allocation: wt does not govern it", abs, key).
+		return Target{}, decision.Say(decision.UnregisteredWorktree, "worktree-key", abs, key).
 			WithHint("bring it under wt as a task's worktree, its branch kept: wt-admin --repo %s adopt %s --task KEY --owner NAME (a dry run; then --apply PLAN_ID)", shell.Word(abs), shell.Word(abs))
 	}
 	reg, registered, err := tx.Registered(key)
@@ -119,12 +119,12 @@ func (r *Repo) resolveKey(tx *store.Tx, key, abs string) (Target, error) {
 		return Target{}, err
 	}
 	if !registered || reg.AllocationID != b.AllocationID {
-		return Target{}, decision.New(decision.UnregisteredWorktree, "worktree %s (key %s) is bound but its registration marker does not match: git may have re-created the admin dir", abs, key).
+		return Target{}, decision.Say(decision.UnregisteredWorktree, "worktree-key-bound", abs, key).
 			WithHint("run wt-admin status to see it; a re-created worktree does not inherit the old allocation")
 	}
 	a, err := tx.Allocation(b.AllocationID)
 	if errors.Is(err, store.ErrNotFound) {
-		return Target{}, decision.New(decision.InvalidMetadata, "binding %s names allocation %s, which has no record", key, b.AllocationID).
+		return Target{}, decision.Say(decision.InvalidMetadata, "binding-names", key, b.AllocationID).
 			WithHint("inspect %s by hand", shell.Word(filepath.Join(r.Store.Root(), "bindings", key+".json")))
 	}
 	if err != nil {
@@ -174,7 +174,7 @@ func AwaitingBackfill(tx *store.Tx, key string) (string, bool, error) {
 
 func requireOwner(a store.Allocation, owner string) error {
 	if a.Owner != owner {
-		return decision.New(decision.OwnerMismatch, "allocation of task %s is owned by %q, not %q", a.TaskKey, a.Owner, owner).
+		return decision.Say(decision.OwnerMismatch, "allocation-task", a.TaskKey, a.Owner, owner).
 			WithHint("pass --owner %s", shell.Word(a.Owner))
 	}
 	return nil

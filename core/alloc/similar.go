@@ -20,7 +20,7 @@ func checkSimilarKey(tx *store.Tx, task string) error {
 		if a.Lifecycle != store.Active && a.Lifecycle != store.Retained || a.TaskKey == task || !SimilarKeys(a.TaskKey, task) {
 			continue
 		}
-		return decision.New(decision.TaskKeySimilar, "task key %s is close to task %s's (%s at %s): did you mean %s?", task, a.TaskKey, a.Lifecycle, a.WorktreePath, a.TaskKey).
+		return decision.Say(decision.TaskKeySimilar, "task-key", task, a.TaskKey, a.Lifecycle, a.WorktreePath, a.TaskKey).
 			WithFact("similar_task", a.TaskKey).
 			WithHint("for task %s, use --task %s; if %s is a new task, say so: add --new-task", a.TaskKey, a.TaskKey, task)
 	}

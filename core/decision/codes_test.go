@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"flag"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -61,5 +62,48 @@ func TestCodesListed(t *testing.T) {
 	if len(declared) < 100 || !slices.Equal(declared, Codes()) {
 		t.Fatalf("codes.go declares %d codes, Codes lists %d: add the new ones to the list at its end\ndeclared %v\nlisted %v",
 			len(declared), len(Codes()), declared, Codes())
+	}
+}
+
+var update = flag.Bool("update", false, "write docs/decision-codes.md from the table")
+
+// TestDecisionCodesPage: docs/decision-codes.md is what Page makes of the
+// table (-update writes it), and the table holds every code once.
+func TestDecisionCodesPage(t *testing.T) {
+	var listed []string
+	for _, d := range Describe() {
+		listed = append(listed, d.Code)
+	}
+	slices.Sort(listed)
+	if !slices.Equal(listed, Codes()) {
+		t.Fatalf("the table lists %d codes, codes.go declares %d: each code is in the table once", len(listed), len(Codes()))
+	}
+	const path = "../../docs/decision-codes.md"
+	if *update {
+		if err := os.WriteFile(path, []byte(Page()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(page) != Page() {
+		t.Fatalf("%s is not the table's page: go test ./core/decision -run TestDecisionCodesPage -update", path)
+	}
+}
+
+// TestExits: the exit a code gives is the one the commands give it.
+func TestExits(t *testing.T) {
+	for _, d := range Describe() {
+		switch {
+		case d.Code == Usage && (d.Exit != 2 || d.ExecExit != 125),
+			d.Code == DoctorFindings && d.Exit != 1,
+			d.Code == CommandNotFound && d.ExecExit != 127,
+			d.Kind == "outcome" && d.Code != DoctorFindings && (d.Exit != 0 || d.ExecExit != -1),
+			d.Kind == "refusal" && d.Exit != 1,
+			(d.Kind == "notice" || d.Kind == "finding") && d.Exit != -1:
+			t.Errorf("%s (%s): exit %d, wt-exec %d", d.Code, d.Kind, d.Exit, d.ExecExit)
+		}
 	}
 }

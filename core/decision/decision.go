@@ -1,9 +1,11 @@
-// Package decision holds wt's stable decision codes and the typed error that
+// Package decision holds wt's stable decision codes, the table of what each
+// means and the words it is said in (table.go), and the typed error that
 // carries one from core/ to the command line.
 //
 // Decision codes are API: tests assert them, scripts branch on them, and
 // renaming one is a breaking change. Every refusal in core/ is an *Error with a
-// code from this package, the facts that led to it, and (where the user can fix
+// code from this package, raised through Say, SayWrap or Within in the
+// words of the table, the facts that led to it, and (where the user can fix
 // it) a hint naming the exact command to run.
 package decision
 
@@ -34,11 +36,6 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// New returns a refusal with code and a formatted message.
-func New(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
 // WithHint sets the hint and returns e, for chaining at the call site.
 func (e *Error) WithHint(format string, args ...any) *Error {
 	e.Hint = fmt.Sprintf(format, args...)
@@ -52,15 +49,6 @@ func (e *Error) WithFact(key string, value any) *Error {
 	}
 	e.Facts[key] = value
 	return e
-}
-
-// Wrap returns a refusal with code whose cause is err.
-func Wrap(code string, err error, format string, args ...any) *Error {
-	msg := fmt.Sprintf(format, args...)
-	if err != nil {
-		msg += ": " + err.Error()
-	}
-	return &Error{Code: code, Message: msg, Err: err}
 }
 
 // CodeOf returns the decision code carried by err, or "" if there is none.

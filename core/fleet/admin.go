@@ -21,7 +21,7 @@ func Find(ctx context.Context, co Coordinator, key string) (Entry, error) {
 			return e, nil
 		}
 	}
-	return Entry{}, decision.New(decision.FleetNoLease, "no fleet lease holds %s", key).
+	return Entry{}, decision.Say(decision.FleetNoLease, "no-fleet", key).
 		WithHint("see every task's holder with wt-admin fleet status")
 }
 
@@ -33,11 +33,11 @@ func Find(ctx context.Context, co Coordinator, key string) (Entry, error) {
 func Abandon(ctx context.Context, co Coordinator, key, reason string, operator bool) (Entry, error) {
 	for _, r := range reason {
 		if unicode.IsControl(r) {
-			return Entry{}, decision.New(decision.Usage, "--reason holds a control character").WithHint("give a reason of printable characters")
+			return Entry{}, decision.Say(decision.Usage, "reason-holds").WithHint("give a reason of printable characters")
 		}
 	}
 	if strings.TrimSpace(reason) == "" {
-		return Entry{}, decision.New(decision.Usage, "--reason must say why the fleet lease is abandoned").
+		return Entry{}, decision.Say(decision.Usage, "reason-must").
 			WithHint(`e.g. --reason "host build-7 was decommissioned"`)
 	}
 	e, err := Find(ctx, co, key)
@@ -47,12 +47,12 @@ func Abandon(ctx context.Context, co Coordinator, key, reason string, operator b
 	h := e.Holder
 	if boot, err := proc.BootID(); err == nil && h.BootID == boot {
 		if live, _ := proc.IsLive(proc.NewReader(), proc.Identity{BootID: h.BootID, PID: h.PID, StartTicks: h.StartTicks}); live {
-			return e, decision.New(decision.FleetLeaseHeld, "task %s is held by %s, which runs on this machine", e.TaskKey, h.Describe()).
+			return e, decision.Say(decision.FleetLeaseHeld, "task-held", e.TaskKey, h.Describe()).
 				WithHint("its wt-exec releases the fleet lease when it ends; see it with wt-admin lease list")
 		}
 	}
 	if !operator {
-		return e, decision.New(decision.OperatorRequired, "task %s is held by %s; wt cannot see whether that machine is gone", e.TaskKey, h.Describe()).
+		return e, decision.Say(decision.OperatorRequired, "task-held", e.TaskKey, h.Describe()).
 			WithHint("if it is, say so: wt-admin fleet abandon %s --reason TEXT --operator", shell.Word(e.TaskKey))
 	}
 	return co.Revoke(ctx, key)

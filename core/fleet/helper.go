@@ -69,7 +69,7 @@ func (r Response) Err() error {
 	if r.OK {
 		return nil
 	}
-	d := decision.New(r.Code, "%s", r.Message)
+	d := decision.Relay(r.Code, r.Message)
 	if r.Hint != "" {
 		d = d.WithHint("%s", r.Hint)
 	}
@@ -83,7 +83,7 @@ func (r Response) Err() error {
 func Refusal(err error) Response {
 	d, ok := decision.As(err)
 	if !ok {
-		d = decision.Wrap(decision.FleetUnreachable, err, "etcd")
+		d = decision.SayWrap(decision.FleetUnreachable, err, "etcd-2")
 	}
 	r := Response{Code: d.Code, Message: d.Message, Hint: d.Hint}
 	if h, ok := d.Facts["fleet_holder"].(Holder); ok {
@@ -121,7 +121,7 @@ func FindHelper() (string, error) {
 	if p, err := exec.LookPath(HelperName); err == nil {
 		return p, nil
 	}
-	return "", decision.New(decision.FleetHelperMissing, "policy coordinator is etcd, and %s (which talks to etcd) is neither in $WT_FLEET_BIN, beside this binary nor on PATH", HelperName).
+	return "", decision.Say(decision.FleetHelperMissing, "policy-coordinator", HelperName).
 		WithHint("install wt again (make install), which installs %s", HelperName)
 }
 
@@ -147,7 +147,7 @@ func (h *Helper) call(ctx context.Context, req Request) (Response, error) {
 	out, err := cmd.Output()
 	var resp Response
 	if jerr := json.Unmarshal(bytes.TrimSpace(firstLine(out)), &resp); jerr != nil {
-		return resp, decision.Wrap(decision.FleetUnreachable, errors.Join(err, jerr), "%s %s gave no answer", HelperName, req.Op)
+		return resp, decision.SayWrap(decision.FleetUnreachable, errors.Join(err, jerr), "gave-no", HelperName, req.Op)
 	}
 	return resp, resp.Err()
 }
@@ -188,7 +188,7 @@ func (h *Helper) start(ttl time.Duration) (*started, error) {
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		return nil, decision.Wrap(decision.FleetHelperMissing, err, "start %s", h.Path)
+		return nil, decision.SayWrap(decision.FleetHelperMissing, err, "start", h.Path)
 	}
 	p := &started{pid: cmd.Process.Pid, in: inW, out: outR}
 	connect := h.request("connect")
@@ -196,7 +196,7 @@ func (h *Helper) start(ttl time.Duration) (*started, error) {
 	line, _ := json.Marshal(connect)
 	if _, err := inW.Write(append(line, '\n')); err != nil {
 		p.end(true)
-		return nil, decision.Wrap(decision.FleetUnreachable, err, "talk to %s", HelperName)
+		return nil, decision.SayWrap(decision.FleetUnreachable, err, "talk", HelperName)
 	}
 	return p, nil
 }
@@ -259,14 +259,14 @@ func (h *Helper) Acquire(ctx context.Context, key string, holder Holder, ttl tim
 	in, _ := json.Marshal(req)
 	if _, err := p.in.Write(append(in, '\n')); err != nil {
 		p.end(true)
-		return nil, decision.Wrap(decision.FleetUnreachable, err, "talk to %s", HelperName)
+		return nil, decision.SayWrap(decision.FleetUnreachable, err, "talk", HelperName)
 	}
 	lines := bufio.NewScanner(p.out)
 	first := make(chan Response, 1)
 	go func() {
 		var r Response
 		if !lines.Scan() || json.Unmarshal(lines.Bytes(), &r) != nil {
-			r = Response{Code: decision.FleetUnreachable, Message: HelperName + " hold ended without an answer"}
+			r = Response{Code: decision.FleetUnreachable, Message: decision.Words(decision.FleetUnreachable, "hold-no-answer", HelperName)}
 		}
 		first <- r
 	}()
@@ -275,7 +275,7 @@ func (h *Helper) Acquire(ctx context.Context, key string, holder Holder, ttl tim
 	case resp = <-first:
 	case <-ctx.Done():
 		p.end(true) // a lease it may have taken expires with its TTL
-		return nil, decision.Wrap(decision.FleetUnreachable, ctx.Err(), "waiting for %s hold", HelperName)
+		return nil, decision.SayWrap(decision.FleetUnreachable, ctx.Err(), "waiting-hold", HelperName)
 	}
 	if !resp.OK {
 		p.end(true)
@@ -347,12 +347,12 @@ func (s *helperSession) Release(ctx context.Context) error {
 		return nil
 	}
 	if werr != nil {
-		return decision.Wrap(decision.FleetLeaseLost, werr, "the fleet lease was already gone")
+		return decision.SayWrap(decision.FleetLeaseLost, werr, "fleet-lease")
 	}
 	if last.Code != "" {
 		return last.Err()
 	}
-	return decision.New(decision.FleetLeaseLost, "the fleet lease could not be revoked; it expires with its TTL")
+	return decision.Say(decision.FleetLeaseLost, "fleet-lease-could")
 }
 
 // Check implements Coordinator.
@@ -434,13 +434,13 @@ func KeySpace(ctx context.Context, g *gitrepo.Repo, pol store.Policy) (string, e
 	case err == nil:
 	case ctx.Err() != nil:
 		// A slow git is not a missing remote.
-		return "", decision.Wrap(decision.GitFailed, ctx.Err(), "git remote get-url %s did not answer in time", remote).
+		return "", decision.SayWrap(decision.GitFailed, ctx.Err(), "git-remote", remote).
 			WithHint("see what slows git in %s (a filesystem, a lock); $WT_FLEET_TIMEOUT bounds the wait", shell.Word(g.TopLevel))
 	case errors.As(err, &ge) && ge.ExitCode == 2:
-		return "", decision.Wrap(decision.InvalidPolicy, err, "fleet mode names the key space after remote %q, which this repository lacks", remote).
+		return "", decision.SayWrap(decision.InvalidPolicy, err, "fleet-mode-names", remote).
 			WithHint("add it (git remote add %s URL) or name another: wt-admin policy --fleet-remote NAME", shell.Word(remote))
 	default:
-		return "", decision.Wrap(decision.GitFailed, err, "git remote get-url %s", remote)
+		return "", decision.SayWrap(decision.GitFailed, err, "git-remote-get", remote)
 	}
 	raw := strings.TrimSpace(string(out))
 	sshCmd := os.Getenv("GIT_SSH_COMMAND")
@@ -458,7 +458,7 @@ func KeySpace(ctx context.Context, g *gitrepo.Repo, pol store.Policy) (string, e
 		rec, err := g.Git(ctx, true, "config", "--file", filepath.Join(dir, "config"), "--get", "wt.fence.keyspace")
 		if err == nil {
 			if r := strings.TrimSpace(string(rec)); r != "" && r != space {
-				return "", decision.New(decision.FleetKeySpaceMismatch, "remote %s (%s) checks tokens under key space %s, but this repository computes %s from its URL %q", remote, dir, r, space, raw).
+				return "", decision.Say(decision.FleetKeySpaceMismatch, "remote-checks", remote, dir, r, space, raw).
 					WithHint("name the remote as its fence does: wt-hook install --server --remote-url URL in %s, with the URL clients use", shell.Word(dir))
 			}
 		}

@@ -95,12 +95,12 @@ func OpenPRs(ctx context.Context, g *gitrepo.Repo, pol store.Policy, branch stri
 	top := shell.Word(g.TopLevel)
 	out, err := g.Git(ctx, true, "remote", "get-url", "--end-of-options", remote)
 	if err != nil {
-		return nil, decision.Wrap(decision.ForgeUnreachable, err, "the forge's remote %s", remote).
+		return nil, decision.SayWrap(decision.ForgeUnreachable, err, "forge-remote", remote).
 			WithHint("name the remote on the forge: wt-admin --repo %s policy --forge-remote NAME", top)
 	}
 	repo, err := ParseRemote(strings.TrimSpace(string(out)), pol.ForgeURL)
 	if err != nil {
-		return nil, decision.Wrap(decision.ForgeUnreachable, err, "remote %s", remote).
+		return nil, decision.SayWrap(decision.ForgeUnreachable, err, "remote", remote).
 			WithHint("name the remote on the forge: wt-admin --repo %s policy --forge-remote NAME", top)
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
@@ -109,19 +109,19 @@ func OpenPRs(ctx context.Context, g *gitrepo.Repo, pol store.Policy, branch stri
 	case store.ForgeGitea:
 		prs, err := giteaOpen(ctx, repo, pol.ForgeTokenFile, branch)
 		if err != nil {
-			return nil, decision.Wrap(decision.ForgeUnreachable, err, "ask %s for the open pull requests of %s/%s", repo.Base, repo.Owner, repo.Name).
+			return nil, decision.SayWrap(decision.ForgeUnreachable, err, "ask-open", repo.Base, repo.Owner, repo.Name).
 				WithHint("check the forge, its URL and the token (wt-admin --repo %s policy shows them), or stop asking it: wt-admin --repo %s policy --forge none", top, top)
 		}
 		return prs, nil
 	case store.ForgeGitHub:
 		prs, err := githubOpen(ctx, repo, branch)
 		if err != nil {
-			return nil, decision.Wrap(decision.ForgeUnreachable, err, "ask GitHub (gh) for the open pull requests of %s/%s", repo.Owner, repo.Name).
+			return nil, decision.SayWrap(decision.ForgeUnreachable, err, "ask-github", repo.Owner, repo.Name).
 				WithHint("install gh and log in (gh auth login), or stop asking: wt-admin --repo %s policy --forge none", top)
 		}
 		return prs, nil
 	}
-	return nil, decision.New(decision.InvalidPolicy, "forge %q is not gitea or github", pol.Forge).
+	return nil, decision.Say(decision.InvalidPolicy, "forge-not", pol.Forge).
 		WithHint("wt-admin --repo %s policy --forge none", top)
 }
 
@@ -143,7 +143,7 @@ func Refuse(ctx context.Context, g *gitrepo.Repo, pol store.Policy, branch, what
 	for _, p := range prs {
 		names = append(names, fmt.Sprintf("#%d %s (%s)", p.Number, p.URL, p.Title))
 	}
-	return decision.New(decision.OpenPullRequest, "%s: branch %s has an open pull request on the forge: %s", what, branch, strings.Join(names, "; ")).
+	return decision.Say(decision.OpenPullRequest, "branch-has", what, branch, strings.Join(names, "; ")).
 		WithHint("merge or close it first (%s), then run this again", prs[0].URL).
 		WithFact("pull_requests", prs)
 }

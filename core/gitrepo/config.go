@@ -28,7 +28,7 @@ func GitVersion(ctx context.Context) (gitversion.Version, error) {
 	}
 	out, err := run(ctx, "/", true, "version")
 	if err != nil {
-		return gitversion.Version{}, decision.Wrap(decision.GitFailed, err, "git version")
+		return gitversion.Version{}, decision.SayWrap(decision.GitFailed, err, "git-version")
 	}
 	versionOnce.v, versionOnce.err = gitversion.Parse(string(out))
 	versionOnce.ok = true
@@ -56,7 +56,7 @@ type ConfigEntry struct {
 func Config(ctx context.Context, dir string, env []string) ([]ConfigEntry, error) {
 	out, err := runEnv(ctx, dir, true, env, "config", "--list", "--show-scope", "--show-origin", "-z")
 	if err != nil {
-		return nil, decision.Wrap(decision.GitFailed, err, "read git's configuration in %s", dir)
+		return nil, decision.SayWrap(decision.GitFailed, err, "read-git", dir)
 	}
 	return ParseConfigList(out)
 }

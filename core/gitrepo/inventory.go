@@ -212,7 +212,7 @@ func checkAdminFiles(commonDir string) error {
 			p := filepath.Join(AdminDir(commonDir, key), name)
 			fi, err := os.Stat(p)
 			if err == nil && !fi.Mode().IsRegular() && bad == nil {
-				bad = decision.New(decision.InvalidMetadata, "%s is not a regular file (%s): git would block reading it", p, fi.Mode().Type()).
+				bad = decision.Say(decision.InvalidMetadata, "not-regular", p, fi.Mode().Type()).
 					WithHint("see what to put aside, and the command that does: wt-admin --repo %s doctor", shell.Word(canonicalOf(commonDir))).
 					WithFact("file", p)
 			}
@@ -254,5 +254,5 @@ func ListFailed(err error) error {
 	if _, ok := decision.As(err); ok {
 		return err
 	}
-	return decision.Wrap(decision.GitFailed, err, "list worktrees")
+	return decision.SayWrap(decision.GitFailed, err, "list-worktrees")
 }

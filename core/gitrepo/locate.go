@@ -46,12 +46,12 @@ type Checkout struct {
 func Locate(dir string) (Checkout, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return Checkout{}, decision.Wrap(decision.NotAGitRepository, err, "%s", dir)
+		return Checkout{}, decision.SayWrap(decision.NotAGitRepository, err, "as-given", dir)
 	}
 	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = resolved
 	} else {
-		return Checkout{}, decision.New(decision.NotAGitRepository, "%s does not exist", dir).
+		return Checkout{}, decision.Say(decision.NotAGitRepository, "does-not", dir).
 			WithHint("pass -C naming a governed worktree")
 	}
 	for d := abs; ; d = filepath.Dir(d) {
@@ -60,13 +60,13 @@ func Locate(dir string) (Checkout, error) {
 		if err == nil {
 			c, err := checkoutAt(d, dotgit, fi.IsDir())
 			if err == nil && (inside(abs, c.CommonDir) || inside(abs, c.GitDir)) {
-				return c, decision.New(decision.NotAGitRepository, "%s is inside a git dir, not a worktree", abs).
+				return c, decision.Say(decision.NotAGitRepository, "inside-git", abs).
 					WithHint("pass -C naming a directory of the checkout")
 			}
 			return c, err
 		}
 		if d == filepath.Dir(d) {
-			return Checkout{}, decision.New(decision.NotAGitRepository, "%s is not in a git checkout", abs).
+			return Checkout{}, decision.Say(decision.NotAGitRepository, "not-git", abs).
 				WithHint("pass -C naming a governed worktree, or allocate one with wt-admin allocate")
 		}
 	}
@@ -81,13 +81,13 @@ func checkoutAt(top, dotgit string, isDir bool) (Checkout, error) {
 	c := Checkout{TopLevel: top}
 	if isDir {
 		if _, err := os.Stat(filepath.Join(dotgit, "commondir")); err == nil {
-			return c, decision.New(decision.UnregisteredWorktree, "%s is a linked worktree's git dir, not a checkout", dotgit)
+			return c, decision.Say(decision.UnregisteredWorktree, "linked-worktree", dotgit)
 		}
 		c.GitDir, c.CommonDir, c.Key = dotgit, dotgit, MainKey
 	} else {
 		gd, err := gitdirOf(dotgit)
 		if err != nil {
-			return c, decision.Wrap(decision.NotAGitRepository, err, "read %s", dotgit)
+			return c, decision.SayWrap(decision.NotAGitRepository, err, "read", dotgit)
 		}
 		c.GitDir = gd
 		common, err := readGitFile(filepath.Join(c.GitDir, "commondir"))
@@ -97,7 +97,7 @@ func checkoutAt(top, dotgit string, isDir bool) (Checkout, error) {
 			// main checkout this is.
 			c.CommonDir, c.Key = c.GitDir, MainKey
 		case err != nil:
-			return c, decision.Wrap(decision.UnregisteredWorktree, err, "%s names git dir %s, which cannot be read", dotgit, c.GitDir).
+			return c, decision.SayWrap(decision.UnregisteredWorktree, err, "names-git", dotgit, c.GitDir).
 				WithHint("git worktree repair, run in the checkout, fixes a moved worktree")
 		default:
 			cd := strings.TrimRight(string(common), "\r\n")
@@ -113,7 +113,7 @@ func checkoutAt(top, dotgit string, isDir bool) (Checkout, error) {
 	}
 	head, err := ReadHead(c.GitDir, c.CommonDir)
 	if err != nil {
-		d := decision.Wrap(decision.InvalidTarget, err, "read HEAD of %s", top)
+		d := decision.SayWrap(decision.InvalidTarget, err, "read-head", top)
 		if c.Key != MainKey {
 			// Planted (a FIFO, a symlink): put aside from the canonical
 			// checkout, where no git reads this worktree's HEAD.
@@ -134,14 +134,14 @@ func checkBackPointer(c Checkout, dotgit string) error {
 		if d := brokenCommondir(c.GitDir, c.TopLevel, c.CommonDir); d != nil {
 			return d
 		}
-		return decision.New(decision.UnregisteredWorktree, "%s names git dir %s, which is not a worktree admin dir of %s", dotgit, c.GitDir, c.CommonDir)
+		return decision.Say(decision.UnregisteredWorktree, "names-git-dir", dotgit, c.GitDir, c.CommonDir)
 	}
 	back, err := CheckoutOf(c.CommonDir, c.Key)
 	if err != nil {
-		return decision.Wrap(decision.UnregisteredWorktree, err, "worktree admin dir %s has no gitdir file", c.GitDir)
+		return decision.SayWrap(decision.UnregisteredWorktree, err, "worktree-admin", c.GitDir)
 	}
 	if !same(filepath.Join(back, ".git"), dotgit) {
-		return decision.New(decision.UnregisteredWorktree, "%s is not the checkout git knows for worktree %s (that is %s): it was copied or moved",
+		return decision.Say(decision.UnregisteredWorktree, "not-checkout",
 			c.TopLevel, c.Key, back).
 			WithHint("run git worktree repair in the checkout if it was moved")
 	}
@@ -252,17 +252,17 @@ func LocateGitDir(cwd, gitDir string) (Checkout, error) {
 	}
 	abs, err := filepath.EvalSymlinks(gitDir)
 	if err != nil {
-		return Checkout{}, decision.Wrap(decision.NotAGitRepository, err, "git dir %s", gitDir)
+		return Checkout{}, decision.SayWrap(decision.NotAGitRepository, err, "git-dir", gitDir)
 	}
 	if _, err := os.Stat(filepath.Join(abs, "HEAD")); err != nil {
-		return Checkout{}, decision.New(decision.NotAGitRepository, "%s is not a git dir (no HEAD)", abs)
+		return Checkout{}, decision.Say(decision.NotAGitRepository, "not-git-dir", abs)
 	}
 	c := Checkout{GitDir: abs, CommonDir: abs, Key: MainKey}
 	common, err := readGitFile(filepath.Join(abs, "commondir"))
 	switch {
 	case os.IsNotExist(err):
 	case err != nil:
-		return c, decision.Wrap(decision.NotAGitRepository, err, "read %s", filepath.Join(abs, "commondir"))
+		return c, decision.SayWrap(decision.NotAGitRepository, err, "read", filepath.Join(abs, "commondir"))
 	default:
 		cd := strings.TrimRight(string(common), "\r\n")
 		if !filepath.IsAbs(cd) {
@@ -314,7 +314,7 @@ func brokenCommondir(gitDir, top, named string) *decision.Error {
 	if filepath.Base(common) == ".git" {
 		repoTop = filepath.Dir(common)
 	}
-	return decision.New(decision.GitMetadataUntrusted, "worktree %s: its admin dir %s names %s as its repository (commondir), not %s, which holds it: git cannot open the worktree", top, gitDir, named, common).
+	return decision.Say(decision.GitMetadataUntrusted, "worktree-admin", top, gitDir, named, common).
 		WithHint("printf '%%s\\n' ../.. > %s && git -C %s worktree repair %s", shell.Word(filepath.Join(gitDir, "commondir")), shell.Word(repoTop), shell.Word(top))
 }
 

@@ -30,33 +30,33 @@ type Repo struct {
 // a canonical checkout).
 func Discover(ctx context.Context, dir string) (*Repo, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, decision.New(decision.NotAGitRepository, "%s is not a directory", dir).
+		return nil, decision.Say(decision.NotAGitRepository, "not-directory", dir).
 			WithHint("pass --repo DIR naming a checkout of the repository")
 	}
 	out, err := run(ctx, dir, true, "rev-parse", "--path-format=absolute",
 		"--git-common-dir", "--git-dir", "--is-bare-repository", "--show-toplevel")
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	if len(lines) >= 3 && lines[2] == "true" {
-		return nil, decision.New(decision.BareRepository, "%s is a bare repository", dir).
+		return nil, decision.Say(decision.BareRepository, "bare-repository", dir).
 			WithHint("run wt-admin from a repository with a checkout (git clone, not git clone --bare)")
 	}
 	if err != nil || len(lines) != 4 {
 		var ge *Error
 		if errors.As(err, &ge) {
 			if len(lines) >= 3 && lines[2] == "false" {
-				return nil, decision.New(decision.NotAGitRepository, "%s is inside a git dir, not a worktree", dir).
+				return nil, decision.Say(decision.NotAGitRepository, "inside-git", dir).
 					WithHint("run it from a checkout of the repository")
 			}
 			if d := DiagnoseCheckout(dir); d != nil {
 				return nil, d
 			}
-			return nil, decision.New(decision.NotAGitRepository, "%s is not in a git repository", dir).
+			return nil, decision.Say(decision.NotAGitRepository, "not-git-repository", dir).
 				WithHint("pass --repo DIR naming a checkout of the repository, or run git init first")
 		}
 		if err == nil {
 			err = fmt.Errorf("unexpected rev-parse output %q", out)
 		}
-		return nil, decision.Wrap(decision.GitFailed, err, "discover repository")
+		return nil, decision.SayWrap(decision.GitFailed, err, "discover-repository")
 	}
 	return &Repo{CommonDir: filepath.Clean(lines[0]), GitDir: filepath.Clean(lines[1]), TopLevel: filepath.Clean(lines[3])}, nil
 }

@@ -61,42 +61,42 @@ func hooksPathAllowed(hp, own string) bool {
 func VerifyMetadata(commonDir, key, path string) error {
 	admin := AdminDir(commonDir, key)
 	dotgit := filepath.Join(path, ".git")
-	untrusted := func(format string, args ...any) error {
-		return decision.New(decision.GitMetadataUntrusted, "worktree %s: "+format, append([]any{path}, args...)...).
+	untrusted := func(key string, args ...any) error {
+		return decision.Say(decision.GitMetadataUntrusted, "worktree", path, decision.Words(decision.GitMetadataUntrusted, key, args...)).
 			WithHint("printf '%%s\\n' ../.. > %s && git -C %s worktree repair %s",
 				shell.Word(filepath.Join(admin, "commondir")), shell.Word(filepath.Dir(commonDir)), shell.Word(path))
 	}
 	if fi, err := os.Lstat(dotgit); err == nil {
 		if !fi.Mode().IsRegular() {
-			return untrusted("its .git is not a gitdir file")
+			return untrusted("git-not")
 		}
 		gd, err := gitdirOf(dotgit)
 		if err != nil || !same(gd, admin) {
-			return untrusted("its .git file names %s, not its admin dir %s", gd, admin)
+			return untrusted("git-file", gd, admin)
 		}
 	}
 	b, err := readGitFile(filepath.Join(admin, "commondir"))
 	if err != nil {
-		return untrusted("its admin dir's commondir cannot be read: %v", err)
+		return untrusted("admin-dir", err)
 	}
 	cd := strings.TrimRight(string(b), "\r\n")
 	if !filepath.IsAbs(cd) {
 		cd = filepath.Join(admin, cd)
 	}
 	if !same(cd, commonDir) {
-		return untrusted("its admin dir's commondir names %s, not the repository's %s", cd, commonDir)
+		return untrusted("admin-dir-commondir", cd, commonDir)
 	}
 	if back, err := CheckoutOf(commonDir, key); err != nil || !same(back, path) {
-		return untrusted("its admin dir's gitdir names %s, not %s", filepath.Join(back, ".git"), dotgit)
+		return untrusted("admin-dir-gitdir", filepath.Join(back, ".git"), dotgit)
 	}
 	if hp, ok := worktreeHooksPath(filepath.Join(admin, "config.worktree")); ok && !hooksPathAllowed(hp, OwnHooksDir(commonDir)) {
-		return decision.New(decision.GitMetadataUntrusted, "worktree %s: its config.worktree sets core.hooksPath to %s, not wt's own hooks dir %s: a commit there would run whatever that directory holds", path, hp, OwnHooksDir(commonDir)).
+		return decision.Say(decision.GitMetadataUntrusted, "worktree-config", path, hp, OwnHooksDir(commonDir)).
 			WithHint("git config --file %s core.hooksPath %s", shell.Word(filepath.Join(admin, "config.worktree")), shell.Word(OwnHooksDir(commonDir)))
 	}
 	if bad, err := worktreeConfigKeys(filepath.Join(admin, "config.worktree")); err != nil {
-		return untrusted("its config.worktree cannot be read safely: %v", err)
+		return untrusted("config-worktree", err)
 	} else if bad != "" {
-		d := decision.New(decision.GitMetadataUntrusted, "worktree %s: its config.worktree sets %s, which wt does not run git with", path, bad)
+		d := decision.Say(decision.GitMetadataUntrusted, "worktree-config-worktree", path, bad)
 		file := shell.Word(filepath.Join(admin, "config.worktree"))
 		if sec, ok := sectionName(bad); ok {
 			return d.WithHint("git config --file %s --remove-section %s", file, shell.Word(sec))

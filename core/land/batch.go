@@ -103,7 +103,7 @@ func (l *lander) slot(n int) (store.Allocation, error) {
 		}
 		if a != nil {
 			if a.Role != store.RoleIntegration {
-				return *a, decision.New(decision.TaskKeyInUse, "task %s, which wt-admin land tests in, is a %s allocation at %s", task, a.Role, a.WorktreePath).
+				return *a, decision.Say(decision.TaskKeyInUse, "task-which", task, a.Role, a.WorktreePath).
 					WithHint("finish that task (wt-admin --repo %s finish --task %s --owner %s), or land with --jobs %d", l.opts.RepoArg, task, shell.Word(a.Owner), k)
 			}
 			l.slots = append(l.slots, *a)
@@ -167,7 +167,7 @@ func (l *lander) recheck(e *entry) (writerState, *decision.Error, error) {
 	}
 	now, err := gitrepo.ReadRef(l.r.Git.CommonDir, "refs/heads/"+branchName(e.a))
 	if err != nil {
-		return ws, nil, decision.Wrap(decision.GitFailed, err, "read task %s's branch", e.a.TaskKey)
+		return ws, nil, decision.SayWrap(decision.GitFailed, err, "read-task", e.a.TaskKey)
 	}
 	if now != e.pinned {
 		return ws, l.tipMoved(e.a, e.pinned, now, e.by), nil
@@ -337,10 +337,10 @@ func (l *lander) checkoutIn(wt store.Allocation, commit string) error {
 		return err
 	}
 	if _, err := l.gitIn(wt, "clean", "-q", "-ffdx"); err != nil {
-		return decision.Wrap(decision.GitFailed, err, "clean the integration worktree %s", wt.WorktreePath)
+		return decision.SayWrap(decision.GitFailed, err, "clean-integration", wt.WorktreePath)
 	}
 	if _, err := l.gitIn(wt, "checkout", "-q", "-f", "-B", branchName(wt), commit); err != nil {
-		return decision.Wrap(decision.GitFailed, err, "check %.12s out in the integration worktree %s", commit, wt.WorktreePath)
+		return decision.SayWrap(decision.GitFailed, err, "check-out", commit, wt.WorktreePath)
 	}
 	return nil
 }
@@ -503,7 +503,7 @@ func (q *queueRun) publish(p int) (rebuild, stop bool, err error) {
 	}
 	if !moved {
 		if q.retries++; q.retries > maxRetries {
-			q.concludeAll(decision.New(decision.LandConflict, "%s moved under the landing %d times: not landed", l.pol.PublicationBranch, q.retries).
+			q.concludeAll(decision.Say(decision.LandConflict, "moved-under", l.pol.PublicationBranch, q.retries).
 				WithHint("land again when the branch is quiet: wt-admin --repo %s land --ready", l.opts.RepoArg))
 			return false, true, nil
 		}
@@ -530,7 +530,7 @@ func (q *queueRun) evict() error {
 		return err
 	}
 	tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingTestFailed, c.result, "",
-		decision.New(decision.LandTestFailed, "task %s integrated onto %s fails the test (exit %d; its output: %s)", e.tr.Task, l.pol.PublicationBranch, c.exit, e.tr.TestLog))
+		decision.Say(decision.LandTestFailed, "task-integrated", e.tr.Task, l.pol.PublicationBranch, c.exit, e.tr.TestLog))
 	if err != nil {
 		return err
 	}
@@ -560,7 +560,7 @@ func (q *queueRun) handBackConflicts(upto int) error {
 			continue
 		}
 		tr, err := l.handBack(e.a, e.rec, e.tr, store.LandingConflict, e.pinned, e.diff,
-			decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", e.tr.Task, e.tr.Strategy, l.pol.PublicationBranch, strings.Join(e.tr.Paths, ", ")))
+			decision.Say(decision.LandConflict, "task-branch", e.tr.Task, e.tr.Strategy, l.pol.PublicationBranch, strings.Join(e.tr.Paths, ", ")))
 		if err != nil {
 			return err
 		}
@@ -574,7 +574,7 @@ func (q *queueRun) handBackConflicts(upto int) error {
 func (l *lander) tip() (string, error) {
 	onto, ok, err := l.r.Git.ResolveCommit(l.ctx, l.ref)
 	if err != nil || !ok {
-		return "", decision.New(decision.PublicationUnknown, "the publication branch %s names no commit (%v)", l.ref, err)
+		return "", decision.Say(decision.PublicationUnknown, "publication-branch", l.ref, err)
 	}
 	return onto, nil
 }
@@ -630,17 +630,17 @@ func (l *lander) publishPrefix(prefix []*link) (moved bool, bad int, d *decision
 // own attempt log (to): a hard link, or a copy where one cannot be made.
 func linkLog(from, to string) error {
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		return decision.Wrap(decision.Internal, err, "make %s", filepath.Dir(to))
+		return decision.SayWrap(decision.Internal, err, "make", filepath.Dir(to))
 	}
 	if err := os.Link(from, to); err == nil {
 		return nil
 	}
 	b, err := os.ReadFile(from)
 	if err != nil {
-		return decision.Wrap(decision.Internal, err, "read the test's output %s", from)
+		return decision.SayWrap(decision.Internal, err, "read-test", from)
 	}
 	if err := os.WriteFile(to, b, 0o644); err != nil {
-		return decision.Wrap(decision.Internal, err, "write %s", to)
+		return decision.SayWrap(decision.Internal, err, "write", to)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 func fleetLease(ctx context.Context, r *alloc.Repo, pol store.Policy, mine *store.PublicationLease, stderr io.Writer, repoArg string, wait bool, timeout, poll time.Duration) (fleet.Session, error) {
 	ttl, err := pol.FleetTTLDuration()
 	if err != nil {
-		return nil, decision.Wrap(decision.InvalidPolicy, err, "fleet policy")
+		return nil, decision.SayWrap(decision.InvalidPolicy, err, "fleet-policy")
 	}
 	space, err := fleet.KeySpace(ctx, r.Git, pol)
 	if err != nil {
@@ -63,13 +63,13 @@ func fleetLease(ctx context.Context, r *alloc.Repo, pol store.Policy, mine *stor
 			return nil, err
 		}
 		d, _ := decision.As(err)
-		refusal := decision.New(decision.PublicationLeaseHeld, "the publication lease of %s is held in the fleet: %s", pol.PublicationBranch, d.Message).
+		refusal := decision.Say(decision.PublicationLeaseHeld, "publication-lease", pol.PublicationBranch, d.Message).
 			WithHint("wait for it: wt-admin --repo %s land --wait ...; see it with wt-admin --repo %s fleet status", repoArg, repoArg)
 		if !wait {
 			return nil, refusal
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
-			return nil, decision.New(decision.LandWaitTimeout, "waited %s for the publication lease: %s", timeout, refusal.Message).
+			return nil, decision.Say(decision.LandWaitTimeout, "waited-publication", timeout, refusal.Message).
 				WithHint("wait longer: wt-admin --repo %s land --wait --timeout 30m ...", repoArg)
 		}
 		if err := pause(ctx, poll, "waiting for the publication lease"); err != nil {
@@ -81,6 +81,6 @@ func fleetLease(ctx context.Context, r *alloc.Repo, pol store.Policy, mine *stor
 // fleetLost is the refusal of a lander whose fleet lease was lost (etcd
 // unreachable past its TTL): another lander may hold it now.
 func fleetLost(branch, repoArg string) *decision.Error {
-	return decision.New(decision.FleetLeaseLost, "the fleet's publication lease of %s was lost (etcd not answering past its TTL): another lander may hold it, so nothing more moves", branch).
+	return decision.Say(decision.FleetLeaseLost, "fleet-publication", branch).
 		WithHint("land again once etcd answers; see it with wt-admin --repo %s fleet status", repoArg)
 }

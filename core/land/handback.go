@@ -89,21 +89,21 @@ func (l *lander) handbackOf(a store.Allocation, tr TaskResult, state, msg, diff 
 	h.Met = l.met(tr.Source, tr.Onto, tr.Paths)
 	path := store.HandbackPath(l.r.Store.Root(), a.AllocationID)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", decision.Wrap(decision.Internal, err, "make %s", filepath.Dir(path))
+		return "", decision.SayWrap(decision.Internal, err, "make", filepath.Dir(path))
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false) // a diff's markers as git writes them
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(h); err != nil {
-		return "", decision.Wrap(decision.Internal, err, "encode %s", path)
+		return "", decision.SayWrap(decision.Internal, err, "encode", path)
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return "", decision.Wrap(decision.Internal, err, "write %s", tmp)
+		return "", decision.SayWrap(decision.Internal, err, "write", tmp)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return "", decision.Wrap(decision.Internal, err, "write %s", path)
+		return "", decision.SayWrap(decision.Internal, err, "write", path)
 	}
 	return path, nil
 }

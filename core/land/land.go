@@ -293,11 +293,11 @@ func Land(ctx context.Context, r *alloc.Repo, opts Options) (Result, error) {
 	switch opts.Strategy {
 	case Rebase, Merge, Squash:
 	default:
-		return res, decision.New(decision.Usage, "--strategy %q is not rebase, merge or squash", opts.Strategy).
+		return res, decision.Say(decision.Usage, "strategy-not", opts.Strategy).
 			WithHint("wt-admin land --strategy rebase --task KEY")
 	}
 	if len(opts.Tasks) == 0 && !opts.Ready && !opts.Recover {
-		return res, decision.New(decision.Usage, "land needs --task KEY (one or more) or --ready").
+		return res, decision.Say(decision.Usage, "land-needs").
 			WithHint("wt-admin --repo %s land --ready", opts.RepoArg)
 	}
 	if opts.Poll <= 0 {
@@ -431,7 +431,7 @@ func (l *lander) integrationWorktree() (store.Allocation, error) {
 	}
 	if a != nil {
 		if a.Role != store.RoleIntegration {
-			return *a, decision.New(decision.TaskKeyInUse, "task %s, which wt-admin land integrates in, is a %s allocation at %s", IntegrationTask, a.Role, a.WorktreePath).
+			return *a, decision.Say(decision.TaskKeyInUse, "task-which-wt", IntegrationTask, a.Role, a.WorktreePath).
 				WithHint("finish that task (wt-admin --repo %s finish --task %s --owner %s), then land again", l.opts.RepoArg, IntegrationTask, shell.Word(a.Owner))
 		}
 		return *a, nil
@@ -482,7 +482,7 @@ func (l *lander) taskOf(task string) (store.Allocation, store.Landing, *decision
 				return err
 			}
 		}
-		refusal = decision.New(decision.NotReady, "task %s has no ACTIVE or RETAINED feature allocation with a branch", task).
+		refusal = decision.Say(decision.NotReady, "task-has", task).
 			WithHint("see the tasks: wt-admin --repo %s status", l.opts.RepoArg)
 		return nil
 	})
@@ -499,7 +499,7 @@ func asDecision(err error) *decision.Error {
 	if errors.As(err, &d) {
 		return d
 	}
-	return decision.Wrap(decision.Internal, err, "land")
+	return decision.SayWrap(decision.Internal, err, "land")
 }
 
 // writerState is what a task's writer lease record said when the lander
@@ -548,7 +548,7 @@ func (l *lander) quiescent(a store.Allocation) (writerState, *decision.Error) {
 			return st, d
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
-			return st, decision.New(decision.LandWaitTimeout, "waited %s: %s", l.opts.Timeout, d.Message).WithHint("%s", d.Hint)
+			return st, decision.Say(decision.LandWaitTimeout, "waited", l.opts.Timeout, d.Message).WithHint("%s", d.Hint)
 		}
 		if !waiting {
 			l.notify(fmt.Sprintf("%s: waiting for task %s's writer (client %s, pid %d) to let go", a.TaskKey, a.TaskKey, who.Holder.ClientID, who.Holder.PID))
@@ -565,18 +565,18 @@ func (l *lander) quiescent(a store.Allocation) (writerState, *decision.Error) {
 func sameTask(tx *store.Tx, a store.Allocation, repoArg string) error {
 	now, err := tx.Allocation(a.AllocationID)
 	if errors.Is(err, store.ErrNotFound) {
-		return decision.New(decision.NotReady, "task %s's allocation is gone: it was finished while it was being landed; not landed", a.TaskKey).
+		return decision.Say(decision.NotReady, "task-allocation", a.TaskKey).
 			WithHint("see the tasks: wt-admin --repo %s status", repoArg)
 	}
 	if err != nil {
 		return err
 	}
 	if now.Lifecycle == store.Released && a.Lifecycle != store.Released {
-		return decision.New(decision.NotReady, "task %s was finished while it was being landed: not landed", a.TaskKey).
+		return decision.Say(decision.NotReady, "task-was", a.TaskKey).
 			WithHint("see the tasks: wt-admin --repo %s status", repoArg)
 	}
 	if now.Lifecycle != a.Lifecycle || now.WorktreePath != a.WorktreePath || branchName(now) != branchName(a) {
-		return decision.New(decision.NotReady, "task %s changed while it was being landed (now %s at %s on %s): not landed", a.TaskKey, now.Lifecycle, now.WorktreePath, branchName(now)).
+		return decision.Say(decision.NotReady, "task-changed", a.TaskKey, now.Lifecycle, now.WorktreePath, branchName(now)).
 			WithHint("land it again if it is to land: wt-admin --repo %s ready %s --owner %s", repoArg, shell.Word(a.TaskKey), shell.Word(a.Owner))
 	}
 	return nil
@@ -592,7 +592,7 @@ func branchName(a store.Allocation) string {
 // tipMoved is LAND_TIP_MOVED: task's branch is at now, not at the commit
 // let go (pinned), which its ready mark (or the landing's start) named.
 func (l *lander) tipMoved(a store.Allocation, pinned, now, by string) *decision.Error {
-	return decision.New(decision.LandTipMoved, "task %s's branch %s is at %s, not at %s, the commit %s: what lands is what was let go",
+	return decision.Say(decision.LandTipMoved, "task-branch",
 		a.TaskKey, branchName(a), gitrepo.Short(now), gitrepo.Short(pinned), by).
 		WithHint("mark the new tip ready to land it: wt-admin --repo %s ready %s --owner %s", l.opts.RepoArg, shell.Word(a.TaskKey), shell.Word(a.Owner))
 }
@@ -606,7 +606,7 @@ func (l *lander) approved(a store.Allocation, tip string) (accepted bool, d *dec
 	ref := "refs/heads/" + branchName(a)
 	led, err := store.ReadLedgerTail(l.r.Store.Root(), a.AllocationID, ref)
 	if err != nil {
-		return false, decision.Wrap(decision.InvalidMetadata, err, "read the ledger of %s", ref)
+		return false, decision.SayWrap(decision.InvalidMetadata, err, "read-ledger", ref)
 	}
 	if !led.Exists || len(led.Lines) == 0 || led.Accounts(tip) {
 		return false, nil
@@ -615,7 +615,7 @@ func (l *lander) approved(a store.Allocation, tip string) (accepted bool, d *dec
 		l.notify(fmt.Sprintf("%s: its tip %s is not one wt's ledger approved (it records %s); landed as told (--accept-ungated)", a.TaskKey, gitrepo.Short(tip), gitrepo.Short(led.Tip())))
 		return true, nil
 	}
-	return false, decision.New(decision.LandUngated, "task %s's branch %s is at %s, which no gate approved (wt's ledger records %s): moved with hooks off or rewritten, and not what its writer let go",
+	return false, decision.Say(decision.LandUngated, "task-branch",
 		a.TaskKey, branchName(a), gitrepo.Short(tip), gitrepo.Short(led.Tip())).
 		WithHint("see the moves: wt-admin --repo %s audit (it prints the restore command); to land the tip as it is: wt-admin --repo %s land --accept-ungated --task %s", l.opts.RepoArg, l.opts.RepoArg, shell.Word(a.TaskKey))
 }
@@ -681,7 +681,7 @@ func (l *lander) landOne(task string) (TaskResult, error) {
 			return out, err
 		}
 		if tr.Retries >= maxRetries {
-			return fail(decision.New(decision.LandConflict, "%s moved under task %s's landing %d times: not landed", l.pol.PublicationBranch, task, tr.Retries+1).
+			return fail(decision.Say(decision.LandConflict, "moved-under-task", l.pol.PublicationBranch, task, tr.Retries+1).
 				WithHint("land it again when the branch is quiet: wt-admin --repo %s land --task %s", l.opts.RepoArg, shell.Word(task)))
 		}
 		l.notify(fmt.Sprintf("%s: %s moved meanwhile; integrating again", task, l.pol.PublicationBranch))
@@ -706,7 +706,7 @@ func (l *lander) checkTip(e *entry, tr *TaskResult) (source string, d *decision.
 	}
 	source, ok, err := l.r.Git.ResolveCommit(l.ctx, "refs/heads/"+branchName(a))
 	if err != nil || !ok {
-		return "", decision.New(decision.GitFailed, "task %s's branch %s names no commit (%v)", a.TaskKey, branchName(a), err).
+		return "", decision.Say(decision.GitFailed, "task-branch", a.TaskKey, branchName(a), err).
 			WithHint("see it: wt-admin --repo %s status", l.opts.RepoArg), nil
 	}
 	if e.pinned == "" {
@@ -729,7 +729,7 @@ func (l *lander) checkTip(e *entry, tr *TaskResult) (source string, d *decision.
 // moved since. done is false when there is something to land.
 func (l *lander) alreadyIn(a store.Allocation, rec store.Landing, tr TaskResult, source, onto string) (done bool, out TaskResult, err error) {
 	if in, err := l.r.Git.IsAncestor(l.ctx, source, onto); err != nil {
-		return true, tr, decision.Wrap(decision.GitFailed, err, "is %s in %s", source, l.ref)
+		return true, tr, decision.SayWrap(decision.GitFailed, err, "is-in", source, l.ref)
 	} else if in {
 		tr.Result = onto
 		out, err := l.landed(a, rec, tr, decision.AlreadyLanded, fmt.Sprintf("%s already holds task %s's branch (%.12s)", l.pol.PublicationBranch, tr.Task, source))
@@ -759,7 +759,7 @@ func (l *lander) attemptOnce(e *entry, tr TaskResult) (done bool, out TaskResult
 	if paths != nil {
 		tr.Paths = paths
 		out, err := l.handBack(a, rec, tr, store.LandingConflict, tr.Source, l.lastDiff,
-			decision.New(decision.LandConflict, "task %s's branch does not %s onto %s: %s conflict", task, tr.Strategy, l.pol.PublicationBranch, strings.Join(paths, ", ")))
+			decision.Say(decision.LandConflict, "task-branch", task, tr.Strategy, l.pol.PublicationBranch, strings.Join(paths, ", ")))
 		return true, out, err
 	}
 	tr.Result = result
@@ -777,7 +777,7 @@ func (l *lander) attemptOnce(e *entry, tr TaskResult) (done bool, out TaskResult
 		if exit != 0 {
 			tr.TestExit, tr.TestLog = exit, logPath
 			out, err := l.handBack(a, rec, tr, store.LandingTestFailed, result, "",
-				decision.New(decision.LandTestFailed, "task %s integrated onto %s fails the test (exit %d; its output: %s)", task, l.pol.PublicationBranch, exit, logPath))
+				decision.Say(decision.LandTestFailed, "task-integrated", task, l.pol.PublicationBranch, exit, logPath))
 			return true, out, err
 		}
 	}
@@ -818,12 +818,12 @@ func (l *lander) ontoApproved(onto string) error {
 	}
 	led, err := store.ReadLedgerTail(l.r.Store.Root(), store.PublicationLedger, l.ref)
 	if err != nil {
-		return decision.Wrap(decision.InvalidMetadata, err, "read the ledger of %s", l.ref)
+		return decision.SayWrap(decision.InvalidMetadata, err, "read-ledger", l.ref)
 	}
 	if !led.Exists || len(led.Lines) == 0 || led.Accounts(onto) {
 		return nil
 	}
-	return decision.New(decision.LandUngated, "%s is at %s, which no lander put there (wt's ledger records %s): it moved with every hook off, and the policy makes the lander its only writer; nothing lands on it",
+	return decision.Say(decision.LandUngated, "which-no",
 		l.pol.PublicationBranch, gitrepo.Short(onto), gitrepo.Short(led.Tip())).
 		WithHint("see the move: wt-admin --repo %s audit; land on it as it is only if it is right: wt-admin --repo %s land --accept-ungated ...",
 			l.opts.RepoArg, l.opts.RepoArg)
@@ -837,10 +837,10 @@ func (l *lander) nextAttempt(task string, n int) (int, error) {
 		if _, err := os.Lstat(l.logPath(task, n)); err == nil {
 			continue
 		} else if !errors.Is(err, os.ErrNotExist) {
-			return n, decision.Wrap(decision.Internal, err, "look for attempt %d's log", n)
+			return n, decision.SayWrap(decision.Internal, err, "look-attempt", n)
 		}
 		if _, ok, err := l.r.Git.ResolveCommit(l.ctx, attemptRef(task, n)); err != nil {
-			return n, decision.Wrap(decision.GitFailed, err, "look for attempt %d's ref", n)
+			return n, decision.SayWrap(decision.GitFailed, err, "look-attempt", n)
 		} else if ok {
 			continue
 		}
@@ -867,26 +867,26 @@ const AttemptRefPrefix = "refs/wt/land/"
 // LAND_PUSH_REJECTED (a person decides which is right).
 func (l *lander) catchUp() (*decision.Error, error) {
 	if _, err := l.r.Git.Git(l.ctx, false, "fetch", "-q", "--end-of-options", l.opts.Push, l.ref); err != nil {
-		return decision.Wrap(decision.LandPushRejected, err, "fetch %s from %s", l.ref, l.opts.Push).
+		return decision.SayWrap(decision.LandPushRejected, err, "fetch-from", l.ref, l.opts.Push).
 			WithHint("check the remote: git -C %s ls-remote %s %s", l.opts.RepoArg, shell.Word(l.opts.Push), l.ref), nil
 	}
 	remote, ok, err := l.r.Git.ResolveCommit(l.ctx, "FETCH_HEAD")
 	if err != nil || !ok {
-		return nil, decision.New(decision.GitFailed, "read what git fetch brought from %s (%v)", l.opts.Push, err)
+		return nil, decision.Say(decision.GitFailed, "read-what", l.opts.Push, err)
 	}
 	local, _, err := l.r.Git.ResolveCommit(l.ctx, l.ref)
 	if err != nil || local == remote {
 		return nil, err
 	}
 	if ff, err := l.r.Git.IsAncestor(l.ctx, local, remote); err != nil {
-		return nil, decision.Wrap(decision.GitFailed, err, "compare %s with %s's", l.ref, l.opts.Push)
+		return nil, decision.SayWrap(decision.GitFailed, err, "compare", l.ref, l.opts.Push)
 	} else if !ff {
-		return decision.New(decision.LandPushRejected, "%s holds commits that %s's %s lacks (at %.12s, the remote at %.12s): the lander integrates onto the remote's tip and will not drop them", l.ref, l.opts.Push, l.pol.PublicationBranch, local, remote).
+		return decision.Say(decision.LandPushRejected, "holds-commits", l.ref, l.opts.Push, l.pol.PublicationBranch, local, remote).
 			WithHint("see them: git -C %s log %s..%s", l.opts.RepoArg, remote, l.ref), nil
 	}
 	l.recordMove(local, remote)
 	if err := l.cas("wt-admin land: fast-forward to "+l.opts.Push, local, remote); err != nil {
-		return nil, decision.Wrap(decision.GitFailed, err, "fast-forward %s to %s's %.12s", l.ref, l.opts.Push, remote).
+		return nil, decision.SayWrap(decision.GitFailed, err, "fast-forward", l.ref, l.opts.Push, remote).
 			WithHint("if git names a lock file, doctor says whether a dead git left it and how to remove it: wt-admin --repo %s doctor", l.opts.RepoArg)
 	}
 	l.notify(fmt.Sprintf("%s fast-forwarded to %s's %.12s", l.pol.PublicationBranch, l.opts.Push, remote))
@@ -925,11 +925,11 @@ func (l *lander) clearStaleLocksIn(wt store.Allocation) error {
 	for {
 		s, err := proc.NewScan()
 		if err != nil {
-			return decision.Wrap(decision.Internal, err, "read the processes to see whether %s is in use", wt.WorktreePath)
+			return decision.SayWrap(decision.Internal, err, "read-processes", wt.WorktreePath)
 		}
 		uses, err := s.PathsInUse(wt.WorktreePath)
 		if err != nil {
-			return decision.Wrap(decision.Internal, err, "read the processes to see whether %s is in use", wt.WorktreePath)
+			return decision.SayWrap(decision.Internal, err, "read-processes", wt.WorktreePath)
 		}
 		if len(uses) == 0 {
 			break
@@ -941,7 +941,7 @@ func (l *lander) clearStaleLocksIn(wt store.Allocation) error {
 	}
 	for _, p := range locks {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return decision.Wrap(decision.Internal, err, "remove the stale %s", p)
+			return decision.SayWrap(decision.Internal, err, "remove-stale", p)
 		}
 	}
 	for _, d := range ops {
@@ -953,7 +953,7 @@ func (l *lander) clearStaleLocksIn(wt store.Allocation) error {
 		}
 		if _, err := os.Lstat(d); err == nil {
 			if err := os.RemoveAll(d); err != nil {
-				return decision.Wrap(decision.Internal, err, "remove the stale %s", d)
+				return decision.SayWrap(decision.Internal, err, "remove-stale", d)
 			}
 		}
 	}
@@ -973,14 +973,14 @@ func (l *lander) integrate(task, source, onto, strategy string) (string, []strin
 		return "", nil, err
 	}
 	if _, err := l.git("clean", "-q", "-ffdx"); err != nil {
-		return "", nil, decision.Wrap(decision.GitFailed, err, "clean the integration worktree %s", l.iwt.WorktreePath)
+		return "", nil, decision.SayWrap(decision.GitFailed, err, "clean-integration", l.iwt.WorktreePath)
 	}
 	start := onto
 	if strategy == Rebase {
 		start = source
 	}
 	if _, err := l.git("checkout", "-q", "-f", "-B", IntegrationTask, start); err != nil {
-		return "", nil, decision.Wrap(decision.GitFailed, err, "check %.12s out in the integration worktree", start)
+		return "", nil, decision.SayWrap(decision.GitFailed, err, "check-out-integration", start)
 	}
 	var err error
 	switch strategy {
@@ -1006,14 +1006,14 @@ func (l *lander) integrate(task, source, onto, strategy string) (string, []strin
 		abort := map[string][]string{Rebase: {"rebase", "--abort"}, Merge: {"merge", "--abort"}, Squash: {"reset", "-q", "--hard"}}[strategy]
 		l.git(abort...) // Best effort: the next integration resets anyway.
 		if paths == "" {
-			return "", nil, decision.Wrap(decision.GitFailed, err, "%s task %s onto %.12s", strategy, task, onto).
+			return "", nil, decision.SayWrap(decision.GitFailed, err, "task-onto", strategy, task, onto).
 				WithHint("set git's identity if git asked for it (git config user.name NAME; git config user.email EMAIL), then land again")
 		}
 		return "", strings.Split(paths, "\n"), nil
 	}
 	head, err := l.git("rev-parse", "HEAD")
 	if err != nil {
-		return "", nil, decision.Wrap(decision.GitFailed, err, "read the integration's result")
+		return "", nil, decision.SayWrap(decision.GitFailed, err, "read-integration")
 	}
 	return head, nil, nil
 }
@@ -1042,11 +1042,11 @@ func (l *lander) test(task string, attempt int, result string) (int, string, err
 func (l *lander) runTest(wt store.Allocation, label string, tasks []string, logPath, result string) (int, string, error) {
 	task := tasks[len(tasks)-1]
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return 0, "", decision.Wrap(decision.Internal, err, "make %s", filepath.Dir(logPath))
+		return 0, "", decision.SayWrap(decision.Internal, err, "make", filepath.Dir(logPath))
 	}
 	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return 0, "", decision.Wrap(decision.Internal, err, "create %s", logPath)
+		return 0, "", decision.SayWrap(decision.Internal, err, "create", logPath)
 	}
 	defer f.Close()
 	how := "in a sandbox"
@@ -1058,7 +1058,7 @@ func (l *lander) runTest(wt store.Allocation, label string, tasks []string, logP
 	l.notify(fmt.Sprintf("%s: testing %s: %s (output: %s)", label, how, l.opts.Test, logPath))
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return 0, logPath, decision.Wrap(decision.Internal, err, "make a pipe for wt-exec's decision")
+		return 0, logPath, decision.SayWrap(decision.Internal, err, "make-pipe")
 	}
 	defer pr.Close()
 	cmd := exec.CommandContext(l.ctx, l.opts.ExecBin, args...)
@@ -1067,7 +1067,7 @@ func (l *lander) runTest(wt store.Allocation, label string, tasks []string, logP
 	cmd.Env = append(testEnv(os.Environ()), "WT_LAND_TASK="+task, "WT_LAND_TASKS="+strings.Join(tasks, " "), "WT_LAND_RESULT="+result)
 	if err := cmd.Start(); err != nil {
 		pw.Close()
-		return 0, logPath, decision.Wrap(decision.CommandNotFound, err, "run the test under %s", l.opts.ExecBin)
+		return 0, logPath, decision.SayWrap(decision.CommandNotFound, err, "run-test", l.opts.ExecBin)
 	}
 	pw.Close()
 	verdict, _ := io.ReadAll(io.LimitReader(pr, 1<<20)) // wt-exec's one JSON object; EOF once it ends
@@ -1075,10 +1075,10 @@ func (l *lander) runTest(wt store.Allocation, label string, tasks []string, logP
 	if d := execRefusal(verdict); d != nil {
 		// wt-exec refused before the test ran: nothing was tested.
 		if d.Code == decision.ConfinementUnavailable {
-			return 0, logPath, decision.New(decision.LandTestUnconfined, "land's test runs with no authority, in a sandbox, and the kernel cannot give it one here: %s", d.Message).
+			return 0, logPath, decision.Say(decision.LandTestUnconfined, "land-test", d.Message).
 				WithHint("give wt-exec what it needs (%s), or run the test unconfined, with the lander's authority: wt-admin --repo %s land --test-unconfined ...", d.Hint, l.opts.RepoArg)
 		}
-		return 0, logPath, decision.New(d.Code, "the test of task %s could not start: %s", task, d.Message).WithHint("%s", d.Hint)
+		return 0, logPath, decision.Within(d, "test-could-not-start", task)
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -1088,7 +1088,7 @@ func (l *lander) runTest(wt store.Allocation, label string, tasks []string, logP
 		return ee.ExitCode(), logPath, nil
 	}
 	if err != nil {
-		return 0, logPath, decision.Wrap(decision.CommandNotFound, err, "run the test under %s", l.opts.ExecBin)
+		return 0, logPath, decision.SayWrap(decision.CommandNotFound, err, "run-test", l.opts.ExecBin)
 	}
 	return 0, logPath, nil
 }
@@ -1123,7 +1123,7 @@ func execRefusal(b []byte) *decision.Error {
 	if json.Unmarshal(b, &v) != nil || v.OK || v.Error == nil || v.Error.Code == "" {
 		return nil
 	}
-	return decision.New(v.Error.Code, "%s", v.Error.Message).WithHint("%s", v.Error.Hint)
+	return decision.Relay(v.Error.Code, v.Error.Message).WithHint("%s", v.Error.Hint)
 }
 
 // publish moves the publication branch from tr.Onto to tr.Result: the
@@ -1215,7 +1215,7 @@ func (l *lander) publishParts(parts []part, in intent, label string) (moved bool
 			if now != in.Onto {
 				return false, 0, nil, nil // moved meanwhile: integrate again
 			}
-			return false, 0, decision.Wrap(decision.GitFailed, err, "move %s from %.12s to %.12s", l.ref, in.Onto, in.Result).
+			return false, 0, decision.SayWrap(decision.GitFailed, err, "move-from", l.ref, in.Onto, in.Result).
 				WithHint("if git names a lock file, doctor says whether a dead git left it and how to remove it: wt-admin --repo %s doctor", l.opts.RepoArg), nil
 		}
 	}
@@ -1286,7 +1286,7 @@ func (l *lander) push(in intent, label string) *decision.Error {
 			why = strings.TrimSpace(line[strings.LastIndexByte(line, '\t')+1:])
 		}
 	}
-	return decision.New(decision.LandPushRejected, "%s refused %s at %.12s (it must be at %.12s, where the landing integrated onto): %s", l.opts.Push, l.pol.PublicationBranch, in.Result, in.Onto, why).
+	return decision.Say(decision.LandPushRejected, "refused-must", l.opts.Push, l.pol.PublicationBranch, in.Result, in.Onto, why).
 		WithHint("bring %s up to date (git fetch %s; git -C %s merge --ff-only %s/%s), then land again", l.pol.PublicationBranch, l.opts.Push, shell.Word(l.r.Git.TopLevel), l.opts.Push, l.pol.PublicationBranch)
 }
 
@@ -1403,7 +1403,7 @@ func (l *lander) handBack(a store.Allocation, rec store.Landing, tr TaskResult, 
 	tr.Code, tr.Message = d.Code, d.Message
 	tr.AttemptRef = attemptRef(tr.Task, tr.Attempt)
 	if _, err := l.r.Git.GitUnhooked(l.ctx, "update-ref", "-m", "wt-admin land: attempt kept", tr.AttemptRef, kept); err != nil {
-		return tr, decision.Wrap(decision.GitFailed, err, "keep the attempt as %s", tr.AttemptRef)
+		return tr, decision.SayWrap(decision.GitFailed, err, "keep-attempt", tr.AttemptRef)
 	}
 	hb, err := l.handbackOf(a, tr, state, d.Message, diff)
 	if err != nil {
@@ -1450,7 +1450,7 @@ func (l *lander) recover() ([]string, error) {
 	for _, j := range js {
 		var in intent
 		if err := json.Unmarshal(j.Payload, &in); err != nil {
-			return out, decision.Wrap(decision.InvalidMetadata, err, "land journal %s", j.TransactionID)
+			return out, decision.SayWrap(decision.InvalidMetadata, err, "land-journal", j.TransactionID)
 		}
 		tip, _, err := l.r.Git.ResolveCommit(l.ctx, l.ref)
 		if err != nil {
@@ -1459,7 +1459,7 @@ func (l *lander) recover() ([]string, error) {
 		landed := false
 		if tip != "" {
 			if landed, err = l.r.Git.IsAncestor(l.ctx, in.Result, tip); err != nil {
-				return out, decision.Wrap(decision.GitFailed, err, "is %s in %s", in.Result, l.ref)
+				return out, decision.SayWrap(decision.GitFailed, err, "is-in", in.Result, l.ref)
 			}
 		}
 		err = l.r.Store.Write(func(tx *store.Tx) error {

@@ -27,7 +27,7 @@ const ClientID = "wt-land"
 func pause(ctx context.Context, d time.Duration, what string) *decision.Error {
 	select {
 	case <-ctx.Done():
-		return decision.Wrap(decision.Interrupted, ctx.Err(), "%s", what)
+		return decision.SayWrap(decision.Interrupted, ctx.Err(), "as-given", what)
 	case <-time.After(d):
 		return nil
 	}
@@ -56,7 +56,7 @@ func held(l store.PublicationLease, repoArg string) *decision.Error {
 	if l.Task != "" {
 		task = ", landing task " + l.Task
 	}
-	return decision.New(decision.PublicationLeaseHeld, "the publication lease of %s is held by a live lander: pid %d, since %s%s", l.Branch, l.Holder.PID, l.AcquiredAt, task).
+	return decision.Say(decision.PublicationLeaseHeld, "publication-lease-held", l.Branch, l.Holder.PID, l.AcquiredAt, task).
 		WithHint("land waits its turn unless told --no-wait: wt-admin --repo %s land ...; see it with wt-admin --repo %s status", repoArg, repoArg).
 		WithFact("holder_pid", l.Holder.PID)
 }
@@ -90,7 +90,7 @@ func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bo
 	for {
 		if line != nil && line.Ahead() > 0 {
 			if !deadline.IsZero() && time.Now().After(deadline) {
-				return mine, nil, decision.New(decision.LandWaitTimeout, "waited %s for the publication lease of %s: other landers are ahead in line", timeout, branch).
+				return mine, nil, decision.Say(decision.LandWaitTimeout, "waited-publication-lease", timeout, branch).
 					WithHint("wait longer: wt-admin --repo %s land --timeout 30m ...; see who waits: wt-admin --repo %s status", repoArg, repoArg)
 			}
 			if !told {
@@ -99,7 +99,7 @@ func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bo
 			}
 			line.Sleep(ctx, deadline)
 			if ctx.Err() != nil {
-				return mine, nil, decision.Wrap(decision.Interrupted, ctx.Err(), "waiting for the publication lease")
+				return mine, nil, decision.SayWrap(decision.Interrupted, ctx.Err(), "waiting-publication")
 			}
 			continue
 		}
@@ -112,7 +112,7 @@ func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bo
 			if ok {
 				live, err := proc.IsLive(proc.NewReader(), l.Holder.Identity())
 				if err != nil {
-					return decision.Wrap(decision.PublicationLeaseHeld, err, "the publication lease's holder (pid %d) cannot be inspected: it is not taken for dead", l.Holder.PID)
+					return decision.SayWrap(decision.PublicationLeaseHeld, err, "publication-lease-holder", l.Holder.PID)
 				}
 				if live {
 					cur = &l
@@ -150,7 +150,7 @@ func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bo
 			return mine, nil, refusal
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
-			return mine, nil, decision.New(decision.LandWaitTimeout, "waited %s for the publication lease: %s", timeout, refusal.Message).
+			return mine, nil, decision.Say(decision.LandWaitTimeout, "waited-publication", timeout, refusal.Message).
 				WithHint("wait longer: wt-admin --repo %s land --timeout 30m ...", repoArg)
 		}
 		if !told {
@@ -163,7 +163,7 @@ func acquire(ctx context.Context, r *alloc.Repo, branch, repoArg string, wait bo
 		}
 		line.Sleep(ctx, deadline)
 		if ctx.Err() != nil {
-			return mine, nil, decision.Wrap(decision.Interrupted, ctx.Err(), "waiting for the publication lease")
+			return mine, nil, decision.SayWrap(decision.Interrupted, ctx.Err(), "waiting-publication")
 		}
 	}
 }
@@ -192,7 +192,7 @@ func setTask(r *alloc.Repo, mine *store.PublicationLease, task string) error {
 // operator removed it, or it was taken over while this process was
 // stopped).
 func lost(mine *store.PublicationLease) *decision.Error {
-	return decision.New(decision.PublicationLeaseRequired, "this lander's publication lease (%s) is no longer its own: nothing more moves", mine.LeaseID).
+	return decision.Say(decision.PublicationLeaseRequired, "this-lander", mine.LeaseID).
 		WithHint("see who holds it: wt-admin status")
 }
 

@@ -35,7 +35,7 @@ func MarkReady(r *alloc.Repo, task, owner, strategy, repoArg string) (ReadyResul
 	switch strategy {
 	case "", Rebase, Merge, Squash:
 	default:
-		return res, decision.New(decision.Usage, "--strategy %q is not rebase, merge or squash", strategy).
+		return res, decision.Say(decision.Usage, "strategy-not", strategy).
 			WithHint("wt-admin --repo %s ready %s --strategy squash", repoArg, shell.Word(task))
 	}
 	pre, err := r.TaskAllocation(task)
@@ -46,10 +46,10 @@ func MarkReady(r *alloc.Repo, task, owner, strategy, repoArg string) (ReadyResul
 	if pre != nil && pre.Branch != nil {
 		t, ok, err := r.Git.ResolveCommit(context.Background(), "refs/heads/"+*pre.Branch)
 		if err != nil {
-			return res, decision.Wrap(decision.GitFailed, err, "read task %s's branch", task)
+			return res, decision.SayWrap(decision.GitFailed, err, "read-task", task)
 		}
 		if !ok {
-			return res, decision.New(decision.NotReady, "task %s's branch %s names no commit: nothing of it can land", task, *pre.Branch).
+			return res, decision.Say(decision.NotReady, "task-branch", task, *pre.Branch).
 				WithHint("see the tasks: wt-admin --repo %s status", repoArg)
 		}
 		tip = t
@@ -66,7 +66,7 @@ func MarkReady(r *alloc.Repo, task, owner, strategy, repoArg string) (ReadyResul
 			}
 		}
 		if a == nil {
-			return decision.New(decision.NotReady, "task %s has no ACTIVE feature allocation: nothing of it can land", task).
+			return decision.Say(decision.NotReady, "task-has-no", task).
 				WithHint("see the tasks: wt-admin --repo %s status", repoArg)
 		}
 		by, err := readyBy(tx, *a, owner, repoArg)
@@ -82,7 +82,7 @@ func MarkReady(r *alloc.Repo, task, owner, strategy, repoArg string) (ReadyResul
 			return err
 		}
 		if pre == nil || pre.AllocationID != a.AllocationID || a.Branch == nil || tip == "" || branchName(*pre) != *a.Branch {
-			return decision.New(decision.NotReady, "task %s's branch changed while it was being marked ready", task).
+			return decision.Say(decision.NotReady, "task-branch-changed", task).
 				WithHint("mark it again: wt-admin --repo %s ready %s", repoArg, shell.Word(task))
 		}
 		if rec.State != store.LandingReady || rec.ReadyTip != tip || rec.ReadyStrategy != strategy {
@@ -131,7 +131,7 @@ func markReady(tx *store.Tx, rec *store.Landing, ls []store.Landing, by, tip, st
 func readyBy(tx *store.Tx, a store.Allocation, owner, repoArg string) (string, error) {
 	if owner != "" {
 		if owner != a.Owner {
-			return "", decision.New(decision.OwnerMismatch, "task %s is owned by %q, not %q: its owner or its writer marks it ready", a.TaskKey, a.Owner, owner).
+			return "", decision.Say(decision.OwnerMismatch, "task-owned", a.TaskKey, a.Owner, owner).
 				WithHint("wt-admin --repo %s ready %s --owner %s", repoArg, shell.Word(a.TaskKey), shell.Word(a.Owner))
 		}
 		return owner, nil
@@ -149,6 +149,6 @@ func readyBy(tx *store.Tx, a store.Allocation, owner, repoArg string) (string, e
 			return "writer " + l.Holder.ClientID, nil
 		}
 	}
-	return "", decision.New(decision.NotReady, "only task %s's owner, or a process of its writer's run, marks it ready", a.TaskKey).
+	return "", decision.Say(decision.NotReady, "only-task", a.TaskKey).
 		WithHint("wt-admin --repo %s ready %s --owner %s", repoArg, shell.Word(a.TaskKey), shell.Word(a.Owner))
 }

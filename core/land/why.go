@@ -129,13 +129,13 @@ func Why(ctx context.Context, g *gitrepo.Repo, root, branch, commit, repoArg str
 	res := WhyResult{Branch: branch}
 	c, ok, err := g.ResolveCommit(ctx, commit+"^{commit}")
 	if err != nil || !ok {
-		return res, decision.New(decision.Usage, "%q names no commit here", commit).
+		return res, decision.Say(decision.Usage, "names-no", commit).
 			WithHint("name a commit of %s: git -C %s log --oneline %s", branch, repoArg, shell.Word(branch))
 	}
 	res.Commit = c
 	ref := "refs/heads/" + branch
 	if in, err := g.IsAncestor(ctx, c, ref); err != nil || !in {
-		return res, decision.New(decision.NotOnPublication, "%s is not on %s: wt answers for the commits the publication branch holds", gitrepo.Short(c), branch).
+		return res, decision.Say(decision.NotOnPublication, "not-wt", gitrepo.Short(c), branch).
 			WithHint("see where it is: git -C %s branch -a --contains %s", repoArg, gitrepo.Short(c))
 	}
 	var ps []Provenance
@@ -150,7 +150,7 @@ func Why(ctx context.Context, g *gitrepo.Repo, root, branch, commit, repoArg str
 			return res, err
 		}
 		if len(ps) == 0 {
-			return res, decision.New(decision.WhyUnknown, "this repository has no wt store and no %s: nothing here says how %s came onto %s", NotesRef, gitrepo.Short(c), branch).
+			return res, decision.Say(decision.WhyUnknown, "this-repository", NotesRef, gitrepo.Short(c), branch).
 				WithHint("fetch the notes land --push publishes: git -C %s fetch origin %s:%s", repoArg, NotesRef, NotesRef)
 		}
 	}
@@ -204,12 +204,12 @@ func landedEvents(root string) ([]Provenance, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, decision.Wrap(decision.InvalidMetadata, err, "read %s", path)
+		return nil, decision.SayWrap(decision.InvalidMetadata, err, "read", path)
 	}
 	defer f.Close() // Best effort: read only.
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, decision.Wrap(decision.InvalidMetadata, err, "read %s", path)
+		return nil, decision.SayWrap(decision.InvalidMetadata, err, "read", path)
 	}
 	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
 		data = data[:i+1] // a line cut by a power loss
@@ -265,7 +265,7 @@ func notesOf(ctx context.Context, g *gitrepo.Repo) ([]Provenance, error) {
 	}
 	raw, err := g.Git(ctx, false, "notes", "--ref", NotesRef, "list")
 	if err != nil {
-		return nil, decision.Wrap(decision.GitFailed, err, "list the notes of %s", NotesRef)
+		return nil, decision.SayWrap(decision.GitFailed, err, "list-notes", NotesRef)
 	}
 	var out []Provenance
 	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {

@@ -165,7 +165,7 @@ func leaseAt(r *alloc.Repo, tx *store.Tx, path string) (found, error) {
 		return found{}, err
 	}
 	if !ok {
-		return found{}, decision.New(decision.NoWriterLease, "%s (task %s) has no writer lease", t.Path, t.Allocation.TaskKey).
+		return found{}, decision.Say(decision.NoWriterLease, "task-has", t.Path, t.Allocation.TaskKey).
 			WithHint("nothing to end; a writer takes one with wt-exec -C %s -- COMMAND", shell.Word(t.Path))
 	}
 	return found{t, l}, nil
@@ -222,7 +222,7 @@ func Inspect(r *alloc.Repo, path string, caller Caller, leaseID string) (Inspect
 		}
 		ev, err := proc.NewScan()
 		if err != nil {
-			return decision.Wrap(decision.Internal, err, "read /proc")
+			return decision.SayWrap(decision.Internal, err, "read-proc")
 		}
 		now := time.Now()
 		in.Lease, in.Freshness, in.Proof = l, liveness.Freshness(ev, l, now), assess(ev, l, now, caller)
@@ -269,7 +269,7 @@ func (in *Inspection) unleased(r *alloc.Repo, a store.Allocation, caller Caller,
 		in.Reasons = []string{fmt.Sprintf("git's lock says %q, but no such lease is in wt's store: the lock file alone entitles nobody (a grant or release cut short left it)", in.GitLock)}
 		in.Next = "git -C " + path + " worktree unlock " + path
 	default:
-		return decision.New(decision.NoWriterLease, "%s (task %s) has no writer lease", in.Path, in.TaskKey).
+		return decision.Say(decision.NoWriterLease, "task-has", in.Path, in.TaskKey).
 			WithHint("nothing to end; a writer takes one with wt-exec -C %s -- COMMAND", path)
 	}
 	return nil
@@ -420,7 +420,7 @@ func endLease(r *alloc.Repo, tx *store.Tx, a store.Allocation, l store.Lease, na
 	}
 	removeCgroup(l)
 	if _, err := gitrepo.RemoveLock(r.Git.CommonDir, a.WorktreeKey, Reason(l)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, decision.Wrap(decision.Internal, err, "unlock worktree %s", l.WorktreePath)
+		return nil, decision.SayWrap(decision.Internal, err, "unlock-worktree", l.WorktreePath)
 	}
 	detail["bindings_removed"] = removed
 	tx.Durable()
@@ -465,7 +465,7 @@ type Expect struct {
 func (e Expect) check(r *alloc.Repo, f found) error {
 	path := shell.Word(f.t.Path)
 	if e.LeaseID != "" && f.l.LeaseID != e.LeaseID {
-		return decision.New(decision.WriterLeaseMismatch, "the lease of %s is %s, not %s", f.t.Path, f.l.LeaseID, e.LeaseID).
+		return decision.Say(decision.WriterLeaseMismatch, "lease-not", f.t.Path, f.l.LeaseID, e.LeaseID).
 			WithHint("act only on the lease you mean: look at it with wt-admin lease inspect %s", path).
 			WithFact("lease_id", f.l.LeaseID)
 	}
@@ -480,11 +480,11 @@ func ValidExpect(e Expect) error {
 		}
 	}
 	if e.Generation != nil && *e.Generation < 0 {
-		return decision.New(decision.Usage, "--expect-generation %d: a generation is 0 or more", *e.Generation).
+		return decision.Say(decision.Usage, "expect-generation-generation", *e.Generation).
 			WithHint("copy it from wt-admin lease inspect PATH")
 	}
 	if e.Head != "" && !gitrepo.FullObjectName(e.Head) {
-		return decision.New(decision.Usage, "--expect-head %q: give the full commit id (git rev-parse HEAD)", e.Head).
+		return decision.Say(decision.Usage, "expect-head", e.Head).
 			WithHint("git -C PATH rev-parse HEAD")
 	}
 	return nil
@@ -504,7 +504,7 @@ func operate(r *alloc.Repo, path string, caller Caller, expect Expect, fn func(t
 			return err
 		}
 		if m := f.mismatch(); m != "" {
-			return decision.New(decision.WriterLeaseMismatch, "%s", m).
+			return decision.Say(decision.WriterLeaseMismatch, "as-given", m).
 				WithHint("inspect it with wt-admin lease inspect %s; move the worktree back to where the lease says", shell.Word(f.t.Path))
 		}
 		if err := expect.check(r, f); err != nil {
@@ -512,7 +512,7 @@ func operate(r *alloc.Repo, path string, caller Caller, expect Expect, fn func(t
 		}
 		ev, err := proc.NewScan()
 		if err != nil {
-			return decision.Wrap(decision.Internal, err, "read /proc")
+			return decision.SayWrap(decision.Internal, err, "read-proc")
 		}
 		p := assess(ev, f.l, time.Now(), caller)
 		out = Ended{Path: f.t.Path, TaskKey: f.t.Allocation.TaskKey, AllocationID: f.t.Allocation.AllocationID, Lease: f.l, Proof: p, BindingsRemoved: []string{}}
@@ -525,7 +525,7 @@ func operate(r *alloc.Repo, path string, caller Caller, expect Expect, fn func(t
 // canonical 36-character form.
 func ValidLeaseID(id string) error {
 	if !ids.Valid(id) || strings.ToLower(id) != id {
-		return decision.New(decision.Usage, "--lease-id %q is not a lease id (a lowercase uuid, 36 characters)", id).
+		return decision.Say(decision.Usage, "lease-id", id).
 			WithHint("copy it from wt-admin lease list or wt-admin lease inspect PATH")
 	}
 	return nil
@@ -537,7 +537,7 @@ func ValidLeaseID(id string) error {
 // lease when its wt-exec ends.
 func ReleaseDead(r *alloc.Repo, path string, expect Expect) (Ended, error) {
 	if expect.LeaseID == "" {
-		return Ended{}, decision.New(decision.Usage, "lease release needs the exact --lease-id of the lease it ends").
+		return Ended{}, decision.Say(decision.Usage, "lease-release").
 			WithHint("copy it from wt-admin lease inspect %s", shell.Word(path))
 	}
 	return operate(r, path, Caller{}, expect, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
@@ -561,7 +561,7 @@ func Abandon(r *alloc.Repo, path, reason string, operator bool, caller Caller, e
 		return Ended{}, err
 	}
 	if reason == "" {
-		return Ended{}, decision.New(decision.Usage, "--reason must say why the lease is abandoned").
+		return Ended{}, decision.Say(decision.Usage, "reason-must-say").
 			WithHint("e.g. --reason \"agent crashed; its work is kept on the branch\"")
 	}
 	return operate(r, path, caller, expect, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
@@ -572,7 +572,7 @@ func Abandon(r *alloc.Repo, path, reason string, operator bool, caller Caller, e
 			if p.NoLiveMutationRisk && (p.DeadProcess || p.MissingWorktree) {
 				code = decision.OperatorRequired
 			}
-			return decision.New(code, "the lease of %s (client %s, pid %d) cannot be abandoned: %s", f.t.Path, f.l.Holder.ClientID, f.l.Holder.PID, why).
+			return decision.Say(code, "cannot-abandon", f.t.Path, f.l.Holder.ClientID, f.l.Holder.PID, why).
 				WithHint("see what keeps it with wt-admin lease inspect %s", shell.Word(f.t.Path)).
 				WithFact("proof", p)
 		}
@@ -600,11 +600,11 @@ func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string, expect
 	return operate(r, path, Caller{ClientID: holder.ClientID, SessionID: holder.SessionID}, expect, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
 		a, p := f.t.Allocation, out.Proof
 		if a.Role != store.RoleFeature || a.Lifecycle != store.Active {
-			return decision.New(decision.InvalidLifecycle, "allocation of task %s is a %s %s allocation; only ACTIVE feature allocations take a writer", a.TaskKey, a.Lifecycle, a.Role).
+			return decision.Say(decision.InvalidLifecycle, "allocation-task-allocation", a.TaskKey, a.Lifecycle, a.Role).
 				WithHint("resume it first: wt-admin resume %s --owner %s", shell.Word(f.t.Path), a.Owner)
 		}
 		if p.MissingWorktree {
-			return decision.New(decision.InvalidTarget, "the worktree %s is gone; nobody can write there", f.l.WorktreePath).
+			return decision.Say(decision.InvalidTarget, "worktree-gone", f.l.WorktreePath).
 				WithHint("abandon the lease instead: wt-admin lease abandon %s --reason TEXT", shell.Word(f.t.Path))
 		}
 		// The adopter and what it started are not evidence against it.
@@ -618,7 +618,7 @@ func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string, expect
 			return held(f.l, f.t.Path, p.Risk)
 		}
 		if !ev.IsLive(holder.Identity()) {
-			return decision.New(decision.InvalidHolder, "the new holder, pid %d, is not running", holder.PID)
+			return decision.Say(decision.InvalidHolder, "new-holder", holder.PID)
 		}
 		repo, err := tx.Repository()
 		if err != nil {
@@ -663,7 +663,7 @@ func Adopt(r *alloc.Repo, path string, holder proc.Holder, reason string, expect
 func GrantAdopted(r *alloc.Repo, tx *store.Tx, a store.Allocation, holder proc.Holder, reason string) (store.Lease, error) {
 	live, err := proc.IsLive(proc.NewReader(), holder.Identity())
 	if err != nil || !live {
-		return store.Lease{}, decision.New(decision.InvalidHolder, "the named holder, pid %d, is not running", holder.PID).
+		return store.Lease{}, decision.Say(decision.InvalidHolder, "named-holder", holder.PID).
 			WithHint("name the agent's running process: --holder PID")
 	}
 	repo, err := tx.Repository()
@@ -732,7 +732,7 @@ func Expire(r *alloc.Repo) (Expiry, error) {
 			}
 			if ev == nil {
 				if ev, err = proc.NewScan(); err != nil {
-					return decision.Wrap(decision.Internal, err, "read /proc")
+					return decision.SayWrap(decision.Internal, err, "read-proc")
 				}
 			}
 			p := assess(ev, l, now, Caller{})
@@ -771,7 +771,7 @@ func Handoff(r *alloc.Repo, path, to string, ttl time.Duration, operator bool, e
 		return h, err
 	}
 	if ttl < 0 {
-		return h, decision.New(decision.Usage, "--ttl %s: a handoff's TTL is positive", ttl).WithHint("e.g. --ttl 10m")
+		return h, decision.Say(decision.Usage, "ttl-handoff", ttl).WithHint("e.g. --ttl 10m")
 	}
 	if ttl == 0 {
 		ttl = DefaultHandoffTTL
@@ -789,7 +789,7 @@ func Handoff(r *alloc.Repo, path, to string, ttl time.Duration, operator bool, e
 		}
 		a := t.Allocation
 		if a.Role != store.RoleFeature || a.Lifecycle != store.Active {
-			return decision.New(decision.InvalidLifecycle, "allocation of task %s is a %s %s allocation; only ACTIVE feature allocations take a writer", a.TaskKey, a.Lifecycle, a.Role).
+			return decision.Say(decision.InvalidLifecycle, "allocation-task-allocation", a.TaskKey, a.Lifecycle, a.Role).
 				WithHint("resume it first: wt-admin resume %s --owner %s", shell.Word(t.Path), shell.Word(a.Owner))
 		}
 		l, has, err := tx.Lease(a.AllocationID)
@@ -801,7 +801,7 @@ func Handoff(r *alloc.Repo, path, to string, ttl time.Duration, operator bool, e
 				return err
 			}
 		} else if expect.LeaseID != "" || expect.Generation != nil {
-			return decision.New(decision.WriterLeaseMismatch, "%s (task %s) has no lease, not the one expected", t.Path, a.TaskKey).
+			return decision.Say(decision.WriterLeaseMismatch, "task-has", t.Path, a.TaskKey).
 				WithHint("look at it again: wt-admin lease inspect %s", shell.Word(t.Path))
 		}
 		by := proc.Actor()
@@ -809,12 +809,12 @@ func Handoff(r *alloc.Repo, path, to string, ttl time.Duration, operator bool, e
 		switch {
 		case operator:
 		case !has:
-			return decision.New(decision.NoWriterLease, "%s (task %s) has no writer lease to hand over", t.Path, a.TaskKey).
+			return decision.Say(decision.NoWriterLease, "task-has-no", t.Path, a.TaskKey).
 				WithHint("an operator reserves a free worktree: wt-admin lease handoff %s --to-client %s --operator", shell.Word(t.Path), shell.Word(to))
 		default:
 			inside, err := proc.NewReader().HasAncestor(os.Getpid(), l.Holder.Identity())
 			if err != nil || !inside {
-				return decision.New(decision.WriterLeaseRequired, "lease handoff is run by the holder of %s (client %s, pid %d) or a process it started; this one is neither", t.Path, l.Holder.ClientID, l.Holder.PID).
+				return decision.Say(decision.WriterLeaseRequired, "lease-handoff", t.Path, l.Holder.ClientID, l.Holder.PID).
 					WithHint("run it from the agent that holds the lease, or as an operator: wt-admin lease handoff %s --to-client %s --operator", shell.Word(t.Path), shell.Word(to))
 			}
 			h.ByClient = l.Holder.ClientID
@@ -851,17 +851,17 @@ func Transfer(r *alloc.Repo, path string, pid int, reason string, expect Expect)
 	return operate(r, path, Caller{}, expect, func(tx *store.Tx, f found, out *Ended, ev Evidence) error {
 		a, l := f.t.Allocation, f.l
 		if !ev.IsLive(l.Holder.Identity()) {
-			return decision.New(decision.InvalidHolder, "the holder of %s (client %s, pid %d) has exited: a transfer is made by a live holder", f.t.Path, l.Holder.ClientID, l.Holder.PID).
+			return decision.Say(decision.InvalidHolder, "holder-client", f.t.Path, l.Holder.ClientID, l.Holder.PID).
 				WithHint("hand the lease to the process that goes on writing: wt-admin lease adopt %s --client-id %s --holder PID", shell.Word(f.t.Path), shell.Word(l.Holder.ClientID))
 		}
 		inside, err := proc.NewReader().HasAncestor(os.Getpid(), l.Holder.Identity())
 		if err != nil || !inside {
-			return decision.New(decision.WriterLeaseRequired, "lease transfer is run from inside the lease of %s (by its holder, client %s, pid %d, or a process it started); this one is not", f.t.Path, l.Holder.ClientID, l.Holder.PID).
+			return decision.Say(decision.WriterLeaseRequired, "lease-transfer", f.t.Path, l.Holder.ClientID, l.Holder.PID).
 				WithHint("run it from the agent that holds the lease")
 		}
 		s, ok := ev.(*proc.Scan)
 		if !ok || pid == l.Holder.PID || !slices.Contains(s.Descendants(l.Holder.PID), pid) {
-			return decision.New(decision.InvalidHolder, "pid %d is not a live descendant of the holder of %s (client %s, pid %d)", pid, f.t.Path, l.Holder.ClientID, l.Holder.PID).
+			return decision.Say(decision.InvalidHolder, "pid-not", pid, f.t.Path, l.Holder.ClientID, l.Holder.PID).
 				WithHint("name a process the holder started: see them with wt-admin ps %s", shell.Word(f.t.Path))
 		}
 		id, err := proc.Describe(pid)
@@ -903,7 +903,7 @@ func Transfer(r *alloc.Repo, path string, pid int, reason string, expect Expect)
 			return err
 		}
 		if err := gitrepo.ReplaceLock(r.Git.CommonDir, a.WorktreeKey, Reason(nl)); err != nil {
-			return decision.Wrap(decision.Internal, err, "move git's lock of %s to the new holder", f.t.Path)
+			return decision.SayWrap(decision.Internal, err, "move-git", f.t.Path)
 		}
 		if err := tx.PutLease(&nl); err != nil {
 			return err

@@ -28,7 +28,7 @@ func withOwnLease(r *alloc.Repo, g *Grant, fn func(tx *store.Tx, l *store.Lease)
 			return err
 		}
 		if !ok || l.LeaseID != g.Lease.LeaseID || !l.Holder.Same(g.Lease.Holder) {
-			return decision.Wrap(decision.WriterLeaseMismatch, errNotOurs, "lease %s on %s", g.Lease.LeaseID, g.Lease.WorktreePath).
+			return decision.SayWrap(decision.WriterLeaseMismatch, errNotOurs, "lease", g.Lease.LeaseID, g.Lease.WorktreePath).
 				WithHint("see who holds it now with wt-admin status")
 		}
 		return fn(tx, &l)
@@ -215,24 +215,24 @@ func placeLock(commonDir, key string, l store.Lease, tornOwn bool) error {
 	want := Reason(l)
 	reason, locked, err := gitrepo.ReadLock(commonDir, key)
 	if err != nil {
-		return decision.Wrap(decision.InvalidTarget, err, "worktree %s", l.WorktreePath)
+		return decision.SayWrap(decision.InvalidTarget, err, "worktree", l.WorktreePath)
 	}
 	switch {
 	case locked && reason == want:
 		return nil
 	case locked && !isWtReason(reason) && !(reason == "" && tornOwn):
-		return decision.New(decision.InvalidTarget, "worktree %s was locked by someone else (reason %q)", l.WorktreePath, reason)
+		return decision.Say(decision.InvalidTarget, "worktree-was", l.WorktreePath, reason)
 	case locked:
 		err = gitrepo.ReplaceLock(commonDir, key, want)
 	default:
 		err = gitrepo.CreateLock(commonDir, key, want)
 	}
 	if errors.Is(err, gitrepo.ErrLocked) {
-		return decision.New(decision.InvalidTarget, "worktree %s was locked by someone else just now", l.WorktreePath).
+		return decision.Say(decision.InvalidTarget, "worktree-was-locked", l.WorktreePath).
 			WithHint("see the lock with git worktree list --porcelain")
 	}
 	if err != nil {
-		return decision.Wrap(decision.InvalidTarget, err, "lock worktree %s", l.WorktreePath)
+		return decision.SayWrap(decision.InvalidTarget, err, "lock-worktree", l.WorktreePath)
 	}
 	return nil
 }

@@ -382,7 +382,7 @@ func (p *pendingGrant) stillReserved(tx Records) error {
 	}
 	reason, _, err := gitrepo.ReadLock(p.commonDir, p.key)
 	if err != nil {
-		return decision.Wrap(decision.InvalidTarget, err, "worktree %s", p.lease.WorktreePath)
+		return decision.SayWrap(decision.InvalidTarget, err, "worktree", p.lease.WorktreePath)
 	}
 	want := p.prevLeaseID
 	if p.leasePlaced {
@@ -400,11 +400,11 @@ func validate(req Request) error {
 		return err
 	}
 	if req.TTL < 0 {
-		return decision.New(decision.InvalidHolder, "lease ttl %s is negative", req.TTL).
+		return decision.Say(decision.InvalidHolder, "lease-ttl", req.TTL).
 			WithHint("pass --ttl with a positive duration, e.g. --ttl 10m")
 	}
 	if !slices.Contains(Kinds, req.Kind) {
-		return decision.New(decision.InvalidRuntimeBinding, "occupancy kind %q is not one of %v", req.Kind, Kinds).
+		return decision.Say(decision.InvalidRuntimeBinding, "occupancy-kind", req.Kind, Kinds).
 			WithHint("pass --kind agent, test, preview, background or command")
 	}
 	return nil
@@ -463,11 +463,11 @@ type checked struct {
 func checkGrant(tx Records, commonDir string, c gitrepo.Checkout, a store.Allocation, req Request, scan func() (Evidence, error)) (checked, error) {
 	var ck checked
 	if req.Allocation != "" && req.Allocation != a.AllocationID {
-		return ck, decision.New(decision.UnregisteredWorktree, "the worktree at %s is no longer allocation %s's (removed, and another put in its place)", c.TopLevel, req.Allocation).
+		return ck, decision.Say(decision.UnregisteredWorktree, "worktree-no", c.TopLevel, req.Allocation).
 			WithHint("see what became of it: wt-admin --repo %s status", shell.Word(c.TopLevel))
 	}
 	if a.Role == store.RoleAudit {
-		return ck, decision.New(decision.AuditReadOnly, "%s is an audit worktree of task %s: it is read-only and takes no writer", c.TopLevel, a.TaskKey).
+		return ck, decision.Say(decision.AuditReadOnly, "audit-worktree", c.TopLevel, a.TaskKey).
 			WithHint("review it without wt-exec; allocate a feature worktree to write: wt-admin allocate --task KEY --owner NAME PATH")
 	}
 	if c.Key == gitrepo.MainKey {
@@ -477,14 +477,14 @@ func checkGrant(tx Records, commonDir string, c gitrepo.Checkout, a store.Alloca
 		if pol, ok, err := tx.Policy(); err != nil {
 			return ck, err
 		} else if ok && pol.Unmanaged == store.UnmanagedRefuse {
-			return ck, decision.New(decision.UnmanagedRefused, "%s is the canonical checkout, which wt does not govern (no writer lease, no gate on the publication branch), and the policy refuses launches where wt does not govern (unmanaged refuse)", c.TopLevel).
+			return ck, decision.Say(decision.UnmanagedRefused, "canonical-checkout", c.TopLevel).
 				WithHint("give the agent a worktree of its own: wt-exec -C %s --task KEY --owner NAME -- COMMAND", shell.Word(c.TopLevel))
 		}
 		ck.notApplicable = true
 		return ck, nil
 	}
 	if !slices.Contains(store.Roles, a.Role) {
-		return ck, decision.New(decision.InvalidRole, "the allocation of %s (task %s) has role %q, which wt does not know: it takes no writer, and runs nothing unleased", c.TopLevel, a.TaskKey, a.Role).
+		return ck, decision.Say(decision.InvalidRole, "allocation-task", c.TopLevel, a.TaskKey, a.Role).
 			WithHint("inspect it with wt-admin status --json; roles are %s", strings.Join(store.Roles, ", "))
 	}
 	var err error
@@ -496,7 +496,7 @@ func checkGrant(tx Records, commonDir string, c gitrepo.Checkout, a store.Alloca
 		return ck, err
 	}
 	if req.Owner != "" && req.Owner != a.Owner {
-		return ck, decision.New(decision.OwnerMismatch, "allocation of task %s is owned by %q, not %q", a.TaskKey, a.Owner, req.Owner).
+		return ck, decision.Say(decision.OwnerMismatch, "allocation-task", a.TaskKey, a.Owner, req.Owner).
 			WithHint("pass --owner %s, or leave --owner out", shell.Word(a.Owner))
 	}
 	if a.Role != store.RoleFeature {
@@ -514,7 +514,7 @@ func checkGrant(tx Records, commonDir string, c gitrepo.Checkout, a store.Alloca
 		return ck, err
 	}
 	if a.Lifecycle != store.Active {
-		return ck, decision.New(decision.InvalidLifecycle, "allocation of task %s is %s; only ACTIVE allocations take a writer", a.TaskKey, a.Lifecycle).
+		return ck, decision.Say(decision.InvalidLifecycle, "allocation-task-only", a.TaskKey, a.Lifecycle).
 			WithHint("resume it first: %s", shell.Words("wt-admin", "resume", c.TopLevel, "--owner", a.Owner)).
 			WithFact("lifecycle", a.Lifecycle)
 	}
@@ -536,10 +536,10 @@ func underMaintenance(tx Records, a store.Allocation) error {
 			continue
 		}
 		if live, err := proc.IsLive(proc.NewReader(), j.Actor); err == nil && live {
-			return decision.New(decision.TransactionInFlight, "a %s of task %s is under way (wt-admin pid %d, journal %s)", j.Operation, a.TaskKey, j.Actor.PID, j.TransactionID).
+			return decision.Say(decision.TransactionInFlight, "task-under", j.Operation, a.TaskKey, j.Actor.PID, j.TransactionID).
 				WithHint("wait for it to end, then see the task: wt-admin status")
 		}
-		return decision.New(decision.InterruptedTx, "a %s of task %s was interrupted in phase %s (journal %s)", j.Operation, a.TaskKey, j.Phase, j.TransactionID).
+		return decision.Say(decision.InterruptedTx, "task-was", j.Operation, a.TaskKey, j.Phase, j.TransactionID).
 			WithHint("wt-admin doctor prints the command that finishes it")
 	}
 	return nil
@@ -603,7 +603,7 @@ func grant(tx Records, commonDir string, c gitrepo.Checkout, t alloc.Target, req
 	g.Allocation = a
 	prevReason, prevLocked, err := gitrepo.ReadLock(commonDir, c.Key)
 	if err != nil {
-		return g, decision.Wrap(decision.InvalidTarget, err, "worktree %s", c.TopLevel)
+		return g, decision.SayWrap(decision.InvalidTarget, err, "worktree", c.TopLevel)
 	}
 	if err := placeLock(commonDir, c.Key, l, tornOwn); err != nil {
 		return g, err
@@ -674,7 +674,7 @@ type preflighted struct {
 func preflight(tx Records, c gitrepo.Checkout, a store.Allocation, req Request, ck checked) (preflighted, error) {
 	var p preflighted
 	if !holderLive(req.Holder) {
-		return p, decision.New(decision.InvalidHolder, "holder changed during acquisition: pid %d (client %s) is not the process it was resolved as (it exited, or the pid is another's now)", req.Holder.PID, req.Holder.ClientID).
+		return p, decision.Say(decision.InvalidHolder, "holder-changed", req.Holder.PID, req.Holder.ClientID).
 			WithHint("run wt-exec again from the live holder")
 	}
 	if err := expectations(c, a, req); err != nil {
@@ -693,7 +693,7 @@ func preflight(tx Records, c gitrepo.Checkout, a store.Allocation, req Request, 
 		return p, err
 	}
 	if p.pol.RequireOwner && req.Owner == "" && !p.reserved && !renewal {
-		return p, decision.New(decision.OwnerMismatch, "this repository's policy requires wt-exec to name the owner of task %s (--owner)", a.TaskKey).
+		return p, decision.Say(decision.OwnerMismatch, "this-repository", a.TaskKey).
 			WithHint("pass --owner %s, or have its holder hand the task over: wt-admin lease handoff %s --to-client %s", shell.Word(a.Owner), shell.Word(c.TopLevel), shell.Word(req.Holder.ClientID))
 	}
 	return p, nil
@@ -711,7 +711,7 @@ func chooseLease(g *Grant, repo store.Repository, c gitrepo.Checkout, a store.Al
 			return existing, err
 		}
 		if liveness.Expired(existing, now) && req.TTL == 0 {
-			return existing, decision.New(decision.WriterLeaseExpired, "your lease %s on %s expired at %s", existing.LeaseID, c.TopLevel, deref(existing.ExpiresAt)).
+			return existing, decision.Say(decision.WriterLeaseExpired, "your-lease", existing.LeaseID, c.TopLevel, deref(existing.ExpiresAt)).
 				WithHint("renew it by passing --ttl, e.g. wt-exec --ttl 10m -- ...")
 		}
 		l := existing
@@ -767,7 +767,7 @@ func expectations(c gitrepo.Checkout, a store.Allocation, req Request) error {
 func expectedState(path string, gen int, wantGen *int, gitDir, commonDir, wantHead string) error {
 	word := shell.Word(path)
 	if wantGen != nil && *wantGen != gen {
-		return decision.New(decision.WriterLeaseMismatch, "the lease of %s is at generation %d, not %d: it changed since it was inspected", path, gen, *wantGen).
+		return decision.Say(decision.WriterLeaseMismatch, "lease-generation", path, gen, *wantGen).
 			WithHint("look at it again: wt-admin lease inspect %s", word).WithFact("generation", gen)
 	}
 	if wantHead == "" {
@@ -775,10 +775,10 @@ func expectedState(path string, gen int, wantGen *int, gitDir, commonDir, wantHe
 	}
 	head, err := gitrepo.HeadCommit(gitDir, commonDir)
 	if err != nil {
-		return decision.Wrap(decision.InvalidTarget, err, "read the HEAD of %s", path)
+		return decision.SayWrap(decision.InvalidTarget, err, "read-head-2", path)
 	}
 	if head != wantHead {
-		return decision.New(decision.StaleHead, "the HEAD of %s is %s, not %s: it moved since it was looked at", path, head, wantHead).
+		return decision.Say(decision.StaleHead, "head-not", path, head, wantHead).
 			WithHint("look at it again: git -C %s log -1", word).WithFact("head", head)
 	}
 	return nil
@@ -801,7 +801,7 @@ func reservedFor(tx Records, a store.Allocation, c gitrepo.Checkout, req Request
 		return h, false, logEvent(tx, "handoff_expired", a, nil, map[string]any{"to_client": h.ToClient, "expires_at": h.ExpiresAt, "from_lease_id": h.FromLeaseID})
 	}
 	if h.ToClient != req.Holder.ClientID {
-		return h, false, decision.New(decision.WriterLeaseReserved, "the next grant of %s is reserved for client %s (handed over by %s) until %s", c.TopLevel, h.ToClient, handoffAuthor(h), h.ExpiresAt).
+		return h, false, decision.Say(decision.WriterLeaseReserved, "next-grant", c.TopLevel, h.ToClient, handoffAuthor(h), h.ExpiresAt).
 			WithHint("run as that client (wt-exec --client-id %s), or wait for the reservation to be used or to expire (a wt-exec with --wait waits)", shell.Word(h.ToClient)).
 			WithFact("to_client", h.ToClient)
 	}
@@ -918,19 +918,19 @@ func checkTarget(commonDir string, c gitrepo.Checkout, a store.Allocation, tornO
 			return d
 		}
 	} else if c.Detached {
-		return decision.New(decision.InvalidTarget, "%s has a detached HEAD; a writer works on a branch", c.TopLevel).
+		return decision.Say(decision.InvalidTarget, "has-detached", c.TopLevel).
 			WithHint("check out the allocation's branch in it: git -C %s switch %s", shell.Word(c.TopLevel), shell.Word(deref(a.Branch)))
 	}
 	if canon, err := proc.Canonical(a.WorktreePath); err != nil || canon != c.TopLevel {
-		return decision.New(decision.InvalidTarget, "the checkout is at %s but its allocation records %s", c.TopLevel, a.WorktreePath).
+		return decision.Say(decision.InvalidTarget, "checkout-but", c.TopLevel, a.WorktreePath).
 			WithHint("move it back (git worktree move) or inspect it with wt-admin status")
 	}
 	reason, locked, err := gitrepo.ReadLock(commonDir, c.Key)
 	if err != nil {
-		return decision.Wrap(decision.InvalidTarget, err, "worktree %s", c.TopLevel)
+		return decision.SayWrap(decision.InvalidTarget, err, "worktree", c.TopLevel)
 	}
 	if locked && !isWtReason(reason) && !(reason == "" && tornOwn) {
-		return decision.New(decision.InvalidTarget, "worktree %s is locked by someone else (reason %q)", c.TopLevel, reason).
+		return decision.Say(decision.InvalidTarget, "worktree-locked", c.TopLevel, reason).
 			WithHint("ask whoever locked it; git worktree unlock %s lifts it", shell.Word(c.TopLevel))
 	}
 	return nil
@@ -949,7 +949,7 @@ func isWtReason(reason string) bool {
 // checkDrift refuses a lease whose identity no longer matches its record.
 func checkDrift(repo store.Repository, l store.Lease, a store.Allocation, c gitrepo.Checkout) error {
 	if l.RepositoryID != repo.RepositoryID || l.WorktreePath != c.TopLevel || l.Owner != a.Owner {
-		return decision.New(decision.WriterLeaseMismatch, "lease %s records repository %s, path %s, owner %s; the allocation now says %s, %s, %s",
+		return decision.Say(decision.WriterLeaseMismatch, "lease-records",
 			l.LeaseID, l.RepositoryID, l.WorktreePath, l.Owner, repo.RepositoryID, c.TopLevel, a.Owner).
 			WithHint("release it (it is yours) and acquire again: end this wt-exec and start a new one")
 	}
@@ -973,7 +973,7 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 			return nil, nil, err
 		}
 		if !ok {
-			return nil, nil, decision.New(decision.ExternalBinding, "allocation of task %s has an external binding %q that fences new writers", a.TaskKey, v).
+			return nil, nil, decision.Say(decision.ExternalBinding, "allocation-task", a.TaskKey, v).
 				WithHint("whoever added it must remove it; inspect it with wt-admin status --json")
 		}
 		if b.Kind == proc.OccupantKind {
@@ -1030,7 +1030,7 @@ func sortBindings(a store.Allocation, h proc.Holder, current *store.Lease, scan 
 				WithHint("wait for it to finish; see who is in the worktree with wt-admin ps %s", shell.Word(a.WorktreePath)).
 				WithFact("holder", b.Holder).WithFact("lease_id", *b.LeaseID)
 		default:
-			return nil, nil, decision.New(decision.ExternalBinding, "a live %s process of client %s occupies %s (%s): %s", b.Kind, b.Holder.ClientID, a.WorktreePath, b.Holder.Identity(), why).
+			return nil, nil, decision.Say(decision.ExternalBinding, "live-process-client", b.Kind, b.Holder.ClientID, a.WorktreePath, b.Holder.Identity(), why).
 				WithHint("wait for it to end; see who is there with wt-admin status").
 				WithFact("holder", b.Holder)
 		}

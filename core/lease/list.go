@@ -61,7 +61,7 @@ type ListOptions struct {
 // ListWith is List as opts choose.
 func ListWith(r *alloc.Repo, opts ListOptions) ([]Entry, error) {
 	if opts.All && opts.Active {
-		return nil, decision.New(decision.Usage, "--active lists current leases only, --all adds ended ones: pass one of them")
+		return nil, decision.Say(decision.Usage, "active-lists")
 	}
 	entries, err := List(r, opts.All)
 	if err != nil {
@@ -122,7 +122,7 @@ func List(r *alloc.Repo, all bool) ([]Entry, error) {
 			}
 			s, err := scan()
 			if err != nil {
-				return decision.Wrap(decision.Internal, err, "read /proc")
+				return decision.SayWrap(decision.Internal, err, "read-proc")
 			}
 			e := Entry{LeaseID: l.LeaseID, AllocationID: l.AllocationID, TaskKey: a.TaskKey, Role: a.Role,
 				WorktreePath: l.WorktreePath, Holder: l.Holder, Generation: l.Generation, From: l.AcquiredAt,
@@ -156,12 +156,12 @@ func endedLeases(path string, current []Entry) ([]Entry, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, decision.Wrap(decision.InvalidMetadata, err, "read %s", path)
+		return nil, decision.SayWrap(decision.InvalidMetadata, err, "read", path)
 	}
 	defer f.Close() // Best effort: read only.
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, decision.Wrap(decision.InvalidMetadata, err, "read %s", path)
+		return nil, decision.SayWrap(decision.InvalidMetadata, err, "read", path)
 	}
 	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
 		data = data[:i+1]
@@ -177,7 +177,7 @@ func endedLeases(path string, current []Entry) ([]Entry, error) {
 	for n := 1; sc.Scan(); n++ {
 		var ev store.Event
 		if err := strictjson.Decode(sc.Bytes(), &ev); err != nil {
-			return nil, decision.Wrap(decision.InvalidMetadata, err, "%s line %d", path, n)
+			return nil, decision.SayWrap(decision.InvalidMetadata, err, "line", path, n)
 		}
 		if ev.LeaseID == nil {
 			continue

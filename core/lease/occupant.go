@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/wt-tool/wt/core/decision"
@@ -82,13 +81,13 @@ func (o Occupant) Describe(path string) string {
 	if o.Since != "" {
 		since = " since " + o.Since
 	}
-	return fmt.Sprintf("pid %d (%s%s)%s started during the last run of client %s and still uses %s: no writer is let in beside it", o.PID, o.Command, how, since, o.ClientID, path)
+	return decision.Words(decision.RuntimeOccupied, "occupant", o.PID, o.Command, how, since, o.ClientID, path)
 }
 
 // OccupiedError is RUNTIME_OCCUPIED for occupant o of the worktree at
 // path, in repository repo (a shell word), with what ends it.
 func OccupiedError(o Occupant, repo, path string) *decision.Error {
-	return decision.New(decision.RuntimeOccupied, "%s", o.Describe(path)).
+	return decision.Relay(decision.RuntimeOccupied, o.Describe(path)).
 		WithHint("see it with wt-admin --repo %s ps %s; end it (kill -TERM %d), or wait for it: wt-exec -C %s --wait -- COMMAND", repo, shell.Word(path), o.PID, shell.Word(path)).
 		WithFact("occupant", o.Holder)
 }

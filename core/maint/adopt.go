@@ -114,20 +114,20 @@ func Adopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptResult, e
 		return res, nil
 	}
 	if req.Apply != id {
-		return res, decision.New(decision.ResourcePlanMismatch, "the adopt plan is now %s, not %s: something changed since the dry run", id, req.Apply).
+		return res, decision.Say(decision.ResourcePlanMismatch, "adopt-plan", id, req.Apply).
 			WithHint("run wt-admin --repo %s adopt %s --task %s --owner %s again, check the plan, and apply its plan_id",
 				shell.Word(r.Git.TopLevel), shell.Word(plan.WorktreePath), shell.Word(req.Task), shell.Word(req.Owner)).WithFact("plan_id", id)
 	}
 	if plan.RenamedFrom != "" {
 		// wt's own ref update, before the worktree is governed: hooks off.
 		if _, err := r.Git.GitUnhooked(ctx, "branch", "-m", plan.RenamedFrom, plan.Branch); err != nil {
-			return res, decision.Wrap(decision.GitFailed, err, "git branch -m %s %s", plan.RenamedFrom, plan.Branch)
+			return res, decision.SayWrap(decision.GitFailed, err, "git-branch", plan.RenamedFrom, plan.Branch)
 		}
 	}
 	if plan.Lock != nil {
 		// The lock's owner is proven gone: lift it (git's own command).
 		if _, err := r.Git.Git(ctx, false, "worktree", "unlock", plan.WorktreePath); err != nil {
-			return res, decision.Wrap(decision.GitFailed, err, "git worktree unlock %s", plan.WorktreePath)
+			return res, decision.SayWrap(decision.GitFailed, err, "git-worktree-unlock", plan.WorktreePath)
 		}
 	}
 	err = r.Store.Write(func(tx *store.Tx) error {
@@ -137,7 +137,7 @@ func Adopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptResult, e
 		if _, bound, err := tx.Binding(plan.WorktreeKey); err != nil {
 			return err
 		} else if bound {
-			return decision.New(decision.ResourcePlanMismatch, "worktree %s was bound to an allocation since the dry run", plan.WorktreePath).
+			return decision.Say(decision.ResourcePlanMismatch, "worktree-was", plan.WorktreePath).
 				WithHint("see it with wt-admin --repo %s status", shell.Word(r.Git.TopLevel))
 		}
 		detail := map[string]any{"plan_id": id}
@@ -169,21 +169,21 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 			// adopt's PATH is the worktree to take, from the current
 			// directory (not from --repo): say so, and where to find it.
 			abs, _ := filepath.Abs(req.Path)
-			return AdoptPlan{}, decision.New(decision.NotAGitRepository, "adopt %s: %s (a relative PATH is taken from the current directory, not from --repo: %s)", req.Path, d.Message, abs).
+			return AdoptPlan{}, decision.Say(decision.NotAGitRepository, "adopt-relative", req.Path, d.Message, abs).
 				WithHint("git -C %s worktree list", repoArg)
 		}
 		return AdoptPlan{}, err
 	}
 	if !gitrepo.SameFile(c.CommonDir, r.Git.CommonDir) {
-		return AdoptPlan{}, decision.New(decision.InvalidTarget, "%s is a checkout of another repository (%s)", c.TopLevel, c.CommonDir).
+		return AdoptPlan{}, decision.Say(decision.InvalidTarget, "checkout-another", c.TopLevel, c.CommonDir).
 			WithHint("adopt it from its own repository: wt-admin --repo %s adopt %s --task KEY --owner NAME", shell.Word(c.TopLevel), shell.Word(c.TopLevel))
 	}
 	if c.Key == gitrepo.MainKey {
-		return AdoptPlan{}, decision.New(decision.InvalidTarget, "%s is the canonical checkout: only linked worktrees are adopted", c.TopLevel).
+		return AdoptPlan{}, decision.Say(decision.InvalidTarget, "canonical-checkout", c.TopLevel).
 			WithHint("give the task a worktree of its own: wt-exec -C %s --task %s --owner %s -- COMMAND", shell.Word(c.TopLevel), shell.Word(req.Task), shell.Word(req.Owner))
 	}
 	if c.Detached || c.Branch == "" {
-		return AdoptPlan{}, decision.New(decision.InvalidBranch, "%s has a detached HEAD: a task's writer works on a branch", c.TopLevel).
+		return AdoptPlan{}, decision.Say(decision.InvalidBranch, "has-detached", c.TopLevel).
 			WithHint("check out a branch in it (git -C %s switch -c BRANCH), then adopt it", shell.Word(c.TopLevel))
 	}
 	if err := gitrepo.VerifyMetadata(c.CommonDir, c.Key, c.TopLevel); err != nil {
@@ -191,7 +191,7 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 	}
 	tip, err := gitrepo.ReadRef(c.CommonDir, "refs/heads/"+c.Branch) // unchanged by a rename
 	if err != nil || tip == "" {
-		return AdoptPlan{}, decision.New(decision.InvalidBranch, "%s's branch %s has no commit yet", c.TopLevel, c.Branch).
+		return AdoptPlan{}, decision.Say(decision.InvalidBranch, "branch-has", c.TopLevel, c.Branch).
 			WithHint("commit in it first, or check out a branch that has one")
 	}
 	plan := AdoptPlan{Contract: adoptContract, TaskKey: req.Task, Owner: req.Owner, WorktreePath: c.TopLevel, WorktreeKey: c.Key, Branch: c.Branch, Tip: tip, Holder: req.Holder}
@@ -208,7 +208,7 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 			}
 			if b := pol.TaskBranch(req.Task); b != c.Branch {
 				if cur, err := gitrepo.ReadRef(c.CommonDir, "refs/heads/"+b); err != nil || cur != "" {
-					return decision.New(decision.BranchExists, "branch %s, the task layout's name for task %s, exists already", b, req.Task).
+					return decision.Say(decision.BranchExists, "branch-task", b, req.Task).
 						WithHint("adopt it with its branch as it is: leave --rename-branch out")
 				}
 				plan.RenamedFrom, plan.Branch = c.Branch, b
@@ -217,7 +217,7 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 		if b, bound, err := tx.Binding(c.Key); err != nil {
 			return err
 		} else if bound {
-			return decision.New(decision.InvalidTarget, "%s is governed already (allocation %s)", c.TopLevel, b.AllocationID).
+			return decision.Say(decision.InvalidTarget, "governed-already", c.TopLevel, b.AllocationID).
 				WithHint("see it with wt-admin --repo %s status", repoArg)
 		}
 		return r.AdoptChecks(tx, req.Task, plan.Branch, req.NewTask)
@@ -242,15 +242,15 @@ func planAdopt(ctx context.Context, r *alloc.Repo, req AdoptRequest) (AdoptPlan,
 func noOtherUse(c gitrepo.Checkout, req AdoptRequest, repoArg string) error {
 	scan, err := proc.NewScan()
 	if err != nil {
-		return decision.Wrap(decision.Internal, err, "read /proc")
+		return decision.SayWrap(decision.Internal, err, "read-proc")
 	}
 	if req.Holder != nil && !scan.IsLive(req.Holder.Identity()) {
-		return decision.New(decision.InvalidHolder, "the named holder, pid %d, is not running", req.Holder.PID).
+		return decision.Say(decision.InvalidHolder, "named-holder", req.Holder.PID).
 			WithHint("name the agent's running process: --holder PID")
 	}
 	all, err := scan.PathsInUse(c.TopLevel)
 	if err != nil {
-		return decision.Wrap(decision.Internal, err, "read who uses %s", c.TopLevel)
+		return decision.SayWrap(decision.Internal, err, "read-who", c.TopLevel)
 	}
 	// The named holder and what it started are the writer-to-be.
 	mine := map[int]bool{}
@@ -271,7 +271,7 @@ func noOtherUse(c gitrepo.Checkout, req AdoptRequest, repoArg string) error {
 		for _, u := range uses {
 			who = append(who, fmt.Sprintf("pid %d (%s, %s)", u.PID, u.Command, u.Why))
 		}
-		return decision.New(decision.WorktreeInUse, "%s is in use: %s; wt does not take a worktree an agent may be writing in on no one's word", c.TopLevel, strings.Join(who, ", ")).
+		return decision.Say(decision.WorktreeInUse, "use-wt", c.TopLevel, strings.Join(who, ", ")).
 			WithHint("name the agent that is to write there: --holder PID --client-id ID (what it started counts as its own); end the rest; see them with wt-admin --repo %s ps %s", repoArg, shell.Word(c.TopLevel))
 	}
 	return nil
@@ -290,19 +290,19 @@ var lockPID = regexp.MustCompile(`\bpid[ =:]?([0-9]+)\b`)
 func foreignLock(c gitrepo.Checkout, repoArg string, holderPID int) (*ForeignLockPlan, error) {
 	reason, locked, err := gitrepo.ReadLock(c.CommonDir, c.Key)
 	if err != nil {
-		return nil, decision.Wrap(decision.InvalidTarget, err, "read git's lock of %s", c.TopLevel)
+		return nil, decision.SayWrap(decision.InvalidTarget, err, "read-git", c.TopLevel)
 	}
 	if !locked {
 		return nil, nil
 	}
 	m := lockPID.FindStringSubmatch(reason)
 	if m == nil {
-		return nil, decision.New(decision.ForeignLock, "%s is locked (git worktree lock, reason %q), and the reason names no process wt could prove gone", c.TopLevel, reason).
+		return nil, decision.Say(decision.ForeignLock, "locked-git", c.TopLevel, reason).
 			WithHint("ask whoever locked it; once it is free, git -C %s worktree unlock %s, then adopt it", repoArg, shell.Word(c.TopLevel))
 	}
 	pid, err := strconv.Atoi(m[1])
 	if err != nil || pid <= 0 {
-		return nil, decision.New(decision.ForeignLock, "%s is locked (reason %q) by a pid wt cannot read", c.TopLevel, reason).
+		return nil, decision.Say(decision.ForeignLock, "locked-reason", c.TopLevel, reason).
 			WithHint("git -C %s worktree unlock %s once it is free, then adopt it", repoArg, shell.Word(c.TopLevel))
 	}
 	if pid == holderPID {
@@ -312,9 +312,9 @@ func foreignLock(c gitrepo.Checkout, repoArg string, holderPID int) (*ForeignLoc
 	case errors.Is(err, unix.ESRCH):
 		return &ForeignLockPlan{Reason: reason, PID: pid, Why: fmt.Sprintf("no process has pid %d: whoever locked it is gone", pid)}, nil
 	case err == nil || errors.Is(err, unix.EPERM):
-		return nil, decision.New(decision.ForeignLock, "%s is locked (reason %q), and pid %d runs (%s): it may be the agent that locked it", c.TopLevel, reason, pid, proc.Command(pid)).
+		return nil, decision.Say(decision.ForeignLock, "locked-reason-pid", c.TopLevel, reason, pid, proc.Command(pid)).
 			WithHint("if it is the agent that is to write there, name it: --holder %d --client-id ID; else end it (kill -TERM %d) or wait for it, then adopt; wt never lifts a lock on its word", pid, pid)
 	default:
-		return nil, decision.Wrap(decision.ForeignLock, err, "whether pid %d runs cannot be read", pid)
+		return nil, decision.SayWrap(decision.ForeignLock, err, "whether-pid", pid)
 	}
 }

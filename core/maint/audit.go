@@ -337,13 +337,13 @@ func (b *branchAudit) judgeTip(ref, tip string, entries []gitrepo.ReflogEntry, l
 		// alone, and a tip it does not end at.
 		if last := ledger.LastNew(entries); tip != "" && last != "" && tip != last && !(b.seen != nil && b.seen[ref].Tip == tip && len(entries) == b.seen[ref].Entries) {
 			t.Ungated = append(t.Ungated, b.move(UngatedMove{Code: decision.UngatedRefMove, Old: last, New: tip,
-				Message: "moved with no reflog entry (the ref written directly)"}, time.Time{}))
+				Message: decision.Words(decision.UngatedRefMove, "moved-no")}, time.Time{}))
 		}
 		return
 	}
 	if rec, gone := b.led.Gone(tip); gone {
 		t.Missing = &MissingBranch{Code: decision.TaskBranchMissing, Recorded: rec,
-			Message: fmt.Sprintf("%s is gone from git; wt's ledger records its tip %s (deleted with hooks off, or by a process outside wt's view)", ref, gitrepo.Short(rec))}
+			Message: decision.Words(decision.TaskBranchMissing, "gone-from", ref, gitrepo.Short(rec))}
 		return
 	}
 	if tip == "" {
@@ -363,7 +363,7 @@ func (b *branchAudit) judgeTip(ref, tip string, entries []gitrepo.ReflogEntry, l
 		return
 	}
 	t.Ungated = append(t.Ungated, b.move(UngatedMove{Code: decision.UngatedRefMove, Old: b.led.Tip(), New: tip,
-		Message: "moved from the tip wt recorded with no gate approval; its reflog does not show how (expired, deleted, or the ref written directly)"}, time.Time{}))
+		Message: decision.Words(decision.UngatedRefMove, "moved-from")}, time.Time{}))
 }
 
 // baselineAt leaves out the reflog entries before a baseline taken at

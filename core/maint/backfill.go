@@ -99,7 +99,7 @@ func Backfill(ctx context.Context, r *alloc.Repo, apply string) (BackfillResult,
 			return nil
 		}
 		if apply != res.PlanID {
-			return decision.New(decision.ResourcePlanMismatch, "the backfill plan is now %s, not %s: something changed since the dry run", res.PlanID, apply).
+			return decision.Say(decision.ResourcePlanMismatch, "backfill-plan", res.PlanID, apply).
 				WithHint("run wt-admin backfill again, check the plan, and apply its plan_id").WithFact("plan_id", res.PlanID)
 		}
 		now := store.Now()
@@ -156,7 +156,7 @@ func (f *gitFacts) inventory() ([]gitrepo.Worktree, error) {
 		return f.wts, nil
 	}
 	if f.offline {
-		return nil, decision.New(decision.Internal, "backfill asked git for the worktrees under the exclusive lock")
+		return nil, decision.Say(decision.Internal, "backfill-asked")
 	}
 	wts, err := f.r.Git.Inventory(f.ctx)
 	if err != nil {

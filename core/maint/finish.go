@@ -143,7 +143,7 @@ func Finish(ctx context.Context, r *alloc.Repo, req FinishRequest) (FinishResult
 		return res, err
 	}
 	if (req.Path == "") == (req.Task == "") {
-		return res, decision.New(decision.Usage, "finish takes a worktree PATH or --task KEY (one of them)").
+		return res, decision.Say(decision.Usage, "finish-takes").
 			WithHint("wt-admin finish PATH --owner NAME")
 	}
 	if req.Task != "" {
@@ -155,7 +155,7 @@ func Finish(ctx context.Context, r *alloc.Repo, req FinishRequest) (FinishResult
 	if req.Path != "" {
 		t, err := proc.Canonical(req.Path)
 		if err != nil {
-			return res, decision.Wrap(decision.PathStateUnknown, err, "path %s", req.Path)
+			return res, decision.SayWrap(decision.PathStateUnknown, err, "path", req.Path)
 		}
 		target = t
 	}
@@ -177,7 +177,7 @@ func Finish(ctx context.Context, r *alloc.Repo, req FinishRequest) (FinishResult
 		}
 		if j != nil {
 			cmd, _ := ResumeCommand(r.Git.TopLevel, *j)
-			return decision.New(decision.InterruptedTx, "an apply of finish on %s was interrupted in phase %s", j.Target, j.Phase).
+			return decision.Say(decision.InterruptedTx, "apply-finish", j.Target, j.Phase).
 				WithHint("finish it: %s", cmd)
 		}
 		a, err := liveAllocation(tx, target, req.Task)
@@ -228,24 +228,24 @@ func liveAllocation(tx *store.Tx, target, task string) (store.Allocation, error)
 	switch len(found) {
 	case 1:
 		if found[0].Role == store.RoleCanonical {
-			return found[0], decision.New(decision.InvalidTarget, "the allocation %s is the canonical checkout's", what)
+			return found[0], decision.Say(decision.InvalidTarget, "allocation-canonical", what)
 		}
 		return found[0], nil
 	case 0:
 		if rc, ok, err := finishReceipt(tx, target, task); err != nil {
 			return store.Allocation{}, err
 		} else if ok {
-			return store.Allocation{}, decision.New(decision.GCAlreadyApplied, "%s was finished at %s (receipt %s)", done, rc.FinishedAt, rc.TransactionID).
+			return store.Allocation{}, decision.Say(decision.GCAlreadyApplied, "was-finished", done, rc.FinishedAt, rc.TransactionID).
 				WithHint("nothing to do; see it in wt-admin status").WithFact("receipt_id", rc.TransactionID)
 		}
-		return store.Allocation{}, decision.New(decision.InvalidTarget, "no ACTIVE or RETAINED allocation %s", what).
+		return store.Allocation{}, decision.Say(decision.InvalidTarget, "no-active", what).
 			WithHint("list the tasks with wt-admin status")
 	default:
 		ids := make([]string, len(found))
 		for i, a := range found {
 			ids[i] = a.AllocationID
 		}
-		return store.Allocation{}, decision.New(decision.InvalidMetadata, "%d live allocations %s: %s", len(found), what, strings.Join(ids, ", ")).
+		return store.Allocation{}, decision.Say(decision.InvalidMetadata, "live-allocations", len(found), what, strings.Join(ids, ", ")).
 			WithHint("look at their records with wt-admin status --json")
 	}
 }
@@ -285,11 +285,11 @@ func planFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, a store.Alloca
 	}
 	repo, err := tx.Repository()
 	if err != nil {
-		return FinishPlan{}, decision.Wrap(decision.BlockDrift, err, "repository metadata")
+		return FinishPlan{}, decision.SayWrap(decision.BlockDrift, err, "repository-metadata")
 	}
 	pol, ok, err := tx.Policy()
 	if err != nil || !ok {
-		return FinishPlan{}, decision.New(decision.BlockDrift, "the policy cannot be read (%v)", err)
+		return FinishPlan{}, decision.Say(decision.BlockDrift, "policy-cannot", err)
 	}
 	plan := FinishPlan{Contract: FinishContract, RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID, TaskKey: a.TaskKey,
 		Owner: a.Owner, Role: a.Role, Lifecycle: a.Lifecycle, TargetPath: a.WorktreePath, WorktreeKey: a.WorktreeKey,
@@ -303,11 +303,11 @@ func planFinish(ctx context.Context, r *alloc.Repo, tx *store.Tx, a store.Alloca
 	}
 	refs, err := r.Git.Refs(ctx)
 	if err != nil {
-		return FinishPlan{}, decision.Wrap(decision.GitFailed, err, "list refs")
+		return FinishPlan{}, decision.SayWrap(decision.GitFailed, err, "list-refs")
 	}
 	plan.PublicationOID = refs[plan.PublicationRef]
 	if plan.PublicationOID == "" {
-		return FinishPlan{}, decision.New(decision.MissingRetainedRef, "the publication branch %s does not exist, so nothing proves the task's work is kept", plan.PublicationRef).
+		return FinishPlan{}, decision.Say(decision.MissingRetainedRef, "publication-branch", plan.PublicationRef).
 			WithHint("create it, or set another with wt-admin policy --publication-branch NAME")
 	}
 	if plan.Branch != "" {
@@ -369,13 +369,13 @@ func archiveOIDs(plan *FinishPlan) []string {
 func finishRecords(tx *store.Tx, a store.Allocation, owner string) error {
 	path := shell.Word(a.WorktreePath)
 	if owner != a.Owner {
-		return decision.New(decision.OwnerMismatch, "task %s is owned by %q; %q cannot finish it", a.TaskKey, a.Owner, owner).
+		return decision.Say(decision.OwnerMismatch, "task-owned-cannot", a.TaskKey, a.Owner, owner).
 			WithHint("its owner finishes it: wt-admin finish %s --owner %s", path, shell.Word(a.Owner))
 	}
 	if l, ok, err := tx.Lease(a.AllocationID); err != nil {
 		return err
 	} else if ok {
-		return decision.New(decision.LeasePresent, "task %s has a writer lease (client %s, pid %d): a writer may still be at work", a.TaskKey, l.Holder.ClientID, l.Holder.PID).
+		return decision.Say(decision.LeasePresent, "task-has", a.TaskKey, l.Holder.ClientID, l.Holder.PID).
 			WithHint("wait for it to end, or see it with wt-admin lease inspect %s", path).WithFact("lease_id", l.LeaseID)
 	}
 	if len(a.ExternalBindings) > 0 {
@@ -385,13 +385,13 @@ func finishRecords(tx *store.Tx, a store.Allocation, owner string) error {
 		if b, ok, err := proc.DecodeRuntimeBinding(v); err == nil && ok {
 			what = fmt.Sprintf("a %s process of client %s (pid %d)", b.Kind, b.Holder.ClientID, b.Holder.PID)
 		}
-		return decision.New(decision.ExternalBinding, "task %s is still bound to %s", a.TaskKey, what).
+		return decision.Say(decision.ExternalBinding, "task-still", a.TaskKey, what).
 			WithHint("see who with wt-admin ps %s; finish when it has ended", path)
 	}
 	if b, ok, err := tx.Binding(a.WorktreeKey); err != nil {
 		return err
 	} else if ok && b.AllocationID != a.AllocationID {
-		return decision.New(decision.BindingDrift, "worktree key %s binds allocation %s, not task %s's %s", a.WorktreeKey, b.AllocationID, a.TaskKey, a.AllocationID).
+		return decision.Say(decision.BindingDrift, "worktree-key", a.WorktreeKey, b.AllocationID, a.TaskKey, a.AllocationID).
 			WithHint("inspect the bindings in the store by hand")
 	}
 	return nil
@@ -408,24 +408,24 @@ func planCheckout(ctx context.Context, r *alloc.Repo, tx *store.Tx, a store.Allo
 	}
 	for _, wt := range inv {
 		if plan.Branch != "" && wt.Branch == plan.Branch && wt.Key != a.WorktreeKey {
-			return decision.New(decision.WorktreeInUse, "the task branch %s is checked out at %s: deleting it would leave that checkout on no branch", plan.Branch, wt.Path).
+			return decision.Say(decision.WorktreeInUse, "task-branch", plan.Branch, wt.Path).
 				WithHint("switch that checkout away first: git -C %s switch %s", shell.Word(wt.Path), shell.Word(pol.PublicationBranch))
 		}
 		if wt.Key != a.WorktreeKey || a.WorktreeKey == "" {
 			continue
 		}
 		if !gitrepo.SameFile(wt.Path, a.WorktreePath) && wt.Path != a.WorktreePath {
-			return decision.New(decision.BindingDrift, "the worktree of task %s was moved to %s; its allocation records %s", a.TaskKey, wt.Path, a.WorktreePath).
+			return decision.Say(decision.BindingDrift, "worktree-task", a.TaskKey, wt.Path, a.WorktreePath).
 				WithHint("move it back: git worktree move %s %s", shell.Word(wt.Path), path)
 		}
 		if reg, registered, err := tx.Registered(wt.Key); err != nil {
 			return err
 		} else if !registered || reg.AllocationID != a.AllocationID {
-			return decision.New(decision.UnregisteredWorktree, "the worktree at %s (key %s) is not the one task %s was allocated: git re-created it", wt.Path, wt.Key, a.TaskKey).
+			return decision.Say(decision.UnregisteredWorktree, "worktree-key-not", wt.Path, wt.Key, a.TaskKey).
 				WithHint("look at it (git -C %s status) and move it away; then run finish again", shell.Word(wt.Path))
 		}
 		if wt.Locked {
-			return decision.New(decision.WorktreeInUse, "the worktree at %s is locked (%s)", wt.Path, wt.LockReason).
+			return decision.Say(decision.WorktreeInUse, "worktree-locked", wt.Path, wt.LockReason).
 				WithHint("whoever locked it decides: git worktree unlock %s", shell.Word(wt.Path))
 		}
 		plan.Head = wt.Head
@@ -450,7 +450,7 @@ func unused(ctx context.Context, r *alloc.Repo, key, path string) error {
 		return err
 	}
 	if err != nil {
-		return decision.Wrap(decision.GitFailed, err, "git status in %s", path)
+		return decision.SayWrap(decision.GitFailed, err, "git-status", path)
 	}
 	if len(changes) > 0 {
 		shown := changes[:min(len(changes), 20)]
@@ -458,24 +458,24 @@ func unused(ctx context.Context, r *alloc.Repo, key, path string) error {
 		if len(changes) > len(shown) {
 			more = fmt.Sprintf(" (and %d more)", len(changes)-len(shown))
 		}
-		return decision.New(decision.WorktreeDirty, "%s has %s: %s%s", path, decision.Plural(len(changes), "uncommitted or untracked change", "uncommitted or untracked changes"),
+		return decision.Say(decision.WorktreeDirty, "has", path, decision.Plural(len(changes), "uncommitted or untracked change", "uncommitted or untracked changes"),
 			strings.Join(quoted(shown), ", "), more).
 			WithHint("commit them on the task branch, or remove them; see them with git -C %s status", shell.Word(path)).WithFact("changes", changes)
 	}
 	s, err := proc.NewScan()
 	if err != nil {
-		return decision.Wrap(decision.PathStateUnknown, err, "read /proc")
+		return decision.SayWrap(decision.PathStateUnknown, err, "read-proc")
 	}
 	users, err := liveness.Users(s, path)
 	if err != nil {
-		return decision.Wrap(decision.PathStateUnknown, err, "find the processes in %s", path)
+		return decision.SayWrap(decision.PathStateUnknown, err, "find-processes", path)
 	}
 	if len(users) > 0 {
 		var who []string
 		for _, u := range users {
 			who = append(who, fmt.Sprintf("pid %d (%s, %s)", u.PID, u.Command, u.Why))
 		}
-		return decision.New(decision.WorktreeInUse, "%d process(es) use %s: %s", len(users), path, strings.Join(who, ", ")).
+		return decision.Say(decision.WorktreeInUse, "process-es", len(users), path, strings.Join(who, ", ")).
 			WithHint("see them with wt-admin ps %s; finish when they are gone", shell.Word(path))
 	}
 	return nil
@@ -523,14 +523,14 @@ func planArchive(ctx context.Context, r *alloc.Repo, plan *FinishPlan, refs map[
 	for i, tip := range tips {
 		n, err := r.Git.CountOnly(ctx, tip, plan.PublicationOID)
 		if err != nil {
-			return decision.Wrap(decision.GitFailed, err, "count the commits of %s", tip)
+			return decision.SayWrap(decision.GitFailed, err, "count-commits", tip)
 		}
 		counts[i] = n
 		what = append(what, fmt.Sprintf("%s at %s", decision.Plural(n, "commit", "commits"), gitrepo.Short(tip)))
 	}
 	if !archive {
 		path := shell.Word(plan.TargetPath)
-		return decision.New(decision.UnmergedCommits, "task %s holds work that %s does not contain: %s", plan.TaskKey, plan.PublicationRef, strings.Join(what, ", ")).
+		return decision.Say(decision.UnmergedCommits, "task-holds", plan.TaskKey, plan.PublicationRef, strings.Join(what, ", ")).
 			WithHint("merge it first, or keep it under %s%s/N and finish: wt-admin finish %s --owner %s --archive", ArchivePrefix, plan.TaskKey, path, shell.Word(plan.Owner)).
 			WithFact("unmerged", tips)
 	}
@@ -572,7 +572,7 @@ func unmergedTips(ctx context.Context, r *alloc.Repo, plan *FinishPlan) ([]strin
 			merged, err = r.Git.IsAncestor(ctx, oid, landed)
 		}
 		if err != nil {
-			return nil, decision.Wrap(decision.GitFailed, err, "compare %s with %s", oid, plan.PublicationRef)
+			return nil, decision.SayWrap(decision.GitFailed, err, "compare-2", oid, plan.PublicationRef)
 		}
 		if !merged {
 			tips = append(tips, oid)
@@ -647,7 +647,7 @@ func applyFinish(ctx context.Context, r *alloc.Repo, target string, req FinishRe
 			return err
 		}
 		if id != req.Apply {
-			return decision.New(decision.GCPlanDrift, "the finish plan for task %s is now %s, not %s: something changed since the dry run", plan.TaskKey, id, req.Apply).
+			return decision.Say(decision.GCPlanDrift, "finish-plan", plan.TaskKey, id, req.Apply).
 				WithHint("run the dry run again, check it, and apply its plan_id").WithFact("plan_id", id)
 		}
 		p = finishJournal{Plan: plan, PlanID: id}
@@ -719,32 +719,33 @@ var finishOrder = map[string]int{PhasePrepared: 0, PhaseArchived: 1, PhaseRemove
 func resumeFinish(tx *store.Tx, j store.Journal, req FinishRequest) (finishJournal, error) {
 	var p finishJournal
 	if err := strictjson.Decode(j.Payload, &p); err != nil || p.Plan.Contract != FinishContract || p.Plan.TargetPath != j.Target {
-		return p, decision.New(decision.InvalidMetadata, "journal %s does not hold a %s plan for %s", j.TransactionID, FinishContract, j.Target).
+		return p, decision.Say(decision.InvalidMetadata, "journal-does-not", j.TransactionID, FinishContract, j.Target).
 			WithHint("look at %s by hand; wt never overwrites what it cannot read", "journal/"+j.TransactionID+".json")
 	}
 	drift := finishDrift(j.TransactionID)
 	if p.PlanID != req.Apply {
-		return p, drift("it applies plan %s, not %s", p.PlanID, req.Apply)
+		return p, drift("applies-plan", p.PlanID, req.Apply)
 	}
 	if p.Plan.Owner != req.Owner {
-		return p, decision.New(decision.OwnerMismatch, "interrupted finish %s was authorized by %q, not %q", j.TransactionID, p.Plan.Owner, req.Owner).
+		return p, decision.Say(decision.OwnerMismatch, "interrupted-finish", j.TransactionID, p.Plan.Owner, req.Owner).
 			WithHint("finish it with --owner %s", shell.Word(p.Plan.Owner))
 	}
 	if _, ok := finishOrder[j.Phase]; !ok {
-		return p, drift("unknown phase %q", j.Phase)
+		return p, drift("unknown-phase", j.Phase)
 	}
 	return p, finishRecordsAsPlanned(tx, p.Plan, drift)
 }
 
 // finishDrift makes the GC_PLAN_DRIFT refusals of finish transaction id
 // ("" for a plan not yet journaled).
-func finishDrift(id string) func(format string, args ...any) error {
-	return func(format string, args ...any) error {
+func finishDrift(id string) func(key string, args ...any) error {
+	return func(key string, args ...any) error {
+		what := decision.Words(decision.GCPlanDrift, key, args...)
 		if id == "" {
-			return decision.New(decision.GCPlanDrift, "finish: "+format, args...).
+			return decision.Say(decision.GCPlanDrift, "finish", what).
 				WithHint("run the dry run again, check it, and apply its plan_id")
 		}
-		return decision.New(decision.GCPlanDrift, "interrupted finish %s: "+format, append([]any{id}, args...)...).
+		return decision.Say(decision.GCPlanDrift, "interrupted-finish", id, what).
 			WithHint("look at what changed: wt-admin status; the journal is %s", "journal/"+id+".json")
 	}
 }
@@ -759,7 +760,7 @@ func finishRecordsAsPlanned(tx *store.Tx, plan FinishPlan, drift func(string, ..
 	}
 	_, err := unleasedAtPlan(tx, "finish", plan.TargetPath, plan.AllocationID, plan.ExpectedRecordVersion, drift, func(a store.Allocation) error {
 		if a.Lifecycle != plan.Lifecycle || a.Owner != plan.Owner || len(a.ExternalBindings) > 0 {
-			return drift("allocation %s changed since the plan (%s, owner %s)", a.AllocationID, a.Lifecycle, a.Owner)
+			return drift("allocation-changed", a.AllocationID, a.Lifecycle, a.Owner)
 		}
 		return nil
 	})
@@ -774,7 +775,7 @@ func archiveRefs(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
 	}
 	refs, err := r.Git.Refs(ctx)
 	if err != nil {
-		return decision.Wrap(decision.GitFailed, err, "list refs")
+		return decision.SayWrap(decision.GitFailed, err, "list-refs")
 	}
 	for _, a := range plan.Archive {
 		switch refs[a.Ref] {
@@ -782,11 +783,11 @@ func archiveRefs(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
 			continue
 		case "":
 			if err := r.Git.CreateRef(ctx, a.Ref, a.OID); err != nil {
-				return decision.Wrap(decision.GitFailed, err, "create %s at %s", a.Ref, a.OID).
+				return decision.SayWrap(decision.GitFailed, err, "create", a.Ref, a.OID).
 					WithHint("nothing was removed yet; look at git for-each-ref %s", ArchivePrefix)
 			}
 		default:
-			return decision.New(decision.GCPlanDrift, "%s already exists at %s, not at %s", a.Ref, refs[a.Ref], a.OID).
+			return decision.Say(decision.GCPlanDrift, "already-exists", a.Ref, refs[a.Ref], a.OID).
 				WithHint("run the dry run again: it picks the next free archive ref")
 		}
 	}
@@ -810,7 +811,7 @@ func removeCheckout(ctx context.Context, r *alloc.Repo, plan FinishPlan) error {
 		return finishTornRemoval(plan.TargetPath, plan.AdminPath)
 	}
 	if item.Head != plan.Head {
-		return decision.New(decision.GCPlanDrift, "the HEAD of %s moved from %s to %s since the plan", plan.TargetPath, gitrepo.Short(plan.Head), gitrepo.Short(item.Head)).
+		return decision.Say(decision.GCPlanDrift, "head-moved", plan.TargetPath, gitrepo.Short(plan.Head), gitrepo.Short(item.Head)).
 			WithHint("run the dry run again and apply its plan")
 	}
 	if !item.Prunable {
@@ -844,7 +845,7 @@ func deleteTaskBranch(ctx context.Context, r *alloc.Repo, plan FinishPlan) error
 	ref := preservingPrefix + plan.Branch
 	refs, err := r.Git.Refs(ctx)
 	if err != nil {
-		return decision.Wrap(decision.GitFailed, err, "list refs")
+		return decision.SayWrap(decision.GitFailed, err, "list-refs")
 	}
 	switch refs[ref] {
 	case "":
@@ -856,11 +857,11 @@ func deleteTaskBranch(ctx context.Context, r *alloc.Repo, plan FinishPlan) error
 			return err
 		}
 		if err := r.Git.DeleteBranchAt(ctx, plan.Branch, plan.BranchOID); err != nil {
-			return decision.Wrap(decision.GitFailed, err, "delete %s at %s", ref, plan.BranchOID)
+			return decision.SayWrap(decision.GitFailed, err, "delete", ref, plan.BranchOID)
 		}
 		return nil
 	default:
-		return decision.New(decision.GCPlanDrift, "%s moved from %s to %s since the plan: it holds new work", ref, gitrepo.Short(plan.BranchOID), gitrepo.Short(refs[ref])).
+		return decision.Say(decision.GCPlanDrift, "moved-from", ref, gitrepo.Short(plan.BranchOID), gitrepo.Short(refs[ref])).
 			WithHint("look at it (git log %s); the worktree is already removed, so keep the branch or archive it by hand", shell.Word(plan.Branch))
 	}
 }

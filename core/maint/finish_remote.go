@@ -72,7 +72,7 @@ func FinishedPlan(r *alloc.Repo, target, task string) (FinishPlan, bool, error) 
 		}
 		var p finishReceiptPayload
 		if err := strictjson.Decode(rc.Payload, &p); err != nil {
-			return decision.Wrap(decision.InvalidMetadata, err, "the receipt %s", rc.TransactionID)
+			return decision.SayWrap(decision.InvalidMetadata, err, "receipt", rc.TransactionID)
 		}
 		plan, ok = p.Plan, true
 		return nil

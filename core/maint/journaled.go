@@ -150,6 +150,6 @@ func movedOn(want, got *store.Journal) error {
 		}
 		return "journal " + j.TransactionID + " in phase " + j.Phase
 	}
-	return decision.New(decision.TransactionInFlight, "another run moved this apply on meanwhile: expected %s, found %s", what(want), what(got)).
+	return decision.Say(decision.TransactionInFlight, "another-run", what(want), what(got)).
 		WithHint("nothing more was done; see where it is with wt-admin doctor, then run the same apply again")
 }

@@ -55,7 +55,7 @@ func canonical(v any) ([]byte, error) {
 func ValidPlanID(flag, id string) error {
 	// A sha256 in hex: the shape of a SHA-256 object name.
 	if len(id) != 64 || !gitrepo.FullObjectName(id) {
-		return decision.New(decision.Usage, "%s %q is not a plan id (64 lowercase hex digits)", flag, id).
+		return decision.Say(decision.Usage, "not-plan", flag, id).
 			WithHint("copy plan_id from the dry run (the same command without %s)", flag)
 	}
 	return nil

@@ -89,7 +89,7 @@ func Prune(ctx context.Context, r *alloc.Repo, path, owner, apply string) (Prune
 	}
 	target, err := proc.Canonical(path)
 	if err != nil {
-		return PruneResult{}, decision.Wrap(decision.PathStateUnknown, err, "path %s", path)
+		return PruneResult{}, decision.SayWrap(decision.PathStateUnknown, err, "path", path)
 	}
 	var res PruneResult
 	if apply == "" {
@@ -119,7 +119,7 @@ func planPrune(ctx context.Context, r *alloc.Repo, tx *store.Tx, target, owner s
 		return PruneResult{}, err
 	}
 	if j != nil {
-		return PruneResult{}, decision.New(decision.InterruptedTx, "an apply of prune on %s was interrupted in phase %s", target, j.Phase).
+		return PruneResult{}, decision.Say(decision.InterruptedTx, "apply-prune", target, j.Phase).
 			WithHint("finish it: %s", shell.Words("wt-admin", "prune", target, "--owner", owner, "--apply", journalPlanID(*j)))
 	}
 	item, err := findWorktree(ctx, r, target)
@@ -149,11 +149,11 @@ func gone(tx *store.Tx, target string) error {
 	}
 	for _, rc := range receipts {
 		if rc.Operation == opPrune && rc.Target == target {
-			return decision.New(decision.GCAlreadyApplied, "the registration of %s was pruned at %s (receipt %s)", target, rc.FinishedAt, rc.TransactionID).
+			return decision.Say(decision.GCAlreadyApplied, "registration-was", target, rc.FinishedAt, rc.TransactionID).
 				WithHint("nothing to do; see it in wt-admin status").WithFact("receipt_id", rc.TransactionID)
 		}
 	}
-	return decision.New(decision.PrunableStateInvalid, "git lists no worktree at %s", target).
+	return decision.Say(decision.PrunableStateInvalid, "git-lists", target).
 		WithHint("list the worktrees with wt-admin status")
 }
 
@@ -260,11 +260,11 @@ func finishTornRemoval(target, admin string) error {
 		return nil
 	}
 	if !removalTorn(admin) {
-		return decision.New(decision.GCPlanDrift, "git lists no worktree at %s but its admin dir %s remains", target, admin).
+		return decision.Say(decision.GCPlanDrift, "git-lists", target, admin).
 			WithHint("look at git worktree list")
 	}
 	if err := os.RemoveAll(admin); err != nil {
-		return decision.Wrap(decision.Internal, err, "finish the interrupted removal of %s", admin)
+		return decision.SayWrap(decision.Internal, err, "finish-interrupted", admin)
 	}
 	return nil
 }
@@ -277,19 +277,19 @@ func finishTornRemoval(target, admin string) error {
 func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, item *gitrepo.Worktree, owner, apply string) (pruneJournal, error) {
 	var p pruneJournal
 	if err := strictjson.Decode(j.Payload, &p); err != nil || p.Plan.Contract != PruneContract || p.Plan.TargetPath != j.Target {
-		return p, decision.New(decision.InvalidMetadata, "journal %s does not hold a %s plan for %s", j.TransactionID, PruneContract, j.Target).
+		return p, decision.Say(decision.InvalidMetadata, "journal-does-not", j.TransactionID, PruneContract, j.Target).
 			WithHint("look at %s by hand; wt never overwrites what it cannot read", "journal/"+j.TransactionID+".json")
 	}
 	drift := pruneDrift(j.TransactionID, j.Target)
 	if p.PlanID != apply {
-		return p, drift("it applies plan %s, not %s", p.PlanID, apply)
+		return p, drift("applies-plan", p.PlanID, apply)
 	}
 	if p.Plan.Owner != owner {
-		return p, decision.New(decision.ActiveOwner, "interrupted prune %s was authorized by %q, not %q", j.TransactionID, p.Plan.Owner, owner).
+		return p, decision.Say(decision.ActiveOwner, "interrupted-prune", j.TransactionID, p.Plan.Owner, owner).
 			WithHint("finish it with --owner %s", shell.Word(p.Plan.Owner))
 	}
 	if _, ok := pruneOrder[j.Phase]; !ok {
-		return p, drift("unknown phase %q", j.Phase)
+		return p, drift("unknown-phase", j.Phase)
 	}
 	if err := absent(j.Target); err != nil {
 		return p, err
@@ -302,11 +302,11 @@ func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, i
 	}
 	switch {
 	case item != nil && pruneOrder[j.Phase] >= pruneOrder[PhaseRemoved]:
-		return p, drift("git lists %s again after its removal was recorded", j.Target)
+		return p, drift("git-lists-again", j.Target)
 	case item != nil:
 		// Not yet removed: everything the plan proved must still hold.
 		if item.Key != p.Plan.WorktreeKey || item.Head != p.Plan.ExpectedHead {
-			return p, drift("the registration at %s changed (key %s, HEAD %s)", j.Target, item.Key, item.Head)
+			return p, drift("registration-changed", j.Target, item.Key, item.Head)
 		}
 		plan, err := buildPlan(ctx, r, tx, *item, owner)
 		if err != nil {
@@ -317,7 +317,7 @@ func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, i
 		}
 	default:
 		if _, err := os.Lstat(p.Plan.AdminPath); !errors.Is(err, fs.ErrNotExist) && !removalTorn(p.Plan.AdminPath) {
-			return p, drift("git lists no worktree at %s but its admin dir %s remains", j.Target, p.Plan.AdminPath)
+			return p, drift("git-lists", j.Target, p.Plan.AdminPath)
 		}
 	}
 	return p, nil
@@ -325,13 +325,14 @@ func resume(ctx context.Context, r *alloc.Repo, tx *store.Tx, j store.Journal, i
 
 // pruneDrift makes the GC_PLAN_DRIFT refusals of prune transaction id on
 // target ("" for a plan not yet journaled).
-func pruneDrift(id, target string) func(format string, args ...any) error {
-	return func(format string, args ...any) error {
-		what := "prune of " + target
+func pruneDrift(id, target string) func(key string, args ...any) error {
+	return func(key string, args ...any) error {
+		what := decision.Words(decision.GCPlanDrift, key, args...)
 		if id != "" {
-			what = "interrupted prune " + id
+			return decision.Say(decision.GCPlanDrift, "interrupted-prune", id, what).
+				WithHint("run the dry run (wt-admin prune %s --owner OWNER) and look at what changed", shell.Word(target))
 		}
-		return decision.New(decision.GCPlanDrift, "%s: "+format, append([]any{what}, args...)...).
+		return decision.Say(decision.GCPlanDrift, "prune", target, what).
 			WithHint("run the dry run (wt-admin prune %s --owner OWNER) and look at what changed", shell.Word(target))
 	}
 }
@@ -349,11 +350,11 @@ func pruneRecordsAsPlanned(tx *store.Tx, plan PrunePlan, drift func(string, ...a
 		return err
 	}
 	if repo.RepositoryID != plan.RepositoryID {
-		return drift("the repository id changed")
+		return drift("repository-id")
 	}
 	a, err := unleasedAtPlan(tx, "prune", plan.TargetPath, plan.AllocationID, plan.ExpectedRecordVersion, drift, func(a store.Allocation) error {
 		if a.Role != store.RoleAudit || a.Lifecycle != store.Retained || a.Owner != plan.Owner || len(a.ExternalBindings) > 0 {
-			return drift("allocation %s changed since the plan (%s %s, owner %s)", a.AllocationID, a.Lifecycle, a.Role, a.Owner)
+			return drift("allocation-changed-since", a.AllocationID, a.Lifecycle, a.Role, a.Owner)
 		}
 		return nil
 	})
@@ -363,7 +364,7 @@ func pruneRecordsAsPlanned(tx *store.Tx, plan PrunePlan, drift func(string, ...a
 	if b, ok, err := tx.Binding(plan.WorktreeKey); err != nil {
 		return err
 	} else if ok && b.AllocationID != a.AllocationID {
-		return decision.New(decision.BindingDrift, "worktree key %s now binds allocation %s", plan.WorktreeKey, b.AllocationID)
+		return decision.Say(decision.BindingDrift, "worktree-key-now", plan.WorktreeKey, b.AllocationID)
 	}
 	return nil
 }
@@ -379,7 +380,7 @@ func unleasedAtPlan(tx *store.Tx, op, target, id string, version int, drift func
 	if _, ok, err := tx.Lease(a.AllocationID); err != nil {
 		return a, err
 	} else if ok {
-		return a, decision.New(decision.LeasePresent, "a writer lease appeared on task %s during the %s", a.TaskKey, op).
+		return a, decision.Say(decision.LeasePresent, "writer-lease", a.TaskKey, op).
 			WithHint("see it with wt-admin lease inspect %s", shell.Word(target))
 	}
 	return a, nil
@@ -393,7 +394,7 @@ func allocationAtPlan(tx *store.Tx, id string, version int, drift func(string, .
 	a, err := tx.Allocation(id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return a, drift("allocation %s is gone", id)
+		return a, drift("allocation-gone", id)
 	case err != nil:
 		return a, err
 	case a.RecordVersion == version:
@@ -401,7 +402,7 @@ func allocationAtPlan(tx *store.Tx, id string, version int, drift func(string, .
 	case a.RecordVersion == version+1 && a.Lifecycle == store.Released && a.Owner == unassignedOwner:
 		return a, nil
 	}
-	return a, drift("allocation %s is at record version %d (%s, owner %s); the plan expected %d", a.AllocationID, a.RecordVersion, a.Lifecycle, a.Owner, version)
+	return a, drift("allocation-record", a.AllocationID, a.RecordVersion, a.Lifecycle, a.Owner, version)
 }
 
 // removalTorn reports whether an admin dir is what a `git worktree remove`
@@ -420,17 +421,17 @@ func removalTorn(admin string) bool {
 func buildPlan(ctx context.Context, r *alloc.Repo, tx *store.Tx, item gitrepo.Worktree, owner string) (PrunePlan, error) {
 	switch {
 	case item.Key == gitrepo.MainKey || item.Key == "":
-		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s is the canonical checkout", item.Path)
+		return PrunePlan{}, decision.Say(decision.PrunableStateInvalid, "canonical-checkout", item.Path)
 	case item.Locked:
 		// Before the prunable check: git never lists a locked worktree
 		// as prunable, whether its checkout is there or not.
-		return PrunePlan{}, decision.New(decision.PrunableStateInvalid, "%s is locked (%s)", item.Path, item.LockReason).
+		return PrunePlan{}, decision.Say(decision.PrunableStateInvalid, "locked", item.Path, item.LockReason).
 			WithHint("whoever locked it decides: git -C %s worktree unlock %s", shell.Word(r.Git.TopLevel), shell.Word(item.Path))
 	case !item.Prunable:
-		return PrunePlan{}, withFinishHint(tx, item, decision.New(decision.PrunableStateInvalid, "%s is not prunable: its checkout is still there", item.Path).
+		return PrunePlan{}, withFinishHint(tx, item, decision.Say(decision.PrunableStateInvalid, "not-prunable", item.Path).
 			WithHint("prune removes only the registration of a retained audit whose checkout is gone"))
 	case !item.Detached || item.Branch != "":
-		return PrunePlan{}, withFinishHint(tx, item, decision.New(decision.PrunableStateInvalid, "%s has branch %s checked out; only a detached audit qualifies", item.Path, item.Branch).
+		return PrunePlan{}, withFinishHint(tx, item, decision.Say(decision.PrunableStateInvalid, "has-branch", item.Path, item.Branch).
 			WithHint("its branch may hold work; git worktree list shows it"))
 	}
 	if err := absent(item.Path); err != nil {
@@ -441,28 +442,28 @@ func buildPlan(ctx context.Context, r *alloc.Repo, tx *store.Tx, item gitrepo.Wo
 		return PrunePlan{}, err
 	}
 	if !ok {
-		return PrunePlan{}, decision.New(decision.RecordMissing, "worktree %s (key %s) has no allocation", item.Path, item.Key).
+		return PrunePlan{}, decision.Say(decision.RecordMissing, "worktree-key", item.Path, item.Key).
 			WithHint("it is not wt's: git worktree prune removes unmanaged registrations")
 	}
 	a, err := tx.Allocation(b.AllocationID)
 	if errors.Is(err, store.ErrNotFound) {
-		return PrunePlan{}, decision.New(decision.RecordMissing, "binding %s names allocation %s, which has no record", item.Key, b.AllocationID)
+		return PrunePlan{}, decision.Say(decision.RecordMissing, "binding-names", item.Key, b.AllocationID)
 	}
 	if err != nil {
 		return PrunePlan{}, err
 	}
 	switch {
 	case a.Role != store.RoleAudit || a.Lifecycle != store.Retained:
-		return PrunePlan{}, decision.New(decision.LifecycleNotReleasable, "allocation of task %s is a %s %s allocation; only a RETAINED audit is pruned", a.TaskKey, a.Lifecycle, a.Role).
+		return PrunePlan{}, decision.Say(decision.LifecycleNotReleasable, "allocation-task", a.TaskKey, a.Lifecycle, a.Role).
 			WithHint("retain it first: %s", shell.Words("wt-admin", "retain", item.Path, "--owner", a.Owner)).WithFact("lifecycle", a.Lifecycle)
 	case owner != a.Owner:
-		return PrunePlan{}, decision.New(decision.ActiveOwner, "allocation of task %s is owned by %q; %q cannot authorize its prune", a.TaskKey, a.Owner, owner).
+		return PrunePlan{}, decision.Say(decision.ActiveOwner, "allocation-task", a.TaskKey, a.Owner, owner).
 			WithHint("its owner prunes it: --owner %s", shell.Word(a.Owner))
 	case item.Head != a.BaseCommit:
-		return PrunePlan{}, decision.New(decision.TaskEvidencePresent, "the audit's HEAD %s moved from its base %s: it may hold work", item.Head, a.BaseCommit).
+		return PrunePlan{}, decision.Say(decision.TaskEvidencePresent, "audit-head", item.Head, a.BaseCommit).
 			WithHint("recover the checkout (git worktree repair) and keep what it holds")
 	case len(a.ExternalBindings) > 0:
-		return PrunePlan{}, decision.New(decision.ExternalBinding, "allocation of task %s has external bindings %q", a.TaskKey, a.ExternalBindings).
+		return PrunePlan{}, decision.Say(decision.ExternalBinding, "allocation-task-has", a.TaskKey, a.ExternalBindings).
 			WithHint("whoever added them removes them first")
 	}
 	if err := oneBinding(tx, item.Key, a.AllocationID); err != nil {
@@ -471,25 +472,25 @@ func buildPlan(ctx context.Context, r *alloc.Repo, tx *store.Tx, item gitrepo.Wo
 	if _, ok, err := tx.Lease(a.AllocationID); err != nil {
 		return PrunePlan{}, err
 	} else if ok {
-		return PrunePlan{}, decision.New(decision.LeasePresent, "allocation of task %s has a writer lease", a.TaskKey).
+		return PrunePlan{}, decision.Say(decision.LeasePresent, "allocation-task", a.TaskKey).
 			WithHint("see it with wt-admin lease inspect %s", shell.Word(item.Path))
 	}
 	repo, err := tx.Repository()
 	if err != nil {
-		return PrunePlan{}, decision.Wrap(decision.BlockDrift, err, "repository metadata")
+		return PrunePlan{}, decision.SayWrap(decision.BlockDrift, err, "repository-metadata")
 	}
 	pol, ok, err := tx.Policy()
 	if err != nil || !ok {
-		return PrunePlan{}, decision.New(decision.BlockDrift, "the policy cannot be read (%v)", err)
+		return PrunePlan{}, decision.Say(decision.BlockDrift, "policy-cannot", err)
 	}
 	ref := preservingPrefix + pol.PublicationBranch
 	refs, err := r.Git.Refs(ctx)
 	if err != nil {
-		return PrunePlan{}, decision.Wrap(decision.GitFailed, err, "list refs")
+		return PrunePlan{}, decision.SayWrap(decision.GitFailed, err, "list-refs")
 	}
 	oid, ok := refs[ref]
 	if !ok {
-		return PrunePlan{}, decision.New(decision.MissingRetainedRef, "%s does not exist, so nothing keeps the audit's commit %s", ref, item.Head)
+		return PrunePlan{}, decision.Say(decision.MissingRetainedRef, "does-not", ref, item.Head)
 	}
 	if err := retained(ctx, r, item.Head, ref); err != nil {
 		return PrunePlan{}, err
@@ -519,7 +520,7 @@ func withFinishHint(tx *store.Tx, item gitrepo.Worktree, e *decision.Error) *dec
 func retained(ctx context.Context, r *alloc.Repo, head, ref string) error {
 	ok, err := r.Git.IsAncestor(ctx, head, ref)
 	if err != nil || !ok {
-		return decision.New(decision.MissingRetainedRef, "the audit's HEAD %s is not contained in %s: removing its registration could lose it", head, ref).
+		return decision.Say(decision.MissingRetainedRef, "audit-head", head, ref).
 			WithHint("merge or tag it first (git tag keep/%s %s), or recover the checkout", gitrepo.Short(head), head)
 	}
 	return nil
@@ -542,7 +543,7 @@ func oneBinding(tx *store.Tx, key, id string) error {
 		}
 	}
 	if len(bound) != 1 || bound[0] != key {
-		return decision.New(decision.BindingDrift, "allocation %s is bound under %d worktree key(s) %q; prune needs exactly one, %s", id, len(bound), bound, key).
+		return decision.Say(decision.BindingDrift, "allocation-bound", id, len(bound), bound, key).
 			WithHint("inspect the bindings in the store by hand")
 	}
 	return nil
@@ -556,10 +557,10 @@ func absent(path string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err == nil:
-		return decision.New(decision.PathReappeared, "%s exists again", path).
+		return decision.Say(decision.PathReappeared, "exists-again", path).
 			WithHint("something re-created the checkout: look at it before pruning anything")
 	default:
-		return decision.Wrap(decision.PathStateUnknown, err, "inspect %s", path)
+		return decision.SayWrap(decision.PathStateUnknown, err, "inspect", path)
 	}
 }
 
@@ -570,7 +571,7 @@ func samePlan(plan PrunePlan, apply string) error {
 		return err
 	}
 	if id != apply {
-		return decision.New(decision.GCPlanDrift, "the prune plan for %s is now %s, not %s: something changed since the dry run", plan.TargetPath, id, apply).
+		return decision.Say(decision.GCPlanDrift, "prune-plan", plan.TargetPath, id, apply).
 			WithHint("run the dry run again, check it, and apply its plan_id").WithFact("plan_id", id)
 	}
 	return nil
@@ -597,7 +598,7 @@ func journalMatching(tx *store.Tx, what string, mine func(store.Journal) bool) (
 		case !mine(j):
 			others = append(others, j)
 		case found != nil:
-			return nil, nil, decision.New(decision.InterruptedTx, "%s journals %s and %s name the same target %s", what, found.TransactionID, j.TransactionID, j.Target).
+			return nil, nil, decision.Say(decision.InterruptedTx, "journals-name", what, found.TransactionID, j.TransactionID, j.Target).
 				WithHint("look at the journal dir of the store by hand")
 		default:
 			found = &js[i]
@@ -611,7 +612,7 @@ func journalMatching(tx *store.Tx, what string, mine func(store.Journal) bool) (
 func fenced(others []store.Journal, allocationID string) error {
 	for _, j := range others {
 		if bytes.Contains(j.Payload, []byte(allocationID)) {
-			return decision.New(decision.InterruptedTx, "journal %s (%s on %s) also names allocation %s", j.TransactionID, j.Operation, j.Target, allocationID).
+			return decision.Say(decision.InterruptedTx, "journal-also", j.TransactionID, j.Operation, j.Target, allocationID).
 				WithHint("finish or look at that operation first")
 		}
 	}
@@ -667,7 +668,7 @@ func findWorktree(ctx context.Context, r *alloc.Repo, target string) (*gitrepo.W
 func removeRegistration(ctx context.Context, r *alloc.Repo, op, target, key string) error {
 	refsBefore, err := r.Git.Refs(ctx)
 	if err != nil {
-		return decision.Wrap(decision.GitFailed, err, "list refs")
+		return decision.SayWrap(decision.GitFailed, err, "list-refs")
 	}
 	before, err := fingerprint(ctx, r, key)
 	if err != nil {
@@ -676,23 +677,23 @@ func removeRegistration(ctx context.Context, r *alloc.Repo, op, target, key stri
 	if err := r.Git.RemoveWorktree(ctx, key, target); decision.CodeOf(err) == decision.GitMetadataUntrusted {
 		return err
 	} else if err != nil {
-		return decision.Wrap(decision.GitFailed, err, "git worktree remove %s", target).
+		return decision.SayWrap(decision.GitFailed, err, "git-worktree-remove", target).
 			WithHint("nothing was forced; look at git worktree list")
 	}
 	crashpoint.Here(op + ":git-removed")
 	refsAfter, err := r.Git.Refs(ctx)
 	if err != nil {
-		return decision.Wrap(decision.GitFailed, err, "list refs")
+		return decision.SayWrap(decision.GitFailed, err, "list-refs")
 	}
 	after, err := fingerprint(ctx, r, key)
 	if err != nil {
 		return err
 	}
 	if item, err := findWorktree(ctx, r, target); err != nil || item != nil {
-		return decision.New(decision.BlockDrift, "git still lists %s after removing it", target)
+		return decision.Say(decision.BlockDrift, "git-still", target)
 	}
 	if !maps.Equal(refsBefore, refsAfter) || before != after {
-		return decision.New(decision.BlockDrift, "refs or other worktrees changed while %s was removed", target).
+		return decision.Say(decision.BlockDrift, "refs-other", target).
 			WithHint("look at what moved (another process may have committed meanwhile); then apply the same plan id again to finish")
 	}
 	return nil
@@ -741,7 +742,7 @@ func release(tx *store.Tx, by, id string, version int, owner, key string) error 
 		return err
 	}
 	if ok && b.AllocationID != id {
-		return decision.New(decision.BindingDrift, "worktree key %s now binds allocation %s", key, b.AllocationID)
+		return decision.Say(decision.BindingDrift, "worktree-key-now", key, b.AllocationID)
 	}
 	if ok {
 		if err := tx.RemoveBinding(key); err != nil {

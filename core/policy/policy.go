@@ -106,7 +106,7 @@ func Init(ctx context.Context, dir string, change Change) (InitResult, error) {
 				return err
 			}
 			if !ok {
-				return decision.New(decision.InvalidMetadata, "policy.json is missing").
+				return decision.Say(decision.InvalidMetadata, "policy-json").
 					WithHint("restore it, or remove %s and run wt-admin init again", shell.Word(filepath.Join(s.Root(), "repository.json")))
 			}
 			_, diffs, err := apply(ctx, g, pol, change)
@@ -114,7 +114,7 @@ func Init(ctx context.Context, dir string, change Change) (InitResult, error) {
 				return err
 			}
 			if len(diffs) > 0 {
-				return decision.New(decision.PolicyConflict, "wt is already set up here with another policy (%s)", diffs[0].Field).
+				return decision.Say(decision.PolicyConflict, "wt-already", diffs[0].Field).
 					WithHint("change the policy with wt-admin policy --%s %s", flagName(diffs[0].Field), shell.Word(diffs[0].To))
 			}
 			res = InitResult{Code: decision.StoreAlreadyInitialized, StoreDir: s.Root(), RepositoryID: repo.RepositoryID, Policy: pol}
@@ -132,7 +132,7 @@ func Init(ctx context.Context, dir string, change Change) (InitResult, error) {
 					return gitrepo.ListFailed(err)
 				}
 				if len(inv) == 0 || inv[0].Branch == "" {
-					return decision.New(decision.PublicationUnknown, "the canonical checkout is not on a branch").
+					return decision.Say(decision.PublicationUnknown, "canonical-checkout").
 						WithHint("pass --publication-branch BRANCH (e.g. main)")
 				}
 				b := inv[0].Branch
@@ -200,21 +200,21 @@ func apply(ctx context.Context, g *gitrepo.Repo, pol store.Policy, c Change) (st
 func applyBasics(ctx context.Context, g *gitrepo.Repo, next *store.Policy, c Change) error {
 	if v := c.PublicationBranch; v != nil {
 		if !g.ValidBranchName(ctx, *v) {
-			return decision.New(decision.InvalidPolicy, "publication branch %q is not a valid branch name", *v).
+			return decision.Say(decision.InvalidPolicy, "publication-branch", *v).
 				WithHint("pass --publication-branch with a branch name such as main")
 		}
 		next.PublicationBranch = *v
 	}
 	if v := c.Enforcement; v != nil {
 		if *v != store.EnforcementEnforce && *v != store.EnforcementWarn {
-			return decision.New(decision.InvalidPolicy, "enforcement %q is not enforce or warn", *v).
+			return decision.Say(decision.InvalidPolicy, "enforcement-not", *v).
 				WithHint("pass --enforcement enforce or --enforcement warn")
 		}
 		next.Enforcement = *v
 	}
 	if v := c.Unmanaged; v != nil {
 		if *v != store.UnmanagedAllow && *v != store.UnmanagedRefuse {
-			return decision.New(decision.InvalidPolicy, "unmanaged %q is not allow or refuse", *v).
+			return decision.Say(decision.InvalidPolicy, "unmanaged-not", *v).
 				WithHint("pass --unmanaged allow or --unmanaged refuse")
 		}
 		next.Unmanaged = *v
@@ -225,7 +225,7 @@ func applyBasics(ctx context.Context, g *gitrepo.Repo, next *store.Policy, c Cha
 		} else {
 			n, err := strconv.Atoi(*v)
 			if err != nil || n < 1 {
-				return decision.New(decision.InvalidPolicy, "max active %q is not a positive integer or unlimited", *v).
+				return decision.Say(decision.InvalidPolicy, "max-active", *v).
 					WithHint("pass --max-active N (N >= 1) or --max-active unlimited")
 			}
 			next.MaxActive = &n
@@ -236,7 +236,7 @@ func applyBasics(ctx context.Context, g *gitrepo.Repo, next *store.Policy, c Cha
 		case "on", "off":
 			next.RequireOwner = *v == "on"
 		default:
-			return decision.New(decision.InvalidPolicy, "require-owner %q is not on or off", *v).
+			return decision.Say(decision.InvalidPolicy, "require-owner", *v).
 				WithHint("pass --require-owner on (wt-exec must name the task's owner) or --require-owner off")
 		}
 	}
@@ -245,7 +245,7 @@ func applyBasics(ctx context.Context, g *gitrepo.Repo, next *store.Policy, c Cha
 		case "on", "off":
 			next.PublicationLease = *v == "on"
 		default:
-			return decision.New(decision.InvalidPolicy, "publication-lease %q is not on or off", *v).
+			return decision.Say(decision.InvalidPolicy, "publication-lease", *v).
 				WithHint("pass --publication-lease on (only wt-admin land moves the publication branch) or --publication-lease off")
 		}
 	}
@@ -261,14 +261,14 @@ func applyForge(next *store.Policy, c Change) error {
 		case store.ForgeGitea, store.ForgeGitHub:
 			next.Forge = *v
 		default:
-			return decision.New(decision.InvalidPolicy, "forge %q is not none, gitea or github", *v).
+			return decision.Say(decision.InvalidPolicy, "forge-not-none", *v).
 				WithHint("pass --forge gitea --forge-token-file /ABS/FILE (Gitea or Forgejo), --forge github (through gh), or --forge none")
 		}
 	}
 	if v := c.ForgeURL; v != nil {
 		u := strings.TrimRight(strings.TrimSpace(*v), "/")
 		if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			return decision.New(decision.InvalidPolicy, "forge-url %q is not an http(s) URL", *v).
+			return decision.Say(decision.InvalidPolicy, "forge-url", *v).
 				WithHint("pass --forge-url https://HOST[:PORT] (the forge's base URL), or \"\" to take the remote's")
 		}
 		next.ForgeURL = u
@@ -276,7 +276,7 @@ func applyForge(next *store.Policy, c Change) error {
 	if v := c.ForgeTokenFile; v != nil {
 		p := strings.TrimSpace(*v)
 		if p != "" && !filepath.IsAbs(p) {
-			return decision.New(decision.InvalidPolicy, "forge-token-file %q is not an absolute path", p).
+			return decision.Say(decision.InvalidPolicy, "forge-token", p).
 				WithHint("pass --forge-token-file /ABS/FILE (a file that holds the forge's API token)")
 		}
 		next.ForgeTokenFile = p
@@ -285,7 +285,7 @@ func applyForge(next *store.Policy, c Change) error {
 		next.ForgeRemote = strings.TrimSpace(*v)
 	}
 	if next.Forge == store.ForgeGitea && next.ForgeTokenFile == "" {
-		return decision.New(decision.InvalidPolicy, "forge gitea needs the file that holds its API token").
+		return decision.Say(decision.InvalidPolicy, "forge-gitea").
 			WithHint("pass --forge gitea --forge-token-file /ABS/FILE")
 	}
 	if next.Forge == "" {
@@ -328,7 +328,7 @@ func applyFleet(next *store.Policy, c Change) error {
 		case "off":
 			next.FleetServerFence = false
 		default:
-			return decision.New(decision.InvalidPolicy, "fleet-server-fence %q is not on or off", *v).
+			return decision.Say(decision.InvalidPolicy, "fleet-server", *v).
 				WithHint("pass --fleet-server-fence on (the remote runs wt-hook install --server) or off")
 		}
 	}
@@ -339,12 +339,12 @@ func applyFleet(next *store.Policy, c Change) error {
 		case "off":
 			next.FleetCaseSensitive = false
 		default:
-			return decision.New(decision.InvalidPolicy, "fleet-case-sensitive %q is not on or off", *v).
+			return decision.Say(decision.InvalidPolicy, "fleet-case", *v).
 				WithHint("pass --fleet-case-sensitive on (the server's paths differ by case) or off (the default: a forge's)")
 		}
 	}
 	if err := next.ValidateFleet(); err != nil {
-		return decision.New(decision.InvalidPolicy, "%v", err).
+		return decision.Say(decision.InvalidPolicy, "as-given", err).
 			WithHint("fleet mode: wt-admin policy --coordinator etcd --etcd-endpoints http://HOST:2379[,...] [--fleet-ttl 10s] [--fleet-remote origin] [--etcd-cert /ABS/CERT --etcd-key /ABS/KEY] [--etcd-cacert /ABS/CA] [--etcd-user NAME --etcd-password-file /ABS/FILE]; --coordinator none turns it off")
 	}
 	if next.Coordinator == store.CoordinatorNone {
@@ -365,7 +365,7 @@ func applyConfinement(next *store.Policy, c Change) error {
 		case store.ConfineOff, store.ConfineAuto, store.ConfineRequire:
 			next.Confine = *v
 		default:
-			return decision.New(decision.InvalidPolicy, "confine %q is not off, auto or require", *v).
+			return decision.Say(decision.InvalidPolicy, "confine-not", *v).
 				WithHint("pass --confine off, --confine auto or --confine require")
 		}
 	}
@@ -376,7 +376,7 @@ func applyConfinement(next *store.Policy, c Change) error {
 				continue
 			}
 			if !filepath.IsAbs(p) || store.ValidText("path", p) != nil {
-				return decision.New(decision.InvalidPolicy, "confine-allow %q is not an absolute path", p).
+				return decision.Say(decision.InvalidPolicy, "confine-allow", p).
 					WithHint("pass --confine-allow /ABS/DIR[,/ABS/DIR]")
 			}
 			next.ConfineAllow = append(next.ConfineAllow, filepath.Clean(p))
@@ -387,7 +387,7 @@ func applyConfinement(next *store.Policy, c Change) error {
 		case store.LayoutFlat, store.LayoutTaskDir:
 			next.BranchLayout = *v
 		default:
-			return decision.New(decision.InvalidPolicy, "branch layout %q is not flat or task-dir", *v).
+			return decision.Say(decision.InvalidPolicy, "branch-layout", *v).
 				WithHint("pass --branch-layout task-dir (wt/<task>/work) or --branch-layout flat (wt/<task>)")
 		}
 	}
@@ -464,7 +464,7 @@ func Set(ctx context.Context, g *gitrepo.Repo, s *store.Store, change Change) (R
 			return err
 		}
 		if !ok {
-			return decision.New(decision.InvalidMetadata, "policy.json is missing").WithHint("run wt-admin init")
+			return decision.Say(decision.InvalidMetadata, "policy-json").WithHint("run wt-admin init")
 		}
 		if change.empty() {
 			res = Result{Code: decision.PolicyShown, Policy: pol, Changes: []Diff{}}

@@ -18,11 +18,11 @@ const bootIDFile = "/proc/sys/kernel/random/boot_id"
 var bootID = sync.OnceValues(func() (string, error) {
 	b, err := ReadFile(bootIDFile)
 	if err != nil {
-		return "", decision.Wrap(decision.InvalidHolder, err, "boot identity is unavailable")
+		return "", decision.SayWrap(decision.InvalidHolder, err, "boot-identity")
 	}
 	id := string(bytes.TrimSpace(b))
 	if id == "" {
-		return "", decision.New(decision.InvalidHolder, "boot identity is empty")
+		return "", decision.Say(decision.InvalidHolder, "boot-identity-empty")
 	}
 	return id, nil
 })
@@ -100,10 +100,10 @@ func Describe(pid int) (Identity, error) {
 	}
 	st, err := ReadStat(pid)
 	if errors.Is(err, ErrNoProcess) {
-		return Identity{}, decision.New(decision.InvalidHolder, "process %d is not running", pid)
+		return Identity{}, decision.Say(decision.InvalidHolder, "process-not", pid)
 	}
 	if err != nil {
-		return Identity{}, decision.Wrap(decision.InvalidHolder, err, "process %d cannot be inspected", pid)
+		return Identity{}, decision.SayWrap(decision.InvalidHolder, err, "process-cannot", pid)
 	}
 	return Identity{BootID: boot, PID: pid, StartTicks: st.StartTicks}, nil
 }
@@ -118,7 +118,7 @@ func IsLive(r *Reader, id Identity) (bool, error) {
 		return false, err
 	}
 	if id.BootID == "" {
-		return false, decision.New(decision.InvalidHolder, "recorded boot identity is empty")
+		return false, decision.Say(decision.InvalidHolder, "recorded-boot")
 	}
 	if id.BootID != boot {
 		return false, nil
@@ -136,7 +136,7 @@ func IsLive(r *Reader, id Identity) (bool, error) {
 // ValidateClientID refuses a client id that does not match ClientIDPattern.
 func ValidateClientID(id string) error {
 	if !ValidClientID(id) {
-		return decision.New(decision.InvalidHolder, "client id %q must match %s", id, ClientIDPattern).
+		return decision.Say(decision.InvalidHolder, "client-id", id, ClientIDPattern).
 			WithHint("pass --client-id NAME with letters, digits and . _ : -")
 	}
 	return nil

@@ -58,7 +58,7 @@ func DecodeRuntimeBinding(value string) (b RuntimeBinding, ok bool, err error) {
 	}
 	b, err = decodeRuntime([]byte(value[len(RuntimeBindingPrefix):]))
 	if err != nil {
-		return RuntimeBinding{}, true, decision.Wrap(decision.InvalidRuntimeBinding, err, "runtime occupancy binding is malformed")
+		return RuntimeBinding{}, true, decision.SayWrap(decision.InvalidRuntimeBinding, err, "runtime-occupancy")
 	}
 	return b, true, nil
 }

@@ -51,7 +51,7 @@ func resolve(selector string, n Names, lineage bool) (Holder, error) {
 	}
 	for _, s := range []*string{n.SessionID, n.RunID} {
 		if s != nil && (*s == "" || strings.IndexFunc(*s, unicode.IsControl) >= 0) {
-			return Holder{}, decision.New(decision.InvalidHolder, "session and run ids must be non-empty and hold no control character")
+			return Holder{}, decision.Say(decision.InvalidHolder, "session-run")
 		}
 	}
 	var id Identity
@@ -64,14 +64,14 @@ func resolve(selector string, n Names, lineage bool) (Holder, error) {
 	default:
 		pid, perr := strconv.Atoi(selector)
 		if perr != nil || pid < 1 || strconv.Itoa(pid) != selector {
-			return Holder{}, decision.New(decision.InvalidHolder, "holder selector %q is not self, a pid or ancestor:NAME", selector).
+			return Holder{}, decision.Say(decision.InvalidHolder, "holder-selector", selector).
 				WithHint("use --holder self, --holder PID or --holder ancestor:NAME")
 		}
 		if id, err = Describe(pid); err == nil {
 			if lineage {
 				err = callerLineage(id)
 			} else if id.PID == 1 {
-				err = decision.New(decision.InvalidHolder, "holder pid 1 (init) would entitle every process on the machine").
+				err = decision.Say(decision.InvalidHolder, "holder-pid").
 					WithHint("name the process that is to hold the lease")
 			}
 		}
@@ -89,7 +89,7 @@ func resolve(selector string, n Names, lineage bool) (Holder, error) {
 // make two writers, and naming init would entitle every process.
 func callerLineage(id Identity) error {
 	if id.PID == 1 {
-		return decision.New(decision.InvalidHolder, "holder pid 1 (init) would entitle every process on the machine").
+		return decision.Say(decision.InvalidHolder, "holder-pid").
 			WithHint("use --holder self, or the pid of the agent this wt-exec runs under")
 	}
 	if id.PID == os.Getpid() {
@@ -99,10 +99,10 @@ func callerLineage(id Identity) error {
 	// Describe read it is not taken for the process named.
 	ok, err := NewReader().HasAncestor(os.Getpid(), id)
 	if err != nil && !errors.Is(err, ErrNoProcess) {
-		return decision.Wrap(decision.InvalidHolder, err, "read this process's ancestry")
+		return decision.SayWrap(decision.InvalidHolder, err, "read-this")
 	}
 	if !ok {
-		return decision.New(decision.InvalidHolder, "holder pid %d is not this wt-exec nor one of its ancestors: only a process that wt-exec runs under may hold its lease", id.PID).
+		return decision.Say(decision.InvalidHolder, "holder-pid-not", id.PID).
 			WithHint("run wt-exec under that process, or use --holder self or --holder ancestor:NAME")
 	}
 	return nil
@@ -110,7 +110,7 @@ func callerLineage(id Identity) error {
 
 func resolveAncestor(r *Reader, self int, name string) (Identity, error) {
 	if name == "" || filepath.Base(name) != name || name == "." || name == ".." {
-		return Identity{}, decision.New(decision.InvalidHolder, "ancestor selector needs a program name, got %q", name).
+		return Identity{}, decision.Say(decision.InvalidHolder, "ancestor-selector", name).
 			WithHint("use --holder ancestor:NAME with a bare program name, e.g. ancestor:claude")
 	}
 	boot, err := BootID()
@@ -119,25 +119,25 @@ func resolveAncestor(r *Reader, self int, name string) (Identity, error) {
 	}
 	st, err := r.Stat(self)
 	if err != nil {
-		return Identity{}, decision.Wrap(decision.InvalidHolder, err, "cannot read own process")
+		return Identity{}, decision.SayWrap(decision.InvalidHolder, err, "cannot-read")
 	}
 	pid := st.PPID
 	for hop := 0; hop < MaxAncestorHops && pid > 1; hop++ {
 		before, err := r.Stat(pid)
 		if err != nil {
-			return Identity{}, decision.Wrap(decision.InvalidHolder, err, "ancestor %d cannot be read", pid)
+			return Identity{}, decision.SayWrap(decision.InvalidHolder, err, "ancestor-cannot", pid)
 		}
 		argv0, exe := programNames(pid)
 		after, err := r.Stat(pid)
 		if err != nil || after.StartTicks != before.StartTicks {
-			return Identity{}, decision.New(decision.InvalidHolder, "ancestor process %d changed while it was read", pid)
+			return Identity{}, decision.Say(decision.InvalidHolder, "ancestor-process", pid)
 		}
 		if argv0 == name || exe == name {
 			return Identity{BootID: boot, PID: pid, StartTicks: before.StartTicks}, nil
 		}
 		pid = before.PPID
 	}
-	return Identity{}, decision.New(decision.InvalidHolder, "no ancestor process runs %q within %d hops", name, MaxAncestorHops).
+	return Identity{}, decision.Say(decision.InvalidHolder, "no-ancestor", name, MaxAncestorHops).
 		WithHint("start the agent as %s, or pass --holder PID", name)
 }
 

@@ -56,10 +56,10 @@ func lock(ctx context.Context, fd int, path string, exclusive bool, bound time.D
 	case ok:
 		return nil
 	case ctx.Err() != nil:
-		return decision.New(decision.Interrupted, "stopped while waiting for wt's store lock %s (held by %s)", path, lockHolder(path)).
+		return decision.Say(decision.Interrupted, "stopped-while", path, lockHolder(path)).
 			WithHint("nothing was changed; run the command again")
 	}
-	return decision.New(decision.StoreBusy, "wt's store lock %s has been held for more than %s by %s", path, bound, lockHolder(path)).
+	return decision.Say(decision.StoreBusy, "wt-store", path, bound, lockHolder(path)).
 		WithHint("see what that process does: ps -o pid,stat,args -p PID; if it is stopped (T), continue or end it, then run the command again")
 }
 
@@ -183,7 +183,7 @@ func (s *Store) WithGitAdmin(ctx context.Context, fn func() error) error {
 	ok, err := flockWait(ctx, fd, unix.LOCK_EX, -1)
 	if !ok {
 		if ctx.Err() != nil {
-			return decision.New(decision.Interrupted, "stopped while waiting for another git worktree add or remove in this repository (held by %s)", lockHolder(s.root)).
+			return decision.Say(decision.Interrupted, "stopped-while-waiting", lockHolder(s.root)).
 				WithHint("nothing was changed; run the command again")
 		}
 		return invalid(s.root, fmt.Errorf("lock: %w", err))

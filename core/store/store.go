@@ -97,7 +97,7 @@ func Open(commonDir string) (*Store, error) {
 	s := &Store{commonDir: commonDir, root: Root(commonDir)}
 	fi, err := os.Lstat(s.root)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, decision.New(decision.NotInitialized, "wt is not set up in this repository").
+		return nil, decision.Say(decision.NotInitialized, "wt-not").
 			WithHint("run wt-admin init")
 	}
 	if err != nil {
@@ -216,7 +216,7 @@ func (s *Store) with(exclusive bool, fn func(*Tx) error) error {
 		if filepath.Base(top) == ".git" {
 			top = filepath.Dir(top)
 		}
-		return decision.New(decision.StoreNotWritable, "wt's store is not written from inside a confined command: its view of the repository, the store included, is its own").
+		return decision.Say(decision.StoreNotWritable, "wt-store").
 			WithHint("run it outside the run, e.g. wt-admin --repo %s status; the run's own lease handoff and transfer go through wt-exec", shell.Word(top))
 	}
 	if err := s.checkLockFile(); err != nil {
@@ -453,7 +453,7 @@ func CheckVersion(what string, rec Record, expect *int) error {
 	if expect == nil || *expect == rec.meta().RecordVersion {
 		return nil
 	}
-	return decision.New(decision.RecordVersionConflict, "%s is at record version %d, not %d", what, rec.meta().RecordVersion, *expect).
+	return decision.Say(decision.RecordVersionConflict, "record-version", what, rec.meta().RecordVersion, *expect).
 		WithHint("read it again with wt-admin status --json and retry with --expect-version %d", rec.meta().RecordVersion).
 		WithFact("record_version", rec.meta().RecordVersion)
 }

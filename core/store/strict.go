@@ -32,7 +32,7 @@ func decodeStrict(data []byte, rec Record) error {
 // invalid is the INVALID_METADATA refusal for a file. It returns the typed
 // error so that a caller can add a more specific hint.
 func invalid(path string, err error) *decision.Error {
-	return decision.Wrap(decision.InvalidMetadata, err, "%s is unreadable", path).
+	return decision.SayWrap(decision.InvalidMetadata, err, "unreadable", path).
 		WithHint("inspect the file by hand; wt never overwrites what it cannot read").
 		WithFact("file", path)
 }
@@ -49,7 +49,7 @@ func notWritable(path string, err error) error {
 	if !isNotWritable(err) {
 		return err
 	}
-	return decision.Wrap(decision.StoreNotWritable, err, "wt's store cannot be written at %s", path).
+	return decision.SayWrap(decision.StoreNotWritable, err, "wt-store-cannot", path).
 		WithHint("make it writable for this user (see: ls -ld %s; mount | grep ' ro,'), then run the command again", shell.Word(filepath.Dir(path))).
 		WithFact("file", path)
 }

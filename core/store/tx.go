@@ -26,7 +26,7 @@ import (
 // validID refuses ids that cannot safely name a file: record ids are uuids.
 func validID(kind, id string) error {
 	if !ids.Valid(id) {
-		return decision.New(decision.InvalidMetadata, "%s id %q is not a uuid", kind, id)
+		return decision.Say(decision.InvalidMetadata, "id-not", kind, id)
 	}
 	return nil
 }
@@ -35,7 +35,7 @@ func validID(kind, id string) error {
 // dir name.
 func validKey(key string) error {
 	if key == "" || key == "." || key == ".." || filepath.Base(key) != key {
-		return decision.New(decision.InvalidMetadata, "worktree key %q cannot name a linked worktree", key)
+		return decision.Say(decision.InvalidMetadata, "worktree-key", key)
 	}
 	return nil
 }
@@ -183,7 +183,7 @@ func (p Policy) FleetRemoteName() string {
 // PutPolicy writes policy.json.
 func (tx *Tx) PutPolicy(p *Policy) error {
 	if err := p.validate(); err != nil {
-		return decision.New(decision.InvalidPolicy, "%v", err)
+		return decision.Say(decision.InvalidPolicy, "as-given", err)
 	}
 	return tx.put(tx.path(policyName), p, durable)
 }

@@ -15,7 +15,7 @@ func ValidRole(role string) error {
 			return nil
 		}
 	}
-	return decision.New(decision.InvalidRole, "role %q is not one of %s", role, strings.Join(Roles, ", ")).
+	return decision.Say(decision.InvalidRole, "role-not", role, strings.Join(Roles, ", ")).
 		WithHint("pass --role feature (the default) or one of %s", strings.Join(Roles, ", "))
 }
 
@@ -46,7 +46,7 @@ func inSet(s, extra string) bool {
 // git.
 func ValidTaskKey(key string) error {
 	if !inSet(key, "._/-") {
-		return decision.New(decision.InvalidTaskKey, "task key %s is not a letter or digit followed by up to 127 letters, digits and . _ / -", strconv.QuoteToASCII(key)).
+		return decision.Say(decision.InvalidTaskKey, "task-key", strconv.QuoteToASCII(key)).
 			WithHint("pass --task KEY, e.g. --task T-12")
 	}
 	return nil
@@ -55,7 +55,7 @@ func ValidTaskKey(key string) error {
 // ValidOwner refuses an owner outside its character set.
 func ValidOwner(owner string) error {
 	if !inSet(owner, "._@+-") {
-		return decision.New(decision.InvalidOwner, "owner %s is not a letter or digit followed by up to 127 letters, digits and . _ @ + -", strconv.QuoteToASCII(owner)).
+		return decision.Say(decision.InvalidOwner, "owner-not", strconv.QuoteToASCII(owner)).
 			WithHint("pass --owner NAME, e.g. --owner alice")
 	}
 	return nil
@@ -67,7 +67,7 @@ func ValidOwner(owner string) error {
 func ValidText(what, s string) error {
 	for _, r := range s {
 		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return decision.New(decision.Usage, "%s %s holds a control character", what, strconv.QuoteToASCII(s)).
+			return decision.Say(decision.Usage, "holds-control", what, strconv.QuoteToASCII(s)).
 				WithHint("give a %s of printable characters", what)
 		}
 	}

@@ -24,12 +24,12 @@ func BranchProblems(commonDir, root, repoArg string, a store.Allocation) []Probl
 	ref := "refs/heads/" + *a.Branch
 	tip, err := gitrepo.ReadRef(commonDir, ref)
 	if err != nil {
-		return []Problem{{Code: decision.InvalidMetadata, Message: fmt.Sprintf("task %s's branch %s cannot be read: %v", a.TaskKey, *a.Branch, err),
+		return []Problem{{Code: decision.InvalidMetadata, Message: decision.Words(decision.InvalidMetadata, "task-branch", a.TaskKey, *a.Branch, err),
 			Hint: fmt.Sprintf("look at it: git -C %s show-ref %s", repoArg, shell.Word(ref))}}
 	}
 	led, err := store.ReadLedgerTail(root, a.AllocationID, ref)
 	if err != nil {
-		return []Problem{{Code: decision.InvalidMetadata, Message: fmt.Sprintf("wt's ledger of task %s's branch cannot be read: %v", a.TaskKey, err),
+		return []Problem{{Code: decision.InvalidMetadata, Message: decision.Words(decision.InvalidMetadata, "wt-ledger", a.TaskKey, err),
 			Hint: "look at the file named; wt never overwrites what it cannot read"}}
 	}
 	if len(led.Lines) == 0 {
@@ -37,12 +37,12 @@ func BranchProblems(commonDir, root, repoArg string, a store.Allocation) []Probl
 	}
 	if rec, gone := led.Gone(tip); gone {
 		return []Problem{{Alarm: true, Code: decision.TaskBranchMissing,
-			Message: fmt.Sprintf("task %s's branch %s is gone from git; wt's ledger records its tip %s (deleted with hooks off, or by a git gc outside wt's view): the next commit there is refused until it is restored", a.TaskKey, *a.Branch, gitrepo.Short(rec)),
+			Message: decision.Words(decision.TaskBranchMissing, "task-branch", a.TaskKey, *a.Branch, gitrepo.Short(rec)),
 			Fix:     ledger.RestoreBranch(a.WorktreePath, ref, rec)}}
 	}
 	if tip != "" && !led.Accounts(tip) {
 		return []Problem{{Alarm: true, Code: decision.UngatedRefMove,
-			Message: fmt.Sprintf("task %s's branch %s is at %s, not at %s where wt last approved it: moved with no gate approval (hooks off, or the ref written directly)", a.TaskKey, *a.Branch, gitrepo.Short(tip), gitrepo.Short(led.Tip())),
+			Message: decision.Words(decision.UngatedRefMove, "task-branch", a.TaskKey, *a.Branch, gitrepo.Short(tip), gitrepo.Short(led.Tip())),
 			Fix:     fmt.Sprintf("wt-admin --repo %s audit", repoArg)}}
 	}
 	return nil

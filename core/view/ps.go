@@ -63,12 +63,12 @@ func Ps(ctx context.Context, r *alloc.Repo, path string) (PsResult, error) {
 	want := ""
 	if path != "" {
 		if want, err = proc.Canonical(path); err != nil {
-			return res, decision.Wrap(decision.UnregisteredWorktree, err, "path %s", path)
+			return res, decision.SayWrap(decision.UnregisteredWorktree, err, "path", path)
 		}
 	}
 	s, err := getScan()
 	if err != nil {
-		return res, decision.Wrap(decision.Internal, err, "read /proc")
+		return res, decision.SayWrap(decision.Internal, err, "read-proc")
 	}
 	res.Processes = s.Len()
 	for _, row := range st.Rows {
@@ -102,7 +102,7 @@ func Ps(ctx context.Context, r *alloc.Repo, path string) (PsResult, error) {
 				if c.Cgroup != "" {
 					members, err := s.CgroupMembers(c.Cgroup)
 					if err != nil {
-						return res, decision.Wrap(decision.Internal, err, "read the cgroup %s of the lease of %s", c.Cgroup, row.Path)
+						return res, decision.SayWrap(decision.Internal, err, "read-cgroup", c.Cgroup, row.Path)
 					}
 					for _, m := range members {
 						add(m, RelCgroup, nil)
@@ -115,7 +115,7 @@ func Ps(ctx context.Context, r *alloc.Repo, path string) (PsResult, error) {
 		}
 		uses, err := s.PathsInUse(row.Path)
 		if err != nil {
-			return res, decision.Wrap(decision.Internal, err, "read the users of %s", row.Path)
+			return res, decision.SayWrap(decision.Internal, err, "read-users", row.Path)
 		}
 		for _, u := range uses {
 			add(u.PID, RelUser, &u)
@@ -124,7 +124,7 @@ func Ps(ctx context.Context, r *alloc.Repo, path string) (PsResult, error) {
 		res.Rows = append(res.Rows, pr)
 	}
 	if want != "" && len(res.Rows) == 0 {
-		return res, decision.New(decision.UnregisteredWorktree, "%s is not a governed worktree of this repository", want).
+		return res, decision.Say(decision.UnregisteredWorktree, "not-governed", want).
 			WithHint("list the governed worktrees with wt-admin status")
 	}
 	return res, nil

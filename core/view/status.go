@@ -102,7 +102,7 @@ func GateProblems(tx *store.Tx, repoArg string, wt gitrepo.Worktree, gitDir stri
 				on = "branch " + wt.Branch
 			}
 			out = append(out, Problem{Code: decision.HeadOffTaskBranch,
-				Message: fmt.Sprintf("task %s's worktree is on %s, not its branch %s: its commits are refused and wt-exec refuses it", a.TaskKey, on, *a.Branch),
+				Message: decision.Words(decision.HeadOffTaskBranch, "task-worktree-not", a.TaskKey, on, *a.Branch),
 				Fix:     fmt.Sprintf("git -C %s switch %s", path, shell.Word(*a.Branch))})
 		}
 	}
@@ -117,7 +117,7 @@ func GateProblems(tx *store.Tx, repoArg string, wt gitrepo.Worktree, gitDir stri
 		return out, nil
 	}
 	p := Problem{Code: decision.WriterLeaseRequired,
-		Message: fmt.Sprintf("has task %s's branch %s checked out but is not that task's registered worktree (%s): writes there are judged by task %s's lease", g.TaskKey, wt.Branch, g.WorktreePath, g.TaskKey)}
+		Message: decision.Words(decision.WriterLeaseRequired, "has-task", g.TaskKey, wt.Branch, g.WorktreePath, g.TaskKey)}
 	awaiting := ""
 	if wt.Key != gitrepo.MainKey {
 		if awaiting, _, err = alloc.AwaitingBackfill(tx, wt.Key); err != nil {
@@ -375,7 +375,7 @@ func (p *statusPass) adminDirs(all []store.Allocation) {
 		for i := range p.res.Rows {
 			if p.res.Rows[i].AllocationID == a.AllocationID {
 				p.res.Rows[i].Problems = append([]Problem{{Alarm: true, Code: decision.AdminDirUnsafe,
-					Message: "its admin dir holds what git, or a program after it, would trip on or run: " + strings.Join(what, "; "),
+					Message: decision.Words(decision.AdminDirUnsafe, "admin-dir-holds", strings.Join(what, "; ")),
 					Fix:     fmt.Sprintf("wt-admin --repo %s quarantine %s", p.repoArg, shell.Word(a.WorktreePath))}}, p.res.Rows[i].Problems...)
 			}
 		}
@@ -449,12 +449,12 @@ func (p *statusPass) gateState(row *Row, wt gitrepo.Worktree, gitDir string) {
 	switch {
 	case err != nil:
 		row.Gate += " (not known: " + err.Error() + ")"
-		row.Problems = append(row.Problems, Problem{Code: decision.HooksMissing, Message: "what a commit here meets cannot be found: " + err.Error(),
+		row.Problems = append(row.Problems, Problem{Code: decision.HooksMissing, Message: decision.Words(decision.HooksMissing, "gate-unknown", err),
 			Hint: fmt.Sprintf("ask git there: wt-hook -C %s check", shell.Word(wt.Path))})
 	case by == "":
 		row.Gate = "none: commits meet no gate"
 		row.Problems = append(row.Problems, Problem{Alarm: true, Code: decision.HooksMissing,
-			Message: "commits here meet no gate: " + why, Fix: fix})
+			Message: decision.Words(decision.HooksMissing, "no-gate-here", why), Fix: fix})
 	}
 }
 
@@ -513,7 +513,7 @@ func (p *statusPass) missing(a store.Allocation) {
 	row.fill(a)
 	finish := FinishCommand(p.repoArg, a, maint.FinishNeedsArchive(p.ctx, p.r, p.pol.PublicationBranch, a, ""))
 	row.Problems = append(row.Problems, Problem{Code: decision.UnregisteredWorktree,
-		Message: fmt.Sprintf("task %s is %s but wt has no registered worktree for it at %s (removed, or re-created by git): nobody can take its lease, and its branch stays guarded", a.TaskKey, a.Lifecycle, a.WorktreePath),
+		Message: decision.Words(decision.UnregisteredWorktree, "task-but-wt", a.TaskKey, a.Lifecycle, a.WorktreePath),
 		Hint:    "finish the task (its dry run shows what it keeps): " + finish})
 	p.res.Next = append(p.res.Next, Next{Path: a.WorktreePath, Why: "task " + a.TaskKey + " has no worktree any more: finishing it frees the task key", Command: finish})
 	p.res.Rows = append(p.res.Rows, row)
@@ -613,7 +613,7 @@ func OccupantProblem(repoArg, path string, o lease.Occupant) Problem {
 // it for deleted, and git worktree prune would drop it.
 func GitdirRewritten(repoArg string, a store.Allocation, at string) Problem {
 	return Problem{Alarm: true, Code: decision.GitPointerMismatch,
-		Message: fmt.Sprintf("task %s's checkout is at %s and points to its admin dir, but git's record of where it is (the admin dir's gitdir) names %s: git takes it for deleted, and git worktree prune would drop it", a.TaskKey, a.WorktreePath, at),
+		Message: decision.Words(decision.GitPointerMismatch, "task-checkout", a.TaskKey, a.WorktreePath, at),
 		Fix:     fmt.Sprintf("git -C %s worktree repair %s", repoArg, shell.Word(a.WorktreePath))}
 }
 
@@ -622,7 +622,7 @@ func GitdirRewritten(repoArg string, a store.Allocation, at string) Problem {
 // lost, and it goes on writing into a directory that is not there.
 func VanishedUnderHolder(repoArg string, l store.Lease) Problem {
 	return Problem{Alarm: true, Code: decision.LeasedCheckoutMissing,
-		Message: fmt.Sprintf("the checkout is gone while its lease holder runs: client %s, pid %d (lease %s); what it had not committed is lost", l.Holder.ClientID, l.Holder.PID, l.LeaseID),
+		Message: decision.Words(decision.LeasedCheckoutMissing, "checkout-gone", l.Holder.ClientID, l.Holder.PID, l.LeaseID),
 		Hint:    fmt.Sprintf("see what it runs with wt-admin --repo %s ps %s, stop it (kill -TERM %d), then finish or re-allocate the task", repoArg, shell.Word(l.WorktreePath), l.Holder.PID)}
 }
 

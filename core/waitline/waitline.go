@@ -57,11 +57,11 @@ func Join(root, key string) (*Line, error) {
 func JoinAt(dir, watch string) (*Line, error) {
 	q := &Line{dir: dir, leases: watch, inotify: -1, wake: [2]int{-1, -1}}
 	if err := os.MkdirAll(q.dir, 0o755); err != nil {
-		return nil, decision.Wrap(decision.StoreNotWritable, err, "create the wait queue %s", q.dir)
+		return nil, decision.SayWrap(decision.StoreNotWritable, err, "create-wait", q.dir)
 	}
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return nil, decision.Wrap(decision.Internal, err, "read the boot clock")
+		return nil, decision.SayWrap(decision.Internal, err, "read-boot")
 	}
 	q.name = fmt.Sprintf("%020d-%010d", ts.Nano(), os.Getpid())
 	// The ticket appears in the line already locked: made under a hidden
@@ -70,32 +70,32 @@ func JoinAt(dir, watch string) (*Line, error) {
 	hidden := filepath.Join(q.dir, ".new-"+q.name)
 	f, err := os.OpenFile(hidden, os.O_CREATE|os.O_EXCL|os.O_RDWR|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
-		return nil, decision.Wrap(decision.StoreNotWritable, err, "take a ticket in %s", q.dir)
+		return nil, decision.SayWrap(decision.StoreNotWritable, err, "take-ticket", q.dir)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		os.Remove(hidden) // Best effort: never in the line.
-		return nil, decision.Wrap(decision.Internal, err, "lock the ticket %s", hidden)
+		return nil, decision.SayWrap(decision.Internal, err, "lock-ticket", hidden)
 	}
 	if err := os.Rename(hidden, filepath.Join(q.dir, q.name)); err != nil {
 		f.Close()
 		os.Remove(hidden) // Best effort: never in the line.
-		return nil, decision.Wrap(decision.StoreNotWritable, err, "take a ticket in %s", q.dir)
+		return nil, decision.SayWrap(decision.StoreNotWritable, err, "take-ticket", q.dir)
 	}
 	q.f = f
 	if q.inotify, err = unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK); err != nil {
 		q.Leave()
-		return nil, decision.Wrap(decision.Internal, err, "watch the wait queue")
+		return nil, decision.SayWrap(decision.Internal, err, "watch-wait")
 	}
 	for _, d := range []string{q.dir, q.leases} {
 		if _, err := unix.InotifyAddWatch(q.inotify, d, unix.IN_DELETE|unix.IN_MOVED_TO|unix.IN_MOVED_FROM|unix.IN_CLOSE_WRITE); err != nil {
 			q.Leave()
-			return nil, decision.Wrap(decision.Internal, err, "watch %s", d)
+			return nil, decision.SayWrap(decision.Internal, err, "watch", d)
 		}
 	}
 	if err := unix.Pipe2(q.wake[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		q.Leave()
-		return nil, decision.Wrap(decision.Internal, err, "make the wait queue's wake-up pipe")
+		return nil, decision.SayWrap(decision.Internal, err, "make-wait")
 	}
 	return q, nil
 }

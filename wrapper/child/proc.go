@@ -126,7 +126,7 @@ func BecomeSubreaper() error {
 	// and setsid'ed away) are reparented to wt-exec instead of init, so
 	// they stay ours to find, signal and reap.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return decision.Wrap(decision.Internal, err, "become a child subreaper")
+		return decision.SayWrap(decision.Internal, err, "become-child")
 	}
 	return nil
 }

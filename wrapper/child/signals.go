@@ -125,7 +125,7 @@ func (p *Proc) WatchStart() (context.Context, func()) {
 // Stopped is the refusal for a signal that came before the child started.
 func (p *Proc) Stopped() error {
 	sig, _ := p.stopSig.Load().(unix.Signal)
-	return decision.New(decision.Interrupted, "wt-exec was sent %s before its command started: the command was not started", unix.SignalName(sig)).
+	return decision.Say(decision.Interrupted, "wt-exec", unix.SignalName(sig)).
 		WithHint("nothing of it runs; start it again when you mean to").
 		WithFact("signal", int(sig))
 }

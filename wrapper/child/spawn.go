@@ -43,7 +43,7 @@ func (p *Proc) start(path string, argv, env []string) (restore func(), err error
 	}
 	ptmx, tty, err := pty.Open()
 	if err != nil {
-		return restore, decision.Wrap(decision.Internal, err, "open a pty")
+		return restore, decision.SayWrap(decision.Internal, err, "open-pty")
 	}
 	if isTerminal(in) {
 		// The window size once at start; SIGWINCH copies it again later.
@@ -143,9 +143,9 @@ func isForeground(fd int) bool {
 // not runnable).
 func execError(path string, err error) error {
 	if errors.Is(err, unix.ENOENT) {
-		return decision.Wrap(decision.CommandNotFound, err, "%s", path)
+		return decision.SayWrap(decision.CommandNotFound, err, "as-given", path)
 	}
-	return decision.Wrap(decision.CommandNotRunnable, err, "%s", path).
+	return decision.SayWrap(decision.CommandNotRunnable, err, "as-given", path).
 		WithHint("check that %s is an executable file with a valid #! line", shell.Word(path))
 }
 

@@ -78,7 +78,7 @@ func agentProfile(name, program string) (*AgentProfile, error) {
 				return &profiles[i], nil
 			}
 		}
-		return nil, decision.New(decision.Usage, "--agent %q names no agent profile", name).
+		return nil, decision.Say(decision.Usage, "agent-names", name).
 			WithHint("pass one of: %s", strings.Join(AgentNames(), ", "))
 	}
 	base := filepath.Base(program)
@@ -167,7 +167,7 @@ func planAgent(p *AgentProfile, home, top, tmp string, ns, dryRun bool) (*agentP
 		return plan, nil
 	}
 	if plan.state == "" {
-		return nil, decision.New(decision.ConfinementUnavailable, "the %s profile needs HOME to keep its state", p.Name).
+		return nil, decision.Say(decision.ConfinementUnavailable, "profile-needs", p.Name).
 			WithHint("run it with HOME set to the user's home directory: env HOME=/home/USER wt-exec --confine -- COMMAND")
 	}
 	if err := plan.addProtected(mk, p.Protect, home); err != nil {
@@ -287,7 +287,7 @@ func (m profileFS) dir(d string) error {
 		return nil
 	}
 	if err := os.MkdirAll(d, 0o755); err != nil {
-		return decision.Wrap(decision.ConfinementUnavailable, err, "make %s for the %s profile", d, m.name)
+		return decision.SayWrap(decision.ConfinementUnavailable, err, "make-profile", d, m.name)
 	}
 	return nil
 }
@@ -311,7 +311,7 @@ func (m profileFS) file(f, init string) error {
 		}
 	}
 	if err != nil {
-		return decision.Wrap(decision.ConfinementUnavailable, err, "make %s for the %s profile", f, m.name)
+		return decision.SayWrap(decision.ConfinementUnavailable, err, "make-profile", f, m.name)
 	}
 	return nil
 }
@@ -324,7 +324,7 @@ func keepCopy(src, dst, trust, top string) error {
 	from := dst
 	if _, err := os.Stat(dst); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-			return decision.Wrap(decision.ConfinementUnavailable, err, "make %s", filepath.Dir(dst))
+			return decision.SayWrap(decision.ConfinementUnavailable, err, "make", filepath.Dir(dst))
 		}
 		from = src
 	} else if trust == "" {
@@ -347,7 +347,7 @@ func emptyFor(path string) string {
 func writePrivateCopy(src, dst, trust, top string) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
-		return decision.Wrap(decision.ConfinementUnavailable, err, "read %s", src)
+		return decision.SayWrap(decision.ConfinementUnavailable, err, "read", src)
 	}
 	if trust == "claude" {
 		var cfg map[string]any
@@ -369,7 +369,7 @@ func writePrivateCopy(src, dst, trust, top string) error {
 		}
 	}
 	if err := os.WriteFile(dst, b, 0o600); err != nil {
-		return decision.Wrap(decision.ConfinementUnavailable, err, "copy %s for the run", src)
+		return decision.SayWrap(decision.ConfinementUnavailable, err, "copy-run", src)
 	}
 	return nil
 }

@@ -165,13 +165,13 @@ type Input struct {
 func New(in Input) (*Plan, error) {
 	c := in.Checkout
 	if c.Key == gitrepo.MainKey {
-		return nil, decision.New(decision.ConfinementUnavailable, "%s is the canonical checkout, whose git dir is the repository's own: wt confines commands in linked worktrees only", c.TopLevel).
+		return nil, decision.Say(decision.ConfinementUnavailable, "canonical-checkout", c.TopLevel).
 			WithHint("run the agent in a worktree of its task: wt-exec --task KEY --owner NAME -- COMMAND")
 	}
 	conf := &Plan{ABI: in.ABI, Signals: in.ABI >= scopeABI, TempDir: in.TempDir}
 	if in.Sandbox {
 		if !mountNSAllowed() && !userNSAllowed() {
-			return nil, decision.New(decision.ConfinementUnavailable, "a sandbox needs its private view of the repository, and %s", NoViewWhy()).
+			return nil, decision.Say(decision.ConfinementUnavailable, "sandbox-needs", NoViewWhy()).
 				WithHint("run it as root, or allow user namespaces (sysctl -w user.max_user_namespaces=15000)")
 		}
 		in.Allow, in.Agent, in.Program, in.SSHAuthSock, in.AllowSockets = nil, "", "", "", nil
@@ -279,15 +279,15 @@ func allowedDirs(dirs []string, protected map[string]string) ([]Rule, error) {
 	var allowed []Rule
 	for _, d := range dirs {
 		if !filepath.IsAbs(d) {
-			return nil, decision.New(decision.Usage, "--allow-write %s is not an absolute path", d).WithHint("name the directory by its absolute path")
+			return nil, decision.Say(decision.Usage, "allow-write", d).WithHint("name the directory by its absolute path")
 		}
 		d = filepath.Clean(d)
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			return nil, decision.New(decision.ConfinementConflict, "%s may not be writable to a confined command: it is not an existing directory", d).
+			return nil, decision.Say(decision.ConfinementConflict, "may-not", d).
 				WithHint("make it first: mkdir -p %s", shell.Word(d))
 		}
 		if clash := conflict(d, protected); clash != "" {
-			return nil, decision.New(decision.ConfinementConflict, "%s may not be writable to a confined command: it holds or lies in %s", d, clash).
+			return nil, decision.Say(decision.ConfinementConflict, "may-not-writable", d, clash).
 				WithHint("allow a directory that holds no worktree and nothing of the repository's git dir")
 		}
 		allowed = append(allowed, Rule{d, "allowed (policy or --allow-write)"})
@@ -305,7 +305,7 @@ func (conf *Plan) addAgent(prof *AgentProfile, in Input, c gitrepo.Checkout, gua
 	}
 	for _, d := range plan.dirs {
 		if clash := conflict(d.Path, protected); clash != "" {
-			return decision.New(decision.ConfinementConflict, "the %s profile's %s may not be writable to a confined command: it holds or lies in %s", prof.Name, d.Path, clash).
+			return decision.Say(decision.ConfinementConflict, "profile-may", prof.Name, d.Path, clash).
 				WithHint("run it with --no-confine, or move HOME out of the repository")
 		}
 	}
@@ -335,7 +335,7 @@ func homeLayer(g *refGuard, d string, dryRun bool) error {
 	}
 	for _, sub := range []string{o.upper, o.work} {
 		if err := os.MkdirAll(sub, 0o700); err != nil {
-			return decision.Wrap(decision.ConfinementUnavailable, err, "make the sandbox's layer over %s", d)
+			return decision.SayWrap(decision.ConfinementUnavailable, err, "make-sandbox", d)
 		}
 	}
 	return nil
@@ -351,7 +351,7 @@ func protectedPlaces(c gitrepo.Checkout) (map[string]string, error) {
 	}
 	keys, err := gitrepo.AdminKeys(c.CommonDir)
 	if err != nil {
-		return nil, decision.Wrap(decision.PathStateUnknown, err, "list the worktrees of %s", c.CommonDir)
+		return nil, decision.SayWrap(decision.PathStateUnknown, err, "list-worktrees", c.CommonDir)
 	}
 	for path, key := range keys {
 		if key != c.Key {
@@ -491,7 +491,7 @@ func (c *Plan) Fork(terminals []string, path string, argv []string, attr *syscal
 		pid, err := c.forkUserNS(terminals, path, argv, attr)
 		var no syscall.Errno
 		if err != nil && !errors.As(err, &no) {
-			return 0, decision.Wrap(decision.ConfinementUnavailable, err, "make the confined command's view in a user namespace")
+			return 0, decision.SayWrap(decision.ConfinementUnavailable, err, "make-confined")
 		}
 		return pid, err
 	}
@@ -509,22 +509,22 @@ func (c *Plan) Fork(terminals []string, path string, argv []string, attr *syscal
 	go func() {
 		runtime.LockOSThread() // never unlocked (see above)
 		if err := c.guard.enterMountNS(); err != nil {
-			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "make the confined command's mount namespace")}
+			done <- result{0, decision.SayWrap(decision.ConfinementUnavailable, err, "make-confined-command")}
 			return
 		}
 		rs, err := c.ruleset(append(slices.Clone(devices), terminals...), private)
 		if err != nil {
-			done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "build the Landlock ruleset")}
+			done <- result{0, decision.SayWrap(decision.ConfinementUnavailable, err, "build-landlock")}
 			return
 		}
 		if rs.fd >= 0 {
 			defer unix.Close(rs.fd) // Best effort: a ruleset fd only; the child has its domain by then.
 			if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-				done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "set no_new_privs for the confined command")}
+				done <- result{0, decision.SayWrap(decision.ConfinementUnavailable, err, "set-no")}
 				return
 			}
 			if err := llsys.LandlockRestrictSelf(rs.fd, rs.flags); err != nil {
-				done <- result{0, decision.Wrap(decision.ConfinementUnavailable, err, "apply the Landlock confinement")}
+				done <- result{0, decision.SayWrap(decision.ConfinementUnavailable, err, "apply-landlock")}
 				return
 			}
 		}
@@ -548,7 +548,7 @@ func kernelABI() int {
 func MakeTempDir() (string, error) {
 	d, err := os.MkdirTemp("", "wt-exec-tmp-")
 	if err != nil {
-		return "", decision.Wrap(decision.Internal, err, "make a private TMPDIR")
+		return "", decision.SayWrap(decision.Internal, err, "make-private")
 	}
 	return d, nil
 }
@@ -560,7 +560,7 @@ func Refusal(abi int) *decision.Error {
 	if abi > 0 {
 		why = fmt.Sprintf("this kernel's Landlock ABI %d is older than %d, the first that stops truncate(2)", abi, MinABI)
 	}
-	return decision.New(decision.ConfinementUnavailable, "wt-exec cannot confine the command: %s", why).
+	return decision.Say(decision.ConfinementUnavailable, "wt-exec", why).
 		WithHint("run it unconfined with wt-exec --no-confine, or set the policy to auto: wt-admin policy --confine auto")
 }
 
@@ -573,7 +573,7 @@ func CloseInherited(keep []int) error {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		ents, rerr := os.ReadDir("/proc/self/fd")
 		if rerr != nil {
-			return decision.Wrap(decision.ConfinementUnavailable, err, "close the inherited descriptors")
+			return decision.SayWrap(decision.ConfinementUnavailable, err, "close-inherited")
 		}
 		for _, e := range ents {
 			if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
@@ -583,7 +583,7 @@ func CloseInherited(keep []int) error {
 	}
 	for _, fd := range keep {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
-			return decision.Wrap(decision.Usage, err, "--keep-fd %d: no such open descriptor", fd).
+			return decision.SayWrap(decision.Usage, err, "keep-fd-no", fd).
 				WithHint("open it before wt-exec starts, e.g. wt-exec --keep-fd %d ... %d<FILE", fd, fd)
 		}
 	}

@@ -158,7 +158,7 @@ func boosted(f func()) {
 func (p *Publisher) publish(ctx context.Context) error {
 	tip, err := p.Tip()
 	if err != nil {
-		return decision.Wrap(decision.PublishFailed, err, "read %s in the run's view", p.ref)
+		return decision.SayWrap(decision.PublishFailed, err, "read-run", p.ref)
 	}
 	if tip == "" || tip == p.lastSeen || strings.HasPrefix(tip, "ref:") {
 		return nil // unborn, deleted or symbolic in the view: nothing to publish (listed at the end)
@@ -175,7 +175,7 @@ func (p *Publisher) publish(ctx context.Context) error {
 		base = p.keptTip
 	}
 	if _, err := gitrepo.ImportObjects(ctx, common, filepath.Join(p.view.Upper(), "objects"), []string{tip}, append(not, base)); err != nil {
-		return decision.Wrap(decision.PublishFailed, err, "copy the objects of %s %s into the repository", p.ref, gitrepo.Short(tip))
+		return decision.SayWrap(decision.PublishFailed, err, "copy-objects", p.ref, gitrepo.Short(tip))
 	}
 	// Whether it is a rewrite is asked beside the connectivity check: two
 	// gits at once, not one after the other, on the way to the move.
@@ -195,10 +195,10 @@ func (p *Publisher) publish(ctx context.Context) error {
 	connErr := gitrepo.Connected(ctx, common, tip, append(not, base))
 	a := <-asked
 	if connErr != nil {
-		return decision.Wrap(decision.PublishFailed, connErr, "check that the repository has every object %s %s reaches", p.ref, gitrepo.Short(tip))
+		return decision.SayWrap(decision.PublishFailed, connErr, "check-that", p.ref, gitrepo.Short(tip))
 	}
 	if a.err != nil {
-		return decision.Wrap(decision.PublishFailed, a.err, "compare %s with %s", gitrepo.Short(tip), gitrepo.Short(base))
+		return decision.SayWrap(decision.PublishFailed, a.err, "compare", gitrepo.Short(tip), gitrepo.Short(base))
 	}
 	rewrite := !a.anc
 	how := "commit"
@@ -221,24 +221,24 @@ func (p *Publisher) publish(ctx context.Context) error {
 		}
 		now, rerr := gitrepo.ReadRef(common, p.ref)
 		if rerr != nil || now == p.published {
-			return decision.Wrap(decision.PublishFailed, err, "move %s to %s", p.ref, gitrepo.Short(tip))
+			return decision.SayWrap(decision.PublishFailed, err, "move", p.ref, gitrepo.Short(tip))
 		}
 		if now == tip {
 			p.published, p.lastSeen = tip, tip
 			return nil
 		}
 		p.kept = true
-		p.Notify(decision.New(decision.PublishConflict, "%s moved to %s outside this run (it was at %s): the run's %s is not published there; it is kept as %s, and so are the run's later commits",
+		p.Notify(decision.Say(decision.PublishConflict, "moved-outside",
 			p.ref, gitrepo.Short(now), gitrepo.Short(p.published), gitrepo.Short(tip), KeptRef(p.task)).
 			WithHint("compare them: git log --oneline --graph %s %s", p.ref, KeptRef(p.task)).Error())
 	}
 	msg := fmt.Sprintf("wt-exec: keep %s of task %s's confined run: %s moved outside it", gitrepo.Short(tip), p.task, p.ref)
 	old, err := gitrepo.ReadRef(common, KeptRef(p.task))
 	if err != nil {
-		return decision.Wrap(decision.PublishFailed, err, "read %s", KeptRef(p.task))
+		return decision.SayWrap(decision.PublishFailed, err, "read", KeptRef(p.task))
 	}
 	if err := gitrepo.MoveRef(ctx, common, KeptRef(p.task), tip, old, msg); err != nil {
-		return decision.Wrap(decision.PublishFailed, err, "keep %s as %s", gitrepo.Short(tip), KeptRef(p.task))
+		return decision.SayWrap(decision.PublishFailed, err, "keep", gitrepo.Short(tip), KeptRef(p.task))
 	}
 	p.Published(Move{Ref: KeptRef(p.task), Old: old, New: tip, Rewrite: rewrite, Kept: true})
 	p.keptTip, p.lastSeen = tip, tip
@@ -252,7 +252,7 @@ func (p *Publisher) KeepObjects(ctx context.Context) error {
 	var err error
 	p.Exclusive(func() { _, err = gitrepo.ImportAll(ctx, p.view.Common, filepath.Join(p.view.Upper(), "objects")) })
 	if err != nil {
-		return decision.Wrap(decision.PublishFailed, err, "copy the objects of the run's view into the repository")
+		return decision.SayWrap(decision.PublishFailed, err, "copy-objects-run")
 	}
 	return nil
 }

@@ -63,11 +63,11 @@ func Recover(ctx context.Context, common, root, key string, notify func(string),
 		}
 		p.tip = func() (string, error) { return upperTip(v, p.ref, r.Reftable) }
 		if err := p.Publish(ctx); err != nil {
-			return decision.Wrap(decision.PublishFailed, err, "recover the view %s of a run of task %s that ended without wt-exec (its record: %s)", r.Dir, r.Task, store.ViewRecordPath(root, key))
+			return decision.SayWrap(decision.PublishFailed, err, "recover-view", r.Dir, r.Task, store.ViewRecordPath(root, key))
 		}
 	}
 	if _, err := gitrepo.ImportAll(ctx, common, filepath.Join(v.Upper(), "objects")); err != nil {
-		return decision.Wrap(decision.PublishFailed, err, "copy the objects of the view %s into the repository", r.Dir)
+		return decision.SayWrap(decision.PublishFailed, err, "copy-objects-view", r.Dir)
 	}
 	if err := v.Remove(); err != nil {
 		return err

@@ -212,7 +212,7 @@ func checkBranchDir(branch, publication string) error {
 	if dir == "" || publication == "" || !strings.HasPrefix("refs/heads/"+publication, dir+"/") {
 		return nil
 	}
-	return decision.New(decision.ConfinementConflict, "branch %s keeps its ref in %s/, which also holds the publication branch %s: without a private view (wt-exec is not root) a confined command could move %s", branch, dir, publication, publication).
+	return decision.Say(decision.ConfinementConflict, "branch-keeps", branch, dir, publication, publication).
 		WithHint("allocate the task on a branch in a directory of its own: wt-admin allocate --task KEY --owner NAME --branch wt/KEY/work PATH")
 }
 
@@ -240,26 +240,26 @@ func planGuard(c gitrepo.Checkout, branch, publication string, dryRun bool, onVi
 		d := filepath.Join(os.TempDir(), "wt-view-"+rand.Text()[:16])
 		if onView != nil {
 			if err := onView(d); err != nil {
-				return nil, decision.Wrap(decision.ConfinementUnavailable, err, "record the run's private view")
+				return nil, decision.SayWrap(decision.ConfinementUnavailable, err, "record-run")
 			}
 		}
 		if err := os.Mkdir(d, 0o700); err != nil {
-			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "make the run's private view")
+			return nil, decision.SayWrap(decision.ConfinementUnavailable, err, "make-run")
 		}
 		for _, sub := range []string{"upper", "work"} {
 			if err := os.Mkdir(filepath.Join(d, sub), 0o700); err != nil {
 				_ = os.RemoveAll(d) // Best effort: an empty directory of ours.
-				return nil, decision.Wrap(decision.ConfinementUnavailable, err, "make the run's private view")
+				return nil, decision.SayWrap(decision.ConfinementUnavailable, err, "make-run")
 			}
 		}
 		g.view.Dir = d
 		if err := os.WriteFile(g.view.hiderFile(), nil, 0o444); err != nil {
 			_ = os.RemoveAll(d) // Best effort: the layers just made.
-			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "make the run's private view")
+			return nil, decision.SayWrap(decision.ConfinementUnavailable, err, "make-run")
 		}
 		if err := g.view.seed(); err != nil {
 			_ = os.RemoveAll(d) // Best effort: the layers just made.
-			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "make the run's private view")
+			return nil, decision.SayWrap(decision.ConfinementUnavailable, err, "make-run")
 		}
 		return g, nil
 	}
@@ -275,7 +275,7 @@ func planGuard(c gitrepo.Checkout, branch, publication string, dryRun bool, onVi
 	}
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, decision.Wrap(decision.ConfinementUnavailable, err, "make the ref directory %s", d)
+			return nil, decision.SayWrap(decision.ConfinementUnavailable, err, "make-ref", d)
 		}
 	}
 	return g, nil

@@ -33,10 +33,10 @@ func (e *env) adoptCommand() *ucli.Command {
 			var holder *proc.Holder
 			if c.IsSet("holder") {
 				if !c.IsSet("client-id") {
-					return clikit.UsageErr("--holder goes with --client-id ID (the agent's client id)")
+					return clikit.UsageErr("holder-without-client")
 				}
 				if _, err := strconv.Atoi(c.String("holder")); err != nil {
-					return clikit.UsageErr("--holder takes the agent's PID, got %q", c.String("holder"))
+					return clikit.UsageErr("holder-not-pid", c.String("holder"))
 				}
 				h, err := proc.ResolveAdopter(c.String("holder"), proc.Names{ClientID: c.String("client-id")})
 				if err != nil {
@@ -44,7 +44,7 @@ func (e *env) adoptCommand() *ucli.Command {
 				}
 				holder = &h
 			} else if c.IsSet("client-id") {
-				return clikit.UsageErr("--client-id goes with --holder PID")
+				return clikit.UsageErr("client-without-holder")
 			}
 			r, err := e.open(c)
 			if err != nil {

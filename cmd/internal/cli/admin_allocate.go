@@ -30,7 +30,7 @@ func (e *env) allocateCommand() *ucli.Command {
 		},
 		Action: e.Action("allocate", 1, func(c *ucli.Context) error {
 			if !c.IsSet("task") || !c.IsSet("owner") || c.Args().Len() != 1 {
-				return clikit.UsageErr("allocate needs --task KEY, --owner NAME and one PATH")
+				return clikit.UsageErr("allocate-needs")
 			}
 			r, err := e.open(c)
 			if err != nil {

@@ -44,7 +44,7 @@ func (e *env) doctorCommand() *ucli.Command {
 					}
 				}
 			}
-			return decision.New(decision.DoctorFindings, "%d finding(s) need action", len(rep.Findings)).
+			return decision.Say(decision.DoctorFindings, "finding-need", len(rep.Findings)).
 				WithHint("run each fix shown, then wt-admin doctor again").
 				WithFact("findings", rep.Findings).WithFact("notes", rep.Notes).WithFact("hooks_dir", rep.HooksDir).WithFact("repository", rep.Repository)
 		}),

@@ -29,7 +29,7 @@ func (e *env) fleetOf(c *ucli.Context) (*alloc.Repo, fleet.Coordinator, string, 
 		return nil, nil, "", err
 	}
 	if !pol.FleetOn() {
-		return nil, nil, "", decision.New(decision.InvalidPolicy, "fleet mode is off (coordinator none)").
+		return nil, nil, "", decision.Say(decision.InvalidPolicy, "fleet-mode").
 			WithHint("turn it on: wt-admin policy --coordinator etcd --etcd-endpoints http://HOST:2379")
 	}
 	space, err := fleet.KeySpace(c.Context, r.Git, pol)

@@ -62,7 +62,7 @@ func (e *env) landCommand() *ucli.Command {
 				if !e.JSON {
 					printLanding(e.Stdout, res)
 				}
-				return decision.New(f.Code, "%s", landSummary(res)).
+				return decision.Relay(f.Code, landSummary(res)).
 					WithHint("%s", landHints(r.Git.TopLevel, res)).
 					WithFact("tasks", res.Tasks).WithFact("tip", res.Tip).WithFact("test_runs", res.TestRuns)
 			}
@@ -181,7 +181,7 @@ func (e *env) readyCommand() *ucli.Command {
 		Action: e.Action("ready", 1, func(c *ucli.Context) error {
 			task := c.Args().First()
 			if task == "" {
-				return clikit.UsageErr("ready needs the TASK")
+				return clikit.UsageErr("ready-needs")
 			}
 			r, err := e.open(c)
 			if err != nil {
@@ -210,7 +210,7 @@ func siblingBinary(name string) (string, error) {
 	}
 	p, err := exec.LookPath(name)
 	if err != nil {
-		return "", decision.New(decision.CommandNotFound, "%s is neither beside this wt-admin nor on PATH: land runs its --test under it", name).
+		return "", decision.Say(decision.CommandNotFound, "neither-beside", name).
 			WithHint("install wt's binaries together (make install), or put %s on PATH", name)
 	}
 	return p, nil

@@ -35,7 +35,7 @@ func (e *env) leaseCommand() *ucli.Command {
 					&ucli.IntFlag{Name: "limit", Usage: "at most `N`: the current ones first, then the ended ones that began last"}},
 				Action: e.Action("lease list", 0, func(c *ucli.Context) error {
 					if c.Int("limit") < 0 {
-						return clikit.UsageErr("--limit takes a positive number, got %d", c.Int("limit"))
+						return clikit.UsageErr("limit-takes", c.Int("limit"))
 					}
 					if role := c.String("role"); role != "" {
 						if err := store.ValidRole(role); err != nil {
@@ -103,7 +103,7 @@ func expectOf(c *ucli.Context) (lease.Expect, error) {
 	if c.IsSet("expect-generation") {
 		n, err := strconv.Atoi(c.String("expect-generation"))
 		if err != nil || n < 0 {
-			return x, clikit.UsageErr("--expect-generation %q: give the generation lease inspect showed (a number)", c.String("expect-generation"))
+			return x, clikit.UsageErr("expect-generation", c.String("expect-generation"))
 		}
 		x.Generation = &n
 	}
@@ -121,11 +121,11 @@ func pathArg(c *ucli.Context, name string, required ...string) (string, error) {
 // it cannot do without.
 func oneArg(c *ucli.Context, name, what string, required ...string) (string, error) {
 	if c.Args().Len() != 1 || c.Args().First() == "" {
-		return "", clikit.UsageErr("%s takes one %s", name, what)
+		return "", clikit.UsageErr("takes-one", name, what)
 	}
 	for _, f := range required {
 		if !c.IsSet(f) {
-			return "", clikit.UsageErr("%s needs --%s", name, f)
+			return "", clikit.UsageErr("needs", name, f)
 		}
 	}
 	return c.Args().First(), nil
@@ -150,7 +150,7 @@ func (e *env) leaseTarget(c *ucli.Context, name string, required ...string) (str
 func callerOf(c *ucli.Context) (lease.Caller, error) {
 	caller := lease.Caller{ClientID: c.String("client-id"), SessionID: optString(c, "session-id")}
 	if caller.ClientID == "" && caller.SessionID != nil {
-		return caller, clikit.UsageErr("--session-id needs --client-id")
+		return caller, clikit.UsageErr("session-id")
 	}
 	if caller.ClientID != "" {
 		if err := proc.ValidateClientID(caller.ClientID); err != nil {
@@ -398,7 +398,7 @@ func (e *env) leaseAdoptCommand() *ucli.Command {
 			sel := c.String("holder")
 			switch sel {
 			case "self":
-				return clikit.UsageErr("--holder self would name wt-admin, which exits at once; pass PID or ancestor:NAME")
+				return clikit.UsageErr("holder-self")
 			case "":
 				sel = strconv.Itoa(os.Getppid())
 			}

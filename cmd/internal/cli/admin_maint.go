@@ -104,7 +104,7 @@ func (e *env) finishCommand() *ucli.Command {
 		},
 		Action: e.Action("finish", 1, func(c *ucli.Context) error {
 			if !c.IsSet("owner") {
-				return clikit.UsageErr("finish needs --owner")
+				return clikit.UsageErr("finish-needs")
 			}
 			r, err := e.open(c)
 			if err != nil {
@@ -204,7 +204,7 @@ func (e *env) auditCommand() *ucli.Command {
 				} else if t, err := time.Parse(time.RFC3339, v); err == nil {
 					since = t
 				} else {
-					return clikit.UsageErr("--since %q is neither an RFC 3339 time nor a duration", v)
+					return clikit.UsageErr("since-neither", v)
 				}
 			}
 			r, err := e.open(c)

@@ -25,7 +25,7 @@ func (e *env) quarantineCommand() *ucli.Command {
 		Action: e.Action("quarantine", 1, func(c *ucli.Context) error {
 			path := c.Args().First()
 			if path == "" {
-				return clikit.UsageErr("quarantine needs the worktree's PATH")
+				return clikit.UsageErr("quarantine-needs")
 			}
 			// The repository from --repo (its canonical checkout), never
 			// from PATH: a git started there would read what is wrong.
@@ -35,7 +35,7 @@ func (e *env) quarantineCommand() *ucli.Command {
 			}
 			target, err := proc.Canonical(path)
 			if err != nil {
-				return decision.Wrap(decision.InvalidTarget, err, "%s", path)
+				return decision.SayWrap(decision.InvalidTarget, err, "as-given", path)
 			}
 			key := ""
 			err = r.Store.Read(func(tx *store.Tx) error {
@@ -51,7 +51,7 @@ func (e *env) quarantineCommand() *ucli.Command {
 				return err
 			}
 			if key == "" {
-				return decision.New(decision.InvalidTarget, "no live allocation of a linked worktree at %s", target).
+				return decision.Say(decision.InvalidTarget, "no-live", target).
 					WithHint("list the worktrees: wt-admin --repo %s status", shell.Word(r.Git.TopLevel))
 			}
 			q, err := r.QuarantineAdmin(c.Context, key)

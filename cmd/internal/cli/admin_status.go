@@ -111,7 +111,7 @@ func lifecycleCommand(e *env, name, usage string, run func(r *alloc.Repo, c *ucl
 		},
 		Action: e.Action(name, 1, func(c *ucli.Context) error {
 			if !c.IsSet("owner") || c.Args().Len() != 1 {
-				return clikit.UsageErr("%s needs PATH and --owner NAME", name)
+				return clikit.UsageErr("needs-path", name)
 			}
 			r, err := e.open(c)
 			if err != nil {
@@ -155,7 +155,7 @@ func (e *env) versionCommand() *ucli.Command {
 		Action: e.Action("version", 0, func(c *ucli.Context) error {
 			res := map[string]any{"tool_version": textout.Version(), "json_schema_version": textout.JSONSchemaVersion,
 				"store_layout_version": store.LayoutVersion, "record_schema_version": store.SchemaVersion,
-				"decision_codes": decision.Codes()}
+				"decision_codes": decision.Codes(), "decision_table": decision.Describe()}
 			return e.Success(decision.VersionShown, "wt "+textout.Version(), res, nil, func(w io.Writer) {
 				fmt.Fprintf(w, "wt %s (json schema %d, store layout %d, record schema %d)\n", textout.Version(), textout.JSONSchemaVersion, store.LayoutVersion, store.SchemaVersion)
 				fmt.Fprintf(w, "decision codes: %d known (wt-admin version --json lists them)\n", len(decision.Codes()))

@@ -28,7 +28,7 @@ func (e *env) whyCommand() *ucli.Command {
 		Action: e.Action("why", 1, func(c *ucli.Context) error {
 			commit := c.Args().First()
 			if commit == "" {
-				return clikit.UsageErr("why needs the COMMIT")
+				return clikit.UsageErr("why-needs")
 			}
 			g, err := gitrepo.Discover(c.Context, repoDir(c))
 			if err != nil {

@@ -49,9 +49,9 @@ type Env struct {
 // NoAnchor, as Env.Dir, leaves the hints as written.
 const NoAnchor = "\x00"
 
-// UsageErr is a USAGE refusal (exit 2).
-func UsageErr(format string, args ...any) error {
-	return &textout.ExitError{Code: textout.ExitUsage, Err: decision.New(decision.Usage, format, args...)}
+// UsageErr is a USAGE refusal (exit 2) in the words of its form key.
+func UsageErr(key string, args ...any) error {
+	return &textout.ExitError{Code: textout.ExitUsage, Err: decision.Say(decision.Usage, key, args...)}
 }
 
 // Run runs a binary's app with args (without the program name) and returns
@@ -73,9 +73,9 @@ func Run(bin string, build func(*Env) *ucli.App, args []string, stdout, stderr i
 	app.Writer, app.ErrWriter = stdout, stderr
 	app.HideHelpCommand = true
 	app.ExitErrHandler = func(*ucli.Context, error) {} // main owns the exit
-	app.OnUsageError = func(c *ucli.Context, err error, _ bool) error { return UsageErr("%s", flagError(err, app.Flags)) }
+	app.OnUsageError = func(c *ucli.Context, err error, _ bool) error { return UsageErr("as-given", flagError(err, app.Flags)) }
 	app.CommandNotFound = func(c *ucli.Context, name string) {
-		e.Report(UsageErr("unknown command %q%s (see %s --help)", name, textout.DidYouMean(name, commandNames(c), ""), bin))
+		e.Report(UsageErr("unknown-command", name, textout.DidYouMean(name, commandNames(c), ""), bin))
 		panic(errReported)
 	}
 	for _, c := range app.Commands {
@@ -120,7 +120,7 @@ func commandNames(c *ucli.Context) []string {
 }
 
 func setUsageHandlers(c *ucli.Command) {
-	c.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return UsageErr("%s", flagError(err, c.Flags)) }
+	c.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return UsageErr("as-given", flagError(err, c.Flags)) }
 	for _, s := range c.Subcommands {
 		setUsageHandlers(s)
 	}
@@ -194,7 +194,7 @@ func reorder(app *ucli.App, args []string) ([]string, error) {
 		if strings.HasPrefix(a, "-") {
 			out = append(out, a)
 			if takesValue(flags, a) && i+1 >= len(args) {
-				return nil, UsageErr("%s needs a value", a)
+				return nil, UsageErr("needs-value", a)
 			}
 			if takesValue(flags, a) && i+1 < len(args) {
 				out = append(out, args[i+1])
@@ -237,7 +237,7 @@ func reorder(app *ucli.App, args []string) ([]string, error) {
 			*dst = append(*dst, a)
 			if takesValue(of, a) {
 				if i+1 >= len(args) {
-					return nil, UsageErr("%s needs a value", a)
+					return nil, UsageErr("needs-value", a)
 				}
 				*dst = append(*dst, args[i+1])
 				i++
@@ -326,7 +326,7 @@ func (e *Env) Action(name string, maxArgs int, body func(c *ucli.Context) error)
 			}
 		}
 		if c.Args().Len() > maxArgs {
-			return UsageErr("%s takes at most %d argument(s), got %q", name, maxArgs, c.Args().Slice())
+			return UsageErr("takes-most", name, maxArgs, c.Args().Slice())
 		}
 		if c.Context == nil {
 			c.Context = context.Background()

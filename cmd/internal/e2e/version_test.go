@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wt-tool/wt/core/decision"
 )
 
 // TestVersionStamped builds wt-admin as the Makefile does, with a stamped
@@ -36,6 +39,21 @@ func TestVersionStamped(t *testing.T) {
 	out, _ = exec.Command(stampedBin, "version", "--json").CombinedOutput()
 	if !strings.Contains(string(out), `"tool_version": "v9.8.7-test"`) {
 		t.Errorf("version --json: %s", out)
+	}
+	// The decision table, each code with its exit and its words.
+	var v struct {
+		Decision struct {
+			Codes []string             `json:"decision_codes"`
+			Table []decision.Described `json:"decision_table"`
+		} `json:"decision"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil || len(v.Decision.Table) != len(decision.Codes()) || len(v.Decision.Codes) != len(v.Decision.Table) {
+		t.Errorf("version --json's decision table: %v, %d codes, %d in the table", err, len(v.Decision.Codes), len(v.Decision.Table))
+	}
+	for _, d := range v.Decision.Table {
+		if d.Code == decision.WriterLeaseHeld && (d.Exit != 1 || d.ExecExit != 125 || len(d.Words) < 5 || d.Meaning == "") {
+			t.Errorf("version --json: %+v", d)
+		}
 	}
 	out, err = exec.Command(plainBin, "--version").CombinedOutput()
 	if v := strings.TrimPrefix(strings.TrimSpace(string(out)), "wt-admin version "); err != nil || v == "" || strings.Contains(v, " ") {

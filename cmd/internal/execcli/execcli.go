@@ -136,7 +136,7 @@ func (r *run) main(args []string) (*wrapper.Result, error) {
 		opts.Dir, opts.Allocation = a.WorktreePath, a.AllocationID
 		r.dir, _ = filepath.Abs(opts.Dir)
 	} else if l.IsSet("base") || l.IsSet("path") || l.IsSet("new-task") {
-		return nil, usageErr("--base, --path and --new-task go with --task")
+		return nil, usageErr("base-path")
 	}
 	verbose := l.Bool("verbose")
 	opts.Granted = func(g lease.Grant) { r.tellGrant(g, verbose) }
@@ -210,28 +210,28 @@ func (r *run) options(l *Line) (wrapper.Options, error) {
 		opts.RunID = &v
 	}
 	if l.IsSet("ttl") && opts.TTL <= 0 {
-		return opts, decision.New(decision.InvalidHolder, "--ttl %s: a lease ttl must be positive", opts.TTL).
+		return opts, decision.Say(decision.InvalidHolder, "ttl-lease", opts.TTL).
 			WithHint("pass --ttl with a positive duration, e.g. --ttl 10m, or leave it out for no expiry")
 	}
 	opts.Verbose = l.Bool("verbose")
 	opts.Wait, opts.Timeout = l.Bool("wait"), l.Duration("timeout")
 	opts.Waiting = func(msg string) { fmt.Fprintf(r.stderr, "wt-exec: waiting: %s\n", textout.Clean(msg)) }
 	if l.IsSet("timeout") && (!opts.Wait || opts.Timeout <= 0) {
-		return opts, usageErr("--timeout takes a positive duration and goes with --wait")
+		return opts, usageErr("timeout-takes")
 	}
 	if l.IsSet("grace") && opts.Grace <= 0 {
-		return opts, usageErr("--grace %s must be positive", opts.Grace)
+		return opts, usageErr("grace-must", opts.Grace)
 	}
 	switch {
 	case l.Bool("pty") && l.Bool("no-pty"):
-		return opts, usageErr("--pty and --no-pty exclude each other")
+		return opts, usageErr("pty-no")
 	case l.Bool("pty"):
 		opts.PTY = wrapper.PTYOn
 	case l.Bool("no-pty"):
 		opts.PTY = wrapper.PTYOff
 	}
 	if l.Bool("confine") && l.Bool("no-confine") {
-		return opts, usageErr("--confine and --no-confine exclude each other")
+		return opts, usageErr("confine-no")
 	}
 	if err := sandboxFlags(l); err != nil {
 		return opts, err
@@ -244,25 +244,25 @@ func (r *run) options(l *Line) (wrapper.Options, error) {
 	for _, v := range l.Strings("keep-fd") {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 3 {
-			return opts, usageErr("--keep-fd %q: give a descriptor number above 2 (0, 1 and 2 are always passed)", v)
+			return opts, usageErr("keep-fd", v)
 		}
 		opts.KeepFDs = append(opts.KeepFDs, n)
 	}
 	if l.IsSet("expect-generation") {
 		n, err := strconv.Atoi(l.String("expect-generation"))
 		if err != nil || n < 0 {
-			return opts, usageErr("--expect-generation %q: give the lease generation lease inspect showed (a number, 0 before the first grant)", l.String("expect-generation"))
+			return opts, usageErr("expect-generation-give", l.String("expect-generation"))
 		}
 		opts.ExpectGeneration = &n
 	}
 	if l.IsSet("expect-head") {
 		opts.ExpectHead = l.String("expect-head")
 		if !gitrepo.FullObjectName(opts.ExpectHead) {
-			return opts, usageErr("--expect-head %q: give the full commit id (git rev-parse HEAD)", opts.ExpectHead)
+			return opts, usageErr("expect-head", opts.ExpectHead)
 		}
 	}
 	if len(opts.Args) == 0 {
-		return opts, usageErr("no command given: wt-exec [OPTIONS] -- COMMAND [ARG...]")
+		return opts, usageErr("no-command")
 	}
 	return opts, nil
 }
@@ -298,21 +298,21 @@ func openJSONOut(dest string) (io.WriteCloser, error) {
 	if n, ok := strings.CutPrefix(dest, "fd:"); ok {
 		fd, err := strconv.Atoi(n)
 		if err != nil || fd < 3 {
-			return nil, usageErr("--json %s: fd:N names an open descriptor above 2 (stdout and stderr belong to the command)", dest)
+			return nil, usageErr("json-fd", dest)
 		}
 		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 		if err != nil || flags&unix.O_ACCMODE == unix.O_RDONLY {
-			return nil, usageErr("--json %s: descriptor %d is not open for writing", dest, fd)
+			return nil, usageErr("json-descriptor", dest, fd)
 		}
 		unix.CloseOnExec(fd) // the command does not inherit it
 		return os.NewFile(uintptr(fd), dest), nil
 	}
 	if dest == "" {
-		return nil, usageErr("--json needs a DEST: a path, or fd:N")
+		return nil, usageErr("json-needs")
 	}
 	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_CLOEXEC, 0o644)
 	if err != nil {
-		return nil, decision.Wrap(decision.Usage, err, "--json %s", dest).WithHint("name a file wt-exec can write, or fd:N")
+		return nil, decision.SayWrap(decision.Usage, err, "json", dest).WithHint("name a file wt-exec can write, or fd:N")
 	}
 	return f, nil
 }
@@ -346,7 +346,7 @@ func nestedEntitled(dir string) error {
 		if v.Refusal != nil {
 			return v.Refusal
 		}
-		return decision.New(decision.WriterLeaseRequired, "%s: %s", v.Code, v.Reason)
+		return decision.Say(decision.WriterLeaseRequired, "as-given", v.Code, v.Reason)
 	}
 	return nil
 }
@@ -399,7 +399,7 @@ func sandboxFlags(l *Line) error {
 	}
 	for _, f := range []string{"no-confine", "allow-write", "allow-socket", "agent"} {
 		if l.IsSet(f) {
-			return usageErr("--sandbox and --%s exclude each other: a sandbox has no authority beyond its worktree and TMPDIR", f)
+			return usageErr("sandbox-exclude", f)
 		}
 	}
 	return nil

@@ -137,7 +137,7 @@ func valueAsCommand(args, command []string) error {
 	default:
 		return nil
 	}
-	d := decision.New(decision.Usage, "--%s takes no value: %q would run as the command", prev, command[0])
+	d := decision.Say(decision.Usage, "takes-no", prev, command[0])
 	exec, repo := "wt-exec", "REPO"
 	if dir := dirOf(args[:start]); dir != "" {
 		abs, err := filepath.Abs(dir)
@@ -219,13 +219,13 @@ func parseError(err error) error {
 		for _, f := range Flags {
 			names = append(names, f.Name)
 		}
-		return usageErr("there is no flag --%s%s", name, textout.DidYouMean(name, names, "--"))
+		return usageErr("there-no", name, textout.DidYouMean(name, names, "--"))
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
-		return usageErr("--%s needs a value", dashless(name))
+		return usageErr("needs-value-2", dashless(name))
 	}
 	if rest, ok := strings.CutPrefix(msg, "bad flag syntax: "); ok {
-		return usageErr("bad flag syntax: %s", rest)
+		return usageErr("bad-flag", rest)
 	}
 	// invalid [boolean ]value "V" for [flag ]-NAME: WHY
 	if rest, ok := strings.CutPrefix(strings.Replace(msg, "invalid boolean value ", "invalid value ", 1), "invalid value "); ok {
@@ -233,15 +233,15 @@ func parseError(err error) error {
 			v, _ := strconv.Unquote(value)
 			rest = strings.TrimPrefix(strings.TrimPrefix(rest[len(value):], " for "), "flag ")
 			if name, why, ok := strings.Cut(rest, ": "); ok {
-				return usageErr("--%s %q: %s", dashless(name), v, why)
+				return usageErr("as-given-2", dashless(name), v, why)
 			}
 		}
 	}
-	return usageErr("%s", msg)
+	return usageErr("as-given", msg)
 }
 
-func usageErr(format string, args ...any) error {
-	return &textout.ExitError{Code: textout.ExitUsage, Err: decision.New(decision.Usage, format, args...)}
+func usageErr(key string, args ...any) error {
+	return &textout.ExitError{Code: textout.ExitUsage, Err: decision.Say(decision.Usage, key, args...)}
 }
 
 // placeholder splits a usage text into its value's placeholder (the

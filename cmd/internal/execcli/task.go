@@ -54,7 +54,7 @@ func (r *run) taskWorktree(l *Line) (store.Allocation, error) {
 		return *a, stillTasks(repo, *a)
 	}
 	if !l.IsSet("owner") {
-		return store.Allocation{}, usageErr("task %s has no worktree yet: allocating it needs --owner NAME", task)
+		return store.Allocation{}, usageErr("task-has", task)
 	}
 	path := l.String("path")
 	if path == "" {
@@ -74,7 +74,7 @@ func (r *run) taskWorktree(l *Line) (store.Allocation, error) {
 	if decision.CodeOf(err) == decision.PathExists && !l.IsSet("path") {
 		// Whatever sits at the task's path (another task's worktree, a
 		// checkout another tool made) is not this task's: never run there.
-		return store.Allocation{}, decision.New(decision.PathExists, "task %s has no worktree, and the path wt-exec --task would give it, %s, is taken%s", task, path, takenBy(repo, path)).
+		return store.Allocation{}, decision.Say(decision.PathExists, "task-has", task, path, takenBy(repo, path)).
 			WithHint("give task %s a path of its own: wt-exec --task %s --owner %s --path PATH -- COMMAND", task, shell.Word(task), shell.Word(l.String("owner")))
 	}
 	if err != nil {
@@ -118,7 +118,7 @@ func stillTasks(repo *alloc.Repo, a store.Allocation) error {
 	if t.Allocation.TaskKey != "" {
 		there = fmt.Sprintf(": the worktree there now is task %s's", t.Allocation.TaskKey)
 	}
-	return decision.New(decision.UnregisteredWorktree, "task %s is %s but wt has no registered worktree for it at %s (removed, or re-created by git)%s; wt-exec --task %s runs in no other worktree",
+	return decision.Say(decision.UnregisteredWorktree, "task-but",
 		a.TaskKey, a.Lifecycle, a.WorktreePath, there, a.TaskKey).
 		WithHint("finish the task (its dry run shows what it keeps): wt-admin --repo %s finish --task %s --owner %s",
 			shell.Word(repo.Git.TopLevel), shell.Word(a.TaskKey), shell.Word(a.Owner))
@@ -150,12 +150,12 @@ func ensureHooks(ctx context.Context, g *gitrepo.Repo) error {
 	}
 	d, ok := decision.As(err)
 	if !ok {
-		return decision.Wrap(decision.HooksMissing, err, "install the hooks of %s", top)
+		return decision.SayWrap(decision.HooksMissing, err, "install-hooks", top)
 	}
 	if d.Code != decision.HooksMissing && d.Code != decision.HooksDirInWorktree {
 		return err
 	}
-	return decision.New(decision.HooksMissing, "wt-exec --task runs only in a gated repository, and it could not install the hooks of %s: %s", top, d.Message).
+	return decision.Say(decision.HooksMissing, "wt-exec", top, d.Message).
 		WithHint("%s", cmp.Or(d.Hint, fmt.Sprintf("(cd %s && wt-hook install)", shell.Word(top))))
 }
 

@@ -69,11 +69,11 @@ func noteRefusal(err error) {
 func judge(hook string, args []string, stdin io.Reader) (verdict *hooks.Verdict, warnings []string, err error) {
 	form, ok := hookspec.FormOf(hook)
 	if !ok {
-		return nil, nil, decision.New(decision.Usage, "run: unknown hook %q", hook).
+		return nil, nil, decision.Say(decision.Usage, "run-unknown", hook).
 			WithHint("wt-hook run pre-commit | pre-push REMOTE URL | reference-transaction STATE | post-checkout PREV NEW FLAG")
 	}
 	if len(args) != form.Args {
-		return nil, nil, decision.New(decision.Usage, "%s", form.Usage)
+		return nil, nil, decision.Say(decision.Usage, "as-given", form.Usage)
 	}
 	switch hook {
 	case "pre-commit":
@@ -143,7 +143,7 @@ func PrintWarnings(w io.Writer, bin string, warnings []string) {
 func Main(args []string, stdin io.Reader, stderr io.Writer) int {
 	stderr = textout.Safe(stderr)
 	if len(args) < 2 || args[0] != "run" {
-		return textout.Report(stderr, "wt-gate", "", decision.New(decision.Usage, "wt-gate answers for wt's installed hooks: wt-gate run HOOK [ARGS] (got %q)", args).
+		return textout.Report(stderr, "wt-gate", "", decision.Say(decision.Usage, "wt-gate", args).
 			WithHint("run the hook as git does, or ask wt-hook: wt-hook check"))
 	}
 	_, warnings, err := Judge(args[1], args[2:], stdin)

@@ -15,14 +15,14 @@ import (
 // error is no refusal.
 func TestNoteRefusal(t *testing.T) {
 	dir := t.TempDir()
-	refused := decision.New(decision.WriterLeaseHeld, "held")
+	refused := decision.Relay(decision.WriterLeaseHeld, "held")
 	good := filepath.Join(dir, store.RefusalsName)
 	if err := os.WriteFile(good, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(store.RefusalsEnv, good)
 	noteRefusal(refused)
-	noteRefusal(decision.New(decision.Usage, "bad call"))
+	noteRefusal(decision.Relay(decision.Usage, "bad call"))
 	if b, _ := os.ReadFile(good); string(b) != decision.WriterLeaseHeld+"\n" {
 		t.Errorf("the run's file holds %q", b)
 	}

@@ -39,7 +39,7 @@ func hookApp(e *env) *ucli.App {
 		Before: func(c *ucli.Context) error {
 			if d := c.String("C"); d != "" {
 				if err := os.Chdir(d); err != nil {
-					return clikit.UsageErr("-C %s: %v", d, err)
+					return clikit.UsageErr("as-given-3", d, err)
 				}
 			}
 			return nil
@@ -169,13 +169,13 @@ func hookBinary(path string) (string, error) {
 			bin, err = filepath.EvalSymlinks(bin)
 		}
 		if err != nil {
-			return "", decision.Wrap(decision.Internal, err, "find the wt-hook binary")
+			return "", decision.SayWrap(decision.Internal, err, "find-wt")
 		}
 		return bin, nil
 	}
 	fi, err := os.Stat(path)
 	if !filepath.IsAbs(path) || err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
-		return "", &textout.ExitError{Code: textout.ExitUsage, Err: decision.New(decision.Usage, "--binary %q is not an absolute path to an executable file", path).
+		return "", &textout.ExitError{Code: textout.ExitUsage, Err: decision.Say(decision.Usage, "binary-not", path).
 			WithHint("wt-hook install --binary \"$(command -v wt-hook)\"")}
 	}
 	return path, nil
@@ -311,7 +311,7 @@ func (e *env) checkMeets(c *ucli.Context, dir string, v *hooks.Verdict) error {
 	if v.Refusal != nil {
 		would = "the gate would refuse it (" + v.Refusal.Code + ")"
 	}
-	d := decision.New(decision.HooksMissing, "a commit in %s meets no gate, whatever wt's records say (%s): %s", co.TopLevel, would, m.Why("reference-transaction")).
+	d := decision.Say(decision.HooksMissing, "commit-meets", co.TopLevel, would, m.Why("reference-transaction")).
 		WithHint("put the gate back: %s", install.GateFix(co.TopLevel))
 	v.Allowed, v.Warning, v.Refusal, v.Code, v.Reason = false, false, d, d.Code, d.Message
 	return nil

@@ -58,15 +58,15 @@ func serverRepoAt(ctx context.Context, dir string) (gitDir, hooksDir string, err
 			// user owns. Its own words say which and how; the fix that
 			// keeps git's protection is to act as that user.
 			wd, _ := os.Getwd()
-			return "", "", decision.New(decision.GitFailed, "git refuses this repository: %s", msg).
+			return "", "", decision.Say(decision.GitFailed, "git-refuses", msg).
 				WithHint("run it as the repository's owner, who runs the hooks: sudo -u %s wt-hook -C %s install --server", ownerName(wd), shell.Quote(wd))
 		}
-		return "", "", decision.Wrap(decision.NotAGitRepository, err, "this directory is not in a git repository").
+		return "", "", decision.SayWrap(decision.NotAGitRepository, err, "this-directory").
 			WithHint("run wt-hook install --server inside the remote repository (e.g. cd /srv/git/app.git)")
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != 2 {
-		return "", "", decision.New(decision.GitFailed, "git rev-parse answered %q", out)
+		return "", "", decision.Say(decision.GitFailed, "git-rev", out)
 	}
 	gitDir, hooksDir = lines[0], lines[1]
 	if !filepath.IsAbs(hooksDir) {
@@ -74,7 +74,7 @@ func serverRepoAt(ctx context.Context, dir string) (gitDir, hooksDir string, err
 		wd := dir
 		if wd == "" {
 			if wd, err = os.Getwd(); err != nil {
-				return "", "", decision.Wrap(decision.Internal, err, "find the current directory")
+				return "", "", decision.SayWrap(decision.Internal, err, "find-current")
 			}
 		}
 		hooksDir = filepath.Join(wd, hooksDir)
@@ -164,7 +164,7 @@ func gitConfigAt(ctx context.Context, where []string, args ...string) error {
 	}
 	out, err := exec.CommandContext(ctx, "git", argv...).CombinedOutput()
 	if err != nil {
-		return decision.Wrap(decision.GitFailed, err, "git config %s: %s", strings.Join(args, " "), strings.TrimSpace(string(out)))
+		return decision.SayWrap(decision.GitFailed, err, "git-config", strings.Join(args, " "), strings.TrimSpace(string(out)))
 	}
 	return nil
 }
@@ -222,7 +222,7 @@ func (e *env) serverHooks(c *ucli.Context, name, code, reason string) error {
 			return err
 		}
 		if by != "" && !glOK {
-			return decision.New(decision.HookConflict, "gitolite manages the hooks of %s (%s), and its repo-specific hooks are not enabled: a hook written there is removed at gitolite's next setup, and gitolite's own checks run from it", gitDir, by).
+			return decision.Say(decision.HookConflict, "gitolite-manages", gitDir, by).
 				WithHint("install through gitolite, for every repository at once: write wt's pre-receive and post-receive into LOCAL_CODE/hooks/common (docs/forges.md, gitolite, has them and the .gitolite.rc and conf lines), then run: gitolite setup --hooks-only")
 		}
 		if f.KeySpace == "" {
@@ -302,7 +302,7 @@ func fenceFromFlags(c *ucli.Context) (hooks.ServerFence, error) {
 			continue
 		}
 		if err := store.ValidEtcdEndpoint(e); err != nil {
-			return f, clikit.UsageErr("--etcd-endpoints: %v", err)
+			return f, clikit.UsageErr("etcd-endpoints", err)
 		}
 		f.Endpoints = append(f.Endpoints, e)
 	}
@@ -311,31 +311,31 @@ func fenceFromFlags(c *ucli.Context) (hooks.ServerFence, error) {
 	f.Auth = store.EtcdAuth{Cert: c.String("etcd-cert"), Key: c.String("etcd-key"), CACert: c.String("etcd-cacert"),
 		User: c.String("etcd-user"), PasswordFile: c.String("etcd-password-file")}
 	if err := f.Auth.Validate(); err != nil {
-		return f, clikit.UsageErr("%v", strings.NewReplacer("etcd_", "--etcd-", "_", "-").Replace(err.Error()))
+		return f, clikit.UsageErr("as-given-4", strings.NewReplacer("etcd_", "--etcd-", "_", "-").Replace(err.Error()))
 	}
 	if f.Local && !f.Auth.IsZero() {
-		return f, clikit.UsageErr("--etcd-cert, --etcd-key, --etcd-cacert and --etcd-user go with --etcd-endpoints (a local fence asks no etcd)")
+		return f, clikit.UsageErr("etcd-cert")
 	}
 	if c.IsSet("server-root") {
 		// Every repository under a root: each one's key space from its
 		// path there (local), or from --url-base and that path (fleet).
 		switch {
 		case c.IsSet("remote-url") || c.IsSet("key-space"):
-			return f, clikit.UsageErr("--server-root fences many repositories: give --url-base URL (what clients put before a repository's path under the root), not --remote-url or --key-space")
+			return f, clikit.UsageErr("server-root")
 		case !f.Local && !c.IsSet("url-base"):
-			return f, clikit.UsageErr("install --server --server-root with etcd needs --url-base URL: what clients put before a repository's path under the root (e.g. git@git.example.com:)")
+			return f, clikit.UsageErr("install-server")
 		}
 		f.URLBase, f.CaseSensitive = c.String("url-base"), c.Bool("case-sensitive")
 		return f, nil
 	}
 	switch {
 	case c.IsSet("url-base"):
-		return f, clikit.UsageErr("--url-base goes with --server-root")
+		return f, clikit.UsageErr("url-base")
 	case c.IsSet("remote-url") && c.IsSet("key-space"):
-		return f, clikit.UsageErr("install --server takes one of --remote-url URL (as clients name this remote) or --key-space ID")
+		return f, clikit.UsageErr("install-server-takes")
 	case !c.IsSet("remote-url") && !c.IsSet("key-space"):
 		if !f.Local {
-			return f, clikit.UsageErr("install --server with etcd needs one of --remote-url URL (as clients name this remote) or --key-space ID")
+			return f, clikit.UsageErr("install-server-etcd")
 		}
 		return f, nil // local: the key space of the remote's own path
 	case c.IsSet("remote-url"):
@@ -346,10 +346,10 @@ func fenceFromFlags(c *ucli.Context) (hooks.ServerFence, error) {
 		f.KeySpace = c.String("key-space")
 	}
 	if strings.ContainsAny(f.KeySpace, "/ \t\n") || f.KeySpace == "" {
-		return f, clikit.UsageErr("--key-space %q is not a key space id", f.KeySpace)
+		return f, clikit.UsageErr("key-space", f.KeySpace)
 	}
 	if strings.HasPrefix(f.BranchPrefix, "refs/") || strings.ContainsAny(f.BranchPrefix, " \t\n") {
-		return f, clikit.UsageErr("--branch-prefix %q: give the part after refs/heads/, e.g. wt/", f.BranchPrefix)
+		return f, clikit.UsageErr("branch-prefix", f.BranchPrefix)
 	}
 	return f, nil
 }
@@ -363,7 +363,7 @@ func preReceive() error {
 		// Installed but not configured: fail closed for task branches.
 		f = hooks.ServerFence{BranchPrefix: hooks.DefaultBranchPrefix}
 		return hooks.PreReceive(f, os.Stdin, hooks.PushOptions(os.Getenv), func(context.Context, string, int64, string) error {
-			return decision.New(decision.FleetUnreachable, "the fence of this remote is not configured (wt.fence.endpoints, wt.fence.keyspace)").
+			return decision.Say(decision.FleetUnreachable, "fence-this").
 				WithHint("configure it: wt-hook install --server --etcd-endpoints URL --remote-url URL")
 		})
 	}
@@ -404,7 +404,7 @@ func postReceive() error {
 func localFence(f hooks.ServerFence) (hooks.LocalFence, error) {
 	gitDir, err := filepath.Abs(".")
 	if err != nil {
-		return hooks.LocalFence{}, decision.Wrap(decision.Internal, err, "find the repository")
+		return hooks.LocalFence{}, decision.SayWrap(decision.Internal, err, "find-repository")
 	}
 	dir, file := hooks.SharedModes(f.Shared)
 	return hooks.LocalFence{GitDir: gitDir, DirMode: dir, FileMode: file}, nil
@@ -467,7 +467,7 @@ func runnableByOwner(gitDir, bin string) error {
 		return nil
 	}
 	owner := ownerName(gitDir)
-	return decision.New(decision.HookBinaryMissing, "%s owns this repository and runs its hooks, and could not run the wt-hook binary %s: every push would be refused, to any branch", owner, bin).
+	return decision.Say(decision.HookBinaryMissing, "owns-this", owner, bin).
 		WithHint("install wt where %s can run it (make install puts it in /usr/local/bin), then: wt-hook install --server --binary /usr/local/bin/wt-hook", owner)
 }
 
@@ -508,7 +508,7 @@ func (e *env) serverRoot(c *ucli.Context, root, code string) error {
 		root, err = filepath.EvalSymlinks(root)
 	}
 	if err != nil {
-		return decision.Wrap(decision.InvalidTarget, err, "--server-root %s", c.String("server-root")).
+		return decision.SayWrap(decision.InvalidTarget, err, "server-root", c.String("server-root")).
 			WithHint("name the directory that holds the forge's repositories, e.g. --server-root /var/lib/gitea/data/gitea-repositories")
 	}
 	f.Root = root
@@ -531,7 +531,7 @@ func (e *env) serverRoot(c *ucli.Context, root, code string) error {
 		}
 		rf := f
 		if rf.KeySpace = keySpaceUnder(f, gitDir, noEnv); rf.KeySpace == "" {
-			return decision.New(decision.Internal, "no key space for %s under %s", gitDir, root)
+			return decision.Say(decision.Internal, "no-key", gitDir, root)
 		}
 		if err := configureFence(ctx, []string{"--git-dir", gitDir}, rf); err != nil {
 			return err
@@ -614,7 +614,7 @@ func findRepos(root string) ([]string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, decision.Wrap(decision.InvalidTarget, err, "read the repositories under %s", root)
+		return nil, decision.SayWrap(decision.InvalidTarget, err, "read-repositories", root)
 	}
 	return out, nil
 }

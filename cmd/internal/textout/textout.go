@@ -58,7 +58,7 @@ func Decide(err error, bin, command string) (code int, d *decision.Error, report
 	}
 	d, ok := decision.As(err)
 	if !ok {
-		d = &decision.Error{Code: decision.Internal, Message: err.Error()}
+		d = decision.Relay(decision.Internal, err.Error())
 	}
 	if d.Code == decision.Usage {
 		code = ExitUsage

@@ -31,7 +31,7 @@ func fails(t *testing.T, f func(tb testing.TB)) bool {
 }
 
 func TestWant(t *testing.T) {
-	d := decision.New(decision.Usage, "bad").WithHint("run this")
+	d := decision.Relay(decision.Usage, "bad").WithHint("run this")
 	if fails(t, func(tb testing.TB) { Want(tb, d, decision.Usage) }) {
 		t.Error("Want failed on the code it was given")
 	}

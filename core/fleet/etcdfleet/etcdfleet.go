@@ -84,7 +84,7 @@ func tlsConfig(endpoints []string, auth store.EtcdAuth) (*tls.Config, error) {
 		return nil, nil
 	}
 	if !https {
-		return nil, decision.New(decision.FleetUnreachable, "a TLS client certificate or CA is set for etcd, and its endpoints %s are not https://", strings.Join(endpoints, ",")).
+		return nil, decision.Say(decision.FleetUnreachable, "tls-client", strings.Join(endpoints, ",")).
 			WithHint("name etcd's https:// endpoints: wt-admin policy --etcd-endpoints https://HOST:2379")
 	}
 	c := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -115,7 +115,7 @@ func password(auth store.EtcdAuth) (string, error) {
 		if p, ok := os.LookupEnv(fleet.PasswordEnv); ok {
 			return p, nil
 		}
-		return "", decision.New(decision.FleetUnreachable, "etcd user %s has no password here: no password file is set and $%s is not", auth.User, fleet.PasswordEnv).
+		return "", decision.Say(decision.FleetUnreachable, "etcd-user", auth.User, fleet.PasswordEnv).
 			WithHint("name the file that holds it: wt-admin policy --etcd-password-file /ABS/FILE (or set %s)", fleet.PasswordEnv)
 	}
 	b, err := os.ReadFile(auth.PasswordFile)
@@ -129,7 +129,7 @@ func password(auth store.EtcdAuth) (string, error) {
 // credential is FLEET_UNREACHABLE for a credential file that cannot be
 // used: fleet mode fails closed.
 func credential(err error, path, what string) error {
-	return decision.Wrap(decision.FleetUnreachable, err, "read %s %s", what, path).
+	return decision.SayWrap(decision.FleetUnreachable, err, "read", what, path).
 		WithHint("make %s readable by this user (each machine holds its own credentials), or change it: wt-admin policy shows the files", path)
 }
 
@@ -137,13 +137,13 @@ func unreachable(err error, endpoints []string) error {
 	at := strings.Join(endpoints, ",")
 	switch {
 	case errors.Is(err, rpctypes.ErrPermissionDenied):
-		return decision.Wrap(decision.FleetUnreachable, err, "etcd at %s refuses this client the key (permission denied)", at).
+		return decision.SayWrap(decision.FleetUnreachable, err, "etcd-refuses", at).
 			WithHint("give the etcd user a role with readwrite on this remote's keys: etcdctl role grant-permission ROLE --prefix=true readwrite wt/KEY_SPACE/ (wt-admin fleet status names the key space; docs/design.md has the role layout)")
 	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrInvalidAuthToken), errors.Is(err, rpctypes.ErrUserEmpty):
-		return decision.Wrap(decision.FleetUnreachable, err, "etcd at %s does not accept this client's user and password", at).
+		return decision.SayWrap(decision.FleetUnreachable, err, "etcd-does", at).
 			WithHint("check the user and its password file: wt-admin policy shows them (--etcd-user, --etcd-password-file)")
 	}
-	return decision.Wrap(decision.FleetUnreachable, err, "etcd at %s", at).
+	return decision.SayWrap(decision.FleetUnreachable, err, "etcd", at).
 		WithHint("check that etcd runs and is reachable (wt-admin policy shows the endpoints); fleet mode fails closed")
 }
 
@@ -210,7 +210,7 @@ func (co *Coordinator) AcquireGranted(ctx context.Context, key string, h fleet.H
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			other = entryOf(string(kvs[0].Key), kvs[0].Value, kvs[0].CreateRevision, kvs[0].Lease)
 		}
-		return nil, decision.New(decision.FleetLeaseHeld, "task %s is held in the fleet by %s (revision %d)", h.TaskKey, other.Holder.Describe(), other.Revision).
+		return nil, decision.Say(decision.FleetLeaseHeld, "task-held-fleet", h.TaskKey, other.Holder.Describe(), other.Revision).
 			WithHint("wait for it to end; see every task's holder with wt-admin fleet status").
 			WithFact("fleet_holder", other.Holder).WithFact("fleet_revision", other.Revision)
 	}
@@ -300,19 +300,19 @@ func (co *Coordinator) Check(ctx context.Context, key string, revision int64, fe
 		return co.unreachable(err)
 	}
 	if len(resp.Kvs) == 0 {
-		return decision.New(decision.FleetFenced, "the fleet lease (revision %d) is gone: it expired or was abandoned, so this writer may not push", revision).
+		return decision.Say(decision.FleetFenced, "fleet-lease", revision).
 			WithHint("end this run and take the task again with wt-exec, which takes a new fleet lease")
 	}
 	kv := resp.Kvs[0]
 	if kv.CreateRevision != revision {
 		e := entryOf(key, kv.Value, kv.CreateRevision, kv.Lease)
-		return decision.New(decision.FleetFenced, "the fleet lease this writer held (revision %d) was lost; %s holds the task now (revision %d)", revision, e.Holder.Describe(), kv.CreateRevision).
+		return decision.Say(decision.FleetFenced, "fleet-lease-this", revision, e.Holder.Describe(), kv.CreateRevision).
 			WithHint("do not push: the task moved on; see wt-admin fleet status").WithFact("fleet_holder", e.Holder)
 	}
 	if fenceHash != "" {
 		e := entryOf(key, kv.Value, kv.CreateRevision, kv.Lease)
 		if subtle.ConstantTimeCompare([]byte(e.Holder.FenceHash), []byte(fenceHash)) != 1 {
-			return decision.New(decision.FleetFenced, "the fencing token names the fleet lease of revision %d, but not its secret: it was not given by that lease's wt-exec", revision).
+			return decision.Say(decision.FleetFenced, "fencing-token", revision).
 				WithHint("push from the task's writer, whose wt-exec gives every push its token")
 		}
 	}
@@ -350,7 +350,7 @@ func (co *Coordinator) Revoke(ctx context.Context, key string) (fleet.Entry, err
 		return fleet.Entry{}, co.unreachable(err)
 	}
 	if len(resp.Kvs) == 0 {
-		return fleet.Entry{}, decision.New(decision.FleetNoLease, "no fleet lease holds %s", key).
+		return fleet.Entry{}, decision.Say(decision.FleetNoLease, "no-fleet", key).
 			WithHint("see every task's holder with wt-admin fleet status")
 	}
 	kv := resp.Kvs[0]
