@@ -197,3 +197,14 @@ func hasRow(text string, fields ...string) bool {
 	}
 	return false
 }
+
+// hasPrefixedLine reports whether text has a line whose first fields are
+// these.
+func hasPrefixedLine(text string, fields ...string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if f := strings.Fields(l); len(f) >= len(fields) && slices.Equal(f[:len(fields)], fields) {
+			return true
+		}
+	}
+	return false
+}
