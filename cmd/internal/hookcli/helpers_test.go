@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -112,4 +113,11 @@ func self(t *testing.T) string {
 func str(m map[string]any, key string) string {
 	s, _ := m[key].(string)
 	return s
+}
+
+// gittestGitMayFail runs git in dir and returns its output, trimmed, and
+// its error (git config --get-regexp exits 1 when nothing matches).
+func gittestGitMayFail(dir string, args ...string) (string, error) {
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	return strings.TrimSpace(string(out)), err
 }
