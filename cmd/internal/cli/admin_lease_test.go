@@ -36,7 +36,7 @@ func TestLeaseInspectSaysWhoHoldsIt(t *testing.T) {
 		str(d, "freshness") == "" || str(d, "safe_next_action") == "" {
 		t.Errorf("inspection %v", d)
 	}
-	if !obj(d, "proof")["holder_live"].(bool) {
+	if obj(d, "proof")["holder_live"] != true {
 		t.Errorf("the test process, the holder, is not live: %v", obj(d, "proof"))
 	}
 	r := f.human(textout.ExitOK, "lease", "inspect", held.WorktreePath)

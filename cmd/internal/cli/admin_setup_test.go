@@ -11,6 +11,7 @@ import (
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/install"
 	"github.com/wt-tool/wt/internal/gittest"
+	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // TestInitSetsUpOnceAndLeavesHooksAsAsked: the first init writes the
@@ -180,7 +181,7 @@ func TestStatusListsEveryWorktree(t *testing.T) {
 	f := newFixture(t)
 	a := f.Allocate("T-1", "", "w1")
 	f.Allocate("T-2", "", "w2")
-	f.Lease(a, wttestSelf(t), nil)
+	f.Lease(a, wttest.Self(t), nil)
 
 	env := f.json(textout.ExitOK, decision.StatusShown, "status")
 	rows := list(env.Decision, "worktrees")

@@ -11,11 +11,9 @@ import (
 
 	"github.com/wt-tool/wt/cmd/internal/textout"
 	"github.com/wt-tool/wt/core/policy"
-	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/internal/gittest"
 	"github.com/wt-tool/wt/internal/wtfixture"
-	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // TestMain keeps every git away from the configuration of the user and of
@@ -184,9 +182,6 @@ func list(m map[string]any, key string) []any {
 	l, _ := m[key].([]any)
 	return l
 }
-
-// wttestSelf is this test process as a live lease holder.
-func wttestSelf(t *testing.T) proc.Holder { return wttest.Self(t) }
 
 // hasRow reports whether text has a line of exactly these fields.
 func hasRow(text string, fields ...string) bool {

@@ -115,9 +115,9 @@ func str(m map[string]any, key string) string {
 	return s
 }
 
-// gittestGitMayFail runs git in dir and returns its output, trimmed, and
+// gitOut runs git in dir and returns its output, trimmed, and
 // its error (git config --get-regexp exits 1 when nothing matches).
-func gittestGitMayFail(dir string, args ...string) (string, error) {
+func gitOut(dir string, args ...string) (string, error) {
 	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
 	return strings.TrimSpace(string(out)), err
 }

@@ -27,7 +27,7 @@ func bare(t *testing.T, dir string) string {
 // config lists it ("" for none).
 func fence(t *testing.T, gitDir string) string {
 	t.Helper()
-	out, _ := gittestGitMayFail(gitDir, "config", "--get-regexp", `^wt\.fence\.`)
+	out, _ := gitOut(gitDir, "config", "--get-regexp", `^wt\.fence\.`)
 	return out
 }
 
