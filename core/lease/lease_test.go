@@ -23,6 +23,7 @@ import (
 // real processes; these cover every branch cheaply and exactly.
 
 type memRecords struct {
+	pol      store.Policy
 	journals []store.Journal
 	handoffs map[string]store.Handoff
 	repo     store.Repository
@@ -33,7 +34,7 @@ type memRecords struct {
 }
 
 func (m *memRecords) Repository() (store.Repository, error) { return m.repo, nil }
-func (m *memRecords) Policy() (store.Policy, bool, error)   { return store.Policy{}, true, nil }
+func (m *memRecords) Policy() (store.Policy, bool, error)   { return m.pol, true, nil }
 func (m *memRecords) Lease(id string) (store.Lease, bool, error) {
 	l, ok := m.leases[id]
 	return l, ok, nil
