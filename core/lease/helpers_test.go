@@ -18,7 +18,6 @@ import (
 	"github.com/wt-tool/wt/core/store"
 	"github.com/wt-tool/wt/internal/gittest"
 	"github.com/wt-tool/wt/internal/wtfixture"
-	"github.com/wt-tool/wt/internal/wttest"
 )
 
 // TestMain keeps every git away from the configuration of the user and of
@@ -337,5 +336,3 @@ func as(h proc.Holder, client string) proc.Holder {
 	h.ClientID = client
 	return h
 }
-
-var _ = wttest.Self
