@@ -512,3 +512,61 @@ func TestAcquireAFleetGrant(t *testing.T) {
 		})
 	}
 }
+
+// TestAcquireTheCanonicalCheckoutAndUnknownRoles: the canonical checkout
+// takes no lease (unless the policy refuses what wt does not govern); a
+// role wt does not know runs nothing.
+func TestAcquireTheCanonicalCheckoutAndUnknownRoles(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(f *fixture)
+		code  string
+	}{
+		{"canonical", func(f *fixture) { f.c.Key = gitrepo.MainKey }, decision.NotApplicable},
+		{"canonical, unmanaged refused", func(f *fixture) {
+			f.c.Key = gitrepo.MainKey
+			f.recs.pol.Unmanaged = store.UnmanagedRefuse
+		}, decision.UnmanagedRefused},
+		{"an unknown role", func(f *fixture) {
+			a := f.recs.allocs[f.a.AllocationID]
+			a.Role = "reviewer"
+			f.recs.allocs[a.AllocationID] = a
+		}, decision.InvalidRole},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			tc.setup(f)
+			g, err := f.acquire(Request{})
+			if tc.code == decision.NotApplicable {
+				if err != nil || g.Code != tc.code || g.Applicable || !g.Started {
+					t.Fatalf("%+v %v", g, err)
+				}
+			} else {
+				wttest.WantCode(t, err, tc.code)
+			}
+			if f.recs.writes != 0 || len(f.recs.events) != 0 {
+				t.Fatal("nothing is written for a grant without a lease")
+			}
+		})
+	}
+}
+
+// TestAcquireNoticesAChangeWhileItsChildStarts: the lease ended by an
+// operator while the child started (the store's lock free) is not
+// written back: the grant is refused with the child started, for the
+// caller to stop it.
+func TestAcquireNoticesAChangeWhileItsChildStarts(t *testing.T) {
+	f := newFixture(t)
+	start := func(g Grant) (*store.ChildGroup, error) {
+		delete(f.recs.leases, f.a.AllocationID) // an operator's release
+		return &store.ChildGroup{PID: 3000, StartTicks: 9}, nil
+	}
+	g, err := f.acquireWith(Request{Holder: f.me, Kind: "agent"}, func() (Evidence, error) { return f.ev, nil }, start)
+	wttest.WantCode(t, err, decision.WriterLeaseHeld)
+	if !g.Started || !strings.Contains(err.Error(), "changed while the store's lock was free") {
+		t.Fatalf("%+v %v", g, err)
+	}
+	if _, ok := f.recs.leases[f.a.AllocationID]; ok {
+		t.Fatal("the ended lease was written back")
+	}
+}
