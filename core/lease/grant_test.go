@@ -168,7 +168,8 @@ func TestReleaseLeavesALeaseItNoLongerHolds(t *testing.T) {
 // left in its child's group keeps it.
 func TestReleaseKeepsAnExitedHoldersLeaseWhileSomethingRuns(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
+	shared := sharedRepo(t)
+	for i, tc := range []struct {
 		name     string
 		child    bool
 		kept     bool
@@ -179,7 +180,7 @@ func TestReleaseKeepsAnExitedHoldersLeaseWhileSomethingRuns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGov(t)
+			g := onRepo(t, shared, i+1)
 			dead := exited(t, "gone")
 			l := g.plant(dead, func(l *store.Lease) {
 				if tc.child {
@@ -299,7 +300,8 @@ func TestOccupiedError(t *testing.T) {
 // lives it is WRITER_LEASE_HELD, and nothing is written.
 func TestAcquireTakesOverOnlyADeadLease(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
+	shared := sharedRepo(t)
+	for i, tc := range []struct {
 		name   string
 		holder func(t *testing.T) proc.Holder
 		change func(t *testing.T, g *gov, l *store.Lease)
@@ -318,7 +320,7 @@ func TestAcquireTakesOverOnlyADeadLease(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGov(t)
+			g := onRepo(t, shared, i+1)
 			h := tc.holder(t)
 			l := g.plant(h, func(l *store.Lease) {
 				if tc.change != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -38,13 +39,29 @@ type gov struct {
 
 func newGov(t *testing.T) *gov {
 	t.Helper()
-	f := wtfixture.New(t, policy.Change{})
-	a := f.Allocate("T-1", "", "w1")
+	return onRepo(t, wtfixture.New(t, policy.Change{}), 1)
+}
+
+// onRepo is a gov on a repository a table's subtests share (making one
+// costs a few git processes): its own feature worktree, of task T-n at
+// wn, checked with t. Its records are its allocation's alone; the events
+// it reads are its allocation's.
+func onRepo(t *testing.T, shared *wtfixture.Repo, n int) *gov {
+	t.Helper()
+	f := *shared
+	f.T = t
+	a := f.Allocate(fmt.Sprintf("T-%d", n), "", fmt.Sprintf("w%d", n))
 	c, err := gitrepo.Locate(a.WorktreePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &gov{Repo: f, a: a, c: c}
+	return &gov{Repo: &f, a: a, c: c}
+}
+
+// sharedRepo is a governed repository for the subtests of a table.
+func sharedRepo(t *testing.T) *wtfixture.Repo {
+	t.Helper()
+	return wtfixture.New(t, policy.Change{})
 }
 
 // realScan is the evidence wt-exec reads: every process on the machine.
@@ -161,7 +178,8 @@ func (g *gov) lock() (string, bool) {
 	return reason, locked
 }
 
-// events are the events in events.jsonl, in order.
+// events are the events of the worktree's allocation in events.jsonl, in
+// order.
 func (g *gov) events() []store.Event {
 	g.T.Helper()
 	var path string
@@ -180,7 +198,9 @@ func (g *gov) events() []store.Event {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			g.T.Fatal(err)
 		}
-		out = append(out, e)
+		if e.AllocationID != nil && *e.AllocationID == g.a.AllocationID {
+			out = append(out, e)
+		}
 	}
 	return out
 }

@@ -22,7 +22,8 @@ var past = "2020-01-01T00:00:00Z"
 // gone or moved.
 func TestInspectSafeNextAction(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
+	shared := sharedRepo(t)
+	for i, tc := range []struct {
 		name   string
 		holder func(t *testing.T) proc.Holder
 		change func(t *testing.T, l *store.Lease)
@@ -51,7 +52,7 @@ func TestInspectSafeNextAction(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGov(t)
+			g := onRepo(t, shared, i+1)
 			l := g.plant(tc.holder(t), func(l *store.Lease) {
 				if tc.change != nil {
 					tc.change(t, l)
@@ -68,7 +69,7 @@ func TestInspectSafeNextAction(t *testing.T) {
 			if in.SafeNextAction != tc.action || in.Block != tc.block || !strings.Contains(in.Next, tc.next) || len(in.Reasons) == 0 {
 				t.Fatalf("inspection %+v", in)
 			}
-			if in.Lease.LeaseID != l.LeaseID || in.TaskKey != "T-1" || in.AllocationID != g.a.AllocationID {
+			if in.Lease.LeaseID != l.LeaseID || in.TaskKey != g.a.TaskKey || in.AllocationID != g.a.AllocationID {
 				t.Fatalf("inspection names %+v", in)
 			}
 			g.unchanged(before)
@@ -123,7 +124,8 @@ func TestInspectPromptAndHandoff(t *testing.T) {
 // that is not there; otherwise NO_WRITER_LEASE.
 func TestInspectWithoutALease(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
+	shared := sharedRepo(t)
+	for i, tc := range []struct {
 		name    string
 		setup   func(t *testing.T, g *gov)
 		leaseID string
@@ -147,7 +149,7 @@ func TestInspectWithoutALease(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGov(t)
+			g := onRepo(t, shared, i+1)
 			if tc.setup != nil {
 				tc.setup(t, g)
 			}

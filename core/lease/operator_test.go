@@ -38,7 +38,8 @@ func TestReleaseDead(t *testing.T) {
 	t.Parallel()
 	head := func(g *gov) string { return gittestHead(t, g) }
 	wrongGen := 9
-	for _, tc := range []struct {
+	shared := sharedRepo(t)
+	for i, tc := range []struct {
 		name   string
 		holder func(t *testing.T) proc.Holder
 		expect func(g *gov, l store.Lease) Expect
@@ -61,7 +62,7 @@ func TestReleaseDead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGov(t)
+			g := onRepo(t, shared, i+1)
 			l := g.plant(tc.holder(t), nil)
 			before := g.snap()
 			out, err := ReleaseDead(g.R, g.a.WorktreePath, tc.expect(g, l))
@@ -78,13 +79,13 @@ func TestReleaseDead(t *testing.T) {
 	}
 	t.Run("no lease", func(t *testing.T) {
 		t.Parallel()
-		g := newGov(t)
+		g := onRepo(t, shared, 100)
 		_, err := ReleaseDead(g.R, g.a.WorktreePath, Expect{LeaseID: ids.New()})
 		wttest.WantCode(t, err, decision.NoWriterLease)
 	})
 	t.Run("the lease records another path", func(t *testing.T) {
 		t.Parallel()
-		g := newGov(t)
+		g := onRepo(t, shared, 101)
 		l := g.plant(exited(t, "gone"), func(l *store.Lease) { l.WorktreePath += "-moved" })
 		before := g.snap()
 		_, err := ReleaseDead(g.R, g.a.WorktreePath, Expect{LeaseID: l.LeaseID})
@@ -108,7 +109,8 @@ func gittestHead(t *testing.T, g *gov) string {
 // caller's own does not; every abandon stores its reason and proof.
 func TestAbandon(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
+	shared := sharedRepo(t)
+	for i, tc := range []struct {
 		name     string
 		holder   func(t *testing.T) proc.Holder
 		caller   string
@@ -125,7 +127,7 @@ func TestAbandon(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGov(t)
+			g := onRepo(t, shared, i+1)
 			l := g.plant(tc.holder(t), nil)
 			before := g.snap()
 			out, err := Abandon(g.R, g.a.WorktreePath, tc.reason, tc.operator, Caller{ClientID: tc.caller}, Expect{LeaseID: l.LeaseID})
@@ -153,7 +155,8 @@ func TestAbandon(t *testing.T) {
 // that takes no writer are refused with nothing changed.
 func TestAdopt(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
+	shared := sharedRepo(t)
+	for i, tc := range []struct {
 		name    string
 		holder  func(t *testing.T) proc.Holder
 		adopter func(t *testing.T) proc.Holder
@@ -184,7 +187,7 @@ func TestAdopt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGov(t)
+			g := onRepo(t, shared, i+1)
 			l := g.plant(tc.holder(t), nil)
 			if tc.setup != nil {
 				tc.setup(t, g)
@@ -335,7 +338,8 @@ func TestHandoffReservesTheNextGrant(t *testing.T) {
 // TestHandoffRefusals: who may hand over, what, to whom.
 func TestHandoffRefusals(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
+	shared := sharedRepo(t)
+	for i, tc := range []struct {
 		name     string
 		holder   func(t *testing.T) proc.Holder // nil: no lease
 		to       string
@@ -357,7 +361,7 @@ func TestHandoffRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGov(t)
+			g := onRepo(t, shared, i+1)
 			var l store.Lease
 			if tc.holder != nil {
 				l = g.plant(tc.holder(t), nil)
@@ -429,7 +433,8 @@ func TestTransfer(t *testing.T) {
 // a pid that is not the holder's live descendant.
 func TestTransferRefusals(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
+	shared := sharedRepo(t)
+	for i, tc := range []struct {
 		name   string
 		holder func(t *testing.T) proc.Holder
 		pid    func(t *testing.T, h proc.Holder) int
@@ -449,7 +454,7 @@ func TestTransferRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGov(t)
+			g := onRepo(t, shared, i+1)
 			h := tc.holder(t)
 			l := g.plant(h, nil)
 			pid := tc.pid(t, h)
