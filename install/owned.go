@@ -421,15 +421,15 @@ func CheckTarget(t Target) ([]Problem, error) {
 func Ungated(ctx context.Context, dir string) string {
 	c, err := gitrepo.Locate(dir)
 	if err != nil {
-		return fmt.Sprintf("%s: the checkout of %s cannot be read: %v", decision.HooksMissing, dir, err)
+		return decision.HooksMissing + ": " + decision.Words(decision.HooksMissing, "checkout-unreadable", dir, err)
 	}
 	m, entries, err := probeEntries(ctx, c.TopLevel, c.CommonDir)
 	if err != nil {
-		return fmt.Sprintf("%s: what a commit in %s meets cannot be found: %v", decision.HooksMissing, dir, err)
+		return decision.HooksMissing + ": " + decision.Words(decision.HooksMissing, "gate-unknown-in", dir, err)
 	}
 	if m.Gated("reference-transaction") {
 		keepAnswer(c, m, entries, gatedBy(m, "reference-transaction")) // status and the first launch read it
 		return ""
 	}
-	return fmt.Sprintf("%s: commits in %s are not gated: %s; run %s", decision.HooksMissing, dir, m.Why("reference-transaction"), GateFix(dir))
+	return decision.HooksMissing + ": " + decision.Words(decision.HooksMissing, "not-gated-run", dir, m.Why("reference-transaction"), GateFix(dir))
 }

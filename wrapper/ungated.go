@@ -51,8 +51,8 @@ func reportUngated(r *alloc.Repo, c gitrepo.Checkout, g lease.Grant, mark gitrep
 	led, lerr := store.ReadLedgerTail(r.Store.Root(), g.Allocation.AllocationID, ref)
 	tip := now.Tip
 	if rec, gone := led.Gone(tip); gone && lerr == nil {
-		notify(fmt.Sprintf("%s: task %s's branch %s is gone from git (deleted with hooks off during this run); wt's ledger records its tip %s: restore it with %s",
-			decision.TaskBranchMissing, g.Allocation.TaskKey, *g.Allocation.Branch, gitrepo.Short(rec), ledger.RestoreBranch(c.TopLevel, ref, rec)))
+		notify(decision.TaskBranchMissing + ": " + decision.Words(decision.TaskBranchMissing, "gone-during-run",
+			g.Allocation.TaskKey, *g.Allocation.Branch, gitrepo.Short(rec), ledger.RestoreBranch(c.TopLevel, ref, rec)))
 		return
 	}
 	n := 0

@@ -72,6 +72,7 @@ var Table = []Section{
 			{"record-version", "%s is at record version %d, not %d"},
 		}},
 		{Code: InvalidRole, Kind: Refusal, Meaning: "a role wt does not know", Words: []Form{
+			{"role-unknown", "task %s has role %q, which wt does not know: every write there is refused"},
 			{"allocation-task", "the allocation of %s (task %s) has role %q, which wt does not know: it takes no writer, and runs nothing unleased"},
 			{"allocation-task-has", "the allocation of %s (task %s) has role %q, which wt does not know: it is refused rather than guessed"},
 			{"role-not", "role %q is not one of %s"},
@@ -155,6 +156,7 @@ var Table = []Section{
 			{"allocation-task-only", "allocation of task %s is %s; only ACTIVE allocations take a writer"},
 		}},
 		{Code: UnregisteredWorktree, Kind: Refusal, Meaning: "the path is no governed worktree (or its registration no longer matches: git re-created it)", Words: []Form{
+			{"no-registered-worktree", "task %s is %s but has no registered worktree at %s (removed, or re-created by git): nobody can take its lease, its branch stays guarded, and its task key is stuck until it is finished"},
 			{"canonical-checkout", "%s is the canonical checkout, which has no allocation"},
 			{"key-bound", "%s (key %s) is bound to allocation %s but has no registration: a binding of an older wt, which nobody may write through until it is registered"},
 			{"linked-worktree", "%s is a linked worktree's git dir, not a checkout"},
@@ -185,6 +187,7 @@ var Table = []Section{
 			{"worktree-config-worktree", "worktree %s: its config.worktree sets %s, which wt does not run git with"},
 		}},
 		{Code: InvalidTarget, Kind: Refusal, Meaning: "the target cannot be used: no allocation of that task, a worktree locked by someone else, moved, or off its branch", Words: []Form{
+			{"worktree-moved", "task %s's worktree was moved (git worktree move) from %s, where wt's records keep it: wt-exec and every lease command there refuse it"},
 			{"allocation-canonical", "the allocation %s is the canonical checkout's"},
 			{"as-given", "%s"},
 			{"canonical-checkout", "%s is the canonical checkout: only linked worktrees are adopted"},
@@ -455,7 +458,9 @@ var Table = []Section{
 		{Code: Resumed, Kind: Outcome, Meaning: "`resume` moved it back to ACTIVE"},
 		{Code: VersionShown, Kind: Outcome, Meaning: "`version`"},
 		{Code: NotApplicable, Kind: Outcome, Meaning: "wt-exec: the role takes no writer lease (integration, canonical, recovery); the command ran without one"},
-		{Code: DedicatedRoleGate, Kind: Outcome, Meaning: "the role has a gate of its own, which wt does not provide"},
+		{Code: DedicatedRoleGate, Kind: Outcome, Meaning: "the role has a gate of its own, which wt does not provide", Words: []Form{
+			{"no-writer-lease", "role %s takes no writer lease (%s)"},
+		}},
 	}},
 	{Title: "Writer leases and wt-exec", Note: "wt-exec refusals exit 125", Codes: []Spec{
 		{Code: AuditReadOnly, Kind: Refusal, Meaning: "an audit worktree takes no writes", Words: []Form{
@@ -482,6 +487,7 @@ var Table = []Section{
 			{"next-grant", "the next grant of %s is reserved for client %s (handed over by %s) until %s"},
 		}},
 		{Code: RuntimeOccupied, Kind: Refusal, Meaning: "a process that started during the last run, not one of its own, still uses the worktree (cwd, an open file, a mapping): no writer is let in beside it until it is gone or has left the worktree (`--wait` waits); `status` shows it on the worktree's row (pid, program, since, the run it outlived) with `kill -TERM PID` as the fix, `doctor` raises it, `lease inspect` answers `wait_foreign_active`", Words: []Form{
+			{"occupant-ends", "%s; it ends with kill -TERM %d, or wait for it (the next command waits)"},
 			{"occupant", "pid %d (%s%s)%s started during the last run of client %s and still uses %s: no writer is let in beside it"},
 		}},
 		{Code: WriterLeaseRequired, Kind: Refusal, Meaning: "the write needs the worktree's lease, and the process does not descend from its live holder", Words: []Form{
@@ -541,11 +547,15 @@ var Table = []Section{
 		{Code: PushLocalRemoteConfined, Kind: Refusal, Meaning: "a confined command pushed to a remote on a local path, outside its confinement; push the published branch from outside the run", Words: []Form{
 			{"confined-command", "a confined command cannot push to %s (%s): a repository on this machine is outside its confinement, and only wt-exec's publication of its task branch leaves the run"},
 		}},
-		{Code: ViewLeft, Kind: Finding, Meaning: "(doctor) a confined run ended without wt-exec (killed): its private view holds what it did not publish; the fix, a wt-exec on the worktree, recovers it"},
+		{Code: ViewLeft, Kind: Finding, Meaning: "(doctor) a confined run ended without wt-exec (killed): its private view holds what it did not publish; the fix, a wt-exec on the worktree, recovers it", Words: []Form{
+			{"sandboxed-run-killed", "a sandboxed run of task %s ended without wt-exec (killed): its private view %s is left, with nothing in it to keep"},
+			{"confined-run-killed", "a confined run of task %s ended without wt-exec (killed): its private view %s holds what it did not publish"},
+		}},
 		{Code: RefsUnpublished, Kind: Notice, Meaning: "a confined run moved refs other than its task branch in its private view: listed when it ends, not published (a notice)", Words: []Form{
 			{"run-moved", "the run moved %d ref(s) in its private view that wt does not publish (only its task branch leaves the view); they end with it (ref, in the view, in the repository): %s"},
 		}},
 		{Code: AdminDirUnsafe, Kind: Refusal, Meaning: "a governed worktree's admin dir holds what git, or a program after it, would trip on or run: a FIFO, socket, device or symlink (as `HEAD`, `index`, `config.worktree`, ...), a file larger than git writes there, a `config.worktree` with a key wt does not allow or a `core.hooksPath` other than wt's own hooks dir, an executable file; `wt-admin quarantine PATH` puts it aside (a confined run's end and every `wt-exec` start do it themselves)", Words: []Form{
+			{"task-admin-dir-holds", "task %s's admin dir holds what git, or a program after it, would trip on or run: %s"},
 			{"admin-dir-holds", "its admin dir holds what git, or a program after it, would trip on or run: %s"},
 		}},
 		{Code: BrokerPeerRefused, Kind: Refusal, Meaning: "a request to a `wt-exec` run's broker from a process that is not of that run (another run, another user), whatever it names: refused, and recorded (event `broker_request_refused`)", Words: []Form{
@@ -616,8 +626,16 @@ var Table = []Section{
 			{"task-worktree-head", "%s is task %s's worktree: its HEAD stays on branch %s, not %s"},
 			{"task-worktree-not", "task %s's worktree is on %s, not its branch %s: its commits are refused and wt-exec refuses it"},
 		}},
-		{Code: UngatedRole, Kind: Finding, Meaning: "status and doctor: the worktree's role expects a gate wt does not provide"},
+		{Code: UngatedRole, Kind: Finding, Meaning: "status and doctor: the worktree's role expects a gate wt does not provide", Words: []Form{
+			{"path-role-ungated", "%s has role %s, whose writes wt does not gate: the role expects %s"},
+			{"role-ungated", "task %s has role %s, whose writes wt does not gate: the role expects %s"},
+		}},
 		{Code: HooksMissing, Kind: Refusal, Meaning: "status, doctor, allocate and init: a commit in the worktree meets no gate (wt's shims are not in the hooks dir git uses there, a per-worktree `core.hooksPath` points elsewhere, or wt's configured hook is switched off); status shows the worktree's gate as `none` with the fix (wt-exec puts it back, or refuses)", Words: []Form{
+			{"not-gated-run", "commits in %s are not gated: %s; run %s"},
+			{"gate-unknown-in", "what a commit in %s meets cannot be found: %v"},
+			{"checkout-unreadable", "the checkout of %s cannot be read: %v"},
+			{"switched-off-here", "commits in %s meet no gate, which was switched off here (%s); put it back: %s"},
+			{"not-gated-install", "commits are not gated: %v; hint: wt-hook install"},
 			{"no-gate-here", "commits here meet no gate: %s"},
 			{"gate-unknown", "what a commit here meets cannot be found: %v"},
 			{"commit-meets", "a commit in %s meets no gate, whatever wt's records say (%s): %s"},
@@ -640,7 +658,9 @@ var Table = []Section{
 			{"owns-this", "%s owns this repository and runs its hooks, and could not run the wt-hook binary %s: every push would be refused, to any branch"},
 		}},
 		{Code: HooksDirInWorktree, Kind: Refusal, Meaning: "(no longer produced: a hooks dir in the working tree is taken over for wt's own, `.git/wt-hooks`; kept as API) the hooks dir lies in the working tree"},
-		{Code: HooksInstalled, Kind: Outcome, Meaning: "`wt-hook install`"},
+		{Code: HooksInstalled, Kind: Outcome, Meaning: "`wt-hook install`", Words: []Form{
+			{"put-back", "commits in %s met no gate (%s); wt put it back (%s)"},
+		}},
 		{Code: HooksUninstalled, Kind: Outcome, Meaning: "`wt-hook uninstall`"},
 		{Code: HooksShown, Kind: Outcome, Meaning: "`wt-hook status`"},
 	}},
@@ -658,9 +678,12 @@ var Table = []Section{
 			{"worktree-key", "worktree %s (key %s) has no allocation"},
 		}},
 		{Code: AdminDirUnavailable, Kind: Finding, Meaning: "blocker: git's admin dir of the worktree cannot be read"},
-		{Code: CheckoutMissing, Kind: Finding, Meaning: "blocker (and a doctor finding): the worktree's checkout is gone"},
+		{Code: CheckoutMissing, Kind: Finding, Meaning: "blocker (and a doctor finding): the worktree's checkout is gone", Words: []Form{
+			{"checkout-deleted", "the checkout of task %s (%s) was deleted; its task key is stuck until the task is finished"},
+		}},
 		{Code: AuditShown, Kind: Outcome, Meaning: "`wt-admin audit` listed the moves of the live task branches"},
 		{Code: UngatedRefMove, Kind: Refusal, Meaning: "a move of a governed branch that no gate approval covers (hooks off, a ref written by hand, an update by another process), found from the reflog or, whatever the reflog says (expired, deleted), from a tip that wt's ledger does not account for: `status` raises it, `audit` lists each move with the lease live at its time and the command that puts the branch back on the last approved tip, keeping what it held", Words: []Form{
+			{"moves-since-audit", "%d move(s) of governed branches that no gate saw (hooks off, or a ref written by hand) since the last audit"},
 			{"moved-from", "moved from the tip wt recorded with no gate approval; its reflog does not show how (expired, deleted, or the ref written directly)"},
 			{"moved-no", "moved with no reflog entry (the ref written directly)"},
 			{"task-branch", "task %s's branch %s is at %s, not at %s where wt last approved it: moved with no gate approval (hooks off, or the ref written directly)"},
@@ -674,6 +697,7 @@ var Table = []Section{
 			{"whether-pid", "whether pid %d runs cannot be read"},
 		}},
 		{Code: TaskBranchMissing, Kind: Refusal, Meaning: "an alarm of `status`, `doctor` and `audit`, and a refusal of the gate: a live task's branch is gone from git (deleted with hooks off, or by a `git gc` of a process outside wt's view) while wt's ledger records its tip; the alarm names the recorded tip and the command that restores it, and the gate refuses a commit or update that would create the branch anew on anything else (an empty history where the task's work was)", Words: []Form{
+			{"gone-during-run", "task %s's branch %s is gone from git (deleted with hooks off during this run); wt's ledger records its tip %s: restore it with %s"},
 			{"gone-from", "%s is gone from git; wt's ledger records its tip %s (deleted with hooks off, or by a process outside wt's view)"},
 			{"task-branch", "task %s's branch %s is gone from git; wt's ledger records its tip %s (deleted with hooks off, or by a git gc outside wt's view): the next commit there is refused until it is restored"},
 			{"task-branch-gone", "task %s's branch %s is gone from git, but wt's ledger records its tip %s: creating it anew would start an empty history where the task's work was"},
@@ -681,7 +705,9 @@ var Table = []Section{
 		{Code: LeasedCheckoutMissing, Kind: Refusal, Meaning: "an alarm of `status` and `doctor`: a worktree's checkout is gone while its lease holder still runs (removed with `git worktree remove -f -f` or `rm -rf`); names the holder", Words: []Form{
 			{"checkout-gone", "the checkout is gone while its lease holder runs: client %s, pid %d (lease %s); what it had not committed is lost"},
 		}},
-		{Code: RefLockStale, Kind: Finding, Meaning: "a `doctor` finding: a lock git takes on a repository's refs (a reftable stack's `tables.list.lock`, `packed-refs.lock`) or its config (`config.lock`) that no process holds open, left by a git that died holding it; every update behind it fails (\"cannot lock references\", \"could not lock config file\") until it is removed, which the fix does (git takes such a lock only by creating the file, so while it is there nobody else can hold it)"},
+		{Code: RefLockStale, Kind: Finding, Meaning: "a `doctor` finding: a lock git takes on a repository's refs (a reftable stack's `tables.list.lock`, `packed-refs.lock`) or its config (`config.lock`) that no process holds open, left by a git that died holding it; every update behind it fails (\"cannot lock references\", \"could not lock config file\") until it is removed, which the fix does (git takes such a lock only by creating the file, so while it is there nobody else can hold it)", Words: []Form{
+			{"held-by-no-process", "%s is held by no process (a git that died holding it): every update behind it fails until it is gone"},
+		}},
 		{Code: StaleRegistrationMarker, Kind: Finding, Meaning: "blocker: the admin dir holds a registration marker that names another allocation, key or path, or cannot be read (one naming this very registration, without its document, is a registration a crash cut short: backfill completes it)"},
 		{Code: GitPointerMismatch, Kind: Refusal, Meaning: "blocker: the checkout's .git and git's admin dir do not point at each other; in `status` and `doctor`, a worktree whose admin dir's `gitdir` was rewritten while its checkout is in place and points back (git takes it for deleted), with `git worktree repair` as the fix", Words: []Form{
 			{"task-checkout", "task %s's checkout is at %s and points to its admin dir, but git's record of where it is (the admin dir's gitdir) names %s: git takes it for deleted, and git worktree prune would drop it"},
@@ -827,6 +853,7 @@ var Table = []Section{
 			{"no-fleet", "no fleet lease holds %s"},
 		}},
 		{Code: FleetLeaseLost, Kind: Refusal, Meaning: "the fleet lease could not be kept alive or revoked", Words: []Form{
+			{"not-kept-alive", "the fleet lease of task %s (revision %d) could not be kept alive: etcd did not answer within its TTL of %s. The command goes on, but this run may no longer push."},
 			{"fleet-lease", "the fleet lease was already gone"},
 			{"fleet-lease-could", "the fleet lease could not be revoked; it expires with its TTL"},
 			{"fleet-publication", "the fleet's publication lease of %s was lost (etcd not answering past its TTL): another lander may hold it, so nothing more moves"},
@@ -839,7 +866,9 @@ var Table = []Section{
 			{"remote-checks", "remote %s (%s) checks tokens under key space %s, but this repository computes %s from its URL %q"},
 			{"this-push", "this push updates %s, and its fleet lease lives in key space %s, but this remote checks tokens under %s: the clone names the remote by another URL than the fence was installed with"},
 		}},
-		{Code: FleetLeaseAcquired, Kind: Outcome, Meaning: "wt-exec took the task's fleet lease"},
+		{Code: FleetLeaseAcquired, Kind: Outcome, Meaning: "wt-exec took the task's fleet lease", Words: []Form{
+			{"held-in-fleet", "task %s was held in the fleet (key %s, revision %d, TTL %s)"},
+		}},
 		{Code: FleetStatusShown, Kind: Outcome, Meaning: "`fleet status`"},
 		{Code: FleetLeaseAbandoned, Kind: Outcome, Meaning: "`fleet abandon` revoked a fleet lease, on an operator's word"},
 	}},

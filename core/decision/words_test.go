@@ -37,6 +37,13 @@ var relayed = []string{
 	"core/lease/occupant.go",          // RUNTIME_OCCUPIED in Describe's words, which are the table's
 }
 
+// layout are the words a line around a code's words may have: the
+// program's name and the line's kind ("wt-exec: warning: CODE: ...").
+var layout = []string{"wt", "exec", "admin", "hook", "warning", "hint", "next"}
+
+// word is a word of a message, beside the verbs and the separators.
+var word = regexp.MustCompile(`[A-Za-z]{2,}`)
+
 var verb = regexp.MustCompile(`%[-+# 0]*[0-9]*(\.[0-9]+)?[a-zA-Z%]`)
 
 // verbs is how many values format takes.
@@ -147,6 +154,29 @@ func TestWordsInOnePlace(t *testing.T) {
 		ast.Inspect(file, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.CallExpr:
+				if fn, ok := n.Fun.(*ast.SelectorExpr); ok && isIdent(fn.X, "fmt") && len(n.Args) > 0 {
+					// fmt.Sprintf("%s: words", decision.CODE, ...): a code's
+					// words written in place.
+					for _, a := range n.Args {
+						if _, ok := codeOf(a); ok && slices.ContainsFunc(n.Args, func(e ast.Expr) bool {
+							lit, ok := e.(*ast.BasicLit)
+							if !ok || lit.Kind != token.STRING {
+								return false
+							}
+							v, _ := strconv.Unquote(lit.Value)
+							n := 0
+							for _, w := range word.FindAllString(verb.ReplaceAllString(v, ""), -1) {
+								if !slices.Contains(layout, w) {
+									n++
+								}
+							}
+							return n > 1
+						}) {
+							t.Errorf("%s: fmt.%s words decision code %s in place: use decision.Words and a form of core/decision/table.go", fset.Position(n.Pos()), fn.Sel.Name, fmt.Sprint(codeName(a)))
+							break
+						}
+					}
+				}
 				var name string
 				switch fn := n.Fun.(type) {
 				case *ast.SelectorExpr:
@@ -284,6 +314,17 @@ func wordsOf(e ast.Expr) bool {
 		return !found
 	})
 	return found
+}
+
+// codeName is the constant's name of a code expression.
+func codeName(e ast.Expr) string {
+	if sel, ok := e.(*ast.SelectorExpr); ok {
+		return sel.Sel.Name
+	}
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name
+	}
+	return "?"
 }
 
 func isIdent(e ast.Expr, name string) bool {

@@ -262,7 +262,7 @@ func (in *Inspection) unleased(r *alloc.Repo, a store.Allocation, caller Caller,
 		o := occupants[0]
 		in.SafeNextAction, in.Block = WaitForeignActive, true
 		in.Occupant = &o
-		in.Reasons = []string{fmt.Sprintf("%s: %s; it ends with kill -TERM %d, or wait for it (the next command waits)", decision.RuntimeOccupied, o.Describe(in.Path), o.PID)}
+		in.Reasons = []string{decision.RuntimeOccupied + ": " + decision.Words(decision.RuntimeOccupied, "occupant-ends", o.Describe(in.Path), o.PID)}
 		in.Next = fmt.Sprintf("wt-exec -C %s --wait -- COMMAND", path)
 	case in.GitLock != "":
 		in.SafeNextAction = FileOrCommentNotAuthoritative

@@ -73,7 +73,7 @@ func (e *env) allocateCommand() *ucli.Command {
 // worktree for the gate (install.PrepareWorktree): said, not warned of.
 func ungatedWarnings(c *ucli.Context, a store.Allocation) (out, notes []string) {
 	if g, ok := alloc.RoleGate[a.Role]; ok {
-		out = append(out, fmt.Sprintf("%s: %s has role %s, whose writes wt does not gate: the role expects %s", decision.UngatedRole, a.WorktreePath, a.Role, g))
+		out = append(out, decision.UngatedRole+": "+decision.Words(decision.UngatedRole, "path-role-ungated", a.WorktreePath, a.Role, g))
 	}
 	if a.Role != store.RoleFeature {
 		return out, nil

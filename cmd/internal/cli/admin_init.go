@@ -194,5 +194,5 @@ func hookWarning(err error) string {
 		}
 		return w
 	}
-	return fmt.Sprintf("%s: commits are not gated: %v; hint: wt-hook install", decision.HooksMissing, err)
+	return decision.HooksMissing + ": " + decision.Words(decision.HooksMissing, "not-gated-install", err)
 }

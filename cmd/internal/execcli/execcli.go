@@ -284,11 +284,11 @@ func (r *run) tellGrant(g lease.Grant, verbose bool) {
 		fmt.Fprintf(r.stderr, "wt-exec: %s: %s is the canonical checkout: wt takes no writer lease and gates no write here, so commands started here write beside any other; to govern an agent, give it a worktree of its own: wt-exec -C %s --task KEY --owner NAME -- COMMAND (wt-admin --repo %s policy --unmanaged refuse refuses launches here)\n",
 			g.Code, textout.Clean(top), textout.Clean(shell.Word(top)), textout.Clean(shell.Word(top)))
 	case verbose:
-		fmt.Fprintf(r.stderr, "wt-exec: %s: role %s takes no writer lease (%s)\n", g.Code, g.Role, decision.DedicatedRoleGate)
+		fmt.Fprintf(r.stderr, "wt-exec: %s: %s\n", g.Code, decision.Words(decision.DedicatedRoleGate, "no-writer-lease", g.Role, decision.DedicatedRoleGate))
 	}
 	if f := g.Lease.Fleet; f != nil && verbose {
-		fmt.Fprintf(r.stderr, "wt-exec: %s: task %s was held in the fleet (key %s, revision %d, TTL %s)\n",
-			decision.FleetLeaseAcquired, g.Allocation.TaskKey, f.Key, f.Revision, f.TTL)
+		fmt.Fprintf(r.stderr, "wt-exec: %s: %s\n", decision.FleetLeaseAcquired,
+			decision.Words(decision.FleetLeaseAcquired, "held-in-fleet", g.Allocation.TaskKey, f.Key, f.Revision, f.TTL))
 	}
 }
 
@@ -322,7 +322,7 @@ func openJSONOut(dest string) (io.WriteCloser, error) {
 func (r *run) grantJSON(g lease.Grant) {
 	reason := fmt.Sprintf("lease %s generation %d held by client %s pid %d", g.Lease.LeaseID, g.Lease.Generation, g.Lease.Holder.ClientID, g.Lease.Holder.PID)
 	if !g.Applicable {
-		reason = fmt.Sprintf("role %s takes no writer lease (%s)", g.Role, decision.DedicatedRoleGate)
+		reason = decision.Words(decision.DedicatedRoleGate, "no-writer-lease", g.Role, decision.DedicatedRoleGate)
 	}
 	env, err := textout.DecisionEnvelope(Bin, g.Code, reason, g, nil)
 	if err != nil { // a grant always encodes; the envelope says what it can

@@ -172,12 +172,12 @@ func (r *run) checkGate(c gitrepo.Checkout) error {
 		fmt.Fprintf(r.stderr, "wt-exec: %s\n", textout.Clean(gc.Copied))
 	}
 	if gc.Off != "" {
-		fmt.Fprintf(r.stderr, "wt-exec: warning: %s: commits in %s meet no gate, which was switched off here (%s); put it back: %s\n",
-			decision.HooksMissing, textout.Clean(c.TopLevel), textout.Clean(gc.Off), install.GateFix(c.TopLevel))
+		fmt.Fprintf(r.stderr, "wt-exec: warning: %s: %s\n", decision.HooksMissing,
+			decision.Words(decision.HooksMissing, "switched-off-here", textout.Clean(c.TopLevel), textout.Clean(gc.Off), install.GateFix(c.TopLevel)))
 	}
 	if gc.Repaired != "" {
-		fmt.Fprintf(r.stderr, "wt-exec: %s: commits in %s met no gate (%s); wt put it back (%s)\n",
-			decision.HooksInstalled, textout.Clean(c.TopLevel), textout.Clean(gc.Repaired), textout.Clean(gc.By))
+		fmt.Fprintf(r.stderr, "wt-exec: %s: %s\n", decision.HooksInstalled,
+			decision.Words(decision.HooksInstalled, "put-back", textout.Clean(c.TopLevel), textout.Clean(gc.Repaired), textout.Clean(gc.By)))
 	}
 	return nil
 }

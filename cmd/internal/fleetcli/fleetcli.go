@@ -148,8 +148,8 @@ func hold(ctx context.Context, co *etcdfleet.Coordinator, req fleet.Request, pre
 	for {
 		select {
 		case <-lost:
-			fmt.Fprintf(stderr, "%s: %s: the fleet lease of task %s (revision %d) could not be kept alive: etcd did not answer within its TTL of %s. The command goes on, but this run may no longer push.\n",
-				fleet.HelperName, decision.FleetLeaseLost, req.Holder.TaskKey, s.Revision(), req.TTL)
+			fmt.Fprintf(stderr, "%s: %s: %s\n", fleet.HelperName, decision.FleetLeaseLost,
+				decision.Words(decision.FleetLeaseLost, "not-kept-alive", req.Holder.TaskKey, s.Revision(), req.TTL))
 			out.Encode(fleet.Response{Lost: true, Code: decision.FleetLeaseLost, Revision: s.Revision()})
 			lost = nil
 		case cmd, ok := <-cmds:
