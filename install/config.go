@@ -81,19 +81,23 @@ func commandPath(cmd string) (string, bool) {
 // user's, and is refused with the command that removes it.
 func InstallConfig(ctx context.Context, g *gitrepo.Repo, bin string) ([]HookState, error) {
 	dir := ConfigDir(g.CommonDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, decision.SayWrap(decision.Internal, err, "create", dir)
-	}
 	local, err := readLocalConfig(ctx, g)
 	if err != nil {
 		return nil, err
 	}
-	var out []HookState
+	// Every event is checked before anything is written: a refusal leaves
+	// the config and the shims as they were.
 	for _, h := range Hooks {
 		if v, off := local.off("hook." + h + ".enabled"); off {
-			return out, decision.Say(decision.HookConflict, "repository-config", h, v, h).
+			return nil, decision.Say(decision.HookConflict, "repository-config", h, v, h).
 				WithHint("git -C %s config --local --unset-all hook.%s.enabled", shell.Word(g.TopLevel), h)
 		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, decision.SayWrap(decision.Internal, err, "create", dir)
+	}
+	var out []HookState
+	for _, h := range Hooks {
 		st := HookState{Hook: h, Path: filepath.Join(dir, h), Via: ViaConfig, Config: "hook." + ConfigName(h)}
 		if st.Changed, err = writeShimFile(st.Path, h, bin); err != nil {
 			return out, err

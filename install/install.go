@@ -137,6 +137,13 @@ func InstallOf(dir, bin string, hooks []string) (Result, error) {
 		return res, err
 	}
 	defer unlock()
+	// Every hook is checked before anything is changed: a conflict on the
+	// last leaves the first as it was.
+	for _, h := range hooks {
+		if err := conflictOf(dir, h); err != nil {
+			return res, err
+		}
+	}
 	for _, h := range hooks {
 		unchained, err := unchainShim(dir, h)
 		if err != nil {
@@ -222,20 +229,54 @@ func removeBackupShims(dir, hook string) ([]string, error) {
 // wt's shim (pre-commit moves the shim to HOOK.legacy) wrote the same hook
 // it had written before, so the kept copy is only a copy.
 func dropDuplicateChain(dir, hook string) error {
+	if dup, err := duplicateChain(dir, hook); err != nil || !dup {
+		return err
+	}
+	p := filepath.Join(dir, hook)
+	if err := os.Remove(p + ChainSuffix); err != nil {
+		return decision.SayWrap(decision.Internal, err, "remove-copy", p+ChainSuffix, p)
+	}
+	return nil
+}
+
+// duplicateChain reports whether hook's kept chained copy in dir is the
+// hook itself, byte for byte (and not a shim of wt's: unchainShim's case).
+func duplicateChain(dir, hook string) (bool, error) {
 	p := filepath.Join(dir, hook)
 	kept, err := safefile.Read(p+ChainSuffix, 1<<20, safefile.NoFollow)
 	if err != nil {
-		return nil
+		return false, nil
 	}
 	cur, err := safefile.Read(p, 1<<20, safefile.NoFollow)
 	if err != nil || !bytes.Equal(cur, kept) {
-		return nil
+		return false, nil
 	}
 	if _, _, ok := Recognize(hook, cur); ok {
-		return nil // unchainShim's case
+		return false, nil // unchainShim's case
 	}
-	if err := os.Remove(p + ChainSuffix); err != nil {
-		return decision.SayWrap(decision.Internal, err, "remove-copy", p+ChainSuffix, p)
+	return true, nil
+}
+
+// conflictOf is the HOOK_CONFLICT that installing hook into dir meets: a
+// foreign hook in its place beside a kept chained hook that is neither a
+// shim of wt's (unchainShim removes it) nor a copy of the hook itself
+// (dropDuplicateChain removes it). It changes nothing.
+func conflictOf(dir, hook string) error {
+	if b, err := safefile.Read(filepath.Join(dir, hook+ChainSuffix), 1<<20, safefile.NoFollow); err == nil {
+		if _, _, ok := Recognize(hook, b); ok {
+			return nil
+		}
+	}
+	if dup, err := duplicateChain(dir, hook); err != nil || dup {
+		return err
+	}
+	st, err := stateOf(dir, hook)
+	if err != nil {
+		return err
+	}
+	if st.State == "foreign" && st.Chained != "" {
+		return decision.Say(decision.HookConflict, "foreign-hook", st.Path, st.Chained).
+			WithHint("merge them by hand, remove one, and run wt-hook install again")
 	}
 	return nil
 }

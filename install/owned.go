@@ -367,6 +367,7 @@ func UninstallTarget(ctx context.Context, g *gitrepo.Repo, t Target) (Result, er
 		return res, err
 	}
 	if t.Owned && !t.Takeover {
+		ownRes.Warnings = append(res.Warnings, ownRes.Warnings...) // the common dir's removal, said above
 		res = ownRes
 		for i := range res.Hooks {
 			res.Hooks[i].Changed += "; core.hooksPath is back as it was"

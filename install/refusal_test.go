@@ -1,8 +1,7 @@
-//go:build wtbugs
-
-// Tests of three faults found while covering the package, each failing
-// now: built only with -tags wtbugs, so that the suite stays green until
-// the faults are fixed, when the tag goes.
+// Tests of three faults found while covering the package, each of which
+// failed before its fix: a refusal on a later hook or event left the
+// earlier ones written, and uninstall dropped its word of the shims it
+// removed from the common dir's hooks.
 
 package install
 
