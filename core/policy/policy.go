@@ -83,6 +83,11 @@ func Init(ctx context.Context, dir string, change Change) (InitResult, error) {
 	var s *store.Store
 	_, statErr := os.Lstat(store.Root(g.CommonDir) + "/repository.json")
 	if errors.Is(statErr, fs.ErrNotExist) {
+		// A policy value that would be refused is refused before the
+		// store is made: a refused init leaves nothing behind.
+		if _, _, err := apply(ctx, g, store.Policy{Enforcement: store.EnforcementEnforce, Unmanaged: store.UnmanagedAllow}, change); err != nil {
+			return InitResult{}, err
+		}
 		s, err = store.Create(g.CommonDir)
 	} else {
 		s, err = store.Open(g.CommonDir)
