@@ -1,6 +1,7 @@
 package wrapper
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -165,34 +166,12 @@ var leaseVars = []string{"WT_LEASE_ID", "WT_ALLOCATION_ID", "WT_CLIENT_ID", "WT_
 // COMMAND_NOT_EXECUTABLE (126).
 func Run(opts Options) (Result, error) {
 	var res Result
-	if len(opts.Args) == 0 {
-		return res, decision.Say(decision.Usage, "no-command-given").WithHint("wt-exec [OPTIONS] -- COMMAND [ARG...]")
-	}
 	opts = withDefaults(opts)
-	path, err := LookPath(opts.Args[0], opts.Dir, opts.Environ)
+	t, err := locate(opts)
 	if err != nil {
 		return res, err
 	}
-	holder, err := resolveHolder(opts)
-	if err != nil {
-		return res, err
-	}
-	dir := opts.Dir
-	if dir == "" {
-		dir = "."
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return res, decision.Say(decision.InvalidTarget, "there-no", dir).
-			WithHint("name a directory of a governed worktree: wt-admin status lists them")
-	}
-	c, err := gitrepo.Locate(dir)
-	if err != nil {
-		return res, err
-	}
-	repo, err := alloc.OpenCheckout(c)
-	if err != nil {
-		return res, err
-	}
+	c, repo := t.c, t.repo
 	s := &supervisor{opts: opts, repo: repo, grant: &res.Grant}
 	if s.fenceSecret, err = fleet.NewFenceSecret(); err != nil {
 		return res, decision.SayWrap(decision.Internal, err, "make-run")
@@ -204,118 +183,30 @@ func Run(opts Options) (Result, error) {
 	// the command never starts.
 	var endWatch func()
 	s.startCtx, endWatch = s.child.WatchStart()
-	if !opts.Nested && c.Key != gitrepo.MainKey && os.Getenv(ConfinedEnv) == "" {
-		// Before any git runs there: what an earlier run left in the
-		// worktree's admin dir that git, or a program after it, would trip
-		// on or run (a FIFO as HEAD, a planted core.hooksPath) is put
-		// aside.
-		interruptible := &alloc.Repo{Git: repo.Git, Store: repo.Store.WithContext(s.startCtx)}
-		if err := quarantineAdmin(interruptible, c, opts.Notify); err != nil {
-			endWatch()
-			return res, err
-		}
-	}
-	if opts.CheckGate != nil && !opts.Nested && c.Key != gitrepo.MainKey {
-		if err := opts.CheckGate(c); err != nil {
-			endWatch()
-			return res, err
-		}
-	}
-	if !opts.Nested && c.Key != gitrepo.MainKey {
-		s.startFleet()
+	if err := s.beforeLease(c); err != nil {
+		endWatch()
+		return res, err
 	}
 	if opts.Nested {
-		return s.runNested(path, endWatch)
+		return s.runNested(t.path, endWatch)
 	}
 	repo.Store = repo.Store.WithContext(s.startCtx)
-	req := lease.Request{Holder: holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind, Fence: s.fence, Confined: &store.Confinement{},
+	req := lease.Request{Holder: t.holder, Owner: opts.Owner, TTL: opts.TTL, Kind: opts.Kind, Fence: s.fence, Confined: &store.Confinement{},
 		Allocation: opts.Allocation, ExpectGeneration: opts.ExpectGeneration, ExpectHead: opts.ExpectHead}
 	acquire := func() error {
 		var err error
-		res.Grant, err = lease.Acquire(repo, c, req, scan, func(g lease.Grant) (*store.ChildGroup, error) {
-			// Fleet work begun early and not used ends before the
-			// command exists (a process of it would count as leftover).
-			s.early.close()
-			if s.startCtx != nil && s.startCtx.Err() != nil {
-				return nil, s.stopped()
-			}
-			if err := s.recoverView(c, g); err != nil {
-				return nil, err
-			}
-			s.onView = func(dir string) error {
-				if opts.Sandbox {
-					return confine.SandboxRecorder(repo.Store.Root(), c.Key, g.Allocation.TaskKey, c.CommonDir)(dir)
-				}
-				base, err := branchBase(c, g.Allocation)
-				if err != nil {
-					return err
-				}
-				s.viewBase = base
-				return confine.Recorder(repo.Store.Root(), c.Key, g.Allocation.TaskKey, branchOf(g.Allocation), base, c.CommonDir)(dir)
-			}
-			conf, err := s.confinement(c, branchOf(g.Allocation), g.Policy)
-			if err != nil {
-				return nil, err
-			}
-			if conf != nil {
-				*req.Confined = *conf.Record()
-				if opts.Sandbox {
-					// Nothing of a sandbox is published: its view goes.
-					s.view = conf.View()
-					s.view.Recorded(repo.Store.Root(), c.Key, g.Allocation.TaskKey)
-				} else if err := s.preparePublisher(c, g, conf); err != nil {
-					return nil, err
-				}
-			}
-			if opts.Granted != nil {
-				opts.Granted(g)
-			}
-			name := "wt-exec-" + strconv.Itoa(os.Getpid())
-			if g.Lease.LeaseID != "" {
-				name = "wt-lease-" + g.Lease.LeaseID
-			}
-			s.prepareCgroup(name)
-			if g.Lease.LeaseID != "" && s.holderLock == nil {
-				s.holderLock = takeHolderLock(c.GitDir, g.Lease.LeaseID)
-			}
-			s.branchMark = markBranch(c, g)
-			child, err := s.launch(path, childEnv(opts.Environ, g, s.fenceSecret), conf, c, g.Allocation.TaskKey)
-			if err == nil {
-				s.startPublisher()
-			}
-			return child, err
-		})
+		res.Grant, err = lease.Acquire(repo, c, req, scan, s.startChild(c, &req, t.path))
 		return err
 	}
 	if opts.Wait {
-		err = s.waitAndAcquire(repo.Store.Root(), c, holder.ClientID, acquire)
+		err = s.waitAndAcquire(repo.Store.Root(), c, t.holder.ClientID, acquire)
 	} else {
 		err = acquire()
 	}
 	endWatch()
 	repo.Store = repo.Store.WithContext(context.Background())
 	if err != nil {
-		if res.Grant.Started {
-			// The child's group could not be added to the lease: the
-			// child must not go on with a lease that does not know it.
-			s.child.Abort()
-			s.stopBroker()
-			s.endView()
-		} else {
-			s.dropView()
-			s.child.Restore()
-			s.stopCatching()
-		}
-		if res.Grant.Applicable {
-			// Give back what the section wrote before the failure.
-			if _, rerr := lease.Release(repo, res.Grant, scan, nil); rerr != nil {
-				opts.Notify("the lease could not be released: " + rerr.Error())
-			}
-		}
-		s.releaseFleet()
-		s.holderLock.release()
-		s.removeTempDir()
-		s.child.DropCgroup()
+		s.abandonStart(res.Grant)
 		return res, err
 	}
 	if opts.Started != nil {
@@ -323,6 +214,163 @@ func Run(opts Options) (Result, error) {
 	}
 	s.superviseInto(&res)
 	s.stopBroker()
+	s.afterChild(c, &res)
+	return res, nil
+}
+
+// target is what a run is about: the command's path, its holder, and the
+// worktree it runs in.
+type target struct {
+	path   string
+	holder proc.Holder
+	c      gitrepo.Checkout
+	repo   *alloc.Repo
+}
+
+// locate finds the command (before any lease: a typo costs nothing), the
+// holder and the governed worktree that holds opts.Dir.
+func locate(opts Options) (target, error) {
+	var t target
+	if len(opts.Args) == 0 {
+		return t, decision.Say(decision.Usage, "no-command-given").WithHint("wt-exec [OPTIONS] -- COMMAND [ARG...]")
+	}
+	var err error
+	if t.path, err = LookPath(opts.Args[0], opts.Dir, opts.Environ); err != nil {
+		return t, err
+	}
+	if t.holder, err = resolveHolder(opts); err != nil {
+		return t, err
+	}
+	dir := cmp.Or(opts.Dir, ".")
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return t, decision.Say(decision.InvalidTarget, "there-no", dir).
+			WithHint("name a directory of a governed worktree: wt-admin status lists them")
+	}
+	if t.c, err = gitrepo.Locate(dir); err != nil {
+		return t, err
+	}
+	t.repo, err = alloc.OpenCheckout(t.c)
+	return t, err
+}
+
+// beforeLease runs, with no lock held, what a linked worktree's run does
+// before it asks for the lease: what an earlier run left in the admin dir
+// is put aside before any git runs there (a FIFO as HEAD, a planted
+// core.hooksPath), the gate is checked, and fleet work begins.
+func (s *supervisor) beforeLease(c gitrepo.Checkout) error {
+	if s.opts.Nested || c.Key == gitrepo.MainKey {
+		return nil
+	}
+	if os.Getenv(ConfinedEnv) == "" {
+		interruptible := &alloc.Repo{Git: s.repo.Git, Store: s.repo.Store.WithContext(s.startCtx)}
+		if err := quarantineAdmin(interruptible, c, s.opts.Notify); err != nil {
+			return err
+		}
+	}
+	if s.opts.CheckGate != nil {
+		if err := s.opts.CheckGate(c); err != nil {
+			return err
+		}
+	}
+	s.startFleet()
+	return nil
+}
+
+// startChild is the grant's last step, inside the lease's section: the
+// view recovered, the confinement built and recorded in req, then the
+// child started in its cgroup. Its process group is what the lease
+// records.
+func (s *supervisor) startChild(c gitrepo.Checkout, req *lease.Request, path string) func(g lease.Grant) (*store.ChildGroup, error) {
+	opts, repo := s.opts, s.repo
+	return func(g lease.Grant) (*store.ChildGroup, error) {
+		// Fleet work begun early and not used ends before the
+		// command exists (a process of it would count as leftover).
+		s.early.close()
+		if s.startCtx != nil && s.startCtx.Err() != nil {
+			return nil, s.stopped()
+		}
+		if err := s.recoverView(c, g); err != nil {
+			return nil, err
+		}
+		s.onView = s.viewRecorder(c, g)
+		conf, err := s.confinement(c, branchOf(g.Allocation), g.Policy)
+		if err != nil {
+			return nil, err
+		}
+		if conf != nil {
+			*req.Confined = *conf.Record()
+			if opts.Sandbox {
+				// Nothing of a sandbox is published: its view goes.
+				s.view = conf.View()
+				s.view.Recorded(repo.Store.Root(), c.Key, g.Allocation.TaskKey)
+			} else if err := s.preparePublisher(c, g, conf); err != nil {
+				return nil, err
+			}
+		}
+		if opts.Granted != nil {
+			opts.Granted(g)
+		}
+		name := "wt-exec-" + strconv.Itoa(os.Getpid())
+		if g.Lease.LeaseID != "" {
+			name = "wt-lease-" + g.Lease.LeaseID
+		}
+		s.prepareCgroup(name)
+		if g.Lease.LeaseID != "" && s.holderLock == nil {
+			s.holderLock = takeHolderLock(c.GitDir, g.Lease.LeaseID)
+		}
+		s.branchMark = markBranch(c, g)
+		child, err := s.launch(path, childEnv(opts.Environ, g, s.fenceSecret), conf, c, g.Allocation.TaskKey)
+		if err == nil {
+			s.startPublisher()
+		}
+		return child, err
+	}
+}
+
+// viewRecorder records a confined run's view in the store when it is
+// made: a sandbox's to be discarded, a run's with its branch and base.
+func (s *supervisor) viewRecorder(c gitrepo.Checkout, g lease.Grant) func(dir string) error {
+	root := s.repo.Store.Root()
+	return func(dir string) error {
+		if s.opts.Sandbox {
+			return confine.SandboxRecorder(root, c.Key, g.Allocation.TaskKey, c.CommonDir)(dir)
+		}
+		base, err := branchBase(c, g.Allocation)
+		if err != nil {
+			return err
+		}
+		s.viewBase = base
+		return confine.Recorder(root, c.Key, g.Allocation.TaskKey, branchOf(g.Allocation), base, c.CommonDir)(dir)
+	}
+}
+
+// abandonStart undoes a start that failed: a child whose group could not
+// be added to the lease is stopped (it must not go on with a lease that
+// does not know it), and what the grant wrote is given back.
+func (s *supervisor) abandonStart(g lease.Grant) {
+	if g.Started {
+		s.child.Abort()
+		s.stopBroker()
+		s.endView()
+	} else {
+		s.dropView()
+		s.child.Restore()
+		s.stopCatching()
+	}
+	if g.Applicable {
+		if _, err := lease.Release(s.repo, g, scan, nil); err != nil {
+			s.opts.Notify("the lease could not be released: " + err.Error())
+		}
+	}
+	s.releaseResources()
+}
+
+// afterChild is what follows the child's end, the lease still held: what
+// the run's refusals and boundary were, a confined run's admin dir
+// judged, its branch's moves imported and checked against the gate, its
+// view ended, then the lease released.
+func (s *supervisor) afterChild(c gitrepo.Checkout, res *Result) {
+	opts, repo := s.opts, s.repo
 	if said := refusalsSaid(s.refusals); said != "" {
 		s.notify(said)
 	}
@@ -352,17 +400,23 @@ func Run(opts Options) (Result, error) {
 		reportUngated(repo, rc, res.Grant, s.branchMark, opts.ExplainUngated, opts.Notify)
 	}
 	s.endView()
+	var err error
 	res.Released, err = lease.Release(repo, res.Grant, scan, s.occupants(c, res.Grant))
 	if err != nil {
 		opts.Notify("releasing the lease failed: " + err.Error())
 	} else if res.Released.Kept != "" {
 		opts.Notify("the lease was left in place: " + res.Released.Kept)
 	}
+	s.releaseResources()
+}
+
+// releaseResources gives back what the run held beside the lease: the
+// fleet lease, the holder lock, the temporary dir and the cgroup.
+func (s *supervisor) releaseResources() {
 	s.releaseFleet()
 	s.holderLock.release()
 	s.removeTempDir()
 	s.child.DropCgroup()
-	return res, nil
 }
 
 // quarantineAdmin puts aside what worktree c's admin dir holds that git
