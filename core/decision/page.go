@@ -78,6 +78,10 @@ func Page() string {
 			}
 		}
 	}
+	b.WriteString("\n## Shared words\n\nWords that several codes say alike (the code tells them apart):\n\n")
+	for _, f := range Shared {
+		fmt.Fprintf(&b, "- `%s`: %s\n", f.Key, mdWords(f.Words))
+	}
 	b.WriteString("\n## Contexts\n\nA refusal met on the way to something else, in the words of its context (its own words at the end):\n\n")
 	for _, f := range Contexts {
 		fmt.Fprintf(&b, "- `%s`: %s\n", f.Key, mdWords(f.Words))

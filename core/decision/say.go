@@ -99,11 +99,22 @@ var index = sync.OnceValue(func() map[string]map[string]string {
 	return m
 })
 
-// Words is the text of code's form key with args in its verbs. A key the
+var shared = sync.OnceValue(func() map[string]string {
+	m := make(map[string]string, len(Shared))
+	for _, f := range Shared {
+		m[f.Key] = f.Words
+	}
+	return m
+})
+
+// Words is the text of code's form key (or of the shared form key) with args in its verbs. A key the
 // table does not hold (a defect TestWordsInOnePlace finds first) is said
 // as such rather than dropped.
 func Words(code, key string, args ...any) string {
 	format, ok := index()[code][key]
+	if !ok {
+		format, ok = shared()[key]
+	}
 	if !ok {
 		return fmt.Sprintf("(%s has no words %q) %v", code, key, args)
 	}

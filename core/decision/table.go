@@ -33,7 +33,6 @@ var Table = []Section{
 			{"wt-not", "wt is not set up in this repository"},
 		}},
 		{Code: InvalidMetadata, Kind: Refusal, Meaning: "a record in the store cannot be read or does not say what its name says; wt never overwrites it", Words: []Form{
-			{"binding-names", "binding %s names allocation %s, which has no record"},
 			{"id-not", "%s id %q is not a uuid"},
 			{"journal-does", "journal %s does not hold an allocation plan for %s"},
 			{"journal-does-not", "journal %s does not hold a %s plan for %s"},
@@ -584,11 +583,8 @@ var Table = []Section{
 			{"task-has", "%s (task %s) has no writer lease"},
 			{"task-has-no", "%s (task %s) has no writer lease to hand over"},
 		}},
-		{Code: AbandonProofInsufficient, Kind: Refusal, Meaning: "the proof that nothing of the lease runs (or that its worktree is gone) is not there", Words: []Form{
-			{"cannot-abandon", "the lease of %s (client %s, pid %d) cannot be abandoned: %s"},
-		}},
+		{Code: AbandonProofInsufficient, Kind: Refusal, Meaning: "the proof that nothing of the lease runs (or that its worktree is gone) is not there"},
 		{Code: OperatorRequired, Kind: Refusal, Meaning: "the lease is not the caller's: `--operator` must say a person decided", Words: []Form{
-			{"cannot-abandon", "the lease of %s (client %s, pid %d) cannot be abandoned: %s"},
 			{"task-held", "task %s is held by %s; wt cannot see whether that machine is gone"},
 		}},
 		{Code: LeaseInspected, Kind: Outcome, Meaning: "`lease inspect`: freshness and the safe next action"},
@@ -674,7 +670,6 @@ var Table = []Section{
 			{"worktree-was", "worktree %s was bound to an allocation since the dry run"},
 		}},
 		{Code: RecordMissing, Kind: Refusal, Meaning: "blocker: the binding's allocation record is missing", Words: []Form{
-			{"binding-names", "binding %s names allocation %s, which has no record"},
 			{"worktree-key", "worktree %s (key %s) has no allocation"},
 		}},
 		{Code: AdminDirUnavailable, Kind: Finding, Meaning: "blocker: git's admin dir of the worktree cannot be read"},
@@ -947,6 +942,13 @@ var Table = []Section{
 		{Code: LandRecovered, Kind: Outcome, Meaning: "`land --recover`: a dead lander's publication lease taken over, its landings concluded (landed where the branch holds them), nothing landed"},
 		{Code: WhyShown, Kind: Outcome, Meaning: "`why COMMIT`: the landing that brought the commit onto the publication branch (task, writer lease, the tip let go, batch, test, lander, push), or what wt saw of a commit no landing brought"},
 	}},
+}
+
+// Shared are words that several codes say alike, the code telling them
+// apart (Say looks here after the code's own forms).
+var Shared = []Form{
+	{"cannot-abandon", "the lease of %s (client %s, pid %d) cannot be abandoned: %s"},
+	{"binding-names", "binding %s names allocation %s, which has no record"},
 }
 
 // Contexts are the words a refusal is said in when it is met on the way

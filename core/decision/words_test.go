@@ -78,6 +78,15 @@ func TestWordsInOnePlace(t *testing.T) {
 			}
 		}
 	}
+	shared := map[string]string{}
+	for _, f := range Shared {
+		shared[f.Key] = f.Words
+		for c, fs := range forms {
+			if _, dup := fs[f.Key]; dup {
+				t.Errorf("%s has a form keyed %q, which is a shared form's key", c, f.Key)
+			}
+		}
+	}
 	contexts := map[string]string{}
 	for _, f := range Contexts {
 		contexts[f.Key] = f.Words
@@ -234,6 +243,9 @@ func TestWordsInOnePlace(t *testing.T) {
 								codes = append(codes, c)
 							}
 						}
+						if _, ok := shared[key]; ok {
+							codes = append(codes, "")
+						}
 						if len(codes) == 0 {
 							t.Errorf("%s: no code has words %q", at, key)
 						}
@@ -241,6 +253,11 @@ func TestWordsInOnePlace(t *testing.T) {
 				}
 				for _, c := range codes {
 					w, ok := forms[c][key]
+					if !ok {
+						if w, ok = shared[key]; ok {
+							c = ""
+						}
+					}
 					if !ok {
 						t.Errorf("%s: %s has no words %q in core/decision/table.go", at, c, key)
 						continue
@@ -289,6 +306,11 @@ func TestWordsInOnePlace(t *testing.T) {
 			if !used[c+"\x00"+k] {
 				t.Errorf("%s's words %q are raised nowhere: remove them from core/decision/table.go", c, k)
 			}
+		}
+	}
+	for k := range shared {
+		if !used["\x00"+k] {
+			t.Errorf("shared words %q are raised nowhere", k)
 		}
 	}
 	for k := range contexts {
