@@ -50,13 +50,16 @@ found. A *notice* is said on the way and the command goes on; a *finding* is rep
 another outcome (status, doctor, audit, a plan's blockers).
 
 Each code's messages are listed under it: the words, with ` + "`%s`" + `, ` + "`%d`" + ` and the like where a value goes,
-and the key a package raises them by. A message that meets a refusal on the way to something
-else puts it in a context (the last section). Hints are written where the refusal is raised:
-each is the command to run for that place.
+and the key a package raises them by, then the forms of the hints it is raised with: a hint is
+written where the refusal is raised (it is the command to run for that place), and this page
+gathers them from there. A message that meets a refusal on the way to something else puts it in
+a context (the last section).
 `
 
-// Page is docs/decision-codes.md: the table in Markdown.
-func Page() string {
+// Page is docs/decision-codes.md: the table in Markdown, with the hints
+// each code is raised with (hints, by code: written where they are
+// raised, gathered from the sources by the page's test).
+func Page(hints map[string][]string) string {
 	var b strings.Builder
 	b.WriteString(pageHead)
 	for _, sec := range Table {
@@ -69,12 +72,15 @@ func Page() string {
 			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", s.Code, exitCell(s), s.Meaning)
 		}
 		for _, s := range sec.Codes {
-			if len(s.Words) == 0 {
+			if len(s.Words) == 0 && len(hints[s.Code]) == 0 {
 				continue
 			}
 			fmt.Fprintf(&b, "\n`%s`:\n\n", s.Code)
 			for _, f := range s.Words {
 				fmt.Fprintf(&b, "- `%s`: %s\n", f.Key, mdWords(f.Words))
+			}
+			for _, h := range hints[s.Code] {
+				fmt.Fprintf(&b, "- hint: %s\n", mdWords(h))
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"cmp"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -264,7 +265,7 @@ func TestWordsInOnePlace(t *testing.T) {
 					}
 					used[c+"\x00"+key] = true
 					if values >= 0 && values != verbs(w) {
-						t.Errorf("%s: %s's words %q take %d values, given %d", at, c, key, verbs(w), values)
+						t.Errorf("%s: %s's words %q take %d values, given %d", at, cmp.Or(c, "shared"), key, verbs(w), values)
 					}
 				}
 			case *ast.CompositeLit:
@@ -371,4 +372,100 @@ func TestWordsTakeTheirValues(t *testing.T) {
 	if w.Code != WriterLeaseHeld || w.Hint != "wait" || !strings.HasPrefix(w.Message, "this transaction moves refs/heads/x: the grant of /w") {
 		t.Errorf("Within: %+v", w)
 	}
+}
+
+// hintForms are the hints raised with each code, as written where they
+// are raised (a literal WithHint on a Say or SayWrap of the code), each
+// once, in the order the walk meets them: the page lists them.
+func hintForms(t *testing.T) map[string][]string {
+	t.Helper()
+	names := map[string]string{}
+	for _, c := range Codes() {
+		names[c] = c
+	}
+	byName := map[string]string{}
+	cf, err := parser.ParseFile(token.NewFileSet(), "codes.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast.Inspect(cf, func(n ast.Node) bool {
+		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Values) == len(vs.Names) {
+			for i, v := range vs.Values {
+				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					byName[vs.Names[i].Name], _ = strconv.Unquote(lit.Value)
+				}
+			}
+		}
+		return true
+	})
+	out := map[string][]string{}
+	err = filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "bin" || d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && path != "../..") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return nil
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			fn, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || fn.Sel.Name != "WithHint" || len(call.Args) == 0 {
+				return true
+			}
+			lit, ok := call.Args[0].(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			// Down the chain (.WithFact(...).WithHint(...)) to the Say.
+			x := fn.X
+			for {
+				c, ok := x.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := c.Fun.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if isIdent(sel.X, "decision") && strings.HasPrefix(sel.Sel.Name, "Held") {
+					// words.go's forms of WRITER_LEASE_HELD.
+					h, _ := strconv.Unquote(lit.Value)
+					if !slices.Contains(out[WriterLeaseHeld], h) {
+						out[WriterLeaseHeld] = append(out[WriterLeaseHeld], h)
+					}
+					return true
+				}
+				if isIdent(sel.X, "decision") && (sel.Sel.Name == "Say" || sel.Sel.Name == "SayWrap") && len(c.Args) > 0 {
+					if cs, ok := c.Args[0].(*ast.SelectorExpr); ok && isIdent(cs.X, "decision") {
+						if code, ok := byName[cs.Sel.Name]; ok {
+							h, _ := strconv.Unquote(lit.Value)
+							if !slices.Contains(out[code], h) {
+								out[code] = append(out[code], h)
+							}
+						}
+					}
+					return true
+				}
+				x = sel.X
+			}
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c := range out {
+		slices.Sort(out[c])
+	}
+	return out
 }
