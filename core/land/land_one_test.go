@@ -112,10 +112,12 @@ func TestLandOneAtATime(t *testing.T) {
 		t.Errorf("ontos: A %s B %s D %s, tip %s", a.Onto, b.Onto, d.Onto, res.Tip)
 	}
 	for _, tr := range []TaskResult{a, b, d} {
-		if tr.Batch != "" || tr.Attempt != 1 || tr.Strategy != Rebase {
-			t.Errorf("%s: batch %q attempt %d strategy %s", tr.Task, tr.Batch, tr.Attempt, tr.Strategy)
+		// Their tips are none wt's ledger approved: landed as told
+		// (--accept-ungated), and recorded so.
+		if tr.Batch != "" || tr.Attempt != 1 || tr.Strategy != Rebase || !tr.AcceptedUngated {
+			t.Errorf("%s: batch %q attempt %d strategy %s accepted ungated %v", tr.Task, tr.Batch, tr.Attempt, tr.Strategy, tr.AcceptedUngated)
 		}
-		if rec, _ := f.landing(tr.Task); rec.State != store.LandingLanded || rec.Result != tr.Result || rec.Batch != "" {
+		if rec, _ := f.landing(tr.Task); rec.State != store.LandingLanded || rec.Result != tr.Result || rec.Batch != "" || !rec.AcceptedUngated {
 			t.Errorf("%s's landing record: %+v", tr.Task, rec)
 		}
 	}
@@ -130,8 +132,11 @@ func TestLandOneAtATime(t *testing.T) {
 	if _, err := os.Stat(c.Handback); err != nil {
 		t.Errorf("C's hand-back: %v", err)
 	}
-	if !slices.ContainsFunc(said, func(s string) bool { return strings.HasPrefix(s, "C: LAND_CONFLICT: ") }) {
-		t.Errorf("the lander did not say C's conflict: %q", said)
+	if !slices.ContainsFunc(said, func(s string) bool { return strings.HasPrefix(s, "C: LAND_CONFLICT: ") }) ||
+		!slices.ContainsFunc(said, func(s string) bool {
+			return strings.HasPrefix(s, "A: its tip ") && strings.Contains(s, "(--accept-ungated)")
+		}) {
+		t.Errorf("the lander did not say C's conflict, or A's tip landed ungated: %q", said)
 	}
 	// Every intent concluded landed: nothing open for a recover.
 	if js := f.openJournals(); len(js) != 0 {
@@ -156,19 +161,21 @@ func TestLandOneAtATime(t *testing.T) {
 // lander left is not used again.
 func TestLandSkipsAnAttemptALanderBegan(t *testing.T) {
 	t.Parallel()
+	f := newFixture(t)
+	f.task("one", "shared", "one")
+	f.task("batched", "shared", "batched")
+	f.onMain("shared", "main")
 	for _, batch := range []int{1, 0} {
-		f := newFixture(t)
-		f.task("A", "shared", "a")
-		f.onMain("shared", "main")
-		log := filepath.Join(f.R.Store.Root(), store.LandLogsDir, "A", "1.log")
+		task := map[int]string{1: "one", 0: "batched"}[batch]
+		log := filepath.Join(f.R.Store.Root(), store.LandLogsDir, task, "1.log")
 		if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(log, []byte("killed\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		res := f.land(Options{Batch: batch, Jobs: 1}, "A")
-		if tr := res.Tasks[0]; tr.Code != decision.LandConflict || tr.Attempt != 2 || tr.AttemptRef != "refs/wt/land/A/2" {
+		res := f.land(Options{Batch: batch, Jobs: 1}, task)
+		if tr := res.Tasks[0]; tr.Code != decision.LandConflict || tr.Attempt != 2 || tr.AttemptRef != "refs/wt/land/"+task+"/2" {
 			t.Errorf("batch %d: %+v", batch, tr)
 		}
 		if b, _ := os.ReadFile(log); string(b) != "killed\n" {
@@ -181,17 +188,18 @@ func TestLandSkipsAnAttemptALanderBegan(t *testing.T) {
 // same change committed there) is ALREADY_LANDED, and main does not move.
 func TestLandChangesAlreadyOnMain(t *testing.T) {
 	t.Parallel()
+	f := newFixture(t)
 	for _, batch := range []int{1, 0} {
-		f := newFixture(t)
-		f.task("A", "a", "a")
-		tip := f.onMain("a", "a")
-		res := f.land(Options{Batch: batch, Jobs: 1}, "A")
+		task := map[int]string{1: "one", 0: "batched"}[batch]
+		f.task(task, task, task)
+		tip := f.onMain(task, task)
+		res := f.land(Options{Batch: batch, Jobs: 1}, task)
 		tr := res.Tasks[0]
 		if tr.Code != decision.AlreadyLanded || !strings.Contains(tr.Message, "changed nothing") || res.Tip != tip {
 			t.Errorf("batch %d: %+v, main at %s (was %s)", batch, tr, res.Tip, tip)
 		}
-		if rec, _ := f.landing("A"); rec.State != store.LandingLanded || rec.Result != tip {
-			t.Errorf("batch %d: A's landing record %+v", batch, rec)
+		if rec, _ := f.landing(task); rec.State != store.LandingLanded || rec.Result != tip {
+			t.Errorf("batch %d: the landing record %+v", batch, rec)
 		}
 	}
 }

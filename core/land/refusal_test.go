@@ -118,27 +118,6 @@ func (f *fixture) approve(task string) {
 	}
 }
 
-// TestLandAcceptUngated: told --accept-ungated, land lands a tip its
-// ledger did not approve, and says so in the result, the record and the
-// provenance.
-func TestLandAcceptUngated(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	f.task("X", "x", "x")
-	var said []string
-	res := f.land(Options{Batch: 1, Notify: func(s string) { said = append(said, s) }}, "X")
-	tr := res.Tasks[0]
-	if tr.Code != decision.Landed || !tr.AcceptedUngated {
-		t.Fatalf("X: %+v", tr)
-	}
-	if rec, _ := f.landing("X"); !rec.AcceptedUngated {
-		t.Errorf("X's landing record: %+v", rec)
-	}
-	if !slices.ContainsFunc(said, func(s string) bool { return strings.Contains(s, "--accept-ungated") }) {
-		t.Errorf("the lander did not say it: %q", said)
-	}
-}
-
 // TestLandRefusesWhatIsNotAsked: a strategy land does not know, and no
 // task named, are USAGE before the lease is taken.
 func TestLandRefusesWhatIsNotAsked(t *testing.T) {
