@@ -148,8 +148,19 @@ func (q *Line) Sleep(ctx context.Context, deadline time.Time) {
 	if d <= 0 {
 		return
 	}
-	stop := context.AfterFunc(ctx, func() { unix.Write(q.wake[1], []byte{0}) })
-	defer stop()
+	// The callback runs in a goroutine of its own (at once when ctx has
+	// ended already): Sleep returns only after it has written, so that
+	// Leave never closes the pipe under it.
+	wake, woke := q.wake[1], make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(woke)
+		unix.Write(wake, []byte{0})
+	})
+	defer func() {
+		if !stop() {
+			<-woke
+		}
+	}()
 	fds := []unix.PollFd{{Fd: int32(q.inotify), Events: unix.POLLIN}, {Fd: int32(q.wake[0]), Events: unix.POLLIN}}
 	if _, err := unix.Poll(fds, int(d.Milliseconds())+1); err != nil && !errors.Is(err, unix.EINTR) {
 		return
