@@ -96,6 +96,10 @@ var cases = []finds{
 			problem: []string{decision.UnregisteredWorktree + ": ", "T-1", a.WorktreePath},
 			fix:     "wt-admin --repo " + repoWord(f) + " finish --task T-1 --owner alice"}
 	}},
+	{check: "gates", name: "a worktree of a role wt leaves ungated (a note)", make: func(t *testing.T, f *wtfixture.Repo, a store.Allocation) want {
+		in := f.Allocate("T-2", store.RoleIntegration, "integration")
+		return want{note: true, subject: in.WorktreePath, problem: []string{decision.UngatedRole + ": ", "T-2"}}
+	}},
 	{check: "hooks", name: "a shim removed", make: func(t *testing.T, f *wtfixture.Repo, a store.Allocation) want {
 		p := filepath.Join(f.R.Git.CommonDir, "hooks", "reference-transaction")
 		if err := os.Remove(p); err != nil {
