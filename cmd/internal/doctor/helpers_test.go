@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/wt-tool/wt/core/gitrepo"
 	"github.com/wt-tool/wt/core/policy"
 	"github.com/wt-tool/wt/core/proc"
 	"github.com/wt-tool/wt/core/shell"
@@ -131,4 +132,16 @@ func holdOpen(t *testing.T, p string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+}
+
+// shimsInHooksDir reports whether the git on PATH runs wt's gate from
+// shims in the hooks dir (before git 2.54; later ones run hooks defined
+// in configuration, and install puts none there).
+func shimsInHooksDir(t *testing.T) bool {
+	t.Helper()
+	v, err := gitrepo.GitVersion(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return !v.ConfigHooks()
 }
