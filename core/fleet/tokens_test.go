@@ -126,7 +126,7 @@ func TestResponseCarriesTheDecision(t *testing.T) {
 		t.Errorf("an OK response's error: %v", err)
 	}
 	h := Holder{Host: "b7", ClientID: "c", PID: 3, TaskKey: "T-1"}
-	d := decision.New(decision.FleetLeaseHeld, "held by %s", h.Describe()).WithHint("wait").
+	d := decision.Relay(decision.FleetLeaseHeld, "held by "+h.Describe()).WithHint("wait").
 		WithFact("fleet_holder", h).WithFact("fleet_revision", int64(12))
 	r := Refusal(d)
 	if r.OK || r.Code != decision.FleetLeaseHeld || r.Message != d.Message || r.Hint != "wait" || r.Holder == nil || *r.Holder != h || r.Revision != 12 {
@@ -138,7 +138,7 @@ func TestResponseCarriesTheDecision(t *testing.T) {
 		t.Errorf("back from the pipe: %+v", back)
 	}
 
-	r = Refusal(decision.New(decision.FleetFenced, "fenced"))
+	r = Refusal(decision.Relay(decision.FleetFenced, "fenced"))
 	if r.Holder != nil || r.Hint != "" {
 		t.Errorf("a refusal without holder or hint: %+v", r)
 	}

@@ -299,7 +299,7 @@ func TestPostCheckoutVerdicts(t *testing.T) {
 // or a refusal that is not a warning, has no warning line.
 func TestWarningsOnlyOfAWarnedRefusal(t *testing.T) {
 	t.Parallel()
-	r := decision.New(decision.WriterLeaseRequired, "no lease").WithHint("take it")
+	r := decision.Relay(decision.WriterLeaseRequired, "no lease").WithHint("take it")
 	for _, c := range []struct {
 		v    hooks.Verdict
 		want []string
@@ -327,7 +327,7 @@ func TestWarningsOnlyOfAWarnedRefusal(t *testing.T) {
 // name is not opened for a blocking write, a directory and a file past
 // 64 KiB are not written, and an error that is no decision is not noted.
 func TestNoteRefusalNeverBlocksNorGrowsWithoutBound(t *testing.T) {
-	refused := decision.New(decision.WriterLeaseHeld, "held")
+	refused := decision.Relay(decision.WriterLeaseHeld, "held")
 
 	fifo := filepath.Join(t.TempDir(), store.RefusalsName)
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {

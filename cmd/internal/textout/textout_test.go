@@ -20,9 +20,9 @@ import (
 // prints nothing; an error of no decision is an internal one.
 func TestDecideComesToAnExitCodeAndADecision(t *testing.T) {
 	t.Parallel()
-	refusal := decision.New(decision.WriterLeaseHeld, "held by pid 7").WithHint("wait: wt-exec --wait")
-	usage := decision.New(decision.Usage, "no such flag -q")
-	usageHinted := decision.New(decision.Usage, "two paths").WithHint("give one path")
+	refusal := decision.Relay(decision.WriterLeaseHeld, "held by pid 7").WithHint("wait: wt-exec --wait")
+	usage := decision.Relay(decision.Usage, "no such flag -q")
+	usageHinted := decision.Relay(decision.Usage, "two paths").WithHint("give one path")
 	for _, c := range []struct {
 		name         string
 		err          error
@@ -107,7 +107,7 @@ func TestReportAnchorsTheHintAndReturnsTheExitCode(t *testing.T) {
 		t.Fatal("no working directory")
 	}
 	var b bytes.Buffer
-	err := decision.New(decision.WriterLeaseHeld, "held").WithHint("see wt-admin lease list")
+	err := decision.Relay(decision.WriterLeaseHeld, "held").WithHint("see wt-admin lease list")
 	if code := Report(&b, "wt-exec", "", err); code != ExitRefused {
 		t.Errorf("exit %d", code)
 	}
@@ -271,7 +271,7 @@ func TestDecisionEnvelope(t *testing.T) {
 // facts beside them (never over them).
 func TestErrorEnvelope(t *testing.T) {
 	t.Parallel()
-	d := decision.New(decision.WriterLeaseHeld, "held by %d", 7).WithHint("wait").
+	d := decision.Relay(decision.WriterLeaseHeld, "held by 7").WithHint("wait").
 		WithFact("pid", 7).WithFact("code", "forged").WithFact("message", "forged")
 	out, m := roundTrip(t, ErrorEnvelope("lease acquire", d), "  ")
 	if !strings.Contains(out, "\n  \"command\"") {
