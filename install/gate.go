@@ -748,8 +748,10 @@ func copyRegular(src, dst string) error {
 // hooks dir, each hook's current shim and binary, and, asked of git in
 // each governed worktree, whether a commit there meets wt's
 // reference-transaction gate (a worktree's own configuration may switch
-// it off). dir is where the gate lives.
-func CheckGate(ctx context.Context, g *gitrepo.Repo) (dir string, problems []Problem, err error) {
+// it off). dir is where the gate lives. No git is asked in a worktree
+// whose key is in unsafe: its admin dir holds what git would trip on (a
+// FIFO as HEAD hangs it), and the caller reports that instead.
+func CheckGate(ctx context.Context, g *gitrepo.Repo, unsafe map[string]bool) (dir string, problems []Problem, err error) {
 	v, err := gitrepo.GitVersion(ctx)
 	if err != nil {
 		return "", nil, err
@@ -813,7 +815,7 @@ func CheckGate(ctx context.Context, g *gitrepo.Repo) (dir string, problems []Pro
 		if fi, err := os.Stat(a.WorktreePath); err != nil || !fi.IsDir() {
 			continue // a checkout that is gone: doctor's gates say so
 		}
-		if gitrepo.VerifyMetadata(g.CommonDir, a.WorktreeKey, a.WorktreePath) != nil {
+		if unsafe[a.WorktreeKey] || gitrepo.VerifyMetadata(g.CommonDir, a.WorktreeKey, a.WorktreePath) != nil {
 			continue // git there would not be wt's to ask: doctor's gates say so
 		}
 		// What a commit there meets: kept by wt-exec or allocate while

@@ -47,7 +47,7 @@ func TestInstallGateInThePlainHooksDir(t *testing.T) {
 	os.Chmod(filepath.Join(hooks, "pre-commit"), 0o700)
 	before := snapshot(t, hooks)
 
-	if _, problems, err := CheckGate(ctx, g); err != nil || len(problems) != len(Hooks) {
+	if _, problems, err := CheckGate(ctx, g, nil); err != nil || len(problems) != len(Hooks) {
 		t.Fatalf("CheckGate before the install: %+v %v, want every hook missing", problems, err)
 	}
 	res, err := InstallGate(ctx, g, bin, false)
@@ -77,7 +77,7 @@ func TestInstallGateInThePlainHooksDir(t *testing.T) {
 	if !strings.Contains(string(b), "run pre-commit\nforeign pre-commit\n") || !strings.Contains(string(b), "run reference-transaction prepared") {
 		t.Fatalf("a commit in the governed worktree ran:\n%s", b)
 	}
-	if dir, problems, err := CheckGate(ctx, g); err != nil || dir != hooks || len(problems) != 0 {
+	if dir, problems, err := CheckGate(ctx, g, nil); err != nil || dir != hooks || len(problems) != 0 {
 		t.Fatalf("CheckGate: %s %+v %v", dir, problems, err)
 	}
 	if _, installed, err := EnsureGate(ctx, g, bin); err != nil || installed {
@@ -107,7 +107,7 @@ func TestInstallGateInThePlainHooksDir(t *testing.T) {
 	if !SwitchedOff(g.CommonDir) {
 		t.Error("the uninstall is not recorded as switching the gate off")
 	}
-	_, problems, err := CheckGate(ctx, g)
+	_, problems, err := CheckGate(ctx, g, nil)
 	if err != nil || len(problems) != len(Hooks) || problems[0].Fix != GateFix(g.TopLevel) {
 		t.Fatalf("CheckGate after uninstall: %+v %v", problems, err)
 	}

@@ -148,7 +148,7 @@ func TestCheckGateFindsAWorktreeWithHooksOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	gittest.Git(t, a.WorktreePath, "config", "--worktree", "core.hooksPath", "/dev/null")
-	_, problems, err := CheckGate(ctx, f.R.Git)
+	_, problems, err := CheckGate(ctx, f.R.Git, nil)
 	if err != nil || len(problems) != 1 || problems[0].Path != a.WorktreePath || !strings.Contains(problems[0].Message, "task T-1") || problems[0].Fix == "" {
 		t.Fatalf("CheckGate: %+v %v", problems, err)
 	}

@@ -50,6 +50,7 @@ func checkAdminDirs(s *scope) {
 			what = append(what, p.Rel+" "+p.Why)
 		}
 		fix := fmt.Sprintf("wt-admin --repo %s quarantine %s", repo, shell.Word(c.Allocation.WorktreePath))
+		s.unsafe[c.Allocation.WorktreeKey] = true
 		s.find(Finding{Subject: c.Allocation.WorktreePath,
 			Problem: decision.AdminDirUnsafe + ": " + decision.Words(decision.AdminDirUnsafe, "task-admin-dir-holds", c.Allocation.TaskKey, strings.Join(what, "; ")),
 			Fix:     fix})

@@ -8,7 +8,7 @@ import "github.com/wt-tool/wt/install"
 // each governed worktree meets it (install.CheckGate asks git there).
 func checkHooks(s *scope) {
 	ctx, r := s.ctx, s.r
-	dir, problems, err := install.CheckGate(ctx, r.Git)
+	dir, problems, err := install.CheckGate(ctx, r.Git, s.unsafe)
 	s.rep.HooksDir = dir
 	if err != nil {
 		s.find(Finding{Subject: r.Git.TopLevel, Problem: err.Error(), Fix: install.GateFix(r.Git.TopLevel)})

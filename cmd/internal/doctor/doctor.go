@@ -54,6 +54,7 @@ type scope struct {
 	name string // the check that runs: its findings carry its name
 
 	adminFix string             // the admin check's first fix (the inventory's, when git stops)
+	unsafe   map[string]bool    // the worktrees whose admin dir the admin check found unsafe: no git runs there
 	inv      []gitrepo.Worktree // git's worktree list
 	invErr   error
 	tx       *store.Tx // the store's read section, in the store phase
@@ -106,7 +107,7 @@ func Run(ctx context.Context, dir string) (Report, error) {
 		return rep, err
 	}
 	rep.Repository = r.Git.TopLevel
-	s := &scope{ctx: ctx, r: r, repo: shell.Word(r.Git.TopLevel), rep: &rep, scan: sync.OnceValues(proc.NewScan)}
+	s := &scope{ctx: ctx, r: r, repo: shell.Word(r.Git.TopLevel), rep: &rep, scan: sync.OnceValues(proc.NewScan), unsafe: map[string]bool{}}
 	return rep, s.run(checks)
 }
 
