@@ -2,7 +2,10 @@
 // checks are the table in checks.go, one file each (check_*.go): the
 // report's "checked" line, each finding's check name and the order they
 // run in all come from that table. Each finding carries the command that
-// fixes it. It reads only; it changes nothing.
+// fixes it. It changes nothing of the repository's or the store's; what
+// it writes is the answer git gave to what a commit in a worktree meets,
+// kept beside wt's hooks (install.GateState) as wt-exec and allocate keep
+// it, so that the next asker need not run git again.
 package doctor
 
 import (
