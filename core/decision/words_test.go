@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -92,40 +93,11 @@ func TestWordsInOnePlace(t *testing.T) {
 	for _, f := range Contexts {
 		contexts[f.Key] = f.Words
 	}
-	cf, err := parser.ParseFile(token.NewFileSet(), "codes.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ast.Inspect(cf, func(n ast.Node) bool {
-		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Values) == len(vs.Names) {
-			for i, v := range vs.Values {
-				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					names[vs.Names[i].Name], _ = strconv.Unquote(lit.Value)
-				}
-			}
-		}
-		return true
-	})
+	maps.Copy(names, codeConstants(t))
 	used := map[string]bool{}
-	checked, calls := 0, 0
-	err = filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "bin" || d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && path != "../..") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		rel, _ := filepath.Rel("../..", path)
+	calls := 0
+	checked := eachSource(t, func(rel string, fset *token.FileSet, file *ast.File) {
 		inDecision := filepath.Dir(rel) == "core/decision"
-		fset := token.NewFileSet()
-		file, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return nil // not Go this build parses
-		}
-		checked++
 		codeOf := func(e ast.Expr) (string, bool) {
 			switch x := e.(type) {
 			case *ast.SelectorExpr:
@@ -294,11 +266,7 @@ func TestWordsInOnePlace(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if checked < 100 || calls < 500 {
 		t.Fatalf("read %d Go files and %d calls: the walk is broken", checked, calls)
 	}
@@ -379,40 +347,9 @@ func TestWordsTakeTheirValues(t *testing.T) {
 // once, in the order the walk meets them: the page lists them.
 func hintForms(t *testing.T) map[string][]string {
 	t.Helper()
-	names := map[string]string{}
-	for _, c := range Codes() {
-		names[c] = c
-	}
-	byName := map[string]string{}
-	cf, err := parser.ParseFile(token.NewFileSet(), "codes.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ast.Inspect(cf, func(n ast.Node) bool {
-		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Values) == len(vs.Names) {
-			for i, v := range vs.Values {
-				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					byName[vs.Names[i].Name], _ = strconv.Unquote(lit.Value)
-				}
-			}
-		}
-		return true
-	})
+	byName := codeConstants(t)
 	out := map[string][]string{}
-	err = filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "bin" || d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && path != "../..") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-		if err != nil {
-			return nil
-		}
+	eachSource(t, func(_ string, _ *token.FileSet, file *ast.File) {
 		ast.Inspect(file, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
@@ -459,13 +396,62 @@ func hintForms(t *testing.T) map[string][]string {
 				x = sel.X
 			}
 		})
+	})
+	for c := range out {
+		slices.Sort(out[c])
+	}
+	return out
+}
+
+// codeConstants maps each code constant's name in codes.go to its code.
+func codeConstants(t *testing.T) map[string]string {
+	t.Helper()
+	cf, err := parser.ParseFile(token.NewFileSet(), "codes.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	ast.Inspect(cf, func(n ast.Node) bool {
+		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Values) == len(vs.Names) {
+			for i, v := range vs.Values {
+				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					names[vs.Names[i].Name], _ = strconv.Unquote(lit.Value)
+				}
+			}
+		}
+		return true
+	})
+	return names
+}
+
+// eachSource calls fn with every Go source file of the module, parsed,
+// and its path from the module's root (tests, testdata, bin and hidden
+// dirs aside), and says how many it read.
+func eachSource(t *testing.T, fn func(rel string, fset *token.FileSet, file *ast.File)) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "bin" || d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && path != "../..") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		file, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return nil // not Go this build parses
+		}
+		rel, _ := filepath.Rel("../..", path)
+		n++
+		fn(rel, fset, file)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for c := range out {
-		slices.Sort(out[c])
-	}
-	return out
+	return n
 }
