@@ -246,3 +246,23 @@ func TestRunWritesTheGrantAsJSON(t *testing.T) {
 		t.Errorf("canonical envelope %v", env)
 	}
 }
+
+// TestRunSaysWhyACommitMetNoGate: a commit the command made on the task
+// branch with the gate switched off is reported when the run ends, with
+// why it met no gate and how to put the gate back.
+func TestRunSaysWhyACommitMetNoGate(t *testing.T) {
+	f, a := gatedOff(t)
+	code, _, stderr := launch(t, a.WorktreePath, nil, "git", "commit", "-q", "--allow-empty", "-m", "ungated")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := "wt-exec: warning: " + decision.UngatedRefMove + ": task T-1's branch " + *a.Branch + " moved 1 time(s) during this run with no gate approval (commits in " +
+		a.WorktreePath + " meet no gate now: "
+	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "put it back: wt-hook -C "+a.WorktreePath+" install)") {
+		t.Errorf("stderr lacks %q and the fix:\n%s", want, stderr)
+	}
+	if got := gittest.Git(t, a.WorktreePath, "log", "-1", "--format=%s"); got != "ungated" {
+		t.Errorf("the branch's tip is %q", got)
+	}
+	noLease(t, f, a)
+}
