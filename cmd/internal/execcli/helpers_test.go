@@ -3,11 +3,9 @@ package execcli
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -17,12 +15,18 @@ import (
 	"github.com/wt-tool/wt/install"
 	"github.com/wt-tool/wt/internal/gittest"
 	"github.com/wt-tool/wt/internal/wtfixture"
+	"github.com/wt-tool/wt/wrapper"
 )
 
 // TestMain keeps every git away from the configuration of the user and of
-// the machine (gittest.Setenv), before any test runs.
+// the machine (gittest.Setenv), and every run away from a wt-exec the
+// tests may themselves run under (its lease's variables, its
+// confinement's mark), before any test runs.
 func TestMain(m *testing.M) {
 	gittest.Setenv()
+	for _, k := range []string{"WT_LEASE_ID", "WT_ALLOCATION_ID", "WT_CLIENT_ID", "WT_HOLDER_PID", "WT_SESSION_ID", "WT_RUN_ID", wrapper.ConfinedEnv} {
+		os.Unsetenv(k)
+	}
 	os.Exit(m.Run())
 }
 
@@ -159,8 +163,3 @@ func snapshotDir(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
-
-// readAll reads r to its end.
-func readAll(r io.Reader) ([]byte, error) { return io.ReadAll(r) }

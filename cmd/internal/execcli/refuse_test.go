@@ -1,10 +1,13 @@
 package execcli
 
 import (
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -105,22 +108,25 @@ func TestJSONRefusalEnvelope(t *testing.T) {
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)
 	}
+	// Non-blocking, so that a deadline bounds the read should the
+	// descriptor be left open.
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		t.Fatal(err)
+	}
 	r := os.NewFile(uintptr(p[0]), "json-read")
 	defer r.Close()
-	code, _, stderr = execute(t, "--json", "fd:"+itoa(p[1]), "-C", filepath.Join(tmp, "missing"), "ls")
+	r.SetReadDeadline(time.Now().Add(time.Minute))
+	code, _, stderr = execute(t, "--json", "fd:"+strconv.Itoa(p[1]), "-C", filepath.Join(tmp, "missing"), "ls")
 	if code != ExitRefused {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	b, err := readAll(r)
+	b, err := io.ReadAll(r) // returns once wt-exec closed the only writer
 	if err != nil {
 		t.Fatal(err)
 	}
 	env = decodeEnvelope(t, b)
 	if e, _ := env["error"].(map[string]any); env["ok"] != false || e["code"] != decision.InvalidTarget {
 		t.Errorf("envelope %v", env)
-	}
-	if _, err := unix.FcntlInt(uintptr(p[1]), unix.F_GETFD, 0); err == nil {
-		t.Errorf("descriptor %d is still open", p[1])
 	}
 }
 
@@ -132,9 +138,9 @@ func TestJSONRefusesAReadOnlyDescriptor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)
-	dest := "fd:" + itoa(fd)
+	dest := "fd:" + strconv.Itoa(fd)
 	code, _, stderr := execute(t, "--json", dest, "ls")
-	if want := "--json " + dest + ": descriptor " + itoa(fd) + " is not open for writing"; code != ExitRefused || !strings.Contains(stderr, want) {
+	if want := "--json " + dest + ": descriptor " + strconv.Itoa(fd) + " is not open for writing"; code != ExitRefused || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, want %d saying %q:\n%s", code, ExitRefused, want, stderr)
 	}
 }
