@@ -15,8 +15,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wt-tool/wt/core/alloc"
 	"github.com/wt-tool/wt/core/decision"
+	"github.com/wt-tool/wt/core/decision/decisiontest"
 	"github.com/wt-tool/wt/core/gitrepo"
+	"github.com/wt-tool/wt/core/ids"
 	"github.com/wt-tool/wt/core/lease"
 	"github.com/wt-tool/wt/core/liveness"
 	"github.com/wt-tool/wt/core/policy"
@@ -53,6 +56,41 @@ func newRunFix(t *testing.T) runFix {
 	}
 	t.Cleanup(func() { null.Close() })
 	return runFix{fixture: fixture{top: w.Top, repo: w.R, c: c, a: a, base: w.Base}, w: w, scratch: t.TempDir(), null: null}
+}
+
+// plant writes a lease of w1 held by h as a grant leaves it: the
+// allocation's next generation and a runtime binding, git's lock with
+// the lease's reason, and the lease.
+func (f runFix) plant(t *testing.T, h proc.Holder) store.Lease {
+	t.Helper()
+	var l store.Lease
+	f.w.Write(func(tx *store.Tx) error {
+		repo, err := tx.Repository()
+		if err != nil {
+			return err
+		}
+		a, err := tx.Allocation(f.a.AllocationID)
+		if err != nil {
+			return err
+		}
+		l = store.Lease{LeaseID: ids.New(), RepositoryID: repo.RepositoryID, AllocationID: a.AllocationID,
+			WorktreePath: a.WorktreePath, Owner: a.Owner, Holder: h, Generation: a.LeaseGeneration + 1,
+			AcquiredAt: store.Now(), RenewedAt: store.Now()}
+		b, err := proc.RuntimeBinding{Holder: h, LeaseID: &l.LeaseID, Kind: "agent"}.Encode()
+		if err != nil {
+			return err
+		}
+		a.LeaseGeneration = l.Generation
+		a.ExternalBindings = append(a.ExternalBindings, b)
+		if err := tx.PutAllocationRuntime(&a); err != nil {
+			return err
+		}
+		if err := gitrepo.CreateLock(f.c.CommonDir, f.c.Key, lease.Reason(l)); err != nil {
+			return err
+		}
+		return tx.PutLease(&l)
+	})
+	return l
 }
 
 // environ is this process's environment without wt's variables: what
@@ -173,9 +211,11 @@ func (f runFix) unchanged(t *testing.T, before records) {
 	}
 }
 
-// waitFor polls until cond holds, failing the test at its deadline: a
-// wait for an event another process makes, not a measure of time.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor polls until cond holds, and fails the test (Errorf: it may
+// run in a goroutine of its own) if it does not before the test's
+// deadline: a wait for an event another process makes, not a measure of
+// time.
+func waitFor(t *testing.T, what string, cond func() bool) bool {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	if d, ok := t.Deadline(); ok && d.Before(deadline) {
@@ -183,10 +223,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
+			t.Errorf("gave up waiting for %s", what)
+			return false
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return true
 }
 
 // gone reports whether no process has pid (reaped, not a zombie).
@@ -307,6 +349,13 @@ func TestRunHoldsTheLeaseForTheCommandAndReleasesIt(t *testing.T) {
 	if a := f.alloc(t); len(a.ExternalBindings) != 0 {
 		t.Errorf("bindings left: %q", a.ExternalBindings)
 	}
+	if during.l.Child != nil && during.l.Child.Cgroup != "" {
+		cg := during.l.Child.Cgroup
+		// Where wt-exec could make the command a cgroup, it goes with it.
+		if _, err := os.Stat(cg); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the command's cgroup %s is left: %v", cg, err)
+		}
+	}
 	if ev := f.events(t); len(ev) == 0 || ev[len(ev)-1] != "writer_lease_released" {
 		t.Errorf("events %q", ev)
 	}
@@ -322,7 +371,7 @@ func TestRunHoldsTheLeaseForTheCommandAndReleasesIt(t *testing.T) {
 func TestRunRefusesWhileAnotherLiveHolderHoldsTheLease(t *testing.T) {
 	f := newRunFix(t)
 	other := wttest.Self(t) // this process, as client "test": live, and not the run's holder (client "sh")
-	held := f.w.Lease(f.a, other, nil)
+	held := f.plant(t, other)
 	for _, tc := range []struct {
 		name string
 		wait bool
@@ -412,4 +461,374 @@ func TestRunRefusesBeforeTheCommandStarts(t *testing.T) {
 	if gateAsked != 1 {
 		t.Errorf("the gate was asked %d times", gateAsked)
 	}
+}
+
+// TestRunEndsAsTheCommandDied: a command killed by signal N is status
+// 128+N with Died naming N (wt-exec then dies of it), and the lease is
+// released as after an exit.
+func TestRunEndsAsTheCommandDied(t *testing.T) {
+	f := newRunFix(t)
+	for _, sig := range []unix.Signal{unix.SIGKILL, unix.SIGTERM, unix.SIGSEGV} {
+		t.Run(unix.SignalName(sig), func(t *testing.T) {
+			var n notes
+			res, err := Run(f.opts(&n, f.sh("kill -"+strings.TrimPrefix(unix.SignalName(sig), "SIG")+" $$")...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != 128+int(sig) || res.Died != sig || res.ToGroup {
+				t.Errorf("status %d, died %v, to group %v", res.Status, res.Died, res.ToGroup)
+			}
+			if !res.Released.LeaseRemoved {
+				t.Errorf("released %+v", res.Released)
+			}
+			if _, ok := f.lease(t); ok {
+				t.Error("a lease is left")
+			}
+		})
+	}
+}
+
+// TestRunStopsWhatTheCommandLeftRunning: once the command exited, what
+// it left (in its group, in a session of its own, ignoring SIGTERM) is
+// stopped and reaped before the lease is released; SIGKILL ends what
+// outlives the grace period.
+func TestRunStopsWhatTheCommandLeftRunning(t *testing.T) {
+	f := newRunFix(t)
+	// Each script starts a sleep that writes its pid, tells the command
+	// through the FIFO $1/p that it is ready, and is left behind.
+	for _, tc := range []struct {
+		name, script string
+		grace        time.Duration
+		said         string
+	}{
+		{"in its group", `sleep 600 & echo $! > "$1/pid"`, 0, "stopping 1 leftover process(es)"},
+		{"in a session of its own", `mkfifo "$1/p"; setsid sh -c 'echo $$ > "$1/pid"; echo > "$1/p"; exec sleep 600' sh "$1" & read x < "$1/p"`, 0,
+			"stopping 1 leftover process(es)"},
+		{"ignoring SIGTERM", `mkfifo "$1/p"; (trap '' TERM; sh -c 'echo $PPID' > "$1/pid"; echo > "$1/p"; exec sleep 600) & read x < "$1/p"`, time.Millisecond,
+			"killed 1 leftover process(es) after the grace period"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(f.path("p"))
+			os.Remove(f.path("pid"))
+			var n notes
+			o := f.opts(&n, f.sh(tc.script)...)
+			o.Grace = tc.grace
+			res, err := Run(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := readPID(t, f.path("pid"))
+			if res.Status != 0 || !gone(pid) {
+				t.Errorf("status %d; the leftover pid %d is gone: %v", res.Status, pid, gone(pid))
+			}
+			if !n.holding(tc.said) {
+				t.Errorf("notices %q, want %q", n.said, tc.said)
+			}
+			if !res.Released.LeaseRemoved {
+				t.Errorf("released %+v", res.Released)
+			}
+		})
+	}
+}
+
+// TestRunUnderAnOuterHoldersLease: a wt-exec run by the command of an
+// outer one ($WT_HOLDER_PID naming a live ancestor) renews the outer
+// lease: its command gets that lease, and the lease stays for its
+// holder after the inner run, only the inner run's binding going.
+func TestRunUnderAnOuterHoldersLease(t *testing.T) {
+	f := newRunFix(t)
+	id, err := proc.Describe(os.Getppid())
+	if err != nil {
+		t.Skip("the parent process cannot be described:", err)
+	}
+	outer := proc.Holder{ClientID: "outer", PID: id.PID, BootID: id.BootID, StartTicks: id.StartTicks}
+	held := f.plant(t, outer)
+	var n notes
+	o := f.opts(&n, f.sh(`printf %s "$WT_LEASE_ID" > "$1/lease"`)...)
+	o.Environ = append(o.Environ, "WT_HOLDER_PID="+strconv.Itoa(id.PID), "WT_CLIENT_ID=outer", "WT_LEASE_ID="+held.LeaseID)
+	o.Kind = "test" // an occupancy of its own beside the outer one's
+	var bindings []string
+	o.Started = func(lease.Grant) { bindings = f.alloc(t).ExternalBindings }
+	res, err := Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := res.Grant
+	if g.Code != decision.WriterLeaseRenewed || g.Owned || g.Lease.LeaseID != held.LeaseID || g.Lease.Holder.PID != id.PID {
+		t.Fatalf("grant %+v", g)
+	}
+	if b, _ := os.ReadFile(f.path("lease")); string(b) != held.LeaseID {
+		t.Errorf("the command's WT_LEASE_ID %q, want %s", b, held.LeaseID)
+	}
+	if len(bindings) != 2 {
+		t.Errorf("bindings while it ran: %q", bindings)
+	}
+	if res.Released.LeaseRemoved || res.Released.Kept != "" {
+		t.Errorf("released %+v", res.Released)
+	}
+	if l, ok := f.lease(t); !ok || l.LeaseID != held.LeaseID || !l.Holder.Same(outer) {
+		t.Errorf("the outer lease after the inner run: %v %+v", ok, l)
+	}
+	if a := f.alloc(t); len(a.ExternalBindings) != 1 {
+		t.Errorf("bindings left: %q", a.ExternalBindings)
+	}
+	if reason := f.gitLock(t); reason != lease.Reason(held) {
+		t.Errorf("git's lock after the inner run: %q", reason)
+	}
+}
+
+// TestRunNestedLeavesTheStoreAlone: a nested run (inside a confined
+// command, the entitlement proved by its caller) writes nothing to the
+// store, passes the environment through as it is, and still runs the
+// command in its own group to its end.
+func TestRunNestedLeavesTheStoreAlone(t *testing.T) {
+	f := newRunFix(t)
+	before := f.records(t)
+	var n notes
+	o := f.opts(&n, f.sh(`printf '%s %s' "$WT_LEASE_ID" "$(cut -d' ' -f5 /proc/$$/stat)" > "$1/out"; echo $$ > "$1/pid"; exit 5`)...)
+	o.Nested = true
+	o.Environ = append(o.Environ, "WT_LEASE_ID=the-outer-lease")
+	res, err := Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != 5 || res.Grant.Applicable || res.Grant.Lease.LeaseID != "" {
+		t.Errorf("result %+v", res)
+	}
+	pid := readPID(t, f.path("pid"))
+	if b, _ := os.ReadFile(f.path("out")); string(b) != "the-outer-lease "+strconv.Itoa(pid) {
+		t.Errorf("the command saw %q (its lease, its process group), want the outer lease and a group of its own (%d)", b, pid)
+	}
+	f.unchanged(t, before)
+}
+
+// TestRunRenewsTheLeaseWhileTheCommandRuns: with a TTL the lease's
+// expiry moves on while the command runs (every third of the TTL), and
+// the lease is released at its end.
+func TestRunRenewsTheLeaseWhileTheCommandRuns(t *testing.T) {
+	f := newRunFix(t)
+	fifo := f.path("go")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var n notes
+	// The command runs until the test writes to the FIFO.
+	o := f.opts(&n, f.sh(`read x < "$1/go"`)...)
+	o.TTL = 300 * time.Millisecond
+	var first, renewed store.Lease
+	done := make(chan struct{})
+	o.Started = func(g lease.Grant) {
+		first = g.Lease
+		// The renewals are the supervision's, which starts once Started
+		// returns: the wait for one is a goroutine's.
+		go func() {
+			defer close(done)
+			waitFor(t, "a renewal", func() bool {
+				err := f.repo.Store.Read(func(tx *store.Tx) error {
+					var err error
+					renewed, _, err = tx.Lease(f.a.AllocationID)
+					return err
+				})
+				return err == nil && renewed.RenewedAt != first.RenewedAt
+			})
+			if err := os.WriteFile(fifo, []byte("\n"), 0); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	res, err := Run(o)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.ExpiresAt == nil || renewed.ExpiresAt == nil || renewed.LeaseID != first.LeaseID {
+		t.Fatalf("granted %+v, then %+v", first, renewed)
+	}
+	was, err1 := time.Parse(time.RFC3339Nano, *first.ExpiresAt)
+	now, err2 := time.Parse(time.RFC3339Nano, *renewed.ExpiresAt)
+	if err1 != nil || err2 != nil || !now.After(was) {
+		t.Errorf("the expiry went from %s to %s", *first.ExpiresAt, *renewed.ExpiresAt)
+	}
+	if !slices.Contains(f.events(t), "writer_lease_renewed") {
+		t.Errorf("events %q", f.events(t))
+	}
+	if res.Status != 0 || !res.Released.LeaseRemoved {
+		t.Errorf("status %d, released %+v", res.Status, res.Released)
+	}
+	if _, ok := f.lease(t); ok {
+		t.Error("a lease is left")
+	}
+}
+
+// TestRunLeavesLeftoversToWhomTheLeaseWasTransferred: when the lease went
+// (wt-admin lease transfer) to a process the command left, that process
+// runs on under it: it is not stopped, and the lease stays, as not this
+// run's to release.
+func TestRunLeavesLeftoversToWhomTheLeaseWasTransferred(t *testing.T) {
+	f := newRunFix(t)
+	fifo := f.path("go")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var n notes
+	o := f.opts(&n, f.sh(`sleep 600 & echo $! > "$1/pid.tmp"; mv "$1/pid.tmp" "$1/pid"; read x < "$1/go"`)...)
+	pid := 0
+	o.Started = func(g lease.Grant) {
+		if !waitFor(t, "the command's pid file", func() bool { _, err := os.Stat(f.path("pid")); return err == nil }) {
+			return
+		}
+		pid = readPID(t, f.path("pid"))
+		if _, err := lease.Transfer(f.repo, f.c.TopLevel, pid, "the server goes on", lease.Expect{LeaseID: g.Lease.LeaseID}); err != nil {
+			t.Error(err)
+		}
+		if err := os.WriteFile(fifo, []byte("\n"), 0); err != nil {
+			t.Error(err)
+		}
+	}
+	res, err := Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid == 0 {
+		t.Fatal("no pid")
+	}
+	t.Cleanup(func() {
+		unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, 0, nil) // a child of this process, the subreaper
+	})
+	if gone(pid) {
+		t.Fatal("the process the lease went to was stopped")
+	}
+	if res.Released.LeaseRemoved || res.Released.Kept == "" {
+		t.Errorf("released %+v", res.Released)
+	}
+	if l, ok := f.lease(t); !ok || l.Holder.PID != pid || l.LeaseID != res.Grant.Lease.LeaseID {
+		t.Errorf("the lease after the run: %v %+v", ok, l)
+	}
+	if !n.holding("transferred to pid "+strconv.Itoa(pid)) || !n.holding("the lease was left in place") {
+		t.Errorf("notices %q", n.said)
+	}
+}
+
+// TestRunPutsAsideWhatWasLeftInTheAdminDir: an executable file in the
+// worktree's admin dir (which a hooks path could make a program the next
+// git runs) is put aside into the store's quarantine before the run, and
+// the run says so.
+func TestRunPutsAsideWhatWasLeftInTheAdminDir(t *testing.T) {
+	f := newRunFix(t)
+	planted := filepath.Join(f.c.GitDir, "planted-hook")
+	if err := os.WriteFile(planted, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var n notes
+	res, err := Run(f.opts(&n, "/bin/true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != 0 || !n.holding(decision.AdminDirUnsafe) {
+		t.Errorf("status %d, notices %q", res.Status, n.said)
+	}
+	if _, err := os.Lstat(planted); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the planted file is still in the admin dir: %v", err)
+	}
+	found := false
+	filepath.WalkDir(alloc.QuarantineDir(f.repo.Store.Root(), f.c.Key), func(p string, d os.DirEntry, err error) error {
+		found = found || err == nil && d.Name() == "planted-hook"
+		return nil
+	})
+	if !found {
+		t.Error("the planted file is not in the quarantine")
+	}
+}
+
+// TestRunInTheCanonicalCheckoutTakesNoLease: the canonical checkout has
+// gates of its own: the command runs there without a lease (and without
+// its variables), and nothing is written.
+func TestRunInTheCanonicalCheckoutTakesNoLease(t *testing.T) {
+	f := newRunFix(t)
+	before := f.records(t)
+	var n notes
+	o := f.opts(&n, f.sh(`env > "$1/env"; exit 4`)...)
+	o.Dir = f.w.Dir
+	res, err := Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != 4 || res.Grant.Code != decision.NotApplicable || res.Grant.Applicable {
+		t.Errorf("result %+v", res)
+	}
+	if env := envFile(t, f.path("env")); env["WT_LEASE_ID"] != "" || env["WT_HOLDER_PID"] != "" {
+		t.Errorf("the command got lease variables: %q %q", env["WT_LEASE_ID"], env["WT_HOLDER_PID"])
+	}
+	f.unchanged(t, before)
+}
+
+// TestRunWaitsForTheLease: with --wait, a run refused because the lease
+// is held waits in line: it is granted once the lease is gone, and a stop
+// signal ends the wait (INTERRUPTED, naming the signal) with the command
+// never started and the lease as it was.
+func TestRunWaitsForTheLease(t *testing.T) {
+	f := newRunFix(t)
+	t.Run("granted once the lease is gone", func(t *testing.T) {
+		held := f.plant(t, wttest.Self(t))
+		var n notes
+		o := f.opts(&n, f.sh(`printf %s "$WT_LEASE_ID" > "$1/lease"`)...)
+		o.Wait = true
+		var told []string
+		o.Waiting = func(m string) {
+			told = append(told, m)
+			// The holder releases: the lease goes, and the waiter wakes.
+			f.w.Write(func(tx *store.Tx) error {
+				a, err := tx.Allocation(f.a.AllocationID)
+				if err != nil {
+					return err
+				}
+				a.ExternalBindings = nil
+				if err := tx.PutAllocationRuntime(&a); err != nil {
+					return err
+				}
+				if _, err := gitrepo.RemoveLock(f.c.CommonDir, f.c.Key, lease.Reason(held)); err != nil {
+					return err
+				}
+				return tx.RemoveLease(f.a.AllocationID)
+			})
+		}
+		res, err := Run(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(told) != 1 || !strings.HasPrefix(told[0], decision.WriterLeaseHeld) {
+			t.Errorf("Waiting was told %q", told)
+		}
+		if b, _ := os.ReadFile(f.path("lease")); res.Grant.Code != decision.WriterLeaseAcquired || string(b) != res.Grant.Lease.LeaseID || b == nil {
+			t.Errorf("grant %+v, the command's lease %q", res.Grant, b)
+		}
+		if _, ok := f.lease(t); ok || !res.Released.LeaseRemoved {
+			t.Errorf("a lease is left; released %+v", res.Released)
+		}
+	})
+	t.Run("stopped by a signal", func(t *testing.T) {
+		os.Remove(f.path("lease"))
+		f.plant(t, wttest.Self(t))
+		before := f.records(t)
+		var n notes
+		o := f.opts(&n, f.sh(`printf %s "$WT_LEASE_ID" > "$1/lease"`)...)
+		o.Wait = true
+		// The run catches the stop signals while it waits: SIGTERM to
+		// this process ends the wait instead of the process.
+		o.Waiting = func(string) { unix.Kill(os.Getpid(), unix.SIGTERM) }
+		_, err := Run(o)
+		d := decisiontest.Want(t, err, decision.Interrupted)
+		if d.Facts["signal"] != int(unix.SIGTERM) {
+			t.Errorf("%+v", d)
+		}
+		f.unchanged(t, before)
+		if _, err := os.Stat(f.path("lease")); err == nil {
+			t.Error("the command ran")
+		}
+		if ents, _ := os.ReadDir(store.WaitersDir(f.repo.Store.Root(), f.c.Key)); len(ents) != 0 {
+			t.Errorf("tickets left: %v", ents)
+		}
+	})
 }
