@@ -692,10 +692,15 @@ func TestRunLeavesLeftoversToWhomTheLeaseWasTransferred(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("no pid")
 	}
+	l, ok := f.lease(t)
 	t.Cleanup(func() {
 		unix.Kill(pid, unix.SIGKILL)
 		var ws unix.WaitStatus
 		unix.Wait4(pid, &ws, 0, nil) // a child of this process, the subreaper
+		if l.Child != nil && l.Child.Cgroup != "" {
+			// The command's cgroup stayed with what ran in it.
+			unix.Rmdir(l.Child.Cgroup)
+		}
 	})
 	if gone(pid) {
 		t.Fatal("the process the lease went to was stopped")
@@ -703,7 +708,7 @@ func TestRunLeavesLeftoversToWhomTheLeaseWasTransferred(t *testing.T) {
 	if res.Released.LeaseRemoved || res.Released.Kept == "" {
 		t.Errorf("released %+v", res.Released)
 	}
-	if l, ok := f.lease(t); !ok || l.Holder.PID != pid || l.LeaseID != res.Grant.Lease.LeaseID {
+	if !ok || l.Holder.PID != pid || l.LeaseID != res.Grant.Lease.LeaseID {
 		t.Errorf("the lease after the run: %v %+v", ok, l)
 	}
 	if !n.holding("transferred to pid "+strconv.Itoa(pid)) || !n.holding("the lease was left in place") {
