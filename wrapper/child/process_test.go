@@ -497,7 +497,7 @@ func TestCgroup(t *testing.T) {
 		n := &said{}
 		// A bounded grace: a cgroup that does not empty fails the test with
 		// a notice rather than holding it.
-		p := New(Config{Notify: n.notify, Grace: 20 * time.Second})
+		p := New(Config{Notify: n.notify, Grace: 2 * time.Minute})
 		p.MakeCgroup("wt-test-" + strconv.Itoa(os.Getpid()) + "-" + filepath.Base(dir))
 		cg := p.CgroupPath()
 		if cg == "" {
