@@ -228,7 +228,7 @@ func TestSuperviseForwardsSignalsToTheGroup(t *testing.T) {
 func TestSuperviseSignalsTheWholeGroup(t *testing.T) {
 	subreaper(t) // the member outlives the leader: its end is waited for
 	dir := t.TempDir()
-	p := spawn(t, Config{Notify: func(string) {}}, dir,
+	p := spawn(t, Config{Notify: func(string) {}, Grace: time.Hour}, dir,
 		`sh -c 'trap "echo TERM > \"\$1/member\"; exit 0" TERM; : > "$1/ready"; while :; do sleep 1; done' sh "$1" & wait`)
 	done := supervise(p)
 	waitFile(t, filepath.Join(dir, "ready"))
