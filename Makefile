@@ -166,7 +166,7 @@ bench:
 	bin/tools/benchstat bench-refs.out
 
 # The unit-test coverage of every package, as CONTRIBUTING.md's table
-# (scripts/coverage.sh; about 20 s).
+# (scripts/coverage.sh; about 45 s).
 cover:
 	bash scripts/coverage.sh
 
