@@ -193,7 +193,9 @@ func TestAcquireGivesUpWithItsContext(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "silent-helper")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec cat >/dev/null\n"), 0o755); err != nil {
+	// It keeps its stdout open (as fd 3) and never writes to it: a helper
+	// that is slow to answer, not one that has ended.
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec cat 3>&1 >/dev/null\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	h := &Helper{Path: script, Endpoints: []string{"http://127.0.0.1:1"}}
