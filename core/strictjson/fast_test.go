@@ -123,8 +123,7 @@ func (x *fRec) DecodeFastJSON(d *Dec) {
 				return
 			}
 			if !d.Null() {
-				var v string
-				v = d.String()
+				v := d.String()
 				x.Branch = &v
 			}
 		case "tags":
