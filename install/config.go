@@ -92,6 +92,9 @@ func InstallConfig(ctx context.Context, g *gitrepo.Repo, bin string) ([]HookStat
 			return nil, decision.Say(decision.HookConflict, "repository-config", h, v, h).
 				WithHint("git -C %s config --local --unset-all hook.%s.enabled", shell.Word(g.TopLevel), h)
 		}
+		if err := shimFileConflict(filepath.Join(dir, h), h); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, decision.SayWrap(decision.Internal, err, "create", dir)
@@ -247,19 +250,33 @@ func writeShimFile(path, hook, bin string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	changed := "installed"
+	if err := shimFileConflict(path, hook); err != nil {
+		return "", err
+	}
 	cur, err := safefile.Read(path, 1<<20, safefile.NoFollow)
 	switch {
 	case err == nil && string(cur) == want:
 		return "unchanged", nil
 	case err == nil:
-		if _, _, ok := Recognize(hook, cur); !ok {
-			return "", decision.Say(decision.HookConflict, "not-wt", path).
-				WithHint("move it away, then run wt-hook install again: mv %s %s.bak", shell.Word(path), shell.Word(path))
-		}
-		changed = "updated"
-	case !errors.Is(err, fs.ErrNotExist):
-		return "", decision.SayWrap(decision.Internal, err, "read", path)
+		return "updated", writeExec(path, want)
 	}
-	return changed, writeExec(path, want)
+	return "installed", writeExec(path, want)
+}
+
+// shimFileConflict is the refusal writeShimFile meets at path: a file
+// there that is not a shim of wt's for hook (HOOK_CONFLICT), or one that
+// cannot be read. It changes nothing.
+func shimFileConflict(path, hook string) error {
+	cur, err := safefile.Read(path, 1<<20, safefile.NoFollow)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return decision.SayWrap(decision.Internal, err, "read", path)
+	}
+	if _, _, ok := Recognize(hook, cur); !ok {
+		return decision.Say(decision.HookConflict, "not-wt", path).
+			WithHint("move it away, then run wt-hook install again: mv %s %s.bak", shell.Word(path), shell.Word(path))
+	}
+	return nil
 }

@@ -74,3 +74,26 @@ func TestUninstallGateSaysItRemovedEarlierShims(t *testing.T) {
 		t.Errorf("warnings %q, want the removal from %s said", res.Warnings, plain)
 	}
 }
+
+// TestInstallConfigForeignShimFileWritesNothing: a file that is not wt's
+// where a later event's shim goes is refused with the config and the
+// other shims as they were, no hook of an earlier event registered.
+func TestInstallConfigForeignShimFileWritesNothing(t *testing.T) {
+	t.Parallel()
+	g, _ := plainRepo(t)
+	dir := ConfigDir(g.CommonDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeExecutable(t, filepath.Join(dir, Hooks[len(Hooks)-1]), "#!/bin/sh\necho mine\n")
+	configBefore, _ := os.ReadFile(filepath.Join(g.CommonDir, "config"))
+	before := snapshot(t, dir)
+	_, err := InstallConfig(context.Background(), g, "/bin/wt-hook")
+	decisiontest.Want(t, err, decision.HookConflict)
+	if b, _ := os.ReadFile(filepath.Join(g.CommonDir, "config")); string(b) != string(configBefore) {
+		t.Errorf("the config after a refusal:\n%s\nwant:\n%s", b, configBefore)
+	}
+	if after := snapshot(t, dir); after != before {
+		t.Errorf("the shims' dir after a refusal:\n%s\nwant:\n%s", after, before)
+	}
+}
