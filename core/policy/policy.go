@@ -83,10 +83,14 @@ func Init(ctx context.Context, dir string, change Change) (InitResult, error) {
 	var s *store.Store
 	_, statErr := os.Lstat(store.Root(g.CommonDir) + "/repository.json")
 	if errors.Is(statErr, fs.ErrNotExist) {
-		// A policy value that would be refused is refused before the
-		// store is made: a refused init leaves nothing behind.
-		if _, _, err := apply(ctx, g, store.Policy{Enforcement: store.EnforcementEnforce, Unmanaged: store.UnmanagedAllow}, change); err != nil {
-			return InitResult{}, err
+		if _, err := os.Lstat(store.Root(g.CommonDir)); errors.Is(err, fs.ErrNotExist) {
+			// No store yet: what init would refuse is refused before the
+			// store is made, so a refused first init leaves nothing
+			// behind. (An interrupted init's store is finished below,
+			// its policy judged as stored.)
+			if err := checkFirst(ctx, g, change); err != nil {
+				return InitResult{}, err
+			}
 		}
 		s, err = store.Create(g.CommonDir)
 	} else {
@@ -130,17 +134,12 @@ func Init(ctx context.Context, dir string, change Change) (InitResult, error) {
 			return err
 		}
 		if !ok {
-			pol = store.Policy{Enforcement: store.EnforcementEnforce, Unmanaged: store.UnmanagedAllow}
+			pol = firstPolicy
 			if change.PublicationBranch == nil {
-				inv, err := g.Inventory(ctx)
+				b, err := canonicalBranch(ctx, g)
 				if err != nil {
-					return gitrepo.ListFailed(err)
+					return err
 				}
-				if len(inv) == 0 || inv[0].Branch == "" {
-					return decision.Say(decision.PublicationUnknown, "canonical-checkout").
-						WithHint("pass --publication-branch BRANCH (e.g. main)")
-				}
-				b := inv[0].Branch
 				change.PublicationBranch = &b
 			}
 		}
@@ -164,6 +163,38 @@ func Init(ctx context.Context, dir string, change Change) (InitResult, error) {
 		return tx.LogEvent("store_initialized", "", map[string]any{"repository_id": repo.RepositoryID, "policy": next})
 	})
 	return res, err
+}
+
+// firstPolicy is the policy a first init starts from.
+var firstPolicy = store.Policy{Enforcement: store.EnforcementEnforce, Unmanaged: store.UnmanagedAllow}
+
+// checkFirst refuses, before anything is written, what a first init of g
+// with change would refuse: a policy value, or no publication branch to be
+// found.
+func checkFirst(ctx context.Context, g *gitrepo.Repo, change Change) error {
+	if change.PublicationBranch == nil {
+		b, err := canonicalBranch(ctx, g)
+		if err != nil {
+			return err
+		}
+		change.PublicationBranch = &b
+	}
+	_, _, err := apply(ctx, g, firstPolicy, change)
+	return err
+}
+
+// canonicalBranch is the branch the canonical checkout is on: the
+// publication branch when init is not told one.
+func canonicalBranch(ctx context.Context, g *gitrepo.Repo) (string, error) {
+	inv, err := g.Inventory(ctx)
+	if err != nil {
+		return "", gitrepo.ListFailed(err)
+	}
+	if len(inv) == 0 || inv[0].Branch == "" {
+		return "", decision.Say(decision.PublicationUnknown, "canonical-checkout").
+			WithHint("pass --publication-branch BRANCH (e.g. main)")
+	}
+	return inv[0].Branch, nil
 }
 
 // Diff is one changed policy field.

@@ -89,13 +89,12 @@ func TestInitChoices(t *testing.T) {
 	gittest.Git(t, detached, "checkout", "-q", "--detach")
 	_, err := Init(ctx, detached, Change{})
 	wttest.WantCode(t, err, decision.PublicationUnknown)
-	if _, err := os.Stat(filepath.Join(detached, ".git", store.DirName, "repository.json")); !os.IsNotExist(err) {
-		t.Errorf("a refused init wrote repository.json: %v", err)
-	}
 	_, err = Init(ctx, detached, Change{PublicationBranch: ptr("not..valid")})
 	wttest.WantCode(t, err, decision.InvalidPolicy)
-	// The refused inits left a store with no repository.json: the next
-	// init finishes it.
+	// A refused first init leaves nothing behind.
+	if _, err := os.Stat(filepath.Join(detached, ".git", store.DirName)); !os.IsNotExist(err) {
+		t.Errorf("a refused init made the store: %v", err)
+	}
 	res, err := Init(ctx, detached, Change{PublicationBranch: ptr("trunk"), Enforcement: ptr(store.EnforcementWarn),
 		Unmanaged: ptr(store.UnmanagedRefuse), MaxActive: ptr("3"), BranchLayout: ptr(store.LayoutTaskDir),
 		RequireOwner: ptr("on"), PublicationLease: ptr("on")})
