@@ -107,3 +107,45 @@ func TestExits(t *testing.T) {
 		}
 	}
 }
+
+// raisedOtherwise are the refusals TestKindsAsRaised does not see raised
+// by a Say, SayWrap or Relay naming them, and why.
+var raisedOtherwise = map[string]string{
+	WriterLeaseHeld:          "raised by words.go's forms (HeldBy, ...)",
+	AbandonProofInsufficient: "raised with OPERATOR_REQUIRED through a code chosen at run time (core/lease)",
+	HooksDirInWorktree:       "no longer produced; kept as API",
+}
+
+// TestKindsAsRaised: a code the sources raise as an error (Say, SayWrap,
+// Relay) is a refusal, a usage error or a notice (or DOCTOR_FINDINGS, an
+// outcome that exits 1); a refusal is raised somewhere. A finding or an
+// outcome raised as an error, or a refusal nothing raises, has the wrong
+// kind in the table, and the exit the page says is wrong with it.
+func TestKindsAsRaised(t *testing.T) {
+	names := codeConstants(t)
+	raised := map[string]bool{}
+	eachSource(t, func(_ string, _ *token.FileSet, file *ast.File) {
+		ast.Inspect(file, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok || len(c.Args) == 0 {
+				return true
+			}
+			sel, ok := c.Fun.(*ast.SelectorExpr)
+			if !ok || !isIdent(sel.X, "decision") || !slices.Contains([]string{"Say", "SayWrap", "Relay"}, sel.Sel.Name) {
+				return true
+			}
+			if cs, ok := c.Args[0].(*ast.SelectorExpr); ok && isIdent(cs.X, "decision") {
+				raised[names[cs.Sel.Name]] = true
+			}
+			return true
+		})
+	})
+	for _, d := range Describe() {
+		switch {
+		case raised[d.Code] && (d.Kind == "finding" || d.Kind == "outcome" && d.Code != DoctorFindings):
+			t.Errorf("%s is raised as an error, but the table has it a %s", d.Code, d.Kind)
+		case !raised[d.Code] && d.Kind == "refusal" && raisedOtherwise[d.Code] == "":
+			t.Errorf("%s is a refusal in the table, but nothing raises it: a finding, a notice?", d.Code)
+		}
+	}
+}

@@ -100,6 +100,9 @@ func exitCell(s Spec) string {
 	case Notice, Finding:
 		return s.Kind.String()
 	}
+	if s.Code == Interrupted {
+		return fmt.Sprintf("%d (wt-exec 128+N for signal N)", s.Exit())
+	}
 	if x := s.ExecExit(); x >= 0 {
 		return fmt.Sprintf("%d (wt-exec %d)", s.Exit(), x)
 	}

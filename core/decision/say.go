@@ -72,7 +72,8 @@ func (s Spec) Exit() int {
 }
 
 // ExecExit is what wt-exec exits with when it ends on the code (-1:
-// wt-exec does not end on it).
+// wt-exec does not end on it). INTERRUPTED is 125 here, and 128+N when
+// the refusal names signal N (its fact "signal"), as a shell's would be.
 func (s Spec) ExecExit() int {
 	switch {
 	case s.Code == CommandNotFound:

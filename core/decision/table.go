@@ -60,7 +60,7 @@ var Table = []Section{
 		{Code: StoreBusy, Kind: Refusal, Meaning: "the store's lock stayed held past `$WT_LOCK_WAIT` (default 10 s); the holder is named", Words: []Form{
 			{"wt-store", "wt's store lock %s has been held for more than %s by %s"},
 		}},
-		{Code: Interrupted, Kind: Refusal, Meaning: "a signal ended the command before it changed anything (wt-exec: before its command started)", Words: []Form{
+		{Code: Interrupted, Kind: Refusal, Meaning: "a signal ended the command before it changed anything (wt-exec: before its command started, and it exits 128+N for signal N, as a shell would)", Words: []Form{
 			{"as-given", "%s"},
 			{"stopped-while", "stopped while waiting for wt's store lock %s (held by %s)"},
 			{"stopped-while-waiting", "stopped while waiting for another git worktree add or remove in this repository (held by %s)"},
@@ -553,7 +553,7 @@ var Table = []Section{
 		{Code: RefsUnpublished, Kind: Notice, Meaning: "a confined run moved refs other than its task branch in its private view: listed when it ends, not published (a notice)", Words: []Form{
 			{"run-moved", "the run moved %d ref(s) in its private view that wt does not publish (only its task branch leaves the view); they end with it (ref, in the view, in the repository): %s"},
 		}},
-		{Code: AdminDirUnsafe, Kind: Refusal, Meaning: "a governed worktree's admin dir holds what git, or a program after it, would trip on or run: a FIFO, socket, device or symlink (as `HEAD`, `index`, `config.worktree`, ...), a file larger than git writes there, a `config.worktree` with a key wt does not allow or a `core.hooksPath` other than wt's own hooks dir, an executable file; `wt-admin quarantine PATH` puts it aside (a confined run's end and every `wt-exec` start do it themselves)", Words: []Form{
+		{Code: AdminDirUnsafe, Kind: Finding, Meaning: "a governed worktree's admin dir holds what git, or a program after it, would trip on or run: a FIFO, socket, device or symlink (as `HEAD`, `index`, `config.worktree`, ...), a file larger than git writes there, a `config.worktree` with a key wt does not allow or a `core.hooksPath` other than wt's own hooks dir, an executable file; `wt-admin quarantine PATH` puts it aside (a confined run's end and every `wt-exec` start do it themselves)", Words: []Form{
 			{"task-admin-dir-holds", "task %s's admin dir holds what git, or a program after it, would trip on or run: %s"},
 			{"admin-dir-holds", "its admin dir holds what git, or a program after it, would trip on or run: %s"},
 		}},
@@ -677,7 +677,7 @@ var Table = []Section{
 			{"checkout-deleted", "the checkout of task %s (%s) was deleted; its task key is stuck until the task is finished"},
 		}},
 		{Code: AuditShown, Kind: Outcome, Meaning: "`wt-admin audit` listed the moves of the live task branches"},
-		{Code: UngatedRefMove, Kind: Refusal, Meaning: "a move of a governed branch that no gate approval covers (hooks off, a ref written by hand, an update by another process), found from the reflog or, whatever the reflog says (expired, deleted), from a tip that wt's ledger does not account for: `status` raises it, `audit` lists each move with the lease live at its time and the command that puts the branch back on the last approved tip, keeping what it held", Words: []Form{
+		{Code: UngatedRefMove, Kind: Finding, Meaning: "a move of a governed branch that no gate approval covers (hooks off, a ref written by hand, an update by another process), found from the reflog or, whatever the reflog says (expired, deleted), from a tip that wt's ledger does not account for: `status` raises it, `audit` lists each move with the lease live at its time and the command that puts the branch back on the last approved tip, keeping what it held", Words: []Form{
 			{"moves-since-audit", "%d move(s) of governed branches that no gate saw (hooks off, or a ref written by hand) since the last audit"},
 			{"moved-from", "moved from the tip wt recorded with no gate approval; its reflog does not show how (expired, deleted, or the ref written directly)"},
 			{"moved-no", "moved with no reflog entry (the ref written directly)"},
@@ -697,14 +697,14 @@ var Table = []Section{
 			{"task-branch", "task %s's branch %s is gone from git; wt's ledger records its tip %s (deleted with hooks off, or by a git gc outside wt's view): the next commit there is refused until it is restored"},
 			{"task-branch-gone", "task %s's branch %s is gone from git, but wt's ledger records its tip %s: creating it anew would start an empty history where the task's work was"},
 		}},
-		{Code: LeasedCheckoutMissing, Kind: Refusal, Meaning: "an alarm of `status` and `doctor`: a worktree's checkout is gone while its lease holder still runs (removed with `git worktree remove -f -f` or `rm -rf`); names the holder", Words: []Form{
+		{Code: LeasedCheckoutMissing, Kind: Finding, Meaning: "an alarm of `status` and `doctor`: a worktree's checkout is gone while its lease holder still runs (removed with `git worktree remove -f -f` or `rm -rf`); names the holder", Words: []Form{
 			{"checkout-gone", "the checkout is gone while its lease holder runs: client %s, pid %d (lease %s); what it had not committed is lost"},
 		}},
 		{Code: RefLockStale, Kind: Finding, Meaning: "a `doctor` finding: a lock git takes on a repository's refs (a reftable stack's `tables.list.lock`, `packed-refs.lock`) or its config (`config.lock`) that no process holds open, left by a git that died holding it; every update behind it fails (\"cannot lock references\", \"could not lock config file\") until it is removed, which the fix does (git takes such a lock only by creating the file, so while it is there nobody else can hold it)", Words: []Form{
 			{"held-by-no-process", "%s is held by no process (a git that died holding it): every update behind it fails until it is gone"},
 		}},
 		{Code: StaleRegistrationMarker, Kind: Finding, Meaning: "blocker: the admin dir holds a registration marker that names another allocation, key or path, or cannot be read (one naming this very registration, without its document, is a registration a crash cut short: backfill completes it)"},
-		{Code: GitPointerMismatch, Kind: Refusal, Meaning: "blocker: the checkout's .git and git's admin dir do not point at each other; in `status` and `doctor`, a worktree whose admin dir's `gitdir` was rewritten while its checkout is in place and points back (git takes it for deleted), with `git worktree repair` as the fix", Words: []Form{
+		{Code: GitPointerMismatch, Kind: Finding, Meaning: "blocker: the checkout's .git and git's admin dir do not point at each other; in `status` and `doctor`, a worktree whose admin dir's `gitdir` was rewritten while its checkout is in place and points back (git takes it for deleted), with `git worktree repair` as the fix", Words: []Form{
 			{"task-checkout", "task %s's checkout is at %s and points to its admin dir, but git's record of where it is (the admin dir's gitdir) names %s: git takes it for deleted, and git worktree prune would drop it"},
 		}},
 		{Code: RegistrationTimeUnknown, Kind: Finding, Meaning: "blocker: when git registered the worktree cannot be read"},
