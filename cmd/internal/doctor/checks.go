@@ -19,16 +19,16 @@ type check struct {
 var checks = []check{
 	{name: "admin", early: checkAdminDirs},                          // check_admin.go
 	{name: "store", inStore: checkStore},                            // check_store.go
-	{name: "gates", early: readInventory, inStore: checkGates},      // check_gates.go
 	{name: "hooks", early: checkHooks},                              // check_hooks.go
-	{name: "refs", early: checkRefLocks, late: checkLeftovers},      // check_refs.go
 	{name: "leases", inStore: checkLeases},                          // check_leases.go
 	{name: "views", inStore: checkViews},                            // check_views.go
 	{name: "registrations", inStore: checkRegistrations},            // check_registrations.go
 	{name: "prune", inStore: checkPrunable},                         // check_prune.go
 	{name: "journals", inStore: checkJournals},                      // check_journals.go
 	{name: "publication", inStore: checkPublication},                // check_publication.go
+	{name: "gates", early: readInventory, inStore: checkGates},      // check_gates.go
 	{name: "objects", inStore: governedHistory, late: checkObjects}, // check_objects.go
+	{name: "refs", early: checkRefLocks, late: checkLeftovers},      // check_refs.go
 	{name: "audit", late: checkAudit},                               // check_audit.go
 	{name: "fleet", late: checkFleet, applies: fleetOn},             // check_fleet.go
 }
