@@ -490,10 +490,14 @@ func TestScripts(t *testing.T) {
 				ts.Check(os.MkdirAll(home, 0o755))
 				self, err := os.Executable()
 				ts.Check(err)
-				b, err := os.ReadFile(self)
-				ts.Check(err)
+				// The programs this script runs are written by cp and
+				// install, never through a descriptor of this process: a
+				// test forking beside it would hold that descriptor until
+				// its exec, and running the file meanwhile fails with
+				// "text file busy" (ETXTBSY).
 				first := filepath.Join(bin, "wt-exec")
-				ts.Check(os.WriteFile(first, b, 0o755))
+				ts.Check(exec.Command("cp", self, first).Run())
+				ts.Check(os.Chmod(first, 0o755))
 				for _, name := range []string{"wt-admin", "wt-hook", "wt-gate", "wt-exec-confine", "sockprobe", "agentloop", "brokerask"} {
 					ts.Check(os.Link(first, filepath.Join(bin, name)))
 				}
@@ -504,7 +508,9 @@ func TestScripts(t *testing.T) {
 					return os.Lchown(p, 65534, 65534)
 				}))
 				script := "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups env PATH=" + bin + ":\"$PATH\" HOME=" + home + " \"$@\"\n"
-				ts.Check(os.WriteFile(filepath.Join(work, ".bin", "asnobody"), []byte(script), 0o755))
+				text := filepath.Join(work, ".nobody", "asnobody.sh")
+				ts.Check(os.WriteFile(text, []byte(script), 0o644))
+				ts.Check(exec.Command("install", "-m", "0755", text, filepath.Join(work, ".bin", "asnobody")).Run())
 			},
 			// nextsecond: wait until the wall clock's second changes: git's
 			// reflogs keep whole seconds, and a script that needs a move in
