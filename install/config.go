@@ -250,33 +250,39 @@ func writeShimFile(path, hook, bin string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := shimFileConflict(path, hook); err != nil {
-		return "", err
-	}
-	cur, err := safefile.Read(path, 1<<20, safefile.NoFollow)
+	cur, exists, err := readShimFile(path, hook)
 	switch {
-	case err == nil && string(cur) == want:
+	case err != nil:
+		return "", err
+	case !exists:
+		return "installed", writeExec(path, want)
+	case string(cur) == want:
 		return "unchanged", nil
-	case err == nil:
-		return "updated", writeExec(path, want)
 	}
-	return "installed", writeExec(path, want)
+	return "updated", writeExec(path, want)
 }
 
-// shimFileConflict is the refusal writeShimFile meets at path: a file
-// there that is not a shim of wt's for hook (HOOK_CONFLICT), or one that
-// cannot be read. It changes nothing.
+// shimFileConflict is the refusal writeShimFile meets at path (readShimFile's).
+// It changes nothing.
 func shimFileConflict(path, hook string) error {
-	cur, err := safefile.Read(path, 1<<20, safefile.NoFollow)
+	_, _, err := readShimFile(path, hook)
+	return err
+}
+
+// readShimFile reads wt's shim for hook at path, once: exists is false
+// when there is none; a file there that is not a shim of wt's for hook
+// is HOOK_CONFLICT, one that cannot be read INTERNAL_ERROR.
+func readShimFile(path, hook string) (cur []byte, exists bool, err error) {
+	cur, err = safefile.Read(path, 1<<20, safefile.NoFollow)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil
+		return nil, false, nil
 	case err != nil:
-		return decision.SayWrap(decision.Internal, err, "read", path)
+		return nil, false, decision.SayWrap(decision.Internal, err, "read", path)
 	}
 	if _, _, ok := Recognize(hook, cur); !ok {
-		return decision.Say(decision.HookConflict, "not-wt", path).
+		return nil, true, decision.Say(decision.HookConflict, "not-wt", path).
 			WithHint("move it away, then run wt-hook install again: mv %s %s.bak", shell.Word(path), shell.Word(path))
 	}
-	return nil
+	return cur, true, nil
 }

@@ -86,25 +86,22 @@ func (s Spec) ExecExit() int {
 	return -1
 }
 
+// index holds each code's forms by key, and the shared forms under "".
 var index = sync.OnceValue(func() map[string]map[string]string {
-	m := make(map[string]map[string]string, len(codes))
+	m := make(map[string]map[string]string, len(codes)+1)
+	add := func(code string, forms []Form) {
+		byKey := make(map[string]string, len(forms))
+		for _, f := range forms {
+			byKey[f.Key] = f.Words
+		}
+		m[code] = byKey
+	}
 	for _, sec := range Table {
 		for _, s := range sec.Codes {
-			forms := make(map[string]string, len(s.Words))
-			for _, f := range s.Words {
-				forms[f.Key] = f.Words
-			}
-			m[s.Code] = forms
+			add(s.Code, s.Words)
 		}
 	}
-	return m
-})
-
-var shared = sync.OnceValue(func() map[string]string {
-	m := make(map[string]string, len(Shared))
-	for _, f := range Shared {
-		m[f.Key] = f.Words
-	}
+	add("", Shared)
 	return m
 })
 
@@ -114,7 +111,7 @@ var shared = sync.OnceValue(func() map[string]string {
 func Words(code, key string, args ...any) string {
 	format, ok := index()[code][key]
 	if !ok {
-		format, ok = shared()[key]
+		format, ok = index()[""][key]
 	}
 	if !ok {
 		return fmt.Sprintf("(%s has no words %q) %v", code, key, args)
